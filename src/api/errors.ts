@@ -1,0 +1,182 @@
+/**
+ * The error catalog: every failure a client can see is one of these, rendered as a Kubernetes Status with
+ * the code, reason and message shape kube-apiserver uses (k8s.io/apimachinery/pkg/api/errors).
+ */
+export interface GroupResource {
+  group: string;
+  resource: string;
+}
+
+export interface StatusCause {
+  reason: string;
+  message: string;
+  field?: string;
+}
+
+export interface StatusDetails {
+  name?: string;
+  group?: string;
+  kind?: string;
+  uid?: string;
+  causes?: StatusCause[];
+  retryAfterSeconds?: number;
+}
+
+export interface Status {
+  kind: 'Status';
+  apiVersion: 'v1';
+  metadata: Record<string, never>;
+  status: 'Success' | 'Failure';
+  message?: string;
+  reason?: string;
+  details?: StatusDetails;
+  code: number;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+    readonly details?: StatusDetails,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  /** Conflicts and timeouts are worth retrying; everything else is the caller's to fix. */
+  get retryable(): boolean {
+    return this.code === 409 && this.reason === 'Conflict' || this.code === 429 || this.code === 500 || this.code === 504;
+  }
+
+  toStatus(): Status {
+    const status: Status = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: this.message,
+      reason: this.reason,
+      code: this.code,
+    };
+    if (this.details) status.details = this.details;
+    return status;
+  }
+}
+
+/** "configmaps" for the core group, "deployments.apps" for others: how Kubernetes names a resource in messages. */
+export function qualifiedResource(gr: GroupResource): string {
+  return gr.group ? `${gr.resource}.${gr.group}` : gr.resource;
+}
+
+function detailsFor(gr: GroupResource, name: string): StatusDetails {
+  const details: StatusDetails = { name, kind: gr.resource };
+  if (gr.group) details.group = gr.group;
+  return details;
+}
+
+export const Errors = {
+  notFound(gr: GroupResource, name: string): ApiError {
+    return new ApiError(404, 'NotFound', `${qualifiedResource(gr)} "${name}" not found`, detailsFor(gr, name));
+  },
+
+  alreadyExists(gr: GroupResource, name: string): ApiError {
+    return new ApiError(409, 'AlreadyExists', `${qualifiedResource(gr)} "${name}" already exists`, detailsFor(gr, name));
+  },
+
+  conflict(gr: GroupResource, name: string, why = 'the object has been modified; please apply your changes to the latest version and try again'): ApiError {
+    return new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualifiedResource(gr)} "${name}": ${why}`, detailsFor(gr, name));
+  },
+
+  /** 422 with one cause per field error; `kind` is the object's Kind, as in `ConfigMap "x" is invalid: …`. */
+  invalid(group: string, kind: string, name: string, causes: StatusCause[]): ApiError {
+    const rendered = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message));
+    const summary = rendered.length === 1 ? rendered[0] : `[${rendered.join(', ')}]`;
+    const details: StatusDetails = { name, kind, causes };
+    if (group) details.group = group;
+    return new ApiError(422, 'Invalid', `${kind}${group ? `.${group}` : ''} "${name}" is invalid: ${summary}`, details);
+  },
+
+  badRequest(message: string): ApiError {
+    return new ApiError(400, 'BadRequest', message);
+  },
+
+  forbidden(gr: GroupResource, name: string, why: string): ApiError {
+    const target = name ? `${qualifiedResource(gr)} "${name}"` : qualifiedResource(gr);
+    return new ApiError(403, 'Forbidden', `${target} is forbidden: ${why}`, detailsFor(gr, name));
+  },
+
+  methodNotAllowed(): ApiError {
+    return new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+  },
+
+  notAcceptable(): ApiError {
+    return new ApiError(406, 'NotAcceptable', 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+  },
+
+  /** A watch or continue token from before the retained history. */
+  expired(message: string): ApiError {
+    return new ApiError(410, 'Expired', message);
+  },
+
+  tooLarge(limitBytes: number): ApiError {
+    return new ApiError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${limitBytes}`);
+  },
+
+  unsupportedMediaType(contentType: string): ApiError {
+    return new ApiError(
+      415,
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got "${contentType}")`,
+    );
+  },
+
+  unprocessable(message: string): ApiError {
+    return new ApiError(422, 'Invalid', message);
+  },
+
+  pathNotFound(): ApiError {
+    return new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  },
+
+  internal(message: string): ApiError {
+    return new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ reason: '', message }] });
+  },
+
+  timeout(message: string): ApiError {
+    return new ApiError(504, 'Timeout', message);
+  },
+} as const;
+
+/** Field errors in the shape of k8s.io/apimachinery/pkg/util/validation/field. */
+export const FieldErrors = {
+  required(field: string, detail: string): StatusCause {
+    return { reason: 'FieldValueRequired', message: `Required value${detail ? `: ${detail}` : ''}`, field };
+  },
+  invalid(field: string, value: unknown, detail: string): StatusCause {
+    return { reason: 'FieldValueInvalid', message: `Invalid value: ${renderValue(value)}: ${detail}`, field };
+  },
+  notSupported(field: string, value: unknown, supported: string[]): StatusCause {
+    return {
+      reason: 'FieldValueNotSupported',
+      message: `Unsupported value: ${renderValue(value)}: supported values: ${supported.map((s) => `"${s}"`).join(', ')}`,
+      field,
+    };
+  },
+  forbidden(field: string, detail: string): StatusCause {
+    return { reason: 'FieldValueForbidden', message: `Forbidden: ${detail}`, field };
+  },
+  tooLong(field: string, max: number): StatusCause {
+    return { reason: 'FieldValueTooLong', message: `Too long: must have at most ${max} bytes`, field };
+  },
+  duplicate(field: string, value: unknown): StatusCause {
+    return { reason: 'FieldValueDuplicate', message: `Duplicate value: ${renderValue(value)}`, field };
+  },
+} as const;
+
+function renderValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === null || value === undefined) return 'null';
+  return JSON.stringify(value);
+}

@@ -1,0 +1,39 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { serve } from './serve.js';
+import { kubeconfigYaml } from './kubeconfig.js';
+
+function integer(name: string, min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer ≥ ${min}`);
+    return n;
+  };
+}
+
+const program = new Command();
+program.name('sim').description('kube-sim: a local Kubernetes control plane in one process').version('0.1.0');
+
+program
+  .command('serve')
+  .description('serve the Kubernetes API (in memory unless --data is given)')
+  .option('--port <port>', 'port to listen on (0 picks a free one)', integer('--port', 0), 8080)
+  .option('--host <host>', 'address to bind', '127.0.0.1')
+  .option('--data <path>', 'keep the cluster in this file across restarts')
+  .addOption(new Option('--clock <mode>', 'real time, or virtual time that moves only when told').choices(['real', 'virtual']).default('real'))
+  .option('--seed <n>', 'seed for uids, generated names and IPs (random by default)', integer('--seed', 0))
+  .option('--watch-history <n>', 'events kept per resource for resuming watches', integer('--watch-history', 1), 10_000)
+  .option('--controllers <list>', "controllers to run, kube-controller-manager style ('*', '-name')", '*')
+  .addOption(new Option('--log-level <level>', 'how much to log').choices(['error', 'warn', 'info', 'debug']).default('info'))
+  .action(async (opts) => {
+    await serve(opts);
+  });
+
+program
+  .command('kubeconfig')
+  .description('print a kubeconfig that points kubectl at a kube-sim server')
+  .option('--server <url>', 'server URL', 'http://127.0.0.1:8080')
+  .action((opts: { server: string }) => {
+    process.stdout.write(kubeconfigYaml(opts.server));
+  });
+
+await program.parseAsync(process.argv);

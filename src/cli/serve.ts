@@ -1,0 +1,65 @@
+import type { AddressInfo } from 'node:net';
+import { Cluster } from '../cluster/cluster.js';
+import { buildServer } from '../server/server.js';
+import { Logger, type LogLevel } from './logger.js';
+
+export interface ServeOptions {
+  port: number;
+  host: string;
+  data?: string;
+  clock: 'real' | 'virtual';
+  seed?: number;
+  watchHistory: number;
+  controllers: string;
+  logLevel: LogLevel;
+}
+
+/** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
+export async function serve(options: ServeOptions): Promise<void> {
+  const log = new Logger(options.logLevel);
+  let cluster: Cluster;
+  try {
+    cluster = await Cluster.start({
+      clock: options.clock,
+      seed: options.seed,
+      watchHistory: options.watchHistory,
+      dataPath: options.data,
+    });
+  } catch (err) {
+    log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+    return;
+  }
+  let address = `${options.host}:${options.port}`;
+  const app = buildServer(cluster, { advertiseAddress: () => address, logger: log.error });
+  try {
+    await app.listen({ port: options.port, host: options.host });
+  } catch (err) {
+    log.error(`cannot listen on ${options.host}:${options.port}: ${err instanceof Error ? err.message : String(err)}`);
+    await cluster.close();
+    process.exitCode = 1;
+    return;
+  }
+  const port = (app.server.address() as AddressInfo).port;
+  address = `${options.host}:${port}`;
+  const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+  process.stdout.write(`kube-sim serving on ${url}\n`);
+  process.stdout.write(
+    port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')
+      ? `kubectl finds it without a kubeconfig (its default is localhost:8080); or: kubectl --server ${url} get ns\n`
+      : `point kubectl at it: kubectl --server ${url} get ns   (or: sim kubeconfig --server ${url} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`,
+  );
+  log.info(`clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.data ? `, data ${options.data}` : ', in memory'}`);
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: shutting down`);
+    await app.close();
+    await cluster.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}

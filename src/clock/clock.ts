@@ -1,0 +1,203 @@
+/**
+ * The one way time enters kube-sim. Everything that stamps a timestamp, waits, backs off or ticks a
+ * cron schedule takes a Clock; `RealClock` follows the wall, `VirtualClock` moves only when told, which
+ * is what makes scenario replays deterministic and lets a day of cluster time pass in milliseconds.
+ */
+export interface TimerHandle {
+  cancel(): void;
+}
+
+export interface Clock {
+  readonly mode: 'real' | 'virtual';
+  /** Milliseconds since the Unix epoch, in cluster time. */
+  now(): number;
+  /** Runs fn once, delayMs of this clock's time from now. */
+  setTimer(delayMs: number, fn: () => void): TimerHandle;
+}
+
+export class RealClock implements Clock {
+  readonly mode = 'real' as const;
+
+  now(): number {
+    return Date.now();
+  }
+
+  setTimer(delayMs: number, fn: () => void): TimerHandle {
+    // Node caps timers at 2^31-1 ms; longer waits re-arm themselves.
+    const max = 0x7fffffff;
+    let handle: NodeJS.Timeout;
+    const arm = (remaining: number): void => {
+      handle = setTimeout(() => (remaining > max ? arm(remaining - max) : fn()), Math.min(Math.max(0, remaining), max));
+      handle.unref();
+    };
+    arm(delayMs);
+    return { cancel: () => clearTimeout(handle) };
+  }
+}
+
+/** Wall-clock time for network deadlines (watch timeouts, slow clients), which are not cluster time. */
+export const wallClock: Clock = new RealClock();
+
+interface VirtualTimer {
+  at: number;
+  seq: number;
+  fn: () => void;
+  cancelled: boolean;
+}
+
+/** Yields to the event loop so that promise chains and I/O callbacks started by a timer can finish. */
+function turnEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+export class VirtualClock implements Clock {
+  readonly mode = 'virtual' as const;
+  private current: number;
+  private seq = 0;
+  private readonly timers: VirtualTimer[] = []; // binary min-heap on (at, seq)
+  private inFlight = 0;
+  private advancing: Promise<void> = Promise.resolve();
+
+  constructor(startMs: number) {
+    this.current = startMs;
+  }
+
+  now(): number {
+    return this.current;
+  }
+
+  setTimer(delayMs: number, fn: () => void): TimerHandle {
+    const timer: VirtualTimer = { at: this.current + Math.max(0, delayMs), seq: this.seq++, fn, cancelled: false };
+    this.push(timer);
+    return { cancel: () => (timer.cancelled = true) };
+  }
+
+  /** Work that a timer started asynchronously (a reconcile, a write) marks itself busy so advance waits for it. */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight++;
+    return work.finally(() => this.inFlight--);
+  }
+
+  /** Time of the next pending timer, or undefined when nothing is scheduled. */
+  nextTimerAt(): number | undefined {
+    this.dropCancelled();
+    return this.timers[0]?.at;
+  }
+
+  /**
+   * Moves time forward by byMs, firing every timer due on the way in order, and returns once the work
+   * they started has settled. Concurrent calls queue behind each other.
+   */
+  advance(byMs: number): Promise<void> {
+    const run = this.advancing.then(() => this.advanceNow(this.current + Math.max(0, byMs)));
+    this.advancing = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Lets work that is due now run to completion without moving time. */
+  settle(): Promise<void> {
+    return this.advance(0);
+  }
+
+  private async advanceNow(target: number): Promise<void> {
+    await this.quiesce();
+    for (;;) {
+      this.dropCancelled();
+      const next = this.timers[0];
+      if (!next || next.at > target) break;
+      this.pop();
+      this.current = Math.max(this.current, next.at);
+      next.fn();
+      await this.quiesce();
+    }
+    this.current = Math.max(this.current, target);
+    await this.quiesce();
+  }
+
+  /** Turns the event loop until no tracked work is running and no timer is due at the current time. */
+  private async quiesce(): Promise<void> {
+    for (let spins = 0; spins < 100_000; spins++) {
+      await turnEventLoop();
+      this.dropCancelled();
+      const due = this.timers[0] !== undefined && this.timers[0].at <= this.current;
+      if (this.inFlight === 0 && !due) {
+        // One more turn: a finished promise may have scheduled I/O callbacks.
+        await turnEventLoop();
+        if (this.inFlight === 0) return;
+      }
+      if (due) {
+        const timer = this.pop()!;
+        timer.fn();
+      }
+    }
+  }
+
+  private dropCancelled(): void {
+    while (this.timers.length > 0 && this.timers[0]!.cancelled) this.pop();
+  }
+
+  private less(a: VirtualTimer, b: VirtualTimer): boolean {
+    return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+  }
+
+  private push(timer: VirtualTimer): void {
+    const heap = this.timers;
+    heap.push(timer);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.less(heap[i]!, heap[parent]!)) break;
+      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+      i = parent;
+    }
+  }
+
+  private pop(): VirtualTimer | undefined {
+    const heap = this.timers;
+    const top = heap[0];
+    const last = heap.pop();
+    if (heap.length > 0 && last) {
+      heap[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let smallest = i;
+        if (l < heap.length && this.less(heap[l]!, heap[smallest]!)) smallest = l;
+        if (r < heap.length && this.less(heap[r]!, heap[smallest]!)) smallest = r;
+        if (smallest === i) break;
+        [heap[i], heap[smallest]] = [heap[smallest]!, heap[i]!];
+        i = smallest;
+      }
+    }
+    return top;
+  }
+}
+
+/** Kubernetes timestamps are RFC 3339 with second precision. */
+export function rfc3339(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+/** MicroTime (events.k8s.io eventTime, lease renewTime) keeps microseconds. */
+export function rfc3339Micro(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+/** Parses Kubernetes-style durations: "90s", "1h30m", "250ms", "2d" (days for convenience). */
+export function parseDuration(text: string): number {
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+  const trimmed = text.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed) * 1000;
+  let total = 0;
+  let rest = trimmed;
+  const part = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)/;
+  if (rest.length === 0) throw new Error(`invalid duration "${text}"`);
+  while (rest.length > 0) {
+    const match = part.exec(rest);
+    if (!match) throw new Error(`invalid duration "${text}"`);
+    total += Number(match[1]) * units[match[2]!]!;
+    rest = rest.slice(match[0].length);
+  }
+  return total;
+}

@@ -1,0 +1,67 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The one source of randomness: a seeded PRNG (sfc32), so a replay with the same seed produces the same
+ * uids, generated names and IPs. `sim serve` without --seed draws the seed from the OS once at start.
+ */
+export class SeededRandom {
+  private a: number;
+  private b: number;
+  private c: number;
+  private d: number;
+
+  constructor(readonly seed: number) {
+    this.a = 0x9e3779b9;
+    this.b = 0x243f6a88;
+    this.c = 0xb7e15162;
+    this.d = seed >>> 0;
+    for (let i = 0; i < 15; i++) this.nextUint32();
+  }
+
+  static fromOs(): SeededRandom {
+    return new SeededRandom(randomBytes(4).readUInt32LE(0));
+  }
+
+  nextUint32(): number {
+    this.a >>>= 0;
+    this.b >>>= 0;
+    this.c >>>= 0;
+    this.d >>>= 0;
+    const t = (((this.a + this.b) | 0) + this.d) | 0;
+    this.d = (this.d + 1) | 0;
+    this.a = this.b ^ (this.b >>> 9);
+    this.b = (this.c + (this.c << 3)) | 0;
+    this.c = (this.c << 21) | (this.c >>> 11);
+    this.c = (this.c + t) | 0;
+    return t >>> 0;
+  }
+
+  /** A float in [0, 1). */
+  next(): number {
+    return this.nextUint32() / 0x1_0000_0000;
+  }
+
+  /** An integer in [0, n). */
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+
+  /** A version-4 UUID, as Kubernetes gives every object. */
+  uuid(): string {
+    const hex: string[] = [];
+    for (let i = 0; i < 4; i++) hex.push(this.nextUint32().toString(16).padStart(8, '0'));
+    const s = hex.join('').split('');
+    s[12] = '4';
+    s[16] = ((parseInt(s[16]!, 16) & 0x3) | 0x8).toString(16);
+    const h = s.join('');
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+  }
+
+  /** Random suffix in apimachinery's alphabet (no vowels, no confusable digits), as generateName uses. */
+  alphanumeric(length: number): string {
+    const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
+    let out = '';
+    for (let i = 0; i < length; i++) out += alphabet[this.int(alphabet.length)];
+    return out;
+  }
+}

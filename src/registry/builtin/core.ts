@@ -1,0 +1,577 @@
+import { FieldErrors, type StatusCause } from '../../api/errors.js';
+import { isPlainObject, type KubeObject } from '../../api/types.js';
+import { checkConfigMapKey } from '../../api/validation.js';
+import { ageOf, col, field, num, orNone, str } from '../printers.js';
+import type { KindInfo, StrategyContext } from '../types.js';
+import { defaultPodSpec, qosClass, validatePodSpec } from './pod-spec.js';
+
+type Obj = Record<string, unknown>;
+
+function spec(obj: KubeObject): Obj {
+  if (!isPlainObject(obj.spec)) obj.spec = {};
+  return obj.spec as Obj;
+}
+
+/** The tolerations DefaultTolerationSeconds admission adds to every pod: 300 s for not-ready and unreachable. */
+function addDefaultTolerations(podSpec: Obj): void {
+  const tolerations = Array.isArray(podSpec.tolerations) ? (podSpec.tolerations as Obj[]) : [];
+  for (const key of ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable']) {
+    const covered = tolerations.some((t) => (t.key === key || (t.key === undefined && t.operator === 'Exists')) && (t.effect === undefined || t.effect === 'NoExecute' || t.effect === ''));
+    if (!covered) tolerations.push({ key, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 });
+  }
+  podSpec.tolerations = tolerations;
+}
+
+function validateKeyedData(obj: KubeObject, fieldName: 'data' | 'binaryData' | 'stringData', base64: boolean): StatusCause[] {
+  const data = obj[fieldName];
+  if (data === undefined || data === null) return [];
+  if (!isPlainObject(data)) return [FieldErrors.invalid(fieldName, data, 'must be a map of string keys to string values')];
+  const causes: StatusCause[] = [];
+  for (const [key, value] of Object.entries(data)) {
+    for (const p of checkConfigMapKey(key)) causes.push(FieldErrors.invalid(fieldName, key, p));
+    if (typeof value !== 'string') causes.push(FieldErrors.invalid(`${fieldName}[${key}]`, value, 'must be a string'));
+    else if (base64 && !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) causes.push(FieldErrors.invalid(`${fieldName}[${key}]`, '<secret contents redacted>', 'must be base64 encoded'));
+  }
+  return causes;
+}
+
+function dataCount(obj: KubeObject): number {
+  const count = (v: unknown): number => (isPlainObject(v) ? Object.keys(v).length : 0);
+  return count(obj.data) + count(obj.binaryData);
+}
+
+/** The pod STATUS column (kubectl's printPod): the phase refined by container states and deletion. */
+export function podStatusReason(pod: KubeObject): { reason: string; ready: number; total: number; restarts: number } {
+  const status = isPlainObject(pod.status) ? pod.status : {};
+  const podSpec = isPlainObject(pod.spec) ? pod.spec : {};
+  const total = Array.isArray(podSpec.containers) ? podSpec.containers.length : 0;
+  let reason = str(pod, 'status.reason') || str(pod, 'status.phase');
+  let restarts = 0;
+  let ready = 0;
+  let initializing = false;
+  const initStatuses = Array.isArray(status.initContainerStatuses) ? (status.initContainerStatuses as Obj[]) : [];
+  const initCount = Array.isArray(podSpec.initContainers) ? podSpec.initContainers.length : 0;
+  for (const [i, c] of initStatuses.entries()) {
+    restarts += typeof c.restartCount === 'number' ? c.restartCount : 0;
+    const state = isPlainObject(c.state) ? c.state : {};
+    const terminated = isPlainObject(state.terminated) ? state.terminated : undefined;
+    const waiting = isPlainObject(state.waiting) ? state.waiting : undefined;
+    if (terminated && terminated.exitCode === 0) continue;
+    if (terminated) reason = terminated.reason ? `Init:${String(terminated.reason)}` : terminated.signal ? `Init:Signal:${String(terminated.signal)}` : `Init:ExitCode:${String(terminated.exitCode)}`;
+    else if (waiting?.reason && waiting.reason !== 'PodInitializing') reason = `Init:${String(waiting.reason)}`;
+    else reason = `Init:${i}/${initCount}`;
+    initializing = true;
+    break;
+  }
+  if (!initializing) {
+    restarts = 0;
+    let hasRunning = false;
+    const statuses = Array.isArray(status.containerStatuses) ? (status.containerStatuses as Obj[]) : [];
+    for (let i = statuses.length - 1; i >= 0; i--) {
+      const c = statuses[i]!;
+      restarts += typeof c.restartCount === 'number' ? c.restartCount : 0;
+      const state = isPlainObject(c.state) ? c.state : {};
+      const waiting = isPlainObject(state.waiting) ? state.waiting : undefined;
+      const terminated = isPlainObject(state.terminated) ? state.terminated : undefined;
+      if (waiting?.reason) reason = String(waiting.reason);
+      else if (terminated?.reason) reason = String(terminated.reason);
+      else if (terminated) reason = terminated.signal ? `Signal:${String(terminated.signal)}` : `ExitCode:${String(terminated.exitCode)}`;
+      else if (c.ready === true && isPlainObject(state.running)) {
+        hasRunning = true;
+        ready++;
+      }
+    }
+    if (reason === 'Completed' && hasRunning) {
+      const conditions = Array.isArray(status.conditions) ? (status.conditions as Obj[]) : [];
+      reason = conditions.some((c) => c.type === 'Ready' && c.status === 'True') ? 'Running' : 'NotReady';
+    }
+  }
+  if (pod.metadata.deletionTimestamp) reason = status.reason === 'NodeLost' ? 'Unknown' : 'Terminating';
+  return { reason, ready, total, restarts };
+}
+
+function lastRestartAgo(pod: KubeObject, now: number): string {
+  const statuses = field(pod, 'status.containerStatuses');
+  let latest = 0;
+  if (Array.isArray(statuses)) {
+    for (const c of statuses as Obj[]) {
+      const finished = field(c, 'lastState.terminated.finishedAt');
+      if (typeof finished === 'string') latest = Math.max(latest, Date.parse(finished));
+    }
+  }
+  return latest > 0 ? ` (${ageOf(new Date(latest).toISOString(), now)} ago)` : '';
+}
+
+const namespaces: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'Namespace',
+  resource: 'namespaces',
+  singular: 'namespace',
+  namespaced: false,
+  shortNames: ['ns'],
+  status: true,
+  nameRule: 'label',
+  selectableFields: { 'status.phase': (o) => str(o, 'status.phase') },
+  strategy: {
+    prepareForCreate(obj) {
+      const s = spec(obj);
+      s.finalizers = ['kubernetes'];
+      obj.status = { phase: 'Active' };
+    },
+    defaults(obj) {
+      obj.metadata.labels = { ...(obj.metadata.labels ?? {}), 'kubernetes.io/metadata.name': obj.metadata.name ?? '' };
+    },
+    prepareForUpdate(next, old) {
+      next.spec = old.spec;
+    },
+  },
+  columns: [col('Status', (o) => str(o, 'status.phase'), { description: 'The status of the namespace' })],
+};
+
+const pods: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'Pod',
+  resource: 'pods',
+  singular: 'pod',
+  namespaced: true,
+  shortNames: ['po'],
+  categories: ['all'],
+  status: true,
+  selectableFields: {
+    'spec.nodeName': (o) => str(o, 'spec.nodeName'),
+    'spec.restartPolicy': (o) => str(o, 'spec.restartPolicy'),
+    'spec.schedulerName': (o) => str(o, 'spec.schedulerName'),
+    'spec.serviceAccountName': (o) => str(o, 'spec.serviceAccountName'),
+    'spec.hostNetwork': (o) => String(field(o, 'spec.hostNetwork') === true),
+    'status.phase': (o) => str(o, 'status.phase'),
+    'status.podIP': (o) => str(o, 'status.podIP'),
+    'status.nominatedNodeName': (o) => str(o, 'status.nominatedNodeName'),
+  },
+  indexedFields: ['spec.nodeName'],
+  strategy: {
+    defaults(obj) {
+      const s = spec(obj);
+      defaultPodSpec(s);
+      if (s.serviceAccountName === undefined) s.serviceAccountName = s.serviceAccount ?? 'default';
+      s.serviceAccount = s.serviceAccountName;
+      if (s.enableServiceLinks === undefined) s.enableServiceLinks = true;
+      if (s.priority === undefined) s.priority = 0;
+      if (s.preemptionPolicy === undefined) s.preemptionPolicy = 'PreemptLowerPriority';
+      addDefaultTolerations(s);
+    },
+    prepareForCreate(obj) {
+      obj.status = { phase: 'Pending', qosClass: qosClass(spec(obj)) };
+    },
+    validate(obj) {
+      return validatePodSpec(obj.spec, 'spec');
+    },
+    validateUpdate(next, old) {
+      // Pod spec is immutable but for a few fields (image, activeDeadlineSeconds, tolerations additions).
+      const strip = (s: unknown): unknown => {
+        if (!isPlainObject(s)) return s;
+        const { containers, initContainers, activeDeadlineSeconds: _a, tolerations: _t, terminationGracePeriodSeconds: _g, ...rest } = s;
+        const noImages = (list: unknown): unknown => (Array.isArray(list) ? list.map((c) => (isPlainObject(c) ? { ...c, image: undefined } : c)) : list);
+        return { ...rest, containers: noImages(containers), initContainers: noImages(initContainers) };
+      };
+      if (JSON.stringify(strip(next.spec)) !== JSON.stringify(strip(old.spec))) {
+        return [FieldErrors.forbidden('spec', 'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)')];
+      }
+      return [];
+    },
+    gracePeriodSeconds(pod, requested) {
+      const phase = str(pod, 'status.phase');
+      if (!str(pod, 'spec.nodeName') || phase === 'Succeeded' || phase === 'Failed') return 0;
+      return requested ?? num(pod, 'spec.terminationGracePeriodSeconds');
+    },
+  },
+  columns: [
+    col('Ready', (o) => {
+      const s = podStatusReason(o);
+      return `${s.ready}/${s.total}`;
+    }, { description: 'The aggregate readiness state of this pod for accepting traffic.' }),
+    col('Status', (o) => podStatusReason(o).reason, { description: 'The aggregate status of the containers in this pod.' }),
+    col('Restarts', (o, now) => {
+      const s = podStatusReason(o);
+      return `${s.restarts}${s.restarts > 0 ? lastRestartAgo(o, now) : ''}`;
+    }, { description: 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.' }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
+    col('IP', (o) => orNone(str(o, 'status.podIP')), { priority: 1, description: 'IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.' }),
+    col('Node', (o) => orNone(str(o, 'spec.nodeName')), { priority: 1, description: 'NodeName is a request to schedule this pod onto a specific node.' }),
+    col('Nominated Node', (o) => orNone(str(o, 'status.nominatedNodeName')), { priority: 1, description: 'nominatedNodeName is set only when this pod preempts other pods on the node.' }),
+    col('Readiness Gates', (o) => {
+      const gates = field(o, 'spec.readinessGates');
+      if (!Array.isArray(gates) || gates.length === 0) return '<none>';
+      const conditions = (field(o, 'status.conditions') as Obj[] | undefined) ?? [];
+      const ok = gates.filter((g) => conditions.some((c) => c.type === (g as Obj).conditionType && c.status === 'True')).length;
+      return `${ok}/${gates.length}`;
+    }, { priority: 1, description: 'If specified, all readiness gates will be evaluated for pod readiness.' }),
+  ],
+  noAge: true,
+};
+
+function allocateServiceIPs(obj: KubeObject, ctx: StrategyContext): void {
+  const s = spec(obj);
+  if (s.type === 'ExternalName') return;
+  if (s.clusterIP === undefined || s.clusterIP === '') s.clusterIP = ctx.allocateClusterIP();
+  if (s.clusterIPs === undefined) s.clusterIPs = [s.clusterIP];
+}
+
+const services: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'Service',
+  resource: 'services',
+  singular: 'service',
+  namespaced: true,
+  shortNames: ['svc'],
+  categories: ['all'],
+  status: true,
+  nameRule: 'dns1035',
+  strategy: {
+    defaults(obj) {
+      const s = spec(obj);
+      s.type ??= 'ClusterIP';
+      s.sessionAffinity ??= 'None';
+      if (s.type !== 'ExternalName') {
+        s.ipFamilies ??= ['IPv4'];
+        s.ipFamilyPolicy ??= 'SingleStack';
+        s.internalTrafficPolicy ??= 'Cluster';
+      }
+      if (Array.isArray(s.ports)) {
+        for (const p of s.ports as Obj[]) {
+          p.protocol ??= 'TCP';
+          p.targetPort ??= p.port;
+        }
+      }
+    },
+    prepareForCreate(obj, ctx) {
+      allocateServiceIPs(obj, ctx);
+      obj.status = { loadBalancer: {} };
+    },
+    prepareForUpdate(next, old) {
+      const s = spec(next);
+      const o = spec(old);
+      if (s.clusterIP === undefined || s.clusterIP === '') s.clusterIP = o.clusterIP;
+      if (s.clusterIPs === undefined) s.clusterIPs = o.clusterIPs;
+    },
+    validate(obj) {
+      const s = isPlainObject(obj.spec) ? obj.spec : {};
+      const causes: StatusCause[] = [];
+      const types = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'];
+      if (!types.includes(String(s.type))) causes.push(FieldErrors.notSupported('spec.type', s.type, types));
+      if (s.type !== 'ExternalName' && s.clusterIP !== 'None' && (!Array.isArray(s.ports) || s.ports.length === 0)) causes.push(FieldErrors.required('spec.ports', ''));
+      return causes;
+    },
+    validateUpdate(next, old) {
+      const a = field(next, 'spec.clusterIP');
+      const b = field(old, 'spec.clusterIP');
+      return a !== b ? [FieldErrors.invalid('spec.clusterIP', a, 'field is immutable')] : [];
+    },
+  },
+  columns: [
+    col('Type', (o) => str(o, 'spec.type'), { description: 'The type of the service.' }),
+    col('Cluster-IP', (o) => orNone(str(o, 'spec.clusterIP')), { description: 'The cluster IP of the service.' }),
+    col('External-IP', (o) => {
+      const type = str(o, 'spec.type');
+      const external = field(o, 'spec.externalIPs');
+      if (type === 'ExternalName') return str(o, 'spec.externalName');
+      if (Array.isArray(external) && external.length > 0) return external.join(',');
+      if (type === 'LoadBalancer') {
+        const ingress = field(o, 'status.loadBalancer.ingress');
+        return Array.isArray(ingress) && ingress.length > 0 ? ingress.map((i) => (i as Obj).ip ?? (i as Obj).hostname).join(',') : '<pending>';
+      }
+      return '<none>';
+    }, { description: 'The external IP of the service.' }),
+    col('Port(s)', (o) => {
+      const ports = field(o, 'spec.ports');
+      if (!Array.isArray(ports) || ports.length === 0) return '<none>';
+      return (ports as Obj[]).map((p) => `${String(p.port)}${p.nodePort ? `:${String(p.nodePort)}` : ''}/${String(p.protocol ?? 'TCP')}`).join(',');
+    }, { description: 'The ports of the service.' }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
+    col('Selector', (o) => {
+      const sel = field(o, 'spec.selector');
+      return isPlainObject(sel) && Object.keys(sel).length > 0 ? Object.entries(sel).map(([k, v]) => `${k}=${String(v)}`).join(',') : '<none>';
+    }, { priority: 1, description: 'Route service traffic to pods with label keys and values matching this selector.' }),
+  ],
+  noAge: true,
+};
+
+const configmaps: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'ConfigMap',
+  resource: 'configmaps',
+  singular: 'configmap',
+  namespaced: true,
+  shortNames: ['cm'],
+  strategy: {
+    validate(obj) {
+      const causes = [...validateKeyedData(obj, 'data', false), ...validateKeyedData(obj, 'binaryData', true)];
+      if (obj.immutable !== undefined && typeof obj.immutable !== 'boolean') causes.push(FieldErrors.invalid('immutable', obj.immutable, 'must be a boolean'));
+      return causes;
+    },
+    validateUpdate(next, old) {
+      if (old.immutable === true && (JSON.stringify(next.data) !== JSON.stringify(old.data) || JSON.stringify(next.binaryData) !== JSON.stringify(old.binaryData) || next.immutable !== true)) {
+        return [FieldErrors.forbidden('data', 'field is immutable when `immutable` is set')];
+      }
+      return [];
+    },
+  },
+  columns: [col('Data', (o) => dataCount(o), { type: 'integer', description: 'Data contains the configuration data.' })],
+};
+
+function foldStringData(obj: KubeObject): void {
+  const stringData = obj.stringData;
+  if (isPlainObject(stringData)) {
+    const data: Obj = isPlainObject(obj.data) ? { ...obj.data } : {};
+    for (const [k, v] of Object.entries(stringData)) data[k] = Buffer.from(String(v), 'utf8').toString('base64');
+    obj.data = data;
+  }
+  delete obj.stringData;
+}
+
+const secrets: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'Secret',
+  resource: 'secrets',
+  singular: 'secret',
+  namespaced: true,
+  selectableFields: { type: (o) => str(o, 'type') },
+  strategy: {
+    defaults(obj) {
+      obj.type ??= 'Opaque';
+      foldStringData(obj);
+    },
+    validate(obj) {
+      return validateKeyedData(obj, 'data', true);
+    },
+    validateUpdate(next, old) {
+      const causes: StatusCause[] = [];
+      if (next.type !== old.type) causes.push(FieldErrors.invalid('type', next.type, 'field is immutable'));
+      if (old.immutable === true && JSON.stringify(next.data) !== JSON.stringify(old.data)) causes.push(FieldErrors.forbidden('data', 'field is immutable when `immutable` is set'));
+      return causes;
+    },
+  },
+  columns: [
+    col('Type', (o) => str(o, 'type'), { description: 'The type of the secret' }),
+    col('Data', (o) => dataCount(o), { type: 'integer', description: 'The number of entries in the secret' }),
+  ],
+};
+
+const serviceaccounts: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'ServiceAccount',
+  resource: 'serviceaccounts',
+  singular: 'serviceaccount',
+  namespaced: true,
+  shortNames: ['sa'],
+  columns: [col('Secrets', (o) => (Array.isArray(o.secrets) ? o.secrets.length : 0), { type: 'integer', description: 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.' })],
+};
+
+const endpoints: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'Endpoints',
+  resource: 'endpoints',
+  singular: 'endpoints',
+  namespaced: true,
+  shortNames: ['ep'],
+  columns: [
+    col('Endpoints', (o) => {
+      const subsets = Array.isArray(o.subsets) ? (o.subsets as Obj[]) : [];
+      const out: string[] = [];
+      for (const s of subsets) {
+        const ports = Array.isArray(s.ports) ? (s.ports as Obj[]) : [{}];
+        for (const a of Array.isArray(s.addresses) ? (s.addresses as Obj[]) : []) for (const p of ports) out.push(p.port ? `${String(a.ip)}:${String(p.port)}` : String(a.ip));
+      }
+      if (out.length === 0) return '<none>';
+      return out.length > 3 ? `${out.slice(0, 3).join(',')} + ${out.length - 3} more...` : out.join(',');
+    }, { description: 'Endpoints is the list of endpoints.' }),
+  ],
+};
+
+const accessModes = (o: KubeObject, path: string): string => {
+  const modes = field(o, path);
+  const short: Record<string, string> = { ReadWriteOnce: 'RWO', ReadOnlyMany: 'ROX', ReadWriteMany: 'RWX', ReadWriteOncePod: 'RWOP' };
+  return Array.isArray(modes) ? modes.map((m) => short[String(m)] ?? String(m)).join(',') : '';
+};
+
+const persistentvolumeclaims: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'PersistentVolumeClaim',
+  resource: 'persistentvolumeclaims',
+  singular: 'persistentvolumeclaim',
+  namespaced: true,
+  shortNames: ['pvc'],
+  status: true,
+  strategy: {
+    defaults(obj) {
+      spec(obj).volumeMode ??= 'Filesystem';
+    },
+    prepareForCreate(obj) {
+      obj.status = { phase: 'Pending' };
+    },
+  },
+  columns: [
+    col('Status', (o) => str(o, 'status.phase'), { description: 'The phase of the claim.' }),
+    col('Volume', (o) => str(o, 'spec.volumeName'), { description: 'The volume bound to the claim.' }),
+    col('Capacity', (o) => str(o, 'status.capacity.storage'), { description: 'The capacity of the bound volume.' }),
+    col('Access Modes', (o) => accessModes(o, 'status.accessModes'), { description: 'The access modes of the bound volume.' }),
+    col('StorageClass', (o) => str(o, 'spec.storageClassName', '<unset>'), { description: 'The storage class of the claim.' }),
+    col('VolumeAttributesClass', (o) => str(o, 'spec.volumeAttributesClassName', '<unset>'), { description: 'The volume attributes class of the claim.' }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
+    col('VolumeMode', (o) => str(o, 'spec.volumeMode'), { priority: 1, description: 'The volume mode of the claim.' }),
+  ],
+  noAge: true,
+};
+
+const persistentvolumes: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'PersistentVolume',
+  resource: 'persistentvolumes',
+  singular: 'persistentvolume',
+  namespaced: false,
+  shortNames: ['pv'],
+  status: true,
+  strategy: {
+    defaults(obj) {
+      const s = spec(obj);
+      s.persistentVolumeReclaimPolicy ??= 'Retain';
+      s.volumeMode ??= 'Filesystem';
+    },
+    prepareForCreate(obj) {
+      obj.status = { phase: 'Pending' };
+    },
+  },
+  columns: [
+    col('Capacity', (o) => str(o, 'spec.capacity.storage'), { description: 'The capacity of the volume.' }),
+    col('Access Modes', (o) => accessModes(o, 'spec.accessModes'), { description: 'The access modes of the volume.' }),
+    col('Reclaim Policy', (o) => str(o, 'spec.persistentVolumeReclaimPolicy'), { description: 'What happens to the volume when released.' }),
+    col('Status', (o) => str(o, 'status.phase'), { description: 'The phase of the volume.' }),
+    col('Claim', (o) => {
+      const ref = field(o, 'spec.claimRef');
+      return isPlainObject(ref) ? `${String(ref.namespace)}/${String(ref.name)}` : '';
+    }, { description: 'The claim bound to the volume.' }),
+    col('StorageClass', (o) => str(o, 'spec.storageClassName'), { description: 'The storage class of the volume.' }),
+    col('VolumeAttributesClass', (o) => str(o, 'spec.volumeAttributesClassName', '<unset>'), { description: 'The volume attributes class.' }),
+    col('Reason', (o) => str(o, 'status.reason'), { description: 'Why the volume is in this phase.' }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
+    col('VolumeMode', (o) => str(o, 'spec.volumeMode'), { priority: 1, description: 'The volume mode.' }),
+  ],
+  noAge: true,
+};
+
+const nodes: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'Node',
+  resource: 'nodes',
+  singular: 'node',
+  namespaced: false,
+  shortNames: ['no'],
+  status: true,
+  selectableFields: { 'spec.unschedulable': (o) => String(field(o, 'spec.unschedulable') === true) },
+  columns: [
+    col('Status', (o) => {
+      const conditions = (field(o, 'status.conditions') as Obj[] | undefined) ?? [];
+      const ready = conditions.find((c) => c.type === 'Ready');
+      const parts = [ready ? (ready.status === 'True' ? 'Ready' : ready.status === 'False' ? 'NotReady' : 'Unknown') : 'Unknown'];
+      if (field(o, 'spec.unschedulable') === true) parts.push('SchedulingDisabled');
+      return parts.join(',');
+    }, { description: 'The status of the node' }),
+    col('Roles', (o) => {
+      const roles = Object.keys(o.metadata.labels ?? {})
+        .filter((l) => l.startsWith('node-role.kubernetes.io/'))
+        .map((l) => l.slice('node-role.kubernetes.io/'.length))
+        .filter((r) => r !== '');
+      const legacy = o.metadata.labels?.['kubernetes.io/role'];
+      if (legacy) roles.push(legacy);
+      return roles.length ? roles.sort().join(',') : '<none>';
+    }, { description: 'The roles of the node' }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
+    col('Version', (o) => str(o, 'status.nodeInfo.kubeletVersion'), { description: 'Kubelet Version reported by the node.' }),
+    col('Internal-IP', (o) => {
+      const addresses = (field(o, 'status.addresses') as Obj[] | undefined) ?? [];
+      return String(addresses.find((a) => a.type === 'InternalIP')?.address ?? '<none>');
+    }, { priority: 1, description: 'List of addresses reachable to the node. Queried from cloud provider, if available.' }),
+    col('External-IP', (o) => {
+      const addresses = (field(o, 'status.addresses') as Obj[] | undefined) ?? [];
+      return String(addresses.find((a) => a.type === 'ExternalIP')?.address ?? '<none>');
+    }, { priority: 1, description: 'List of addresses reachable to the node. Queried from cloud provider, if available.' }),
+    col('OS-Image', (o) => str(o, 'status.nodeInfo.osImage', '<unknown>'), { priority: 1, description: 'OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).' }),
+    col('Kernel-Version', (o) => str(o, 'status.nodeInfo.kernelVersion', '<unknown>'), { priority: 1, description: "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64)." }),
+    col('Container-Runtime', (o) => str(o, 'status.nodeInfo.containerRuntimeVersion', '<unknown>'), { priority: 1, description: 'Container runtime version reported by the node through runtime remote API (e.g. containerd://1.4.2).' }),
+  ],
+  noAge: true,
+};
+
+function involved(path: string): (o: KubeObject) => string {
+  return (o) => str(o, `involvedObject.${path}`);
+}
+
+const events: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'Event',
+  resource: 'events',
+  singular: 'event',
+  namespaced: true,
+  shortNames: ['ev'],
+  selectableFields: {
+    'involvedObject.kind': involved('kind'),
+    'involvedObject.namespace': involved('namespace'),
+    'involvedObject.name': involved('name'),
+    'involvedObject.uid': involved('uid'),
+    'involvedObject.apiVersion': involved('apiVersion'),
+    'involvedObject.resourceVersion': involved('resourceVersion'),
+    'involvedObject.fieldPath': involved('fieldPath'),
+    reason: (o) => str(o, 'reason'),
+    reportingComponent: (o) => str(o, 'reportingComponent'),
+    source: (o) => str(o, 'source.component') || str(o, 'reportingComponent'),
+    type: (o) => str(o, 'type'),
+  },
+  indexedFields: ['involvedObject.uid'],
+  columns: [
+    col('Last Seen', (o, now) => {
+      const last = str(o, 'lastTimestamp') || str(o, 'eventTime') || (o.metadata.creationTimestamp ?? '');
+      const count = num(o, 'count');
+      const first = str(o, 'firstTimestamp');
+      return count > 1 && first ? `${ageOf(last, now)} (x${count} over ${ageOf(first, now)})` : ageOf(last, now);
+    }, { description: 'Time when this Event was last seen' }),
+    col('Type', (o) => str(o, 'type'), { description: "Type of this event (Normal, Warning), new types could be added in the future." }),
+    col('Reason', (o) => str(o, 'reason'), { description: 'Why the action was taken. It is human-readable.' }),
+    col('Object', (o) => `${str(o, 'involvedObject.kind').toLowerCase()}/${str(o, 'involvedObject.name')}`, { description: 'The object this Event is about.' }),
+    col('Subobject', (o) => str(o, 'involvedObject.fieldPath'), { priority: 1, description: 'The subobject this Event is about.' }),
+    col('Source', (o) => {
+      const component = str(o, 'source.component') || str(o, 'reportingComponent');
+      const host = str(o, 'source.host') || str(o, 'reportingInstance');
+      return host ? `${component}, ${host}` : component;
+    }, { priority: 1, description: 'The component reporting this event.' }),
+    col('Message', (o) => str(o, 'message'), { description: 'A human-readable description of the status of this operation.' }),
+    col('First Seen', (o, now) => ageOf(str(o, 'firstTimestamp') || o.metadata.creationTimestamp, now), { priority: 1, description: 'The time at which the event was first recorded.' }),
+    col('Count', (o) => num(o, 'count'), { type: 'integer', priority: 1, description: 'The number of times this event has occurred.' }),
+    col('Name', (o) => o.metadata.name ?? '', { priority: 1, format: 'name', description: 'Name must be unique within a namespace.' }),
+  ],
+  noAge: true,
+  noName: true,
+};
+
+export const coreKinds: KindInfo[] = [
+  namespaces,
+  nodes,
+  pods,
+  services,
+  endpoints,
+  configmaps,
+  secrets,
+  serviceaccounts,
+  persistentvolumeclaims,
+  persistentvolumes,
+  events,
+];

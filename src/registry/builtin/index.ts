@@ -1,0 +1,7 @@
+import type { KindInfo } from '../types.js';
+import { clusterKinds } from './cluster.js';
+import { coreKinds } from './core.js';
+import { workloadKinds } from './workloads.js';
+
+/** Every kind the simulator serves out of the box. */
+export const builtinKinds: readonly KindInfo[] = [...coreKinds, ...workloadKinds, ...clusterKinds];

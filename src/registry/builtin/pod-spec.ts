@@ -1,0 +1,112 @@
+import { FieldErrors, type StatusCause } from '../../api/errors.js';
+import { isPlainObject } from '../../api/types.js';
+import { checkDns1123Label } from '../../api/validation.js';
+
+type Obj = Record<string, unknown>;
+
+function setDefault(obj: Obj, key: string, value: unknown): void {
+  if (obj[key] === undefined || obj[key] === null) obj[key] = value;
+}
+
+/** SetDefaults for a PodSpec and its containers, as kube-apiserver applies them to pods and pod templates. */
+export function defaultPodSpec(spec: Obj): void {
+  setDefault(spec, 'restartPolicy', 'Always');
+  setDefault(spec, 'terminationGracePeriodSeconds', 30);
+  setDefault(spec, 'dnsPolicy', 'ClusterFirst');
+  setDefault(spec, 'securityContext', {});
+  setDefault(spec, 'schedulerName', 'default-scheduler');
+  for (const list of ['initContainers', 'containers', 'ephemeralContainers']) {
+    const containers = spec[list];
+    if (Array.isArray(containers)) for (const c of containers) if (isPlainObject(c)) defaultContainer(c);
+  }
+  const volumes = spec.volumes;
+  if (Array.isArray(volumes)) {
+    for (const v of volumes) {
+      if (!isPlainObject(v)) continue;
+      for (const source of ['configMap', 'secret']) {
+        const s = v[source];
+        if (isPlainObject(s)) setDefault(s, 'defaultMode', 420);
+      }
+      if (!Object.keys(v).some((k) => k !== 'name')) v.emptyDir = {};
+    }
+  }
+}
+
+function defaultContainer(c: Obj): void {
+  setDefault(c, 'terminationMessagePath', '/dev/termination-log');
+  setDefault(c, 'terminationMessagePolicy', 'File');
+  setDefault(c, 'resources', {});
+  if (c.imagePullPolicy === undefined && typeof c.image === 'string') {
+    const tagged = /:[^/]+$/.test(c.image) && !c.image.endsWith(':latest');
+    c.imagePullPolicy = tagged || c.image.includes('@') ? 'IfNotPresent' : 'Always';
+  }
+  const ports = c.ports;
+  if (Array.isArray(ports)) for (const p of ports) if (isPlainObject(p)) setDefault(p, 'protocol', 'TCP');
+  const env = c.env;
+  if (Array.isArray(env)) {
+    for (const e of env) {
+      const fieldRef = isPlainObject(e) && isPlainObject(e.valueFrom) ? e.valueFrom.fieldRef : undefined;
+      if (isPlainObject(fieldRef)) setDefault(fieldRef, 'apiVersion', 'v1');
+    }
+  }
+}
+
+/** The checks kube-apiserver makes on every PodSpec (a subset of ValidatePodSpec, with its messages). */
+export function validatePodSpec(spec: unknown, path: string, allowedRestartPolicies?: string[]): StatusCause[] {
+  if (!isPlainObject(spec)) return [FieldErrors.required(path, '')];
+  const causes: StatusCause[] = [];
+  const containers = spec.containers;
+  if (!Array.isArray(containers) || containers.length === 0) {
+    causes.push(FieldErrors.required(`${path}.containers`, ''));
+  }
+  const names = new Set<string>();
+  for (const list of ['initContainers', 'containers']) {
+    const items = spec[list];
+    if (items === undefined) continue;
+    if (!Array.isArray(items)) {
+      causes.push(FieldErrors.invalid(`${path}.${list}`, items, 'must be a list'));
+      continue;
+    }
+    items.forEach((c, i) => {
+      const at = `${path}.${list}[${i}]`;
+      if (!isPlainObject(c)) return causes.push(FieldErrors.invalid(at, c, 'must be an object'));
+      const name = c.name;
+      if (typeof name !== 'string' || name === '') causes.push(FieldErrors.required(`${at}.name`, ''));
+      else {
+        for (const p of checkDns1123Label(name)) causes.push(FieldErrors.invalid(`${at}.name`, name, p));
+        if (names.has(name)) causes.push(FieldErrors.duplicate(`${at}.name`, name));
+        names.add(name);
+      }
+      if (typeof c.image !== 'string' || c.image.trim() === '') causes.push(FieldErrors.required(`${at}.image`, ''));
+      return undefined;
+    });
+  }
+  const policy = spec.restartPolicy;
+  const allowed = allowedRestartPolicies ?? ['Always', 'OnFailure', 'Never'];
+  if (policy !== undefined && !allowed.includes(String(policy))) causes.push(FieldErrors.notSupported(`${path}.restartPolicy`, policy, allowed));
+  const grace = spec.terminationGracePeriodSeconds;
+  if (grace !== undefined && (typeof grace !== 'number' || grace < 0)) {
+    causes.push(FieldErrors.invalid(`${path}.terminationGracePeriodSeconds`, grace, 'must be greater than or equal to 0'));
+  }
+  return causes;
+}
+
+/** The QoS class a pod's requests and limits put it in (kubelet's qos.GetPodQOS, simplified to cpu/memory). */
+export function qosClass(spec: Obj): 'Guaranteed' | 'Burstable' | 'BestEffort' {
+  const containers = [...(Array.isArray(spec.containers) ? spec.containers : []), ...(Array.isArray(spec.initContainers) ? spec.initContainers : [])];
+  let any = false;
+  let guaranteed = containers.length > 0;
+  for (const c of containers) {
+    const resources = isPlainObject(c) && isPlainObject(c.resources) ? c.resources : {};
+    const requests = isPlainObject(resources.requests) ? resources.requests : {};
+    const limits = isPlainObject(resources.limits) ? resources.limits : {};
+    if (Object.keys(requests).length > 0 || Object.keys(limits).length > 0) any = true;
+    for (const r of ['cpu', 'memory']) {
+      const limit = limits[r];
+      const request = requests[r] ?? limit;
+      if (limit === undefined || String(request) !== String(limit)) guaranteed = false;
+    }
+  }
+  if (!any) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}

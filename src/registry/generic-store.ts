@@ -1,0 +1,449 @@
+import { rfc3339 } from '../clock/clock.js';
+import { Errors, FieldErrors, type StatusCause, type Status } from '../api/errors.js';
+import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type PatchType } from '../api/patch.js';
+import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
+import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
+import { validateObjectMeta } from '../api/validation.js';
+import type { MemoryStore, Preconditions } from '../storage/memory-store.js';
+import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
+import type { Registry } from './registry.js';
+import { groupVersion, resourceKey, type KindInfo, type StrategyContext } from './types.js';
+
+export interface ListQuery {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+}
+
+export interface KubeList {
+  apiVersion: string;
+  kind: string;
+  metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number };
+  items: KubeObject[];
+}
+
+export interface WriteOptions {
+  dryRun?: boolean;
+  subresource?: 'status';
+}
+
+export interface DeleteOptions {
+  gracePeriodSeconds?: number;
+  propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
+  orphanDependents?: boolean;
+  preconditions?: Preconditions;
+  dryRun?: boolean;
+}
+
+export interface DeleteResult {
+  /** The object, when it is only marked for deletion (202), or a Success Status once it is gone (200). */
+  body: KubeObject | Status;
+  gone: boolean;
+}
+
+export interface WatchQuery extends ListQuery {
+  resourceVersion?: string;
+  sendInitialEvents?: boolean;
+}
+
+const NAMESPACES = '/namespaces';
+const ORPHAN_FINALIZER = 'orphan';
+const FOREGROUND_FINALIZER = 'foregroundDeletion';
+
+/**
+ * The generic REST store (k8s.io/apiserver's registry/generic/registry.Store): the verbs every kind shares,
+ * with a kind's strategy deciding defaults, validation, status handling and generation. Both the HTTP server
+ * and in-process clients come through here, so they see the same rules.
+ */
+export class GenericStore {
+  constructor(
+    readonly store: MemoryStore,
+    readonly registry: Registry,
+    readonly ctx: StrategyContext,
+  ) {}
+
+  get(info: KindInfo, namespace: string | undefined, name: string): KubeObject {
+    const obj = this.store.get(resourceKey(info), scoped(info, namespace), name);
+    if (!obj) throw Errors.notFound(info, name);
+    return obj;
+  }
+
+  list(info: KindInfo, namespace: string | undefined, query: ListQuery): KubeList {
+    const label = parseLabelSelector(query.labelSelector);
+    const field = parseFieldSelector(query.fieldSelector, this.registry.supportedFields(info));
+    const token = query.continue ? decodeContinue(query.continue) : undefined;
+    const result = this.store.list(resourceKey(info), {
+      namespace: scoped(info, namespace),
+      label,
+      field,
+      limit: query.limit,
+      after: token?.after,
+    });
+    const revision = token?.revision ?? result.revision;
+    const list: KubeList = {
+      apiVersion: groupVersion(info),
+      kind: `${info.kind}List`,
+      metadata: { resourceVersion: String(revision) },
+      items: result.items,
+    };
+    if (result.continueAfter !== undefined) {
+      list.metadata.continue = encodeContinue(revision, result.continueAfter);
+      list.metadata.remainingItemCount = result.remaining;
+    }
+    return list;
+  }
+
+  create(info: KindInfo, namespace: string | undefined, body: unknown, options: WriteOptions = {}): KubeObject {
+    const obj = this.decodeBody(info, namespace, body);
+    const meta = obj.metadata;
+    if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${this.ctx.random.alphanumeric(5)}`;
+    if (info.namespaced) this.checkNamespaceAcceptsContent(info, obj);
+    const now = this.ctx.clock.now();
+    meta.uid = this.ctx.random.uuid();
+    meta.creationTimestamp = rfc3339(now);
+    delete meta.resourceVersion;
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    delete meta.selfLink;
+    if (info.status) delete obj.status;
+    if (info.strategy?.prepareForCreate || info.strategy?.defaults) {
+      info.strategy.defaults?.(obj, this.ctx);
+      info.strategy.prepareForCreate?.(obj, this.ctx);
+    }
+    if (hasGeneration(info)) meta.generation = 1;
+    else delete meta.generation;
+    this.validate(info, obj);
+    if (options.dryRun) return obj;
+    return this.store.create(resourceKey(info), obj);
+  }
+
+  /** PUT: replace the object (or its status), optimistic-locked on the body's resourceVersion when it has one. */
+  update(info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: WriteOptions = {}): KubeObject {
+    const incoming = this.decodeBody(info, namespace, body);
+    if (incoming.metadata.name !== name) {
+      throw Errors.badRequest(`the name of the object (${incoming.metadata.name ?? ''}) does not match the name on the URL (${name})`);
+    }
+    const preconditions: Preconditions = { resourceVersion: incoming.metadata.resourceVersion };
+    if (incoming.metadata.uid) preconditions.uid = incoming.metadata.uid;
+    return this.writeUpdate(info, namespace, name, preconditions, () => deepCopy(incoming), options);
+  }
+
+  patch(
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    options: WriteOptions = {},
+  ): KubeObject {
+    const rvInPatch = type !== 'json' && isPlainObject(patch) && isPlainObject(patch.metadata) ? patch.metadata.resourceVersion : undefined;
+    const preconditions: Preconditions = typeof rvInPatch === 'string' ? { resourceVersion: rvInPatch } : {};
+    return this.writeUpdate(
+      info,
+      namespace,
+      name,
+      preconditions,
+      (current) => {
+        const patched = applyPatch(type, current, patch);
+        if (!isPlainObject(patched)) throw Errors.unprocessable('the patched object is not a JSON object');
+        return this.decodeBody(info, namespace, patched);
+      },
+      options,
+    );
+  }
+
+  /**
+   * The shared update path: optimistic locking, metadata the client may not change, the strategy's rules,
+   * no-op detection, and finishing a deletion when the last finalizer goes.
+   */
+  writeUpdate(
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    preconditions: Preconditions,
+    produce: (current: KubeObject) => KubeObject,
+    options: WriteOptions = {},
+  ): KubeObject {
+    const key = resourceKey(info);
+    const ns = scoped(info, namespace);
+    const { object, changed } = this.store.guaranteedUpdate(
+      key,
+      ns,
+      name,
+      preconditions,
+      (current) => {
+        const next = produce(current);
+        if (next.metadata.name !== current.metadata.name) {
+          throw Errors.badRequest(`the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`);
+        }
+        return options.subresource === 'status' ? this.prepareStatusUpdate(info, next, current) : this.prepareUpdate(info, next, current);
+      },
+      options.dryRun,
+    );
+    if (changed && !options.dryRun && shouldDeleteDuringUpdate(object)) {
+      return this.store.delete(key, ns, name);
+    }
+    return object;
+  }
+
+  private prepareUpdate(info: KindInfo, next: KubeObject, current: KubeObject): KubeObject {
+    keepServerOwnedMeta(next, current);
+    if (info.status) {
+      if (current.status === undefined) delete next.status;
+      else next.status = current.status;
+    }
+    info.strategy?.defaults?.(next, this.ctx);
+    info.strategy?.prepareForUpdate?.(next, current, this.ctx);
+    if (hasGeneration(info)) {
+      const bump = info.strategy?.bumpsGeneration ? info.strategy.bumpsGeneration(next, current) : !deepEqual(next.spec, current.spec);
+      next.metadata.generation = (current.metadata.generation ?? 1) + (bump ? 1 : 0);
+    }
+    this.validate(info, next, current);
+    return next;
+  }
+
+  /** /status writes: everything but status (and the object's metadata) is kept as stored. */
+  private prepareStatusUpdate(info: KindInfo, next: KubeObject, current: KubeObject): KubeObject {
+    const result: KubeObject = { ...current, metadata: { ...current.metadata } };
+    if (next.status === undefined) delete result.status;
+    else result.status = next.status;
+    if (next.metadata.resourceVersion !== undefined) result.metadata.resourceVersion = current.metadata.resourceVersion;
+    this.validate(info, result, current);
+    return result;
+  }
+
+  delete(info: KindInfo, namespace: string | undefined, name: string, options: DeleteOptions = {}): DeleteResult {
+    const key = resourceKey(info);
+    const ns = scoped(info, namespace);
+    const current = this.get(info, ns, name);
+    const preconditions = options.preconditions ?? {};
+    const grace = this.gracePeriodFor(info, current, options);
+    const finalizers = this.finalizersAfterDelete(current, options);
+    if (finalizers.length === 0 && grace === 0) {
+      if (options.dryRun) return { body: current, gone: false };
+      const gone = this.store.delete(key, ns, name, preconditions);
+      return { body: successStatus(info, gone), gone: true };
+    }
+    const now = this.ctx.clock.now();
+    const marked = this.store.guaranteedUpdate(
+      key,
+      ns,
+      name,
+      preconditions,
+      (latest) => {
+        const next: KubeObject = { ...latest, metadata: { ...latest.metadata } };
+        if (finalizers.length > 0) next.metadata.finalizers = finalizers;
+        else delete next.metadata.finalizers;
+        const existing = latest.metadata.deletionGracePeriodSeconds;
+        if (!latest.metadata.deletionTimestamp || existing === undefined || grace < existing) {
+          next.metadata.deletionTimestamp = rfc3339(now + grace * 1000);
+          next.metadata.deletionGracePeriodSeconds = grace;
+        }
+        return next;
+      },
+      options.dryRun,
+    );
+    if (!options.dryRun && shouldDeleteDuringUpdate(marked.object)) {
+      const gone = this.store.delete(key, ns, name);
+      return { body: successStatus(info, gone), gone: true };
+    }
+    return { body: marked.object, gone: false };
+  }
+
+  deleteCollection(info: KindInfo, namespace: string | undefined, query: ListQuery, options: DeleteOptions): KubeList {
+    const list = this.list(info, namespace, { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector });
+    const deleted: KubeObject[] = [];
+    for (const item of list.items) {
+      try {
+        const result = this.delete(info, item.metadata.namespace, item.metadata.name!, { ...options, preconditions: undefined });
+        deleted.push(result.gone ? item : (result.body as KubeObject));
+      } catch (err) {
+        if (!(err instanceof Error && 'code' in err && (err as { code: number }).code === 404)) throw err;
+      }
+    }
+    return { ...list, items: deleted };
+  }
+
+  /**
+   * Starts a watch with kube-apiserver's resourceVersion semantics: unset or "0" first sends the current
+   * objects as ADDED; a version N sends every retained event after N, or 410 Expired when they are gone.
+   */
+  watch(info: KindInfo, namespace: string | undefined, query: WatchQuery, sink: WatchSink): { watch: Watch; revision: number } {
+    const filter: WatchFilter = {
+      namespace: scoped(info, namespace),
+      label: parseLabelSelector(query.labelSelector),
+      field: parseFieldSelector(query.fieldSelector, this.registry.supportedFields(info)),
+    };
+    const key = resourceKey(info);
+    const rv = query.resourceVersion;
+    const revision = this.store.currentRevision;
+    if (rv === undefined || rv === '' || rv === '0' || query.sendInitialEvents) {
+      const current = this.store.list(key, { namespace: filter.namespace, label: filter.label, field: filter.field });
+      for (const obj of current.items) {
+        if (!sink.send('ADDED', new StoreEvent('ADDED', obj, undefined, Number(obj.metadata.resourceVersion)))) {
+          sink.close();
+          break;
+        }
+      }
+      return { watch: this.store.watch(key, revision, filter, sink), revision };
+    }
+    const from = Number(rv);
+    if (!Number.isSafeInteger(from) || from < 0) throw Errors.badRequest(`invalid resource version: ${rv}`);
+    return { watch: this.store.watch(key, from, filter, sink), revision };
+  }
+
+  private gracePeriodFor(info: KindInfo, current: KubeObject, options: DeleteOptions): number {
+    const strategy = info.strategy?.gracePeriodSeconds;
+    return strategy ? Math.max(0, strategy(current, options.gracePeriodSeconds)) : 0;
+  }
+
+  private finalizersAfterDelete(current: KubeObject, options: DeleteOptions): string[] {
+    const finalizers = [...(current.metadata.finalizers ?? [])];
+    const policy = options.propagationPolicy ?? (options.orphanDependents === true ? 'Orphan' : undefined);
+    const without = (f: string): void => {
+      const i = finalizers.indexOf(f);
+      if (i >= 0) finalizers.splice(i, 1);
+    };
+    if (policy === 'Orphan') {
+      without(FOREGROUND_FINALIZER);
+      if (!finalizers.includes(ORPHAN_FINALIZER)) finalizers.push(ORPHAN_FINALIZER);
+    } else if (policy === 'Foreground') {
+      without(ORPHAN_FINALIZER);
+      if (!finalizers.includes(FOREGROUND_FINALIZER)) finalizers.push(FOREGROUND_FINALIZER);
+    } else if (policy === 'Background') {
+      without(ORPHAN_FINALIZER);
+      without(FOREGROUND_FINALIZER);
+    }
+    // Dependents matter only when the object has some; an object nothing points at goes at once.
+    if ((policy === 'Orphan' || policy === 'Foreground') && !this.hasDependents(current)) {
+      without(ORPHAN_FINALIZER);
+      without(FOREGROUND_FINALIZER);
+    }
+    return finalizers;
+  }
+
+  /** Cheap check used before adding GC finalizers; the garbage collector does the real work. */
+  private hasDependents(_owner: KubeObject): boolean {
+    return this.dependentsProbe ? this.dependentsProbe(_owner) : false;
+  }
+
+  /** Installed by the garbage collector so deletes know whether GC finalizers are worth adding. */
+  dependentsProbe?: (owner: KubeObject) => boolean;
+
+  private checkNamespaceAcceptsContent(info: KindInfo, obj: KubeObject): void {
+    const ns = obj.metadata.namespace!;
+    const namespace = this.store.get(NAMESPACES, undefined, ns);
+    if (!namespace) throw Errors.notFound({ group: '', resource: 'namespaces' }, ns);
+    if (namespace.metadata.deletionTimestamp) {
+      const err = Errors.forbidden(info, obj.metadata.name ?? '', `unable to create new content in namespace ${ns} because it is being terminated`);
+      err.details!.causes = [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }];
+      throw err;
+    }
+  }
+
+  /** Checks a request body is an object of this kind and gives it its apiVersion, kind and namespace. */
+  decodeBody(info: KindInfo, namespace: string | undefined, body: unknown): KubeObject {
+    if (!isPlainObject(body)) throw Errors.badRequest(`Object '${info.kind}' is not a JSON object`);
+    const obj = deepCopy(body) as KubeObject;
+    const gv = groupVersion(info);
+    if (obj.kind !== undefined && obj.kind !== '' && obj.kind !== info.kind) {
+      throw Errors.badRequest(`the kind in the body (${String(obj.kind)}) does not match the kind of the resource (${info.kind})`);
+    }
+    if (obj.apiVersion !== undefined && obj.apiVersion !== '' && obj.apiVersion !== gv) {
+      throw Errors.badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`);
+    }
+    obj.apiVersion = gv;
+    obj.kind = info.kind;
+    if (obj.metadata === undefined || obj.metadata === null) obj.metadata = {};
+    if (!isPlainObject(obj.metadata)) throw Errors.badRequest('metadata must be an object');
+    if (info.namespaced) {
+      const ns = namespace ?? obj.metadata.namespace;
+      if (obj.metadata.namespace && namespace && obj.metadata.namespace !== namespace) {
+        throw Errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      }
+      if (ns) obj.metadata.namespace = ns;
+    } else {
+      delete obj.metadata.namespace;
+    }
+    return obj;
+  }
+
+  private validate(info: KindInfo, obj: KubeObject, old?: KubeObject): void {
+    const causes: StatusCause[] = validateObjectMeta(obj, info.namespaced, info.nameRule ?? 'subdomain');
+    if (old) {
+      for (const field of ['uid', 'creationTimestamp'] as const) {
+        if (old.metadata[field] !== obj.metadata[field]) causes.push(FieldErrors.invalid(`metadata.${field}`, obj.metadata[field], 'field is immutable'));
+      }
+      causes.push(...(info.strategy?.validateUpdate?.(obj, old) ?? []));
+    }
+    causes.push(...(info.strategy?.validate?.(obj) ?? []));
+    if (causes.length > 0) throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
+  }
+}
+
+function applyPatch(type: PatchType, current: KubeObject, patch: unknown): unknown {
+  switch (type) {
+    case 'json':
+      return applyJsonPatch(current, patch);
+    case 'merge':
+      if (!isPlainObject(patch)) throw Errors.badRequest('merge patch must be a JSON object');
+      return applyMergePatch(current, patch);
+    case 'strategic':
+      return applyStrategicMergePatch(current, patch);
+    case 'apply':
+      throw Errors.unsupportedMediaType('application/apply-patch+yaml');
+  }
+}
+
+function hasGeneration(info: KindInfo): boolean {
+  return info.generation === true;
+}
+
+function scoped(info: KindInfo, namespace: string | undefined): string | undefined {
+  return info.namespaced ? namespace : undefined;
+}
+
+/** Fields the server owns: a client's update may not change them (rest.BeforeUpdate). */
+function keepServerOwnedMeta(next: KubeObject, current: KubeObject): void {
+  const meta = next.metadata;
+  meta.uid = current.metadata.uid;
+  meta.creationTimestamp = current.metadata.creationTimestamp;
+  meta.resourceVersion = current.metadata.resourceVersion;
+  if (current.metadata.namespace !== undefined) meta.namespace = current.metadata.namespace;
+  if (current.metadata.generation !== undefined) meta.generation = current.metadata.generation;
+  for (const f of ['deletionTimestamp', 'deletionGracePeriodSeconds'] as const) {
+    if (current.metadata[f] === undefined) delete meta[f];
+    else meta[f] = current.metadata[f] as never;
+  }
+  delete meta.selfLink;
+}
+
+/** An object being deleted goes once its finalizers are gone and its grace period is over. */
+function shouldDeleteDuringUpdate(obj: KubeObject): boolean {
+  const meta = obj.metadata;
+  return meta.deletionTimestamp !== undefined && (meta.finalizers ?? []).length === 0 && (meta.deletionGracePeriodSeconds ?? 0) === 0;
+}
+
+function successStatus(info: KindInfo, obj: KubeObject): Status {
+  const details: Status['details'] = { name: obj.metadata.name!, kind: info.resource, uid: obj.metadata.uid! };
+  if (info.group) details.group = info.group;
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details, code: 200 };
+}
+
+/** The continue token kube-apiserver hands out: base64 of {v, rv, start} (start = the key to resume after). */
+function encodeContinue(revision: number, after: string): string {
+  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: revision, start: `${after}\u0000` })).toString('base64url');
+}
+
+function decodeContinue(token: string): { revision: number; after: string } {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    if (isPlainObject(parsed) && parsed.v === 'meta.k8s.io/v1' && typeof parsed.rv === 'number' && typeof parsed.start === 'string') {
+      return { revision: parsed.rv, after: parsed.start.replace(/\u0000$/, '') };
+    }
+  } catch {
+    // fall through to the error below
+  }
+  throw Errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+}

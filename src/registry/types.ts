@@ -1,0 +1,89 @@
+import type { Clock } from '../clock/clock.js';
+import type { SeededRandom } from '../clock/random.js';
+import type { StatusCause } from '../api/errors.js';
+import type { KubeObject } from '../api/types.js';
+import type { NameRule } from '../api/validation.js';
+
+/** What a strategy may use besides the object: cluster time, the seeded RNG, and allocators. */
+export interface StrategyContext {
+  clock: Clock;
+  random: SeededRandom;
+  allocateClusterIP(): string;
+}
+
+/**
+ * How one kind differs from the generic store (the apiserver's RESTCreateStrategy/RESTUpdateStrategy):
+ * defaults, what create and update reset, validation, and when generation moves. Every method works on a
+ * fresh copy the store owns, so it may change it in place; validation must not change anything.
+ */
+export interface Strategy {
+  /** API-server defaulting (SetDefaults_*), run on create and update bodies. */
+  defaults?(obj: KubeObject, ctx: StrategyContext): void;
+  /** Create-time preparation beyond the generic one (status reset, allocations). */
+  prepareForCreate?(obj: KubeObject, ctx: StrategyContext): void;
+  /** Update-time preparation: `next` is the incoming object, `old` the stored one. */
+  prepareForUpdate?(next: KubeObject, old: KubeObject, ctx: StrategyContext): void;
+  validate?(obj: KubeObject): StatusCause[];
+  validateUpdate?(next: KubeObject, old: KubeObject): StatusCause[];
+  /** Whether an update must bump metadata.generation; by default, when spec changed. */
+  bumpsGeneration?(next: KubeObject, old: KubeObject): boolean;
+  /**
+   * Graceful deletion (pods): the grace period a DELETE gets, given the one it asked for. Kinds without it are
+   * removed at once (unless finalizers hold them).
+   */
+  gracePeriodSeconds?(obj: KubeObject, requested: number | undefined): number;
+}
+
+export interface ScaleSubresource {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+}
+
+export interface TableColumn {
+  name: string;
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  format?: string;
+  description: string;
+  priority?: number;
+  cell(obj: KubeObject, now: number): string | number | boolean;
+}
+
+export interface KindInfo {
+  group: string;
+  version: string;
+  kind: string;
+  /** Plural lower-case resource name, as in the URL. */
+  resource: string;
+  singular: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  categories?: string[];
+  /** Status subresource: main-resource writes keep the stored status, /status writes keep everything else. */
+  status?: boolean;
+  /** metadata.generation is kept (1 on create, +1 when the strategy says the spec changed). */
+  generation?: boolean;
+  scale?: ScaleSubresource;
+  nameRule?: NameRule;
+  /** Field selectors this kind supports beyond metadata.name and metadata.namespace. */
+  selectableFields?: Record<string, (obj: KubeObject) => string | undefined>;
+  /** Of those, the ones worth an index (asked on hot paths, e.g. spec.nodeName). */
+  indexedFields?: string[];
+  strategy?: Strategy;
+  /** Columns after NAME for `kubectl get`; AGE is appended unless `noAge`. */
+  columns?: TableColumn[];
+  noAge?: boolean;
+  /** The columns replace NAME too (events lead with LAST SEEN). */
+  noName?: boolean;
+  /** Subresources beyond status and scale (pods/log, pods/exec, pods/eviction, pods/binding …). */
+  extraSubresources?: Array<{ name: string; kind: string; group?: string; version?: string; verbs: string[] }>;
+  /** Verbs other than the standard set (e.g. events cannot be watched? they can; bindings are create-only). */
+  verbs?: string[];
+}
+
+export function groupVersion(info: Pick<KindInfo, 'group' | 'version'>): string {
+  return info.group ? `${info.group}/${info.version}` : info.version;
+}
+
+export function resourceKey(info: Pick<KindInfo, 'group' | 'resource'>): string {
+  return `${info.group}/${info.resource}`;
+}

@@ -1,0 +1,385 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import { ApiError, Errors } from '../api/errors.js';
+import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from '../api/patch.js';
+import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
+import type { Cluster } from '../cluster/cluster.js';
+import type { DeleteOptions, ListQuery, WatchQuery } from '../registry/generic-store.js';
+import { field } from '../registry/printers.js';
+import { groupVersion, type KindInfo } from '../registry/types.js';
+import { decodeBody } from './body.js';
+import { jsonOf, listJson, render } from './encoding.js';
+import { negotiate, type Negotiated } from './negotiation.js';
+import { partialObjectMetadata, tableOf, type IncludeObject } from './table.js';
+import { httpTransport, plainEventEncoder, webSocketTransport, WatchStream, type EventEncoder, type Transport } from './watch-stream.js';
+
+/** Where a request points: a kind, maybe a namespace, a name and a subresource. */
+export interface ResourceTarget {
+  info: KindInfo;
+  namespace?: string;
+  name?: string;
+  subresource?: string;
+  /** The deprecated /watch/ path prefix was used. */
+  watchPath: boolean;
+}
+
+type Query = Record<string, string | string[] | undefined>;
+
+function one(query: Query, key: string): string | undefined {
+  const v = query[key];
+  return Array.isArray(v) ? v[v.length - 1] : v;
+}
+
+function boolParam(query: Query, key: string): boolean {
+  const v = one(query, key);
+  return v === 'true' || v === '1';
+}
+
+function intParam(query: Query, key: string): number | undefined {
+  const v = one(query, key);
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw Errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: must be an integer`);
+  return n;
+}
+
+/** Segments after /api/v1 or /apis/GROUP/VERSION, resolved against the registry as kube-apiserver routes them. */
+export function resolveTarget(cluster: Cluster, group: string, version: string, segments: string[]): ResourceTarget | undefined {
+  let watchPath = false;
+  if (segments[0] === 'watch') {
+    watchPath = true;
+    segments = segments.slice(1);
+  }
+  const lookup = (resource: string | undefined): KindInfo | undefined => (resource ? cluster.registry.lookup(group, version, resource) : undefined);
+  if (segments[0] === 'namespaces' && segments.length >= 3) {
+    const info = lookup(segments[2]);
+    if (info?.namespaced && segments.length <= 5) {
+      return { info, namespace: segments[1], name: segments[3], subresource: segments[4], watchPath };
+    }
+  }
+  if (segments.length === 0 || segments.length > 3) return undefined;
+  const info = lookup(segments[0]);
+  if (!info) return undefined;
+  if (info.namespaced && segments.length > 1) return undefined;
+  return { info, name: segments[1], subresource: segments[2], watchPath };
+}
+
+/** The REST verbs for one resource request; every answer and error is JSON (or YAML) as kube-apiserver gives it. */
+export class ResourceHandler {
+  constructor(private readonly cluster: Cluster) {}
+
+  async handle(target: ResourceTarget, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const query = request.query as Query;
+    const negotiated = negotiate(request.headers.accept);
+    const { info, namespace, name, subresource } = target;
+    const method = request.method;
+    if (subresource !== undefined && !this.subresourceKnown(info, subresource)) throw Errors.pathNotFound();
+    if (name === undefined) {
+      if (method === 'GET') {
+        if (target.watchPath || boolParam(query, 'watch')) return this.watchHttp(target, query, negotiated, request, reply);
+        return this.list(info, namespace, query, negotiated, reply);
+      }
+      if (method === 'POST') {
+        if (info.namespaced && namespace === undefined) throw Errors.methodNotAllowed();
+        const body = this.body(request, false);
+        const created = this.cluster.api.create(info, namespace, body.value, { dryRun: dryRun(query) });
+        return this.send(reply, 201, created, negotiated, info);
+      }
+      if (method === 'DELETE') {
+        const options = this.deleteOptions(request, query);
+        const deleted = this.cluster.api.deleteCollection(info, namespace, listQuery(query), options);
+        return this.sendText(reply, 200, negotiated, listJson(deleted, deleted.items), deleted);
+      }
+      throw Errors.methodNotAllowed();
+    }
+    if (target.watchPath) return this.watchHttp(target, { ...query, fieldSelector: nameSelector(name, one(query, 'fieldSelector')) }, negotiated, request, reply);
+    if (subresource === 'scale') return this.scale(info, namespace, name, request, reply, negotiated);
+    const status = subresource === 'status' ? ('status' as const) : undefined;
+    switch (method) {
+      case 'GET': {
+        return this.send(reply, 200, this.cluster.api.get(info, namespace, name), negotiated, info);
+      }
+      case 'PUT': {
+        const body = this.body(request, false);
+        const updated = this.cluster.api.update(info, namespace, name, body.value, { dryRun: dryRun(query), subresource: status });
+        return this.send(reply, 200, updated, negotiated, info);
+      }
+      case 'PATCH': {
+        const body = this.body(request, true);
+        const patched = this.cluster.api.patch(info, namespace, name, body.patchType!, body.value, { dryRun: dryRun(query), subresource: status });
+        return this.send(reply, 200, patched, negotiated, info);
+      }
+      case 'DELETE': {
+        if (status) throw Errors.methodNotAllowed();
+        const result = this.cluster.api.delete(info, namespace, name, this.deleteOptions(request, query));
+        return this.send(reply, result.gone ? 200 : 202, result.body as KubeObject, negotiated, info);
+      }
+      default:
+        throw Errors.methodNotAllowed();
+    }
+  }
+
+  private subresourceKnown(info: KindInfo, sub: string): boolean {
+    return (sub === 'status' && info.status === true) || (sub === 'scale' && info.scale !== undefined) || (info.extraSubresources ?? []).some((s) => s.name === sub);
+  }
+
+  private body(request: FastifyRequest, patch: boolean) {
+    return decodeBody(request.headers['content-type'], request.body as Buffer | undefined, { patch });
+  }
+
+  private deleteOptions(request: FastifyRequest, query: Query): DeleteOptions {
+    const body = request.body as Buffer | undefined;
+    let options: Record<string, unknown> = {};
+    if (body && body.length > 0) {
+      const decoded = decodeBody(request.headers['content-type'], body, { patch: false }).value;
+      if (decoded !== undefined && !isPlainObject(decoded)) throw Errors.badRequest('DeleteOptions must be a JSON object');
+      options = (decoded as Record<string, unknown>) ?? {};
+    }
+    const grace = intParam(query, 'gracePeriodSeconds') ?? (typeof options.gracePeriodSeconds === 'number' ? options.gracePeriodSeconds : undefined);
+    const policy = one(query, 'propagationPolicy') ?? options.propagationPolicy;
+    if (policy !== undefined && policy !== 'Background' && policy !== 'Foreground' && policy !== 'Orphan') {
+      throw Errors.badRequest(`propagationPolicy: Unsupported value: "${String(policy)}": supported values: "Foreground", "Background", "Orphan"`);
+    }
+    const result: DeleteOptions = { dryRun: dryRun(query) || (Array.isArray(options.dryRun) && options.dryRun.includes('All')) };
+    if (grace !== undefined) {
+      if (grace < 0) throw Errors.badRequest('gracePeriodSeconds: Invalid value: must be greater than or equal to 0');
+      result.gracePeriodSeconds = grace;
+    }
+    if (policy) result.propagationPolicy = policy as DeleteOptions['propagationPolicy'];
+    const orphan = one(query, 'orphanDependents') ?? options.orphanDependents;
+    if (orphan !== undefined) result.orphanDependents = orphan === true || orphan === 'true';
+    if (isPlainObject(options.preconditions)) {
+      const pre = options.preconditions;
+      result.preconditions = {};
+      if (typeof pre.uid === 'string') result.preconditions.uid = pre.uid;
+      if (typeof pre.resourceVersion === 'string') result.preconditions.resourceVersion = pre.resourceVersion;
+    }
+    return result;
+  }
+
+  private list(info: KindInfo, namespace: string | undefined, query: Query, negotiated: Negotiated, reply: FastifyReply): void {
+    const list = this.cluster.api.list(info, namespace, listQuery(query));
+    if (negotiated.transform === 'table') {
+      const table = tableOf(info, list.items, this.cluster.clock.now(), includeObject(query), list.metadata);
+      return this.sendText(reply, 200, negotiated, JSON.stringify(table), table);
+    }
+    if (negotiated.transform === 'partial') {
+      const partial = { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: list.metadata, items: list.items.map(partialObjectMetadata) };
+      return this.sendText(reply, 200, negotiated, JSON.stringify(partial), partial);
+    }
+    this.sendText(reply, 200, negotiated, negotiated.format === 'json' ? listJson(list, list.items) : '', list);
+  }
+
+  /** Answers with one object, transformed as the Accept header asks. */
+  send(reply: FastifyReply, code: number, obj: KubeObject, negotiated: Negotiated, info: KindInfo): void {
+    if (negotiated.transform === 'table' && obj.kind === info.kind) {
+      const table = tableOf(info, [obj], this.cluster.clock.now(), 'Metadata', { resourceVersion: obj.metadata.resourceVersion ?? '' });
+      return this.sendText(reply, code, negotiated, JSON.stringify(table), table);
+    }
+    if (negotiated.transform === 'partial' && obj.kind === info.kind) {
+      const partial = partialObjectMetadata(obj);
+      return this.sendText(reply, code, negotiated, JSON.stringify(partial), partial);
+    }
+    this.sendText(reply, code, negotiated, negotiated.format === 'json' ? jsonOf(obj) : '', obj);
+  }
+
+  private sendText(reply: FastifyReply, code: number, negotiated: Negotiated, json: string, value: unknown): void {
+    if (negotiated.format === 'yaml') {
+      void reply.code(code).header('content-type', 'application/yaml').send(render(value, 'yaml'));
+      return;
+    }
+    void reply.code(code).header('content-type', 'application/json').send(json);
+  }
+
+  /** GET/PUT/PATCH of the autoscaling/v1 Scale subresource, writing spec.replicas of the owner. */
+  private scale(info: KindInfo, namespace: string | undefined, name: string, request: FastifyRequest, reply: FastifyReply, negotiated: Negotiated): void {
+    const scaleSpec = info.scale!;
+    const toScale = (obj: KubeObject): KubeObject => {
+      const selector = field(obj, 'status.selector') ?? selectorText(field(obj, 'spec.selector'));
+      return {
+        kind: 'Scale',
+        apiVersion: 'autoscaling/v1',
+        metadata: {
+          name: obj.metadata.name,
+          namespace: obj.metadata.namespace,
+          uid: obj.metadata.uid,
+          resourceVersion: obj.metadata.resourceVersion,
+          creationTimestamp: obj.metadata.creationTimestamp,
+        },
+        spec: { replicas: Number(field(obj, scaleSpec.specReplicasPath) ?? 0) },
+        status: { replicas: Number(field(obj, scaleSpec.statusReplicasPath) ?? 0), selector },
+      };
+    };
+    const query = request.query as Query;
+    if (request.method === 'GET') {
+      const scale = toScale(this.cluster.api.get(info, namespace, name));
+      return this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
+    }
+    if (request.method !== 'PUT' && request.method !== 'PATCH') throw Errors.methodNotAllowed();
+    const body = this.body(request, request.method === 'PATCH');
+    let preconditionRv: string | undefined;
+    const updated = this.cluster.api.writeUpdate(
+      info,
+      namespace,
+      name,
+      {},
+      (current) => {
+        const scale = toScale(current);
+        let next: unknown;
+        if (request.method === 'PUT') next = body.value;
+        else if (body.patchType === 'json') next = applyJsonPatch(scale, body.value);
+        else if (body.patchType === 'merge') next = applyMergePatch(scale, body.value);
+        else if (body.patchType === 'strategic') next = applyStrategicMergePatch(scale, body.value);
+        else throw Errors.unsupportedMediaType('application/apply-patch+yaml');
+        if (!isPlainObject(next)) throw Errors.badRequest('Scale must be a JSON object');
+        const rv = isPlainObject(next.metadata) ? next.metadata.resourceVersion : undefined;
+        if (request.method === 'PUT' && typeof rv === 'string' && rv !== '') preconditionRv = rv;
+        if (preconditionRv !== undefined && preconditionRv !== current.metadata.resourceVersion) throw Errors.conflict(info, name);
+        const replicas = isPlainObject(next.spec) ? next.spec.replicas : undefined;
+        if (replicas !== undefined && (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)) {
+          throw Errors.invalid('autoscaling', 'Scale', name, [{ reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`, field: 'spec.replicas' }]);
+        }
+        const copy = deepCopy(current);
+        setPath(copy, scaleSpec.specReplicasPath, replicas ?? 0);
+        return copy;
+      },
+      { dryRun: dryRun(query) },
+    );
+    const scale = toScale(updated);
+    this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
+  }
+
+  private watchHttp(target: ResourceTarget, query: Query, negotiated: Negotiated, request: FastifyRequest, reply: FastifyReply): void {
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': negotiated.format === 'yaml' ? 'application/yaml' : 'application/json',
+      'cache-control': 'no-cache, private',
+      'transfer-encoding': 'chunked',
+    });
+    res.flushHeaders();
+    request.raw.socket.setNoDelay(true);
+    this.startWatch(target, query, negotiated, httpTransport(res));
+  }
+
+  watchWebSocket(target: ResourceTarget, query: Query, accept: string | undefined, ws: WebSocket): void {
+    let negotiated: Negotiated;
+    try {
+      negotiated = negotiate(accept);
+    } catch {
+      negotiated = { format: 'json', transform: 'none' };
+    }
+    this.startWatch(target, query, negotiated, webSocketTransport(ws));
+  }
+
+  /**
+   * One watch over any transport. Errors after the stream has started (a resourceVersion too old) are sent
+   * as an ERROR event carrying the Status, then the stream ends, as kube-apiserver's watch cache does.
+   */
+  private startWatch(target: ResourceTarget, query: Query, negotiated: Negotiated, transport: Transport): void {
+    const { info, namespace } = target;
+    const encode = this.eventEncoder(info, negotiated, query);
+    const format = `${negotiated.transform}:${includeObject(query)}`;
+    const stream = new WatchStream(transport, format, encode);
+    const watchQuery: WatchQuery = { ...listQuery(query), resourceVersion: one(query, 'resourceVersion'), sendInitialEvents: boolParam(query, 'sendInitialEvents') };
+    if (target.name !== undefined) watchQuery.fieldSelector = nameSelector(target.name, watchQuery.fieldSelector);
+    try {
+      const { watch, revision } = this.cluster.api.watch(info, namespace, watchQuery, stream);
+      stream.onEnd = () => watch.stop();
+      if (stream.isClosed) watch.stop();
+      const bookmark = (annotations?: Record<string, string>): KubeObject => ({
+        kind: info.kind,
+        apiVersion: groupVersion(info),
+        metadata: annotations ? { resourceVersion: String(this.cluster.store.currentRevision), annotations } : { resourceVersion: String(this.cluster.store.currentRevision) },
+      });
+      const bookmarks = boolParam(query, 'allowWatchBookmarks');
+      if (watchQuery.sendInitialEvents && bookmarks) {
+        stream.sendRaw('BOOKMARK', { ...bookmark(), metadata: { resourceVersion: String(revision), annotations: { 'k8s.io/initial-events-end': 'true' } } });
+      }
+      if (bookmarks) stream.every(60_000, () => stream.sendRaw('BOOKMARK', bookmark()));
+      const timeout = intParam(query, 'timeoutSeconds');
+      if (timeout !== undefined && timeout > 0) stream.endAfter(Math.min(timeout, 24 * 3600) * 1000);
+    } catch (err) {
+      if (err instanceof ApiError) {
+        stream.sendRaw('ERROR', err.toStatus());
+        stream.close();
+        return;
+      }
+      stream.close();
+      throw err;
+    }
+  }
+
+  private eventEncoder(info: KindInfo, negotiated: Negotiated, query: Query): EventEncoder {
+    if (negotiated.transform === 'table') {
+      const include = includeObject(query);
+      return (type, object) => {
+        const body = object.kind === info.kind ? tableOf(info, [object], this.cluster.clock.now(), include, { resourceVersion: object.metadata.resourceVersion ?? '' }) : object;
+        return `{"type":"${type}","object":${JSON.stringify(body)}}\n`;
+      };
+    }
+    if (negotiated.transform === 'partial') {
+      return (type, object) => `{"type":"${type}","object":${JSON.stringify(partialObjectMetadata(object))}}\n`;
+    }
+    if (negotiated.format === 'yaml') {
+      return (type, object) => `---\n${render({ type, object }, 'yaml')}`;
+    }
+    return plainEventEncoder;
+  }
+}
+
+function listQuery(query: Query): ListQuery {
+  const limit = intParam(query, 'limit');
+  const q: ListQuery = {};
+  const labelSelector = one(query, 'labelSelector');
+  const fieldSelector = one(query, 'fieldSelector');
+  const cont = one(query, 'continue');
+  if (labelSelector !== undefined) q.labelSelector = labelSelector;
+  if (fieldSelector !== undefined) q.fieldSelector = fieldSelector;
+  if (limit !== undefined && limit > 0) q.limit = limit;
+  if (cont) q.continue = cont;
+  return q;
+}
+
+function includeObject(query: Query): IncludeObject {
+  const v = one(query, 'includeObject');
+  return v === 'None' || v === 'Object' ? v : 'Metadata';
+}
+
+function dryRun(query: Query): boolean {
+  const v = query.dryRun;
+  if (v === undefined) return false;
+  const values = Array.isArray(v) ? v : [v];
+  for (const value of values) if (value !== 'All') throw Errors.badRequest(`dryRun: Unsupported value: "${value}": supported values: "All"`);
+  return values.length > 0;
+}
+
+function nameSelector(name: string, existing: string | undefined): string {
+  const escaped = name.replace(/([\\,=])/g, '\\$1');
+  return existing ? `${existing},metadata.name=${escaped}` : `metadata.name=${escaped}`;
+}
+
+function selectorText(selector: unknown): string {
+  if (!isPlainObject(selector)) return '';
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(isPlainObject(selector.matchLabels) ? selector.matchLabels : {})) parts.push(`${k}=${String(v)}`);
+  for (const e of Array.isArray(selector.matchExpressions) ? selector.matchExpressions : []) {
+    if (!isPlainObject(e)) continue;
+    const values = Array.isArray(e.values) ? e.values.join(',') : '';
+    if (e.operator === 'In') parts.push(`${String(e.key)} in (${values})`);
+    else if (e.operator === 'NotIn') parts.push(`${String(e.key)} notin (${values})`);
+    else if (e.operator === 'Exists') parts.push(String(e.key));
+    else if (e.operator === 'DoesNotExist') parts.push(`!${String(e.key)}`);
+  }
+  return parts.sort().join(',');
+}
+
+function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let current = obj;
+  for (const part of parts.slice(0, -1)) {
+    if (!isPlainObject(current[part])) current[part] = {};
+    current = current[part] as Record<string, unknown>;
+  }
+  current[parts[parts.length - 1]!] = value;
+}

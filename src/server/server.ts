@@ -1,0 +1,211 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { WebSocketServer } from 'ws';
+import { rfc3339, parseDuration } from '../clock/clock.js';
+import { ApiError, Errors } from '../api/errors.js';
+import { isPlainObject } from '../api/types.js';
+import type { Cluster } from '../cluster/cluster.js';
+import { MAX_BODY_BYTES, parseJson } from './body.js';
+import { Discovery, KUBERNETES_VERSION } from './discovery.js';
+import { parseMediaTypes } from './negotiation.js';
+import { OpenApi } from './openapi.js';
+import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources.js';
+
+export interface ServerOptions {
+  /** Address clients are told to use in /api's serverAddressByClientCIDRs (host:port). */
+  advertiseAddress?: () => string;
+  logger?: (line: string) => void;
+}
+
+/** Writes a Status as the body, with its code. */
+function sendError(reply: FastifyReply, err: ApiError): void {
+  void reply.code(err.code).header('content-type', 'application/json').send(JSON.stringify(err.toStatus()));
+}
+
+/** Maps anything thrown to a Kubernetes Status: ours as they are, fastify's by status code, the rest 500 without a stack. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { statusCode?: number; code?: string; message?: string };
+  switch (e.statusCode) {
+    case 413:
+      return Errors.tooLarge(MAX_BODY_BYTES);
+    case 415:
+      return Errors.unsupportedMediaType('');
+    case 400:
+      return Errors.badRequest(e.message ?? 'bad request');
+    case 404:
+      return Errors.pathNotFound();
+  }
+  if (err instanceof RangeError) return Errors.badRequest('the request is too deeply nested or too large to process');
+  return Errors.internal(e.message ?? 'unknown error');
+}
+
+function splitPath(path: string): string[] {
+  const segments = path.split('/').filter((s) => s !== '');
+  try {
+    return segments.map((s) => decodeURIComponent(s));
+  } catch {
+    throw Errors.badRequest('malformed path');
+  }
+}
+
+/**
+ * The HTTP face of a cluster: Kubernetes REST and watch routes derived from the registry, discovery, OpenAPI,
+ * /version and health, and the simulator's own /sim/v1 controls. Returns a fastify instance (not listening).
+ */
+export function buildServer(cluster: Cluster, options: ServerOptions = {}): FastifyInstance {
+  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 }, return503OnClosing: false, forceCloseConnections: true });
+  const discovery = new Discovery(cluster.registry, options.advertiseAddress ?? (() => '127.0.0.1:8080'));
+  const openapi = new OpenApi(cluster.registry);
+  const resources = new ResourceHandler(cluster);
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err, _request, reply) => {
+    const apiError = toApiError(err);
+    if (apiError.code >= 500) options.logger?.(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    sendError(reply, apiError);
+  });
+  app.setNotFoundHandler((_request, reply) => sendError(reply, Errors.pathNotFound()));
+
+  const json = (reply: FastifyReply, text: string, contentType = 'application/json'): void => {
+    void reply.code(200).header('content-type', contentType).send(text);
+  };
+
+  app.get('/version', (_req, reply) =>
+    json(
+      reply,
+      JSON.stringify({
+        ...KUBERNETES_VERSION,
+        gitCommit: '0000000000000000000000000000000000000000',
+        gitTreeState: 'clean',
+        buildDate: '2024-12-11T18:00:00Z',
+        goVersion: 'go1.23.4',
+        compiler: 'gc',
+        platform: 'linux/amd64',
+      }),
+    ),
+  );
+  for (const path of ['/healthz', '/livez', '/readyz']) app.get(path, (_req, reply) => void reply.code(200).header('content-type', 'text/plain; charset=utf-8').send('ok'));
+
+  /** Aggregated discovery when the Accept header asks for it, else the legacy document. */
+  const aggregatedVersion = (request: FastifyRequest): 'v2' | 'v2beta1' | undefined => {
+    for (const t of parseMediaTypes(request.headers.accept)) {
+      if (t.params.g === 'apidiscovery.k8s.io' && t.params.as === 'APIGroupDiscoveryList' && (t.params.v === 'v2' || t.params.v === 'v2beta1')) return t.params.v;
+      if (t.type === 'application/json' && t.params.as === undefined) return undefined;
+    }
+    return undefined;
+  };
+  const discoveryRoute = (legacy: boolean) => (request: FastifyRequest, reply: FastifyReply) => {
+    const version = aggregatedVersion(request);
+    if (version) {
+      return json(reply, discovery.aggregated(legacy, version), `application/json;g=apidiscovery.k8s.io;v=${version};as=APIGroupDiscoveryList`);
+    }
+    return json(reply, legacy ? discovery.apiVersions() : discovery.apiGroupList());
+  };
+  app.get('/api', discoveryRoute(true));
+  app.get('/apis', discoveryRoute(false));
+
+  app.get('/openapi/v3', (_req, reply) => json(reply, openapi.indexDocument()));
+  app.get('/openapi/v3/*', (request, reply) => {
+    const path = (request.params as { '*': string })['*'].replace(/\/$/, '');
+    const doc = openapi.document(path);
+    if (!doc) throw Errors.pathNotFound();
+    void reply.header('etag', `"${doc.hash}"`);
+    json(reply, doc.text);
+  });
+
+  const handleApi = async (request: FastifyRequest, reply: FastifyReply, legacy: boolean): Promise<void> => {
+    const rest = splitPath((request.params as { '*': string })['*'] ?? '');
+    let group = '';
+    let version: string | undefined;
+    let segments: string[];
+    if (legacy) {
+      version = rest[0];
+      segments = rest.slice(1);
+    } else {
+      group = rest[0] ?? '';
+      version = rest[1];
+      segments = rest.slice(2);
+      if (version === undefined) {
+        if (request.method !== 'GET') throw Errors.methodNotAllowed();
+        const doc = discovery.apiGroup(group);
+        if (!doc) throw Errors.pathNotFound();
+        return json(reply, doc);
+      }
+    }
+    if (version === undefined) throw Errors.pathNotFound();
+    if (segments.length === 0) {
+      if (request.method !== 'GET') throw Errors.methodNotAllowed();
+      const doc = discovery.resourceList(group, version);
+      if (!doc) throw Errors.pathNotFound();
+      return json(reply, doc);
+    }
+    const target = resolveTarget(cluster, group, version, segments);
+    if (!target) throw Errors.pathNotFound();
+    await resources.handle(target, request, reply);
+  };
+  const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+  app.route({ method: [...methods], url: '/api/*', handler: (req, reply) => handleApi(req, reply, true) });
+  app.route({ method: [...methods], url: '/apis/*', handler: (req, reply) => handleApi(req, reply, false) });
+
+  registerSimRoutes(app, cluster);
+  attachWebSockets(app, cluster, resources);
+  return app;
+}
+
+/** Simulator controls under /sim/v1 (not a Kubernetes group): the clock, for now. */
+function registerSimRoutes(app: FastifyInstance, cluster: Cluster): void {
+  const clockState = (): string => JSON.stringify({ now: rfc3339(cluster.clock.now()), mode: cluster.clock.mode });
+  app.get('/sim/v1/clock', (_req, reply) => void reply.header('content-type', 'application/json').send(clockState()));
+  app.post('/sim/v1/clock/advance', async (request, reply) => {
+    const clock = cluster.virtualClock;
+    if (!clock) throw Errors.badRequest('the clock is real: start the server with --clock virtual to advance it');
+    const raw = request.body as Buffer | undefined;
+    const body = raw && raw.length > 0 ? parseJson(raw.toString('utf8')) : {};
+    const by = isPlainObject(body) ? body.by : undefined;
+    if (typeof by !== 'string' && typeof by !== 'number') throw Errors.badRequest('body must be {"by": "<duration>"}, e.g. {"by": "90s"}');
+    let ms: number;
+    try {
+      ms = typeof by === 'number' ? by * 1000 : parseDuration(by);
+    } catch {
+      throw Errors.badRequest(`invalid duration ${JSON.stringify(by)}: use Go duration syntax such as "90s", "5m" or "1h30m"`);
+    }
+    if (!(ms >= 0)) throw Errors.badRequest('duration must not be negative');
+    await clock.advance(ms);
+    void reply.header('content-type', 'application/json').send(clockState());
+  });
+}
+
+/** Watches over WebSocket on the same URLs as HTTP watches. */
+function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: ResourceHandler): void {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
+  const reject = (socket: Duplex, err: ApiError): void => {
+    const body = JSON.stringify(err.toStatus());
+    socket.end(`HTTP/1.1 ${err.code} ${err.reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  };
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    try {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const segments = splitPath(url.pathname);
+      let target: ResourceTarget | undefined;
+      if (segments[0] === 'api' && segments.length >= 3) target = resolveTarget(cluster, '', segments[1]!, segments.slice(2));
+      else if (segments[0] === 'apis' && segments.length >= 4) target = resolveTarget(cluster, segments[1]!, segments[2]!, segments.slice(3));
+      if (!target) return reject(socket, Errors.pathNotFound());
+      const query: Record<string, string> = Object.fromEntries(url.searchParams.entries());
+      const isWatch = target.watchPath || query.watch === 'true' || query.watch === '1';
+      if (!isWatch || (target.name !== undefined && !target.watchPath)) {
+        return reject(socket, Errors.badRequest(`upgrade to WebSocket is supported for watch requests only`));
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => resources.watchWebSocket(target!, query, req.headers.accept, ws));
+    } catch (err) {
+      reject(socket, toApiError(err));
+    }
+  });
+  app.addHook('onClose', (_instance, done) => {
+    for (const client of wss.clients) client.terminate();
+    wss.close(() => done());
+  });
+}

@@ -1,0 +1,329 @@
+import { Errors, type GroupResource } from '../api/errors.js';
+import type { FieldSelector, LabelSelector } from '../api/selectors.js';
+import { deepEqual, type KubeObject } from '../api/types.js';
+import { SortedKeys } from './sorted-keys.js';
+import { StoreEvent, WatchHub, type FieldsOf, type Watch, type WatchFilter, type WatchSink } from './watch.js';
+
+/**
+ * The versioned in-memory store: one global revision (like etcd's), objects per resource kept in etcd's key
+ * order, label and field indexes so that selected lists never scan the whole resource, and a watch hub per
+ * resource. It knows nothing of kinds or defaults; the registry's strategies do that before calling it.
+ */
+export interface ResourceSpec {
+  /** Unique key of the resource, e.g. "apps/deployments" ("/configmaps" for the core group). */
+  key: string;
+  groupResource: GroupResource;
+  /** Field selectors answered from an index, besides metadata.name/namespace (e.g. spec.nodeName for pods). */
+  indexedFields?: readonly string[];
+  fieldsOf: FieldsOf;
+}
+
+export interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
+}
+
+export interface ListOptions {
+  namespace?: string;
+  label: LabelSelector;
+  field: FieldSelector;
+  limit?: number;
+  /** List objects whose key (namespace/name) sorts after this one. */
+  after?: string;
+}
+
+export interface ListResult {
+  items: KubeObject[];
+  revision: number;
+  /** Key of the last item returned, when more remain. */
+  continueAfter?: string;
+  remaining?: number;
+}
+
+export type ChangeListener = (resourceKey: string, event: StoreEvent) => void;
+
+export function objectKey(namespace: string | undefined, name: string): string {
+  return `${namespace ?? ''}/${name}`;
+}
+
+class ResourceTable {
+  readonly objects = new Map<string, KubeObject>();
+  readonly order = new SortedKeys();
+  readonly labelIndex = new Map<string, Map<string, Set<string>>>();
+  readonly fieldIndex = new Map<string, Map<string, Set<string>>>();
+  readonly namespaceCounts = new Map<string, number>();
+  readonly hub: WatchHub;
+
+  constructor(
+    readonly spec: ResourceSpec,
+    historySize: number,
+    startRevision: number,
+  ) {
+    this.hub = new WatchHub(historySize, startRevision, spec.fieldsOf);
+    for (const f of spec.indexedFields ?? []) this.fieldIndex.set(f, new Map());
+  }
+
+  index(key: string, obj: KubeObject | undefined, add: boolean): void {
+    if (!obj) return;
+    const labels = obj.metadata.labels;
+    if (labels) {
+      for (const [k, v] of Object.entries(labels)) {
+        let values = this.labelIndex.get(k);
+        if (!values) this.labelIndex.set(k, (values = new Map()));
+        updateSet(values, v, key, add);
+        if (!add && values.size === 0) this.labelIndex.delete(k);
+      }
+    }
+    if (this.fieldIndex.size > 0) {
+      const fields = this.spec.fieldsOf(obj);
+      for (const [field, values] of this.fieldIndex) updateSet(values, fields(field) ?? '', key, add);
+    }
+    const ns = obj.metadata.namespace ?? '';
+    this.namespaceCounts.set(ns, (this.namespaceCounts.get(ns) ?? 0) + (add ? 1 : -1));
+    if (this.namespaceCounts.get(ns) === 0) this.namespaceCounts.delete(ns);
+  }
+}
+
+function updateSet(map: Map<string, Set<string>>, value: string, key: string, add: boolean): void {
+  let set = map.get(value);
+  if (add) {
+    if (!set) map.set(value, (set = new Set()));
+    set.add(key);
+  } else if (set) {
+    set.delete(key);
+    if (set.size === 0) map.delete(value);
+  }
+}
+
+export class MemoryStore {
+  private revision: number;
+  private readonly tables = new Map<string, ResourceTable>();
+  private readonly listeners: ChangeListener[] = [];
+
+  constructor(
+    private readonly historySize = 10_000,
+    startRevision = 0,
+  ) {
+    this.revision = startRevision;
+  }
+
+  get currentRevision(): number {
+    return this.revision;
+  }
+
+  register(spec: ResourceSpec): void {
+    if (!this.tables.has(spec.key)) this.tables.set(spec.key, new ResourceTable(spec, this.historySize, this.revision));
+  }
+
+  unregister(key: string): void {
+    this.tables.get(key)?.hub.closeAll();
+    this.tables.delete(key);
+  }
+
+  onChange(listener: ChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  private table(key: string): ResourceTable {
+    const table = this.tables.get(key);
+    if (!table) throw Errors.internal(`resource ${key} is not registered with the store`);
+    return table;
+  }
+
+  get(resource: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.table(resource).objects.get(objectKey(namespace, name));
+  }
+
+  count(resource: string, namespace?: string): number {
+    const table = this.table(resource);
+    return namespace === undefined ? table.objects.size : (table.namespaceCounts.get(namespace) ?? 0);
+  }
+
+  /** Every object of a resource in one namespace (or all), in key order, with selectors answered from indexes. */
+  list(resource: string, options: ListOptions): ListResult {
+    const table = this.table(resource);
+    const candidates = this.candidates(table, options);
+    const limit = options.limit && options.limit > 0 ? options.limit : Infinity;
+    const items: KubeObject[] = [];
+    let continueAfter: string | undefined;
+    let remaining = 0;
+    for (let i = candidates.from; i < candidates.keys.length; i++) {
+      const key = candidates.keys[i]!;
+      if (candidates.prefix !== undefined && !key.startsWith(candidates.prefix)) break;
+      const obj = table.objects.get(key);
+      if (!obj || !this.matches(table, obj, options)) continue;
+      if (items.length >= limit) {
+        remaining++;
+        continue;
+      }
+      items.push(obj);
+      if (items.length === limit) continueAfter = key;
+    }
+    if (remaining === 0) continueAfter = undefined;
+    const result: ListResult = { items, revision: this.revision };
+    if (continueAfter !== undefined) {
+      result.continueAfter = continueAfter;
+      result.remaining = remaining;
+    }
+    return result;
+  }
+
+  private matches(table: ResourceTable, obj: KubeObject, options: ListOptions): boolean {
+    if (options.namespace !== undefined && (obj.metadata.namespace ?? '') !== options.namespace) return false;
+    if (!options.label.empty && !options.label.matches(obj.metadata.labels)) return false;
+    if (!options.field.empty && !options.field.matches(table.spec.fieldsOf(obj))) return false;
+    return true;
+  }
+
+  /**
+   * The smallest ordered key range that can hold every match: an index hit (sorted on the spot, since it is
+   * small), or the namespace's contiguous range of the resource's ordered keys.
+   */
+  private candidates(table: ResourceTable, options: ListOptions): { keys: readonly string[]; from: number; prefix?: string } {
+    const sets: Set<string>[] = [];
+    const name = options.field.equality('metadata.name');
+    if (name !== undefined) {
+      if (options.namespace !== undefined) {
+        const key = objectKey(options.namespace, name);
+        return { keys: table.objects.has(key) ? [key] : [], from: 0 };
+      }
+    }
+    for (const [k, v] of options.label.equalities()) sets.push(table.labelIndex.get(k)?.get(v) ?? new Set());
+    for (const [field, values] of table.fieldIndex) {
+      const wanted = options.field.equality(field);
+      if (wanted !== undefined) sets.push(values.get(wanted) ?? new Set());
+    }
+    const prefixScan = options.namespace !== undefined ? (table.namespaceCounts.get(options.namespace) ?? 0) : table.objects.size;
+    const smallest = sets.reduce<Set<string> | undefined>((best, s) => (!best || s.size < best.size ? s : best), undefined);
+    if (smallest && smallest.size < prefixScan) {
+      const keys = [...smallest].sort();
+      const from = options.after !== undefined ? upperBound(keys, options.after) : 0;
+      return { keys, from };
+    }
+    const ordered = table.order.ordered();
+    if (options.namespace !== undefined) {
+      const prefix = `${options.namespace}/`;
+      const after = options.after !== undefined && options.after > prefix ? options.after : prefix;
+      return { keys: ordered, from: table.order.firstAfter(after), prefix };
+    }
+    return { keys: ordered, from: options.after !== undefined ? table.order.firstAfter(options.after) : 0 };
+  }
+
+  /** Stores a new object (which the store now owns) and stamps its resourceVersion. */
+  create(resource: string, obj: KubeObject): KubeObject {
+    const table = this.table(resource);
+    const key = objectKey(obj.metadata.namespace, obj.metadata.name!);
+    if (table.objects.has(key)) throw Errors.alreadyExists(table.spec.groupResource, obj.metadata.name!);
+    obj.metadata.resourceVersion = String(++this.revision);
+    table.objects.set(key, obj);
+    table.order.add(key);
+    table.index(key, obj, true);
+    this.emit(table, new StoreEvent('ADDED', obj, undefined, this.revision));
+    return obj;
+  }
+
+  /**
+   * Optimistic locking in one place: checks the preconditions against the current object, lets `tryUpdate`
+   * compute the next state from it, and writes it unless nothing changed (then the current object is returned
+   * with its resourceVersion untouched, and no event is sent).
+   */
+  guaranteedUpdate(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    preconditions: Preconditions,
+    tryUpdate: (current: KubeObject) => KubeObject,
+    dryRun = false,
+  ): { object: KubeObject; changed: boolean } {
+    const table = this.table(resource);
+    const key = objectKey(namespace, name);
+    const current = table.objects.get(key);
+    if (!current) throw Errors.notFound(table.spec.groupResource, name);
+    checkPreconditions(table.spec.groupResource, current, preconditions);
+    const next = tryUpdate(current);
+    if (next === current || sameIgnoringVersion(next, current)) return { object: current, changed: false };
+    if (dryRun) return { object: next, changed: true };
+    next.metadata.resourceVersion = String(++this.revision);
+    table.index(key, current, false);
+    table.objects.set(key, next);
+    table.index(key, next, true);
+    this.emit(table, new StoreEvent('MODIFIED', next, current, this.revision));
+    return { object: next, changed: true };
+  }
+
+  delete(resource: string, namespace: string | undefined, name: string, preconditions: Preconditions = {}): KubeObject {
+    const table = this.table(resource);
+    const key = objectKey(namespace, name);
+    const current = table.objects.get(key);
+    if (!current) throw Errors.notFound(table.spec.groupResource, name);
+    checkPreconditions(table.spec.groupResource, current, preconditions);
+    table.objects.delete(key);
+    table.order.remove(key);
+    table.index(key, current, false);
+    const revision = ++this.revision;
+    const last: KubeObject = { ...current, metadata: { ...current.metadata, resourceVersion: String(revision) } };
+    this.emit(table, new StoreEvent('DELETED', last, current, revision));
+    return last;
+  }
+
+  /** Watches from a resourceVersion (events after it), or throws 410 Expired if they are gone. */
+  watch(resource: string, fromRevision: number, filter: WatchFilter, sink: WatchSink): Watch {
+    return this.table(resource).hub.watchFrom(fromRevision, filter, sink);
+  }
+
+  /** Restores objects read from disk without events (used once, before serving). */
+  load(resource: string, objects: KubeObject[]): void {
+    const table = this.table(resource);
+    for (const obj of objects) {
+      const key = objectKey(obj.metadata.namespace, obj.metadata.name!);
+      table.objects.set(key, obj);
+      table.order.add(key);
+      table.index(key, obj, true);
+    }
+  }
+
+  resourceKeys(): string[] {
+    return [...this.tables.keys()];
+  }
+
+  /** All objects of a resource in key order (for snapshots). */
+  all(resource: string): KubeObject[] {
+    const table = this.table(resource);
+    return table.order.ordered().map((k) => table.objects.get(k)!);
+  }
+
+  closeWatches(): void {
+    for (const table of this.tables.values()) table.hub.closeAll();
+  }
+
+  private emit(table: ResourceTable, event: StoreEvent): void {
+    table.hub.record(event);
+    for (const listener of this.listeners) listener(table.spec.key, event);
+  }
+}
+
+function checkPreconditions(gr: GroupResource, current: KubeObject, pre: Preconditions): void {
+  if (pre.uid && pre.uid !== current.metadata.uid) {
+    throw Errors.conflict(gr, current.metadata.name!, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
+  }
+  if (pre.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
+    throw Errors.conflict(gr, current.metadata.name!);
+  }
+}
+
+function sameIgnoringVersion(next: KubeObject, current: KubeObject): boolean {
+  const { resourceVersion: _a, ...nextMeta } = next.metadata;
+  const { resourceVersion: _b, ...currentMeta } = current.metadata;
+  return deepEqual({ ...next, metadata: nextMeta }, { ...current, metadata: currentMeta });
+}
+
+function upperBound(keys: readonly string[], after: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (keys[mid]! <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,229 @@
+import { Errors } from '../api/errors.js';
+import type { FieldSelector, LabelSelector } from '../api/selectors.js';
+import type { KubeObject } from '../api/types.js';
+
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+export type WatchEventType = EventType | 'BOOKMARK' | 'ERROR';
+
+/**
+ * One change in the store. `object` is the new state (for DELETED, the last state stamped with the deletion's
+ * revision); `prevObject` is the state before, so a watcher can tell that an object entered or left its selector.
+ * Encodings are cached on the event, so N watchers of the same format cost one serialisation.
+ */
+export class StoreEvent {
+  private encodings?: Map<string, string>;
+  private leftSelector?: KubeObject;
+
+  constructor(
+    readonly type: EventType,
+    readonly object: KubeObject,
+    readonly prevObject: KubeObject | undefined,
+    readonly revision: number,
+  ) {}
+
+  /** The event as a watcher sees it: DELETED for an object that left its selector carries the old state. */
+  objectFor(type: WatchEventType): KubeObject {
+    if (type === 'DELETED' && this.type === 'MODIFIED' && this.prevObject) {
+      this.leftSelector ??= {
+        ...this.prevObject,
+        metadata: { ...this.prevObject.metadata, resourceVersion: String(this.revision) },
+      };
+      return this.leftSelector;
+    }
+    return this.object;
+  }
+
+  /** Encodes once per (type, format) however many watchers ask. */
+  encoded(type: WatchEventType, format: string, encode: (type: WatchEventType, object: KubeObject) => string): string {
+    const key = `${type}\u0000${format}`;
+    this.encodings ??= new Map();
+    let text = this.encodings.get(key);
+    if (text === undefined) {
+      text = encode(type, this.objectFor(type));
+      this.encodings.set(key, text);
+    }
+    return text;
+  }
+}
+
+export interface WatchFilter {
+  namespace?: string;
+  label: LabelSelector;
+  field: FieldSelector;
+}
+
+export interface WatchSink {
+  /** Delivers one event; returns false when the sink gave up (slow or closed), which ends the watch. */
+  send(type: WatchEventType, event: StoreEvent): boolean;
+  close(): void;
+}
+
+export type FieldsOf = (obj: KubeObject) => (field: string) => string | undefined;
+
+export class Watch {
+  closed = false;
+  constructor(
+    readonly filter: WatchFilter,
+    readonly sink: WatchSink,
+    readonly dispatchKey: string,
+    private readonly hub: WatchHub,
+  ) {}
+
+  stop(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.hub.remove(this);
+    this.sink.close();
+  }
+}
+
+/**
+ * The watch side of one resource: a bounded ring of recent events (to resume watches from a resourceVersion,
+ * or answer 410 Expired) and the live watchers, indexed so that a write only visits watchers that can match it:
+ * by object name, by one label equality, by namespace, or all.
+ */
+export class WatchHub {
+  private readonly ring: StoreEvent[];
+  private start = 0;
+  private size = 0;
+  /** Every event with a revision above this is still in the ring. */
+  private compactedThrough: number;
+  private readonly watchers = new Map<string, Set<Watch>>();
+  private watcherCount = 0;
+
+  constructor(
+    capacity: number,
+    startRevision: number,
+    private readonly fieldsOf: FieldsOf,
+  ) {
+    this.ring = new Array(Math.max(1, capacity));
+    this.compactedThrough = startRevision;
+  }
+
+  get count(): number {
+    return this.watcherCount;
+  }
+
+  oldestResumableRevision(): number {
+    return this.compactedThrough;
+  }
+
+  record(event: StoreEvent): void {
+    if (this.size === this.ring.length) {
+      this.compactedThrough = this.ring[this.start]!.revision;
+      this.start = (this.start + 1) % this.ring.length;
+      this.size--;
+    }
+    this.ring[(this.start + this.size) % this.ring.length] = event;
+    this.size++;
+    if (this.watcherCount > 0) this.dispatch(event);
+  }
+
+  /**
+   * Starts a watch that first replays the retained events after `fromRevision`, then follows live ones.
+   * Throws 410 Expired when those events are no longer retained.
+   */
+  watchFrom(fromRevision: number, filter: WatchFilter, sink: WatchSink): Watch {
+    if (fromRevision < this.compactedThrough) {
+      throw Errors.expired(`too old resource version: ${fromRevision} (${this.compactedThrough + 1})`);
+    }
+    const watch = this.add(filter, sink);
+    for (let i = this.firstIndexAfter(fromRevision); i < this.size && !watch.closed; i++) {
+      this.deliver(watch, this.ring[(this.start + i) % this.ring.length]!);
+    }
+    return watch;
+  }
+
+  /** Starts a live-only watch (after the caller has sent the current state itself). */
+  add(filter: WatchFilter, sink: WatchSink): Watch {
+    const key = dispatchKeyOf(filter);
+    const watch = new Watch(filter, sink, key, this);
+    let set = this.watchers.get(key);
+    if (!set) this.watchers.set(key, (set = new Set()));
+    set.add(watch);
+    this.watcherCount++;
+    return watch;
+  }
+
+  remove(watch: Watch): void {
+    const set = this.watchers.get(watch.dispatchKey);
+    if (set?.delete(watch)) {
+      this.watcherCount--;
+      if (set.size === 0) this.watchers.delete(watch.dispatchKey);
+    }
+  }
+
+  closeAll(): void {
+    for (const set of [...this.watchers.values()]) for (const w of [...set]) w.stop();
+  }
+
+  private firstIndexAfter(revision: number): number {
+    let lo = 0;
+    let hi = this.size;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.ring[(this.start + mid) % this.ring.length]!.revision <= revision) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private dispatch(event: StoreEvent): void {
+    const seen = new Set<Watch>();
+    const visit = (key: string): void => {
+      const set = this.watchers.get(key);
+      if (!set) return;
+      for (const w of set) {
+        if (seen.has(w)) continue;
+        seen.add(w);
+        this.deliver(w, event);
+      }
+    };
+    for (const key of candidateKeys(event.object, event.prevObject)) visit(key);
+  }
+
+  private deliver(watch: Watch, event: StoreEvent): void {
+    if (watch.closed) return;
+    const nowPasses = this.passes(watch.filter, event.object);
+    const type = transition(event, nowPasses, event.prevObject !== undefined && this.passes(watch.filter, event.prevObject));
+    if (type && !watch.sink.send(type, event)) watch.stop();
+  }
+
+  private passes(filter: WatchFilter, obj: KubeObject): boolean {
+    if (filter.namespace !== undefined && (obj.metadata.namespace ?? '') !== filter.namespace) return false;
+    if (!filter.label.empty && !filter.label.matches(obj.metadata.labels)) return false;
+    if (!filter.field.empty && !filter.field.matches(this.fieldsOf(obj))) return false;
+    return true;
+  }
+}
+
+/** How the watch cache turns a change into what one watcher sees (cacheWatcher.convertToWatchEvent). */
+function transition(event: StoreEvent, nowPasses: boolean, before: boolean): WatchEventType | undefined {
+  if (event.type === 'ADDED') return nowPasses ? 'ADDED' : undefined;
+  if (event.type === 'DELETED') return nowPasses || before ? 'DELETED' : undefined;
+  if (nowPasses && before) return 'MODIFIED';
+  if (nowPasses) return 'ADDED';
+  if (before) return 'DELETED';
+  return undefined;
+}
+
+function dispatchKeyOf(filter: WatchFilter): string {
+  const name = filter.field.equality('metadata.name');
+  if (name !== undefined) return `name\u0000${filter.namespace ?? '*'}\u0000${name}`;
+  const equalities = filter.label.equalities();
+  if (equalities.length > 0) return `label\u0000${equalities[0]![0]}\u0000${equalities[0]![1]}`;
+  if (filter.namespace !== undefined) return `ns\u0000${filter.namespace}`;
+  return 'all';
+}
+
+function* candidateKeys(obj: KubeObject, prev: KubeObject | undefined): Generator<string> {
+  const ns = obj.metadata.namespace ?? '';
+  yield 'all';
+  yield `ns\u0000${ns}`;
+  yield `name\u0000*\u0000${obj.metadata.name}`;
+  yield `name\u0000${ns}\u0000${obj.metadata.name}`;
+  for (const labels of [obj.metadata.labels, prev?.metadata.labels]) {
+    if (!labels) continue;
+    for (const [k, v] of Object.entries(labels)) yield `label\u0000${k}\u0000${v}`;
+  }
+}
