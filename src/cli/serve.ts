@@ -1,5 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { Cluster } from '../cluster/cluster.js';
+import { CONTROLLER_NAMES, controllerFactories } from '../controllers/index.js';
+import { ControllerManager, selectControllers } from '../runtime/manager.js';
 import { buildServer } from '../server/server.js';
 import { Logger, type LogLevel } from './logger.js';
 
@@ -17,6 +19,14 @@ export interface ServeOptions {
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
 export async function serve(options: ServeOptions): Promise<void> {
   const log = new Logger(options.logLevel);
+  let selected: Set<string>;
+  try {
+    selected = selectControllers(options.controllers, CONTROLLER_NAMES);
+  } catch (err) {
+    log.error((err as Error).message);
+    process.exitCode = 1;
+    return;
+  }
   let cluster: Cluster;
   try {
     cluster = await Cluster.start({
@@ -30,6 +40,9 @@ export async function serve(options: ServeOptions): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  const manager = new ControllerManager(cluster, (level, message) => log.log(level, message));
+  await manager.start(controllerFactories, selected);
+  cluster.onClose(() => manager.stop());
   let address = `${options.host}:${options.port}`;
   const app = buildServer(cluster, { advertiseAddress: () => address, logger: log.error });
   try {
@@ -50,6 +63,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       : `point kubectl at it: kubectl --server ${url} get ns   (or: sim kubeconfig --server ${url} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`,
   );
   log.info(`clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.data ? `, data ${options.data}` : ', in memory'}`);
+  log.info(`controllers: ${manager.names().join(', ') || '(none)'}`);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

@@ -57,6 +57,7 @@ export class VirtualClock implements Clock {
   private readonly timers: VirtualTimer[] = []; // binary min-heap on (at, seq)
   private inFlight = 0;
   private advancing: Promise<void> = Promise.resolve();
+  private readonly idleChecks: Array<() => boolean> = [];
 
   constructor(startMs: number) {
     this.current = startMs;
@@ -70,6 +71,24 @@ export class VirtualClock implements Clock {
     const timer: VirtualTimer = { at: this.current + Math.max(0, delayMs), seq: this.seq++, fn, cancelled: false };
     this.push(timer);
     return { cancel: () => (timer.cancelled = true) };
+  }
+
+  /**
+   * Work queues and watch deliveries register a check here: advance() does not move time past a moment
+   * while any of them still has work due at it.
+   */
+  addIdleCheck(isIdle: () => boolean): () => void {
+    this.idleChecks.push(isIdle);
+    return () => {
+      const i = this.idleChecks.indexOf(isIdle);
+      if (i >= 0) this.idleChecks.splice(i, 1);
+    };
+  }
+
+  private idle(): boolean {
+    if (this.inFlight !== 0) return false;
+    for (const check of this.idleChecks) if (!check()) return false;
+    return true;
   }
 
   /** Work that a timer started asynchronously (a reconcile, a write) marks itself busy so advance waits for it. */
@@ -120,10 +139,10 @@ export class VirtualClock implements Clock {
       await turnEventLoop();
       this.dropCancelled();
       const due = this.timers[0] !== undefined && this.timers[0].at <= this.current;
-      if (this.inFlight === 0 && !due) {
+      if (!due && this.idle()) {
         // One more turn: a finished promise may have scheduled I/O callbacks.
         await turnEventLoop();
-        if (this.inFlight === 0) return;
+        if (this.idle()) return;
       }
       if (due) {
         const timer = this.pop()!;

@@ -25,7 +25,8 @@ export interface KubeList {
 
 export interface WriteOptions {
   dryRun?: boolean;
-  subresource?: 'status';
+  /** status: only status changes; finalize: only a namespace's spec.finalizers change. */
+  subresource?: 'status' | 'finalize';
 }
 
 export interface DeleteOptions {
@@ -177,11 +178,13 @@ export class GenericStore {
         if (next.metadata.name !== current.metadata.name) {
           throw Errors.badRequest(`the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`);
         }
-        return options.subresource === 'status' ? this.prepareStatusUpdate(info, next, current) : this.prepareUpdate(info, next, current);
+        if (options.subresource === 'status') return this.prepareStatusUpdate(info, next, current);
+        if (options.subresource === 'finalize') return this.prepareFinalizeUpdate(info, next, current);
+        return this.prepareUpdate(info, next, current);
       },
       options.dryRun,
     );
-    if (changed && !options.dryRun && shouldDeleteDuringUpdate(object)) {
+    if (changed && !options.dryRun && shouldDeleteDuringUpdate(info, object)) {
       return this.store.delete(key, ns, name);
     }
     return object;
@@ -213,6 +216,17 @@ export class GenericStore {
     return result;
   }
 
+  /** A namespace's /finalize: only spec.finalizers may change (the namespace controller empties it). */
+  private prepareFinalizeUpdate(info: KindInfo, next: KubeObject, current: KubeObject): KubeObject {
+    const finalizers = isPlainObject(next.spec) ? next.spec.finalizers : undefined;
+    const spec = { ...(isPlainObject(current.spec) ? current.spec : {}) };
+    if (Array.isArray(finalizers) && finalizers.length > 0) spec.finalizers = finalizers;
+    else delete spec.finalizers;
+    const result: KubeObject = { ...current, spec };
+    this.validate(info, result, current);
+    return result;
+  }
+
   delete(info: KindInfo, namespace: string | undefined, name: string, options: DeleteOptions = {}): DeleteResult {
     const key = resourceKey(info);
     const ns = scoped(info, namespace);
@@ -220,7 +234,8 @@ export class GenericStore {
     const preconditions = options.preconditions ?? {};
     const grace = this.gracePeriodFor(info, current, options);
     const finalizers = this.finalizersAfterDelete(current, options);
-    if (finalizers.length === 0 && grace === 0) {
+    const held = (info.strategy?.specFinalizers?.(current) ?? []).length > 0;
+    if (finalizers.length === 0 && grace === 0 && !held) {
       if (options.dryRun) return { body: current, gone: false };
       const gone = this.store.delete(key, ns, name, preconditions);
       return { body: successStatus(info, gone), gone: true };
@@ -240,11 +255,12 @@ export class GenericStore {
           next.metadata.deletionTimestamp = rfc3339(now + grace * 1000);
           next.metadata.deletionGracePeriodSeconds = grace;
         }
+        info.strategy?.prepareForDelete?.(next);
         return next;
       },
       options.dryRun,
     );
-    if (!options.dryRun && shouldDeleteDuringUpdate(marked.object)) {
+    if (!options.dryRun && shouldDeleteDuringUpdate(info, marked.object)) {
       const gone = this.store.delete(key, ns, name);
       return { body: successStatus(info, gone), gone: true };
     }
@@ -315,21 +331,10 @@ export class GenericStore {
       without(ORPHAN_FINALIZER);
       without(FOREGROUND_FINALIZER);
     }
-    // Dependents matter only when the object has some; an object nothing points at goes at once.
-    if ((policy === 'Orphan' || policy === 'Foreground') && !this.hasDependents(current)) {
-      without(ORPHAN_FINALIZER);
-      without(FOREGROUND_FINALIZER);
-    }
+    // As in Kubernetes, the finalizer is added whether or not there are dependents: the garbage
+    // collector removes it (and the object goes) once dependents are orphaned or gone.
     return finalizers;
   }
-
-  /** Cheap check used before adding GC finalizers; the garbage collector does the real work. */
-  private hasDependents(_owner: KubeObject): boolean {
-    return this.dependentsProbe ? this.dependentsProbe(_owner) : false;
-  }
-
-  /** Installed by the garbage collector so deletes know whether GC finalizers are worth adding. */
-  dependentsProbe?: (owner: KubeObject) => boolean;
 
   private checkNamespaceAcceptsContent(info: KindInfo, obj: KubeObject): void {
     const ns = obj.metadata.namespace!;
@@ -420,9 +425,14 @@ function keepServerOwnedMeta(next: KubeObject, current: KubeObject): void {
 }
 
 /** An object being deleted goes once its finalizers are gone and its grace period is over. */
-function shouldDeleteDuringUpdate(obj: KubeObject): boolean {
+function shouldDeleteDuringUpdate(info: KindInfo, obj: KubeObject): boolean {
   const meta = obj.metadata;
-  return meta.deletionTimestamp !== undefined && (meta.finalizers ?? []).length === 0 && (meta.deletionGracePeriodSeconds ?? 0) === 0;
+  return (
+    meta.deletionTimestamp !== undefined &&
+    (meta.finalizers ?? []).length === 0 &&
+    (info.strategy?.specFinalizers?.(obj) ?? []).length === 0 &&
+    (meta.deletionGracePeriodSeconds ?? 0) === 0
+  );
 }
 
 function successStatus(info: KindInfo, obj: KubeObject): Status {

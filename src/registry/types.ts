@@ -32,6 +32,10 @@ export interface Strategy {
    * removed at once (unless finalizers hold them).
    */
   gracePeriodSeconds?(obj: KubeObject, requested: number | undefined): number;
+  /** Finalizers kept outside metadata (a namespace's spec.finalizers): they hold a deletion just the same. */
+  specFinalizers?(obj: KubeObject): readonly string[];
+  /** Called on the copy that records the start of a deletion (a namespace turns Terminating). */
+  prepareForDelete?(obj: KubeObject): void;
 }
 
 export interface ScaleSubresource {

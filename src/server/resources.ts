@@ -94,7 +94,8 @@ export class ResourceHandler {
     }
     if (target.watchPath) return this.watchHttp(target, { ...query, fieldSelector: nameSelector(name, one(query, 'fieldSelector')) }, negotiated, request, reply);
     if (subresource === 'scale') return this.scale(info, namespace, name, request, reply, negotiated);
-    const status = subresource === 'status' ? ('status' as const) : undefined;
+    const status = subresource === 'status' ? ('status' as const) : subresource === 'finalize' ? ('finalize' as const) : undefined;
+    if (status === 'finalize' && method !== 'PUT') throw Errors.methodNotAllowed();
     switch (method) {
       case 'GET': {
         return this.send(reply, 200, this.cluster.api.get(info, namespace, name), negotiated, info);

@@ -125,7 +125,15 @@ const namespaces: KindInfo = {
     prepareForUpdate(next, old) {
       next.spec = old.spec;
     },
+    specFinalizers(obj) {
+      const finalizers = field(obj, 'spec.finalizers');
+      return Array.isArray(finalizers) ? (finalizers as string[]) : [];
+    },
+    prepareForDelete(obj) {
+      obj.status = { ...(isPlainObject(obj.status) ? obj.status : {}), phase: 'Terminating' };
+    },
   },
+  extraSubresources: [{ name: 'finalize', kind: 'Namespace', verbs: ['update'] }],
   columns: [col('Status', (o) => str(o, 'status.phase'), { description: 'The status of the namespace' })],
 };
 

@@ -1,0 +1,101 @@
+import { Errors } from '../api/errors.js';
+import type { PatchType } from '../api/patch.js';
+import type { KubeObject } from '../api/types.js';
+import type { Cluster } from '../cluster/cluster.js';
+import type { DeleteOptions, KubeList } from '../registry/generic-store.js';
+import type { KindInfo } from '../registry/types.js';
+import type { StoreEvent, WatchEventType } from '../storage/watch.js';
+import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, WatchOptions } from './client.js';
+
+/**
+ * The client for controllers running inside the simulator: the same generic store the HTTP server uses, so
+ * validation, defaults, optimistic locking and watch semantics are identical. Watch events are delivered
+ * asynchronously and in order, as they would arrive over a connection.
+ */
+export class InProcessClient implements KubeClient {
+  private pendingDeliveries = 0;
+
+  constructor(private readonly cluster: Cluster) {
+    cluster.virtualClock?.addIdleCheck(() => this.pendingDeliveries === 0);
+  }
+
+  private kind(gvr: Gvr): KindInfo {
+    const info = this.cluster.registry.lookup(gvr.group, gvr.version, gvr.resource);
+    if (!info) throw Errors.pathNotFound();
+    return info;
+  }
+
+  async get(gvr: Gvr, namespace: string | undefined, name: string): Promise<KubeObject> {
+    return this.cluster.api.get(this.kind(gvr), namespace, name);
+  }
+
+  async list(gvr: Gvr, namespace: string | undefined, options: ListOptions = {}): Promise<KubeList> {
+    return this.cluster.api.list(this.kind(gvr), namespace, options);
+  }
+
+  async create(gvr: Gvr, namespace: string | undefined, obj: KubeObject): Promise<KubeObject> {
+    return this.cluster.api.create(this.kind(gvr), namespace, obj);
+  }
+
+  async update(gvr: Gvr, obj: KubeObject): Promise<KubeObject> {
+    return this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj);
+  }
+
+  async updateStatus(gvr: Gvr, obj: KubeObject): Promise<KubeObject> {
+    return this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj, { subresource: 'status' });
+  }
+
+  async finalizeNamespace(obj: KubeObject): Promise<KubeObject> {
+    return this.cluster.api.update(this.kind({ group: '', version: 'v1', resource: 'namespaces' }), undefined, obj.metadata.name!, obj, { subresource: 'finalize' });
+  }
+
+  async patch(gvr: Gvr, namespace: string | undefined, name: string, type: PatchType, patch: unknown, subresource?: 'status'): Promise<KubeObject> {
+    return this.cluster.api.patch(this.kind(gvr), namespace, name, type, patch, subresource ? { subresource } : {});
+  }
+
+  async delete(gvr: Gvr, namespace: string | undefined, name: string, options: DeleteOptions = {}): Promise<void> {
+    this.cluster.api.delete(this.kind(gvr), namespace, name, options);
+  }
+
+  watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle {
+    const queue: Array<[WatchEventType, KubeObject]> = [];
+    let closed = false;
+    let scheduled = false;
+    const flush = (): void => {
+      scheduled = false;
+      const batch = queue.splice(0);
+      this.pendingDeliveries -= batch.length;
+      for (const [type, object] of batch) {
+        if (closed) continue;
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED' || type === 'BOOKMARK') onEvent(type, object);
+      }
+    };
+    const sink = {
+      send: (type: WatchEventType, event: StoreEvent): boolean => {
+        if (closed) return false;
+        queue.push([type, event.objectFor(type)]);
+        this.pendingDeliveries++;
+        if (!scheduled) {
+          scheduled = true;
+          queueMicrotask(flush);
+        }
+        return true;
+      },
+      close: (): void => {
+        if (closed) return;
+        closed = true;
+        this.pendingDeliveries -= queue.length;
+        queue.length = 0;
+        queueMicrotask(() => onClose());
+      },
+    };
+    try {
+      const { watch } = this.cluster.api.watch(this.kind(gvr), namespace, options, sink);
+      return { stop: () => watch.stop() };
+    } catch (err) {
+      closed = true;
+      queueMicrotask(() => onClose(err as Error));
+      return { stop: () => undefined };
+    }
+  }
+}

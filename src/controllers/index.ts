@@ -1,0 +1,26 @@
+import type { ControllerFactory } from '../runtime/manager.js';
+import { garbageCollector } from './garbage-collector.js';
+import { namespaceController } from './namespace.js';
+
+/**
+ * Every controller `--controllers` can name, in kube-controller-manager's vocabulary. A name listed in
+ * CONTROLLER_NAMES without a factory yet is accepted and simply not started.
+ */
+export const CONTROLLER_NAMES = [
+  'replicaset',
+  'deployment',
+  'statefulset',
+  'daemonset',
+  'job',
+  'cronjob',
+  'ttl-after-finished',
+  'garbagecollector',
+  'namespace',
+  'nodelifecycle',
+  'configwatcher',
+] as const;
+
+export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
+  ['namespace', namespaceController],
+  ['garbagecollector', garbageCollector],
+]);

@@ -1,0 +1,104 @@
+import { ApiError } from '../api/errors.js';
+import { VirtualClock, type Clock } from '../clock/clock.js';
+import type { SeededRandom } from '../clock/random.js';
+import type { Gvr, KubeClient } from '../client/client.js';
+import type { SharedInformers } from '../client/informer.js';
+import type { EventRecorder } from './events.js';
+import { WorkQueue } from './work-queue.js';
+
+/** What a reconcile asks for: look again after a while, or retry with backoff; nothing means done. */
+export interface ReconcileResult {
+  requeueAfterMs?: number;
+  requeue?: boolean;
+}
+
+/** What the API serves, as discovery would tell an out-of-process controller. */
+export interface ResourceInfo {
+  gvr: Gvr;
+  apiVersion: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+export interface ApiResources {
+  all(): ResourceInfo[];
+  byKind(apiVersion: string, kind: string): ResourceInfo | undefined;
+  onChange(fn: () => void): void;
+}
+
+export interface ControllerContext {
+  resources: ApiResources;
+  client: KubeClient;
+  informers: SharedInformers;
+  clock: Clock;
+  random: SeededRandom;
+  recorder(component: string): EventRecorder;
+  log(level: 'error' | 'warn' | 'info' | 'debug', message: string): void;
+}
+
+export interface Controller {
+  readonly name: string;
+  start(): Promise<void>;
+  stop(): void;
+}
+
+/**
+ * Runs a reconcile function over a work queue: handlers only enqueue keys, the reconcile re-reads the
+ * cache and is safe to run any number of times. One switch decides what happens next: an error retries
+ * with backoff (conflicts included, as real controllers do), requeueAfter schedules a look on the clock,
+ * anything else forgets the key's failures.
+ */
+export class ReconcileLoop {
+  readonly queue: WorkQueue;
+  private running = false;
+  private active = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly ctx: ControllerContext,
+    private readonly reconcile: (key: string) => Promise<ReconcileResult | void>,
+    private readonly workers = 1,
+  ) {
+    this.queue = new WorkQueue(ctx.clock);
+    if (ctx.clock instanceof VirtualClock) ctx.clock.addIdleCheck(() => !this.running || this.idle);
+  }
+
+  /** True while keys wait or a reconcile runs (a virtual clock waits for this before moving on). */
+  get idle(): boolean {
+    return this.queue.idle && this.active === 0;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    for (let i = 0; i < this.workers; i++) void this.work();
+  }
+
+  stop(): void {
+    this.running = false;
+    this.queue.shutDown();
+  }
+
+  private async work(): Promise<void> {
+    while (this.running) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      this.active++;
+      try {
+        const result = await this.reconcile(key);
+        if (result?.requeue) this.queue.addRateLimited(key);
+        else {
+          this.queue.forget(key);
+          if (result?.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
+        }
+      } catch (err) {
+        const conflict = err instanceof ApiError && err.code === 409;
+        if (!conflict) this.ctx.log('warn', `${this.name}: reconcile ${key}: ${err instanceof Error ? err.message : String(err)}`);
+        this.queue.addRateLimited(key);
+      } finally {
+        this.active--;
+        this.queue.done(key);
+      }
+    }
+  }
+}
