@@ -11,6 +11,8 @@ export interface EventHandlers {
 
 export type IndexFunc = (obj: KubeObject) => readonly string[];
 
+const NAMESPACE_INDEX = 'namespace';
+
 export function cacheKey(obj: KubeObject): string {
   return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name!;
 }
@@ -36,7 +38,9 @@ export class Informer {
     readonly gvr: Gvr,
     private readonly clock: Clock,
     private readonly options: { namespace?: string; labelSelector?: string; fieldSelector?: string; resyncMs?: number } = {},
-  ) {}
+  ) {
+    this.addIndex(NAMESPACE_INDEX, (obj) => [obj.metadata.namespace ?? '']);
+  }
 
   addEventHandler(handlers: EventHandlers): void {
     this.handlers.push(handlers);
@@ -67,6 +71,11 @@ export class Informer {
 
   list(): KubeObject[] {
     return [...this.cache.values()];
+  }
+
+  /** Objects of one namespace, from the namespace index every informer keeps (client-go's NamespaceIndex). */
+  listNamespace(namespace: string): KubeObject[] {
+    return this.byIndex(NAMESPACE_INDEX, namespace);
   }
 
   get hasSynced(): boolean {

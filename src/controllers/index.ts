@@ -1,4 +1,5 @@
 import type { ControllerFactory } from '../runtime/manager.js';
+import { configWatcher } from './configwatcher.js';
 import { garbageCollector } from './garbage-collector.js';
 import { namespaceController } from './namespace.js';
 
@@ -23,4 +24,5 @@ export const CONTROLLER_NAMES = [
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
   ['namespace', namespaceController],
   ['garbagecollector', garbageCollector],
+  ['configwatcher', configWatcher],
 ]);
