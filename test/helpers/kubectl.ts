@@ -1,0 +1,129 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+
+export const KUBECTL = '/usr/bin/kubectl';
+
+/** Why kubectl tests cannot run here, or undefined when they can. */
+export function kubectlMissing(): string | undefined {
+  return existsSync(KUBECTL) ? undefined : `kubectl not installed: ${KUBECTL} is absent, so the kubectl end-to-end checks cannot run`;
+}
+
+/** Skips the test (visibly) when kubectl is absent; returns true when the caller should stop. */
+export function skipWithoutKubectl(t: Pick<TestContext, 'skip'>): boolean {
+  const missing = kubectlMissing();
+  if (missing) t.skip(missing);
+  return missing !== undefined;
+}
+
+// kubectl runs with no kubeconfig (no credentials of the host leak in) and a discovery cache of its own,
+// so a cache written for an earlier server on the same ephemeral port is never read.
+let cacheDir: string | undefined;
+function env(): NodeJS.ProcessEnv {
+  if (!cacheDir) {
+    const dir = mkdtempSync(join(tmpdir(), 'kube-sim-kubectl-'));
+    cacheDir = dir;
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return { ...process.env, KUBECONFIG: '/dev/null', KUBECACHEDIR: cacheDir, HOME: cacheDir };
+}
+
+export interface KubectlResult {
+  stdout: string;
+  stderr: string;
+  code: number | null;
+}
+
+export interface KubectlOptions {
+  /** Fed on stdin (for `-f -`). */
+  input?: string;
+  timeoutMs?: number;
+  /** Another kubectl binary (e.g. a versioned one) instead of the dispatcher. */
+  binary?: string;
+}
+
+/** Runs `kubectl --server URL ...args` to completion. */
+export function kubectl(server: string, args: string[], options: KubectlOptions = {}): Promise<KubectlResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(options.binary ?? KUBECTL, ['--server', server, ...args], { env: env(), stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`kubectl ${args.join(' ')} timed out; stdout: ${stdout} stderr: ${stderr}`));
+    }, options.timeoutMs ?? 20_000);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, code });
+    });
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** A long-running kubectl (e.g. `get -w`) whose output can be awaited line by line. */
+export class KubectlProcess {
+  stdout = '';
+  stderr = '';
+  private waiters: Array<() => void> = [];
+  readonly exited: Promise<number | null>;
+
+  constructor(readonly child: ChildProcess) {
+    child.stdout!.setEncoding('utf8').on('data', (c: string) => {
+      this.stdout += c;
+      this.wake();
+    });
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => {
+      this.stderr += c;
+      this.wake();
+    });
+    this.exited = new Promise((resolve) => child.on('close', (code) => {
+      this.wake();
+      resolve(code);
+    }));
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+
+  get lines(): string[] {
+    return this.stdout.split('\n').filter((l) => l.trim() !== '');
+  }
+
+  /** Resolves once stdout satisfies the predicate. */
+  until(predicate: (stdout: string) => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`kubectl: timed out waiting for ${what}; stdout:\n${this.stdout}\nstderr:\n${this.stderr}`)), timeoutMs);
+      const check = (): void => {
+        if (predicate(this.stdout)) {
+          clearTimeout(timer);
+          resolve();
+        } else if (this.child.exitCode !== null || this.child.signalCode !== null) {
+          clearTimeout(timer);
+          reject(new Error(`kubectl exited (${this.child.exitCode ?? this.child.signalCode}) while waiting for ${what}; stdout:\n${this.stdout}\nstderr:\n${this.stderr}`));
+        } else this.waiters.push(check);
+      };
+      check();
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    await this.exited;
+  }
+}
+
+/** Starts `kubectl --server URL ...args` in the background; stop it with `stop()` (do so in t.after). */
+export function spawnKubectl(server: string, args: string[]): KubectlProcess {
+  return new KubectlProcess(spawn(KUBECTL, ['--server', server, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] }));
+}

@@ -1,0 +1,75 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { TestContext } from 'node:test';
+
+/** The repository root, from dist/test/helpers/. */
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const SIM = fileURLToPath(new URL('../../../bin/sim.js', import.meta.url));
+
+export interface SimServer {
+  url: string;
+  port: number;
+  /** What the server wrote on stderr so far (its log), for failure messages. */
+  stderr(): string;
+  /** SIGTERM (a clean shutdown that flushes --data), SIGKILL if it hangs; resolves once the process is gone. */
+  stop(): Promise<void>;
+}
+
+const START_TIMEOUT_MS = 10_000;
+const STOP_TIMEOUT_MS = 5_000;
+
+function exited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/** Starts `sim serve --port 0 ...args` as a child process and resolves with the URL it prints. */
+export function startServer(args: string[] = []): Promise<SimServer> {
+  const child = spawn(process.execPath, [SIM, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  const stop = async (): Promise<void> => {
+    if (exited(child)) return;
+    child.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), STOP_TIMEOUT_MS)));
+    if ((await Promise.race([exit, hung])) === 'hung' && !exited(child)) {
+      child.kill('SIGKILL');
+      await exit;
+    }
+    clearTimeout(timer);
+  };
+
+  return new Promise<SimServer>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`sim serve did not print its URL within ${START_TIMEOUT_MS} ms; stderr:\n${err}`));
+    }, START_TIMEOUT_MS);
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      const match = /kube-sim serving on (http:\/\/\S+)/.exec(out);
+      if (!match) return;
+      clearTimeout(timer);
+      child.stdout!.removeAllListeners('data');
+      child.stdout!.resume(); // keep draining so the child never blocks on a full pipe
+      const url = match[1]!;
+      resolve({ url, port: Number(new URL(url).port), stderr: () => err, stop });
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`sim serve exited (${code ?? signal}) before serving; stderr:\n${err}`));
+    });
+  });
+}
+
+/** Starts a server that is stopped when the test (or suite) `t` ends. */
+export async function serverFor(t: Pick<TestContext, 'after'>, args: string[] = []): Promise<SimServer> {
+  const server = await startServer(args);
+  t.after(() => server.stop());
+  return server;
+}
