@@ -1,7 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { Cluster } from '../cluster/cluster.js';
-import { CONTROLLER_NAMES, controllerFactories } from '../controllers/index.js';
-import { ControllerManager, selectControllers } from '../runtime/manager.js';
+import { startSimulator, type Simulator } from '../cluster/simulator.js';
 import { buildServer } from '../server/server.js';
 import { Logger, type LogLevel } from './logger.js';
 
@@ -19,30 +17,22 @@ export interface ServeOptions {
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
 export async function serve(options: ServeOptions): Promise<void> {
   const log = new Logger(options.logLevel);
-  let selected: Set<string>;
+  let sim: Simulator;
   try {
-    selected = selectControllers(options.controllers, CONTROLLER_NAMES);
-  } catch (err) {
-    log.error((err as Error).message);
-    process.exitCode = 1;
-    return;
-  }
-  let cluster: Cluster;
-  try {
-    cluster = await Cluster.start({
+    sim = await startSimulator({
       clock: options.clock,
       seed: options.seed,
       watchHistory: options.watchHistory,
       dataPath: options.data,
+      controllers: options.controllers,
+      log: (level, message) => log.log(level, message),
     });
   } catch (err) {
     log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;
     return;
   }
-  const manager = new ControllerManager(cluster, (level, message) => log.log(level, message));
-  await manager.start(controllerFactories, selected);
-  cluster.onClose(() => manager.stop());
+  const { cluster, controllers: manager } = sim;
   let address = `${options.host}:${options.port}`;
   const app = buildServer(cluster, { advertiseAddress: () => address, logger: log.error });
   try {
