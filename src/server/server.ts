@@ -204,7 +204,8 @@ function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: Res
       reject(socket, toApiError(err));
     }
   });
-  app.addHook('onClose', (_instance, done) => {
+  // preClose, not onClose: fastify's own onClose waits for every socket to end, upgraded ones included.
+  app.addHook('preClose', (done) => {
     for (const client of wss.clients) client.terminate();
     wss.close(() => done());
   });
