@@ -362,6 +362,11 @@ export class GenericStore {
     obj.kind = info.kind;
     if (obj.metadata === undefined || obj.metadata === null) obj.metadata = {};
     if (!isPlainObject(obj.metadata)) throw Errors.badRequest('metadata must be an object');
+    // These are omitempty in Go's ObjectMeta: an empty one is the same object as none, so writing it is a no-op.
+    for (const f of ['labels', 'annotations', 'finalizers', 'ownerReferences'] as const) {
+      const v: unknown = obj.metadata[f];
+      if (v === null || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).length === 0)) delete obj.metadata[f];
+    }
     if (info.namespaced) {
       const ns = namespace ?? obj.metadata.namespace;
       if (obj.metadata.namespace && namespace && obj.metadata.namespace !== namespace) {
