@@ -12,7 +12,14 @@ export interface SimServer {
   /** What the server wrote on stderr so far (its log), for failure messages. */
   stderr(): string;
   /** SIGTERM (a clean shutdown that flushes --data), SIGKILL if it hangs; resolves once the process is gone. */
-  stop(): Promise<void>;
+  stop(): Promise<StopResult>;
+}
+
+export interface StopResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** It ignored SIGTERM for STOP_TIMEOUT_MS and had to be killed. */
+  forced: boolean;
 }
 
 const START_TIMEOUT_MS = 10_000;
@@ -32,17 +39,21 @@ export function startServer(args: string[] = []): Promise<SimServer> {
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
   const exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let forced = false;
+  const result = (): StopResult => ({ code: child.exitCode, signal: child.signalCode, forced });
 
-  const stop = async (): Promise<void> => {
-    if (exited(child)) return;
+  const stop = async (): Promise<StopResult> => {
+    if (exited(child)) return result();
     child.kill('SIGTERM');
     let timer: NodeJS.Timeout | undefined;
     const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), STOP_TIMEOUT_MS)));
     if ((await Promise.race([exit, hung])) === 'hung' && !exited(child)) {
+      forced = true;
       child.kill('SIGKILL');
       await exit;
     }
     clearTimeout(timer);
+    return result();
   };
 
   return new Promise<SimServer>((resolve, reject) => {
@@ -70,6 +81,8 @@ export function startServer(args: string[] = []): Promise<SimServer> {
 /** Starts a server that is stopped when the test (or suite) `t` ends. */
 export async function serverFor(t: Pick<TestContext, 'after'>, args: string[] = []): Promise<SimServer> {
   const server = await startServer(args);
-  t.after(() => server.stop());
+  t.after(async () => {
+    await server.stop();
+  });
   return server;
 }
