@@ -10,6 +10,7 @@ import { groupVersion, type KindInfo } from '../registry/types.js';
 import { decodeBody } from './body.js';
 import { jsonOf, listJson, render } from './encoding.js';
 import { negotiate, type Negotiated } from './negotiation.js';
+import { decodeProtobuf } from './protobuf/decode.js';
 import { partialObjectMetadata, tableOf, type IncludeObject } from './table.js';
 import { httpTransport, plainEventEncoder, webSocketTransport, WatchStream, type EventEncoder, type Transport } from './watch-stream.js';
 
@@ -125,14 +126,14 @@ export class ResourceHandler {
   }
 
   private body(request: FastifyRequest, patch: boolean) {
-    return decodeBody(request.headers['content-type'], request.body as Buffer | undefined, { patch });
+    return decodeBody(request.headers['content-type'], request.body as Buffer | undefined, { patch, protobuf: decodeProtobuf });
   }
 
   private deleteOptions(request: FastifyRequest, query: Query): DeleteOptions {
     const body = request.body as Buffer | undefined;
     let options: Record<string, unknown> = {};
     if (body && body.length > 0) {
-      const decoded = decodeBody(request.headers['content-type'], body, { patch: false }).value;
+      const decoded = decodeBody(request.headers['content-type'], body, { patch: false, protobuf: decodeProtobuf }).value;
       if (decoded !== undefined && !isPlainObject(decoded)) throw Errors.badRequest('DeleteOptions must be a JSON object');
       options = (decoded as Record<string, unknown>) ?? {};
     }
