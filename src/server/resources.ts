@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ApiError, Errors } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from '../api/patch.js';
+import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
 import type { Cluster } from '../cluster/cluster.js';
 import type { DeleteOptions, ListQuery, WatchQuery } from '../registry/generic-store.js';
@@ -113,8 +114,10 @@ export class ResourceHandler {
       }
       case 'DELETE': {
         if (status) throw Errors.methodNotAllowed();
-        const result = this.cluster.api.delete(info, namespace, name, this.deleteOptions(request, query));
-        return this.send(reply, result.gone ? 200 : 202, result.body as KubeObject, negotiated, info);
+        const options = this.deleteOptions(request, query);
+        const result = this.cluster.api.delete(info, namespace, name, options);
+        // kube-apiserver answers 202 only to an explicit orphanDependents=false; an object kept by finalizers gets 200.
+        return this.send(reply, !result.gone && options.orphanDependents === false ? 202 : 200, result.body as KubeObject, negotiated, info);
       }
       default:
         throw Errors.methodNotAllowed();
@@ -251,7 +254,17 @@ export class ResourceHandler {
     this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
   }
 
+  /**
+   * What a watch checks before it streams: bad selectors are a plain 400 answer, as in kube-apiserver; only
+   * errors found once the watch has started (410 Expired) travel as an ERROR event.
+   */
+  checkWatch(target: ResourceTarget, query: Query): void {
+    parseLabelSelector(one(query, 'labelSelector'));
+    parseFieldSelector(one(query, 'fieldSelector'), this.cluster.registry.supportedFields(target.info));
+  }
+
   private watchHttp(target: ResourceTarget, query: Query, negotiated: Negotiated, request: FastifyRequest, reply: FastifyReply): void {
+    this.checkWatch(target, query);
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {

@@ -199,6 +199,7 @@ function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: Res
       if (!isWatch || (target.name !== undefined && !target.watchPath)) {
         return reject(socket, Errors.badRequest(`upgrade to WebSocket is supported for watch requests only`));
       }
+      resources.checkWatch(target, query);
       wss.handleUpgrade(req, socket, head, (ws) => resources.watchWebSocket(target!, query, req.headers.accept, ws));
     } catch (err) {
       reject(socket, toApiError(err));
