@@ -168,7 +168,8 @@ export class GenericStore {
   ): KubeObject {
     const key = resourceKey(info);
     const ns = scoped(info, namespace);
-    const { object, changed } = this.store.guaranteedUpdate(
+    let emptied = false;
+    const { object } = this.store.guaranteedUpdate(
       key,
       ns,
       name,
@@ -178,15 +179,20 @@ export class GenericStore {
         if (next.metadata.name !== current.metadata.name) {
           throw Errors.badRequest(`the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`);
         }
-        if (options.subresource === 'status') return this.prepareStatusUpdate(info, next, current);
-        if (options.subresource === 'finalize') return this.prepareFinalizeUpdate(info, next, current);
-        return this.prepareUpdate(info, next, current);
+        const prepared =
+          options.subresource === 'status'
+            ? this.prepareStatusUpdate(info, next, current)
+            : options.subresource === 'finalize'
+              ? this.prepareFinalizeUpdate(info, next, current)
+              : this.prepareUpdate(info, next, current);
+        // The update that empties the finalizers is the deletion itself, not a write first (kube-apiserver's
+        // errEmptiedFinalizers): watchers see DELETED of the stored object and no MODIFIED before it.
+        emptied = shouldDeleteDuringUpdate(info, prepared);
+        return emptied ? current : prepared;
       },
       options.dryRun,
     );
-    if (changed && !options.dryRun && shouldDeleteDuringUpdate(info, object)) {
-      return this.store.delete(key, ns, name);
-    }
+    if (emptied && !options.dryRun) return this.store.delete(key, ns, name);
     return object;
   }
 
@@ -384,6 +390,14 @@ export class GenericStore {
     if (old) {
       for (const field of ['uid', 'creationTimestamp'] as const) {
         if (old.metadata[field] !== obj.metadata[field]) causes.push(FieldErrors.invalid(`metadata.${field}`, obj.metadata[field], 'field is immutable'));
+      }
+      if (old.metadata.deletionTimestamp) {
+        const had = new Set(old.metadata.finalizers ?? []);
+        const added = [...new Set((obj.metadata.finalizers ?? []).filter((f) => !had.has(f)))].sort();
+        if (added.length > 0) {
+          const list = `[]string{${added.map((f) => JSON.stringify(f)).join(', ')}}`;
+          causes.push(FieldErrors.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${list}`));
+        }
       }
       causes.push(...(info.strategy?.validateUpdate?.(obj, old) ?? []));
     }
