@@ -1,7 +1,12 @@
 import type { ControllerFactory } from '../runtime/manager.js';
 import { configWatcher } from './configwatcher.js';
+import { cronJobController } from './cronjob/controller.js';
+import { daemonSetController } from './daemonset.js';
 import { garbageCollector } from './garbage-collector.js';
+import { jobController } from './job/controller.js';
 import { namespaceController } from './namespace.js';
+import { statefulSetController } from './statefulset.js';
+import { ttlAfterFinishedController } from './ttl-after-finished.js';
 
 /**
  * Every controller `--controllers` can name, in kube-controller-manager's vocabulary. A name listed in
@@ -25,4 +30,9 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['namespace', namespaceController],
   ['garbagecollector', garbageCollector],
   ['configwatcher', configWatcher],
+  ['statefulset', statefulSetController],
+  ['daemonset', daemonSetController],
+  ['job', jobController],
+  ['cronjob', cronJobController],
+  ['ttl-after-finished', ttlAfterFinishedController],
 ]);

@@ -1,0 +1,111 @@
+import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import { parseDuration } from '../../clock/clock.js';
+
+/**
+ * CronJob schedules as Kubernetes reads them (robfig/cron's standard parser): five fields
+ * (minute hour day-of-month month day-of-week, names like JAN or MON allowed, `?` for any), the
+ * descriptors @yearly @annually @monthly @weekly @daily @midnight @hourly and `@every <duration>`, an
+ * optional `TZ=Zone ` / `CRON_TZ=Zone ` prefix, and spec.timeZone. When both day fields are restricted a
+ * time matches either (vixie cron). Times are computed by cron-parser from the instant given, never from
+ * the wall clock.
+ */
+export interface Schedule {
+  /** The first activation strictly after `afterMs`. */
+  next(afterMs: number): number;
+  /** The last activation at or before `atMs`, or undefined when there is none. */
+  previous(atMs: number): number | undefined;
+  readonly timeZone: string;
+}
+
+export class ScheduleError extends Error {}
+
+const DESCRIPTORS: Record<string, string> = {
+  '@yearly': '0 0 1 1 *',
+  '@annually': '0 0 1 1 *',
+  '@monthly': '0 0 1 * *',
+  '@weekly': '0 0 * * 0',
+  '@daily': '0 0 * * *',
+  '@midnight': '0 0 * * *',
+  '@hourly': '0 * * * *',
+};
+
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+const FIELD_NAMES = [[], [], [], MONTHS, DAYS] as const;
+
+/** Whether Intl knows the IANA zone (Go's time.LoadLocation, as the API server checks spec.timeZone). */
+export function isValidTimeZone(zone: string): boolean {
+  if (zone === '' || zone.toLowerCase() === 'local') return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Parses a schedule (and spec.timeZone); throws ScheduleError with robfig/cron-like messages. */
+export function parseSchedule(schedule: string, timeZone?: string): Schedule {
+  let text = schedule.trim();
+  let zone = timeZone ?? 'UTC';
+  const prefix = /^(?:CRON_)?TZ=(\S+)\s+/.exec(text);
+  if (prefix) {
+    zone = prefix[1]!;
+    text = text.slice(prefix[0].length).trim();
+  }
+  if (!isValidTimeZone(zone)) throw new ScheduleError(`provided bad location ${zone}: unknown time zone ${zone}`);
+  if (text.startsWith('@every ')) {
+    let every: number;
+    try {
+      every = parseDuration(text.slice('@every '.length));
+    } catch {
+      throw new ScheduleError(`failed to parse duration ${text}`);
+    }
+    const delay = Math.max(1000, Math.floor(every / 1000) * 1000);
+    return {
+      timeZone: zone,
+      next: (after) => Math.floor(after / 1000) * 1000 + delay,
+      previous: () => undefined,
+    };
+  }
+  if (text.startsWith('@')) {
+    const expanded = DESCRIPTORS[text.toLowerCase()];
+    if (!expanded) throw new ScheduleError(`unrecognized descriptor: ${text}`);
+    text = expanded;
+  }
+  const fields = text.split(/\s+/);
+  if (fields.length !== 5) throw new ScheduleError(`expected exactly 5 fields, found ${fields.length}: ${text}`);
+  fields.forEach((f, i) => checkField(f, FIELD_NAMES[i]!));
+  const expression = text.replace(/\?/g, '*');
+  const at = (ms: number): CronExpression => {
+    try {
+      return CronExpressionParser.parse(expression, { currentDate: new Date(ms), tz: zone });
+    } catch (err) {
+      throw new ScheduleError((err as Error).message);
+    }
+  };
+  at(0); // validate ranges now
+  return {
+    timeZone: zone,
+    next: (after) => at(after).next().getTime(),
+    previous: (atMs) => {
+      try {
+        return at(atMs + 1).prev().getTime();
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+/** Rejects what robfig/cron's standard parser does not know (L, W, #, H, seconds). */
+function checkField(field: string, names: readonly string[]): void {
+  for (const part of field.split(',')) {
+    const m = /^(\*|\?|[0-9a-z]+(?:-[0-9a-z]+)?)(?:\/(\d+))?$/i.exec(part);
+    if (!m) throw new ScheduleError(`failed to parse int from ${part}: invalid syntax`);
+    for (const token of m[1]!.split('-')) {
+      if (token === '*' || token === '?' || /^\d+$/.test(token)) continue;
+      if (!names.includes(token.toLowerCase())) throw new ScheduleError(`failed to parse int from ${token}: invalid syntax`);
+    }
+  }
+}

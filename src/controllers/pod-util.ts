@@ -1,0 +1,86 @@
+import { isPlainObject, type KubeObject } from '../api/types.js';
+
+/**
+ * Pod state as controllers read it (k8s.io/kubernetes/pkg/api/v1/pod and controller utils): phase, readiness,
+ * availability after minReadySeconds, termination. Shared by the workload controllers.
+ */
+
+export interface PodCondition {
+  type: string;
+  status: string;
+  lastTransitionTime?: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface ContainerStatus {
+  name: string;
+  ready?: boolean;
+  restartCount?: number;
+  state?: { running?: unknown; waiting?: unknown; terminated?: { exitCode?: number; finishedAt?: string; reason?: string } };
+}
+
+function status(pod: KubeObject): Record<string, unknown> {
+  return isPlainObject(pod.status) ? pod.status : {};
+}
+
+export function podPhase(pod: KubeObject): string {
+  return String(status(pod).phase ?? '');
+}
+
+export function podConditions(pod: KubeObject): PodCondition[] {
+  const c = status(pod).conditions;
+  return Array.isArray(c) ? (c as PodCondition[]) : [];
+}
+
+export function podCondition(pod: KubeObject, type: string): PodCondition | undefined {
+  return podConditions(pod).find((c) => c.type === type);
+}
+
+export function containerStatuses(pod: KubeObject, which: 'containerStatuses' | 'initContainerStatuses' = 'containerStatuses'): ContainerStatus[] {
+  const c = status(pod)[which];
+  return Array.isArray(c) ? (c as ContainerStatus[]) : [];
+}
+
+export function isTerminating(pod: KubeObject): boolean {
+  return pod.metadata.deletionTimestamp !== undefined && pod.metadata.deletionTimestamp !== null;
+}
+
+export function isTerminal(pod: KubeObject): boolean {
+  const phase = podPhase(pod);
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
+export function isPodReady(pod: KubeObject): boolean {
+  return podCondition(pod, 'Ready')?.status === 'True';
+}
+
+export function isRunningAndReady(pod: KubeObject): boolean {
+  return podPhase(pod) === 'Running' && isPodReady(pod);
+}
+
+/** Ready for at least minReadySeconds (podutil.IsPodAvailable). */
+export function isPodAvailable(pod: KubeObject, minReadySeconds: number, now: number): boolean {
+  const ready = podCondition(pod, 'Ready');
+  if (ready?.status !== 'True') return false;
+  if (minReadySeconds <= 0) return true;
+  const since = ready.lastTransitionTime ? Date.parse(ready.lastTransitionTime) : NaN;
+  return !Number.isNaN(since) && since + minReadySeconds * 1000 <= now;
+}
+
+/** Milliseconds until a ready pod becomes available, or undefined when it is not ready (or already available). */
+export function msUntilAvailable(pod: KubeObject, minReadySeconds: number, now: number): number | undefined {
+  const ready = podCondition(pod, 'Ready');
+  if (ready?.status !== 'True' || minReadySeconds <= 0 || !ready.lastTransitionTime) return undefined;
+  const left = Date.parse(ready.lastTransitionTime) + minReadySeconds * 1000 - now;
+  return left > 0 ? left : undefined;
+}
+
+/** Active in the sense of controller.FilterActivePods: not terminal and not being deleted. */
+export function isPodActive(pod: KubeObject): boolean {
+  return !isTerminal(pod) && !isTerminating(pod);
+}
+
+export function creationTime(obj: KubeObject): number {
+  return obj.metadata.creationTimestamp ? Date.parse(obj.metadata.creationTimestamp) : 0;
+}
