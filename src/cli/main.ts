@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { serve } from './serve.js';
 import { kubeconfigYaml } from './kubeconfig.js';
+import { replay } from './replay.js';
 
 function integer(name: string, min: number) {
   return (value: string): number => {
@@ -34,6 +35,21 @@ program
   .option('--server <url>', 'server URL', 'http://127.0.0.1:8080')
   .action((opts: { server: string }) => {
     process.stdout.write(kubeconfigYaml(opts.server));
+  });
+
+program
+  .command('replay')
+  .description('run scenario files on a fresh virtual-clock cluster (or --server): timeline, assertions, reports')
+  .argument('[files...]', 'scenario files (YAML)')
+  .option('--server <url>', 'drive a running sim serve instead of an embedded cluster')
+  .option('--seed <n>', "override the scenarios' seed", integer('--seed', 0))
+  .option('--report <file>', 'write the machine-readable timeline (JSON)')
+  .option('--html <file>', 'write a self-contained HTML timeline')
+  .option('--no-changes', 'leave the object changes out of the printed timeline')
+  .option('--print-schema', 'print the JSON Schema of scenario files and exit')
+  .addOption(new Option('--log-level <level>', 'how much to log (stderr)').choices(['error', 'warn', 'info', 'debug']).default('warn'))
+  .action(async (files: string[], opts) => {
+    await replay(files, opts);
   });
 
 await program.parseAsync(process.argv);

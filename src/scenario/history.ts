@@ -1,0 +1,168 @@
+import type { KubeObject } from '../api/types.js';
+import type { WatchHandle } from '../client/client.js';
+import { wallSleep, type ScenarioTarget } from './target.js';
+import type { ApiResource } from './resources.js';
+
+export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** One change the runner saw, stamped with the cluster time it happened and the step it belongs to. */
+export interface HistoryEvent {
+  rv: number;
+  time: number;
+  /** 1-based step index; 0 for what happened while the cluster started. */
+  step: number;
+  type: ChangeType;
+  resource: ApiResource;
+  object: KubeObject;
+}
+
+export function objectKey(resource: ApiResource, obj: KubeObject): string {
+  return `${resource.gvr.group}/${resource.gvr.resource}/${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''}`;
+}
+
+/** Resources not recorded unless a scenario asks: node leases renew every few seconds, Events narrate. */
+export const DEFAULT_HISTORY_EXCLUDE = ['leases', 'events'];
+
+/**
+ * The event history for `expect`: every resource watched through the client from the start. Changes that
+ * differ from the previous version only in heartbeat fields (a kubelet's lastHeartbeatTime) are not kept,
+ * so a week of node heartbeats does not drown the changes that matter. Events are kept in arrival order
+ * and read back sorted by resourceVersion, which is the order the cluster made them in.
+ */
+export class History {
+  readonly events: HistoryEvent[] = [];
+  /** The objects that existed when recording started. */
+  readonly initial = new Map<string, { resource: ApiResource; object: KubeObject }>();
+  step = 0;
+  private readonly watches = new Map<string, WatchHandle>();
+  private readonly normalized = new Map<string, string>();
+  private readonly latest = new Map<string, { resource: ApiResource; object: KubeObject }>();
+  private readonly byUid = new Map<string, { resource: ApiResource; object: KubeObject }>();
+  private stopped = false;
+  private sorted = true;
+  /** Watches that failed in a way that loses events; the run reports them. */
+  readonly problems: string[] = [];
+  recorded: ApiResource[] = [];
+
+  constructor(private readonly target: ScenarioTarget) {}
+
+  async start(resources: readonly ApiResource[], exclude: readonly string[]): Promise<void> {
+    const excluded = new Set(exclude.map((e) => e.toLowerCase()));
+    this.recorded = resources.filter(
+      (r) => r.verbs.includes('watch') && r.verbs.includes('list') && !r.names.some((n) => excluded.has(n)) && !excluded.has(`${r.gvr.resource}.${r.gvr.group}`),
+    );
+    // One version per group/resource (discovery lists a resource once per served version).
+    const seen = new Set<string>();
+    this.recorded = this.recorded.filter((r) => {
+      const k = `${r.gvr.group}/${r.gvr.resource}`;
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    });
+    for (const resource of this.recorded) {
+      const list = await this.target.client.list(resource.gvr, undefined);
+      for (const obj of list.items) {
+        const key = objectKey(resource, obj);
+        this.initial.set(key, { resource, object: obj });
+        this.remember(key, resource, obj);
+      }
+      this.watch(resource, list.metadata.resourceVersion);
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const w of this.watches.values()) w.stop();
+    this.watches.clear();
+  }
+
+  private watch(resource: ApiResource, fromRv: string): void {
+    if (this.stopped) return;
+    let lastRv = fromRv;
+    const handle = this.target.client.watch(
+      resource.gvr,
+      undefined,
+      { resourceVersion: fromRv },
+      (type, obj) => {
+        if (obj.metadata.resourceVersion) lastRv = obj.metadata.resourceVersion;
+        if (type !== 'BOOKMARK') this.record(resource, type, obj);
+      },
+      (error) => {
+        if (this.stopped) return;
+        if (error) this.problems.push(`the watch of ${resource.gvr.resource} failed (${error.message}); the history may miss changes`);
+        else this.watch(resource, lastRv);
+      },
+    );
+    this.watches.set(`${resource.gvr.group}/${resource.gvr.resource}`, handle);
+  }
+
+  private remember(key: string, resource: ApiResource, obj: KubeObject): void {
+    this.latest.set(key, { resource, object: obj });
+    if (obj.metadata.uid) this.byUid.set(obj.metadata.uid, { resource, object: obj });
+    this.normalized.set(key, normalize(obj));
+  }
+
+  private record(resource: ApiResource, type: ChangeType, obj: KubeObject): void {
+    const key = objectKey(resource, obj);
+    if (type === 'DELETED') {
+      this.latest.delete(key);
+      this.normalized.delete(key);
+      if (obj.metadata.uid) this.byUid.set(obj.metadata.uid, { resource, object: obj });
+    } else {
+      const norm = normalize(obj);
+      const unchanged = type === 'MODIFIED' && this.normalized.get(key) === norm;
+      this.remember(key, resource, obj);
+      if (unchanged) return;
+    }
+    const rv = Number(obj.metadata.resourceVersion ?? 0);
+    const last = this.events[this.events.length - 1];
+    if (last && last.rv > rv) this.sorted = false;
+    this.events.push({ rv, time: this.target.now(), step: this.step, type, resource, object: obj });
+  }
+
+  /** Every change so far, in resourceVersion order. */
+  ordered(): readonly HistoryEvent[] {
+    if (!this.sorted) {
+      this.events.sort((a, b) => a.rv - b.rv);
+      this.sorted = true;
+    }
+    return this.events;
+  }
+
+  /** The latest version seen of an object by uid (deleted objects included). */
+  byUidLatest(uid: string): { resource: ApiResource; object: KubeObject } | undefined {
+    return this.byUid.get(uid);
+  }
+
+  /**
+   * For a remote server, whose watch events arrive over sockets: waits until what the history holds matches
+   * a fresh list of every recorded resource (or two seconds pass). An embedded target needs none of this:
+   * its clock waits for the runner's watch deliveries before it lets time move.
+   */
+  async catchUp(): Promise<void> {
+    if (this.target.mode === 'embedded') return;
+    for (let attempt = 0; attempt < 40; attempt++) {
+      let behind = false;
+      for (const resource of this.recorded) {
+        const list = await this.target.client.list(resource.gvr, undefined);
+        const prefix = `${resource.gvr.group}/${resource.gvr.resource}/`;
+        const mine = new Map<string, string | undefined>();
+        for (const [key, { object }] of this.latest) if (key.startsWith(prefix)) mine.set(key, object.metadata.resourceVersion);
+        if (mine.size !== list.items.length || list.items.some((o) => mine.get(objectKey(resource, o)) !== o.metadata.resourceVersion)) {
+          behind = true;
+          break;
+        }
+      }
+      if (!behind) return;
+      await wallSleep(50);
+    }
+  }
+}
+
+/** An object without the fields that change on every heartbeat, to tell real changes from noise. */
+function normalize(obj: KubeObject): string {
+  return JSON.stringify(obj, (key, value: unknown) => {
+    if (key === 'resourceVersion' || key === 'managedFields' || key === 'lastHeartbeatTime' || key === 'renewTime') return undefined;
+    return value;
+  });
+}

@@ -1,0 +1,67 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { isPlainObject, type KubeObject } from '../api/types.js';
+import { validateScenario } from './schema.js';
+import type { Scenario } from './types.js';
+
+export interface LoadedScenario {
+  scenario: Scenario;
+  /** The path as given (it names the scenario in reports). */
+  file: string;
+  /** Directory that relative manifest paths resolve against. */
+  baseDir: string;
+}
+
+export class ScenarioError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ScenarioError';
+  }
+}
+
+/** Reads and validates a scenario file; throws a ScenarioError listing every problem. */
+export function loadScenario(file: string): LoadedScenario {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ScenarioError(`${file}: cannot read: ${(err as Error).message}`);
+  }
+  return parseScenario(text, file, dirname(resolve(file)));
+}
+
+export function parseScenario(text: string, file: string, baseDir: string): LoadedScenario {
+  const docs = parseAllDocuments(text, { prettyErrors: true });
+  if (!Array.isArray(docs)) throw new ScenarioError(`${file}: empty file`);
+  if (docs.length !== 1) throw new ScenarioError(`${file}: a scenario file holds one YAML document, found ${docs.length}`);
+  const doc = docs[0]!;
+  if (doc.errors.length > 0) throw new ScenarioError(`${file}: invalid YAML: ${doc.errors.map((e) => e.message).join('; ')}`);
+  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (!isPlainObject(value)) throw new ScenarioError(`${file}: a scenario is a YAML mapping with name and steps`);
+  const problems = validateScenario(value);
+  if (problems.length > 0) throw new ScenarioError(`${file}: invalid scenario:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  return { scenario: value as unknown as Scenario, file, baseDir };
+}
+
+/** Parses a multi-document manifest text into objects (empty documents and `List`s are unpacked). */
+export function parseManifests(text: string, origin: string): KubeObject[] {
+  const out: KubeObject[] = [];
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors.length > 0) throw new ScenarioError(`${origin}: invalid YAML: ${doc.errors.map((e) => e.message).join('; ')}`);
+    const value: unknown = doc.toJS({ maxAliasCount: 100 });
+    if (value === null || value === undefined) continue;
+    out.push(...manifestObjects(value, origin));
+  }
+  return out;
+}
+
+/** Objects from an inline manifest: one object, a list of them, or a kind: List. */
+export function manifestObjects(value: unknown, origin: string): KubeObject[] {
+  if (Array.isArray(value)) return value.flatMap((v) => manifestObjects(v, origin));
+  if (!isPlainObject(value)) throw new ScenarioError(`${origin}: a manifest must be an object with apiVersion and kind`);
+  if (typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items)) return manifestObjects(value.items, origin);
+  if (typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') throw new ScenarioError(`${origin}: an object without apiVersion and kind`);
+  if (!isPlainObject(value.metadata)) throw new ScenarioError(`${origin}: ${value.kind} without metadata`);
+  return [value as unknown as KubeObject];
+}

@@ -1,0 +1,342 @@
+import { createHash } from 'node:crypto';
+import { rfc3339Micro } from '../clock/clock.js';
+import type { KubeObject } from '../api/types.js';
+import { isPlainObject } from '../api/types.js';
+import { offset, podState } from './conditions.js';
+import { objectKey, type HistoryEvent } from './history.js';
+import type { RunResult } from './runner.js';
+
+/** The machine-readable replay report (`--report`). Everything in it derives from the seed and the virtual clock. */
+export interface ReplayReport {
+  apiVersion: 'kube-sim.dev/v1alpha1';
+  kind: 'ReplayReport';
+  result: 'passed' | 'failed';
+  scenarios: ScenarioReport[];
+}
+
+export interface ChangeReport {
+  at: string;
+  time: string;
+  resourceVersion: number;
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  kind: string;
+  namespace?: string;
+  name: string;
+  summary: string;
+}
+
+export interface StepReport {
+  index: number;
+  name: string;
+  action: string;
+  status: 'passed' | 'failed' | 'skipped';
+  at: string;
+  start: string;
+  end: string;
+  notes: string[];
+  message?: string;
+  expectations: Array<{ ok: boolean; description: string; found: string }>;
+  kubectl?: { args: string[]; exitCode: number | null; stdout: string; stderr: string };
+  changes: ChangeReport[];
+  /** Changes left out of `changes` because the object's summary did not change (status bookkeeping). */
+  otherChanges: number;
+}
+
+export interface PodSegment {
+  from: number;
+  to: number;
+  state: string;
+}
+
+export interface PodTimeline {
+  name: string;
+  namespace: string;
+  node?: string;
+  created: number;
+  deleted?: number;
+  segments: PodSegment[];
+}
+
+export interface OwnerTimeline {
+  owner: string;
+  pods: PodTimeline[];
+}
+
+export interface ScenarioReport {
+  name: string;
+  description?: string;
+  file: string;
+  mode: 'embedded' | 'remote';
+  seed: number;
+  start: string;
+  end: string;
+  /** Cluster time the scenario took, in ms. */
+  durationMs: number;
+  result: 'passed' | 'failed';
+  summary: { steps: number; passed: number; failed: number; skipped: number; expectations: { passed: number; failed: number } };
+  /** One line per failure: the step, the expectation, what was found. */
+  failures: string[];
+  problems: string[];
+  steps: StepReport[];
+  /** Pods grouped by their top-level owner; times are ms after `start`. */
+  pods: OwnerTimeline[];
+}
+
+export function isoTime(ms: number): string {
+  return rfc3339Micro(ms).replace(/(\.\d{3})000Z$/, '$1Z');
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
+}
+
+function field(obj: KubeObject, ...path: string[]): unknown {
+  let cur: unknown = obj;
+  for (const p of path) cur = isPlainObject(cur) ? cur[p] : undefined;
+  return cur;
+}
+
+function conditionStatus(obj: KubeObject, type: string): string | undefined {
+  const conditions = field(obj, 'status', 'conditions');
+  if (!Array.isArray(conditions)) return undefined;
+  const c = conditions.find((x) => isPlainObject(x) && x.type === type) as { status?: string } | undefined;
+  return c?.status;
+}
+
+/** A one-line state of an object, for the timeline: what a person watching `kubectl get -w` would notice. */
+export function summarize(kind: string, obj: KubeObject): string {
+  const n = (v: unknown): number => (typeof v === 'number' ? v : 0);
+  switch (kind) {
+    case 'Pod': {
+      const node = str(field(obj, 'spec', 'nodeName'));
+      const statuses = field(obj, 'status', 'containerStatuses');
+      const restarts = Array.isArray(statuses) ? statuses.reduce((s: number, c) => s + n(isPlainObject(c) ? c.restartCount : 0), 0) : 0;
+      return `${podState(obj)}${node ? ` on ${node}` : ''}${restarts > 0 ? `, ${restarts} restart${restarts === 1 ? '' : 's'}` : ''}`;
+    }
+    case 'Node': {
+      const ready = conditionStatus(obj, 'Ready');
+      const state = ready === 'True' ? 'Ready' : ready === 'False' ? 'NotReady' : ready === 'Unknown' ? 'Unknown' : 'no Ready condition';
+      const taints = field(obj, 'spec', 'taints');
+      const tainted = Array.isArray(taints) && taints.length > 0 ? `, taints: ${taints.map((t) => (isPlainObject(t) ? `${t.key}:${t.effect}` : '')).join(' ')}` : '';
+      return `${state}${field(obj, 'spec', 'unschedulable') === true ? ', unschedulable' : ''}${tainted}`;
+    }
+    case 'Deployment':
+      return `replicas ${n(field(obj, 'spec', 'replicas'))}: updated ${n(field(obj, 'status', 'updatedReplicas'))}, ready ${n(field(obj, 'status', 'readyReplicas'))}, available ${n(field(obj, 'status', 'availableReplicas'))}`;
+    case 'ReplicaSet':
+    case 'StatefulSet':
+      return `replicas ${n(field(obj, 'spec', 'replicas'))}: current ${n(field(obj, 'status', 'replicas'))}, ready ${n(field(obj, 'status', 'readyReplicas'))}`;
+    case 'DaemonSet':
+      return `desired ${n(field(obj, 'status', 'desiredNumberScheduled'))}, ready ${n(field(obj, 'status', 'numberReady'))}`;
+    case 'Job': {
+      const done = conditionStatus(obj, 'Complete') === 'True' ? ', Complete' : conditionStatus(obj, 'Failed') === 'True' ? ', Failed' : '';
+      return `active ${n(field(obj, 'status', 'active'))}, succeeded ${n(field(obj, 'status', 'succeeded'))}, failed ${n(field(obj, 'status', 'failed'))}${done}`;
+    }
+    case 'CronJob': {
+      const active = field(obj, 'status', 'active');
+      const last = str(field(obj, 'status', 'lastScheduleTime'));
+      return `${field(obj, 'spec', 'suspend') === true ? 'suspended, ' : ''}active ${Array.isArray(active) ? active.length : 0}${last ? `, last scheduled ${last}` : ''}`;
+    }
+    case 'PersistentVolumeClaim':
+    case 'PersistentVolume':
+    case 'Namespace':
+      return str(field(obj, 'status', 'phase')) ?? '';
+    case 'ConfigMap':
+    case 'Secret': {
+      const data = { ...(isPlainObject(obj.data) ? obj.data : {}), ...(isPlainObject(obj.binaryData) ? obj.binaryData : {}) };
+      const keys = Object.keys(data).length;
+      const hash = createHash('sha256').update(JSON.stringify(Object.entries(data).sort(([a], [b]) => (a < b ? -1 : 1)))).digest('hex').slice(0, 8);
+      return `${keys} key${keys === 1 ? '' : 's'}, data ${hash}`;
+    }
+    default:
+      return obj.metadata.generation !== undefined ? `generation ${obj.metadata.generation}` : '';
+  }
+}
+
+/** The top-level owner of an object ("Deployment default/webapp"), following owner references through the history. */
+function topOwner(run: RunResult, obj: KubeObject): string {
+  let current = obj;
+  let label: string | undefined;
+  for (let depth = 0; depth < 8; depth++) {
+    const ref = current.metadata.ownerReferences?.find((r) => r.controller) ?? current.metadata.ownerReferences?.[0];
+    if (!ref) break;
+    label = `${ref.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${ref.name}`;
+    const parent = run.history.byUidLatest(ref.uid)?.object;
+    if (!parent) break;
+    current = parent;
+  }
+  return label ?? `(no owner) ${obj.metadata.namespace ?? ''}`.trim();
+}
+
+function podTimelines(run: RunResult, end: number): OwnerTimeline[] {
+  const pods = new Map<string, PodTimeline & { owner: string; last?: PodSegment }>();
+  const touch = (obj: KubeObject, time: number, type: HistoryEvent['type'] | 'INITIAL'): void => {
+    const uid = obj.metadata.uid ?? `${obj.metadata.namespace}/${obj.metadata.name}`;
+    let pod = pods.get(uid);
+    if (!pod) {
+      pod = { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '', created: time - run.startTime, segments: [], owner: topOwner(run, obj) };
+      pods.set(uid, pod);
+    }
+    const node = str(field(obj, 'spec', 'nodeName'));
+    if (node) pod.node = node;
+    const t = time - run.startTime;
+    if (pod.last) pod.last.to = t;
+    if (type === 'DELETED') {
+      pod.deleted = t;
+      pod.last = undefined;
+      return;
+    }
+    const state = podState(obj);
+    if (pod.last && pod.last.state === state) return;
+    const segment = { from: t, to: t, state };
+    pod.segments.push(segment);
+    pod.last = segment;
+  };
+  for (const { resource, object } of run.history.initial.values()) if (resource.kind === 'Pod' && resource.gvr.group === '') touch(object, run.startTime, 'INITIAL');
+  for (const e of run.history.ordered()) if (e.resource.kind === 'Pod' && e.resource.gvr.group === '') touch(e.object, e.time, e.type);
+  const byOwner = new Map<string, PodTimeline[]>();
+  for (const pod of pods.values()) {
+    if (pod.last) pod.last.to = end - run.startTime;
+    const { owner, last: _last, ...timeline } = pod;
+    const list = byOwner.get(owner) ?? [];
+    list.push(timeline);
+    byOwner.set(owner, list);
+  }
+  return [...byOwner.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([owner, list]) => ({ owner, pods: list.sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : 1)) }));
+}
+
+export function scenarioReport(run: RunResult): ScenarioReport {
+  const start = run.startTime;
+  const summaries = new Map<string, string>();
+  for (const [key, { resource, object }] of run.history.initial) summaries.set(key, summarize(resource.kind, object));
+  const changesByStep = new Map<number, { changes: ChangeReport[]; other: number }>();
+  for (const e of run.history.ordered()) {
+    const key = objectKey(e.resource, e.object);
+    const summary = e.type === 'DELETED' ? '' : summarize(e.resource.kind, e.object);
+    const previous = summaries.get(key);
+    if (e.type === 'DELETED') summaries.delete(key);
+    else summaries.set(key, summary);
+    const bucket = changesByStep.get(e.step) ?? { changes: [], other: 0 };
+    changesByStep.set(e.step, bucket);
+    if (e.type === 'MODIFIED' && previous === summary) {
+      bucket.other++;
+      continue;
+    }
+    const change: ChangeReport = {
+      at: offset(e.time, start),
+      time: isoTime(e.time),
+      resourceVersion: e.rv,
+      type: e.type,
+      kind: e.resource.kind,
+      name: e.object.metadata.name ?? '',
+      summary,
+    };
+    if (e.object.metadata.namespace) change.namespace = e.object.metadata.namespace;
+    bucket.changes.push(change);
+  }
+  const steps: StepReport[] = run.steps.map((s) => {
+    const bucket = changesByStep.get(s.index) ?? { changes: [], other: 0 };
+    const step: StepReport = {
+      index: s.index,
+      name: s.title,
+      action: s.action,
+      status: s.status,
+      at: s.status === 'skipped' ? '' : offset(s.start, start),
+      start: s.status === 'skipped' ? '' : isoTime(s.start),
+      end: s.status === 'skipped' ? '' : isoTime(s.end),
+      notes: s.notes,
+      expectations: s.expectations.map((e) => ({ ok: e.ok, description: e.description, found: e.found })),
+      changes: bucket.changes,
+      otherChanges: bucket.other,
+    };
+    if (s.message !== undefined) step.message = s.message;
+    if (s.kubectl) step.kubectl = s.kubectl;
+    return step;
+  });
+  const expectations = run.steps.flatMap((s) => s.expectations);
+  const failures: string[] = [];
+  for (const s of run.steps) {
+    if (s.status !== 'failed') continue;
+    const where = `step ${s.index} "${s.title}" (${s.action})`;
+    const failed = s.expectations.filter((e) => !e.ok);
+    if (failed.length > 0) for (const e of failed) failures.push(`${where}: expected ${e.description}; found ${e.found}`);
+    else failures.push(`${where}: ${s.message ?? 'failed'}`);
+  }
+  for (const p of run.problems) failures.push(p);
+  const report: ScenarioReport = {
+    name: run.loaded.scenario.name,
+    file: run.loaded.file,
+    mode: run.mode,
+    seed: run.seed,
+    start: isoTime(start),
+    end: isoTime(run.endTime),
+    durationMs: run.endTime - start,
+    result: run.passed ? 'passed' : 'failed',
+    summary: {
+      steps: run.steps.length,
+      passed: run.steps.filter((s) => s.status === 'passed').length,
+      failed: run.steps.filter((s) => s.status === 'failed').length,
+      skipped: run.steps.filter((s) => s.status === 'skipped').length,
+      expectations: { passed: expectations.filter((e) => e.ok).length, failed: expectations.filter((e) => !e.ok).length },
+    },
+    failures,
+    problems: run.problems,
+    steps,
+    pods: podTimelines(run, run.endTime),
+  };
+  if (run.loaded.scenario.description !== undefined) report.description = run.loaded.scenario.description;
+  return report;
+}
+
+export function replayReport(scenarios: ScenarioReport[]): ReplayReport {
+  return {
+    apiVersion: 'kube-sim.dev/v1alpha1',
+    kind: 'ReplayReport',
+    result: scenarios.every((s) => s.result === 'passed') ? 'passed' : 'failed',
+    scenarios,
+  };
+}
+
+// ---- the text timeline -----------------------------------------------------------------------------------
+
+const SIGN: Record<ChangeReport['type'], string> = { ADDED: '+', MODIFIED: '~', DELETED: '-' };
+
+function indent(text: string, prefix: string): string {
+  return text
+    .split('\n')
+    .map((l) => prefix + l)
+    .join('\n');
+}
+
+/** The readable timeline `sim replay` prints: time, step, what it changed, and a pass/fail summary. */
+export function textTimeline(report: ScenarioReport, options: { changes?: boolean } = {}): string {
+  const out: string[] = [];
+  out.push(`${report.name}  (${report.file}, seed ${report.seed}, ${report.mode}, starts ${report.start})`);
+  for (const s of report.steps) {
+    const status = s.status === 'passed' ? 'ok' : s.status === 'failed' ? 'FAILED' : 'skipped';
+    out.push(`  ${(s.at || '').padEnd(12)}${String(s.index).padStart(3)}  ${s.name}  ${status}`);
+    const pad = ' '.repeat(19);
+    for (const note of s.notes) out.push(`${pad}${note}`);
+    for (const e of s.expectations) out.push(`${pad}${e.ok ? 'ok  ' : 'FAIL'} ${e.description}${e.ok ? '' : `\n${pad}     found: ${e.found}`}`);
+    if (s.message && s.expectations.length === 0) out.push(indent(s.message, `${pad}! `));
+    if (s.kubectl) {
+      const text = (s.kubectl.stdout + s.kubectl.stderr).trimEnd();
+      if (text) out.push(indent(text, `${pad}| `));
+    }
+    if (options.changes !== false) {
+      for (const c of s.changes) {
+        const name = `${c.kind} ${c.namespace ? `${c.namespace}/` : ''}${c.name}`;
+        out.push(`${pad}${c.at.padEnd(10)} ${SIGN[c.type]} ${name}${c.summary ? `  ${c.summary}` : ''}`);
+      }
+    }
+  }
+  const sum = report.summary;
+  const took = offset(report.durationMs, 0).slice(2);
+  out.push(
+    `${report.result === 'passed' ? 'PASS' : 'FAIL'} ${report.name}: ${sum.steps} steps (${sum.passed} passed, ${sum.failed} failed, ${sum.skipped} skipped), ` +
+      `${sum.expectations.passed + sum.expectations.failed} expectations (${sum.expectations.passed} passed, ${sum.expectations.failed} failed), ${took} of cluster time`,
+  );
+  for (const f of report.failures) out.push(indent(f, '  ✗ '));
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,563 @@
+import { readFileSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { ApiError } from '../api/errors.js';
+import type { PatchType } from '../api/patch.js';
+import { isPlainObject, type KubeObject } from '../api/types.js';
+import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
+import { errorOf, resourcePath } from '../client/http.js';
+import type { LogFn } from '../runtime/manager.js';
+import { evaluateAssertion, evaluateState, offset, refFor, type EvalContext, type Outcome } from './conditions.js';
+import { DEFAULT_HISTORY_EXCLUDE, History } from './history.js';
+import { findKubectl, runKubectl, splitArgs } from './kubectl.js';
+import { manifestObjects, parseManifests, ScenarioError, type LoadedScenario } from './loader.js';
+import { ApiResources, type ApiResource } from './resources.js';
+import { durationMs, embeddedTarget, remoteTarget, wallSleep, type ScenarioTarget } from './target.js';
+import { ACTIONS, type Action, type Assertion, type FaultStep, type KubectlStep, type ManifestSource, type Step } from './types.js';
+
+export interface RunOptions {
+  /** Drive a running `sim serve` instead of an embedded cluster. */
+  server?: string;
+  /** Overrides the scenario's seed. */
+  seed?: number;
+  log?: LogFn;
+}
+
+export interface ExpectationResult extends Outcome {}
+
+export interface StepResult {
+  index: number;
+  action: Action;
+  /** The step's name, or a description made from what it does. */
+  title: string;
+  named: boolean;
+  status: 'passed' | 'failed' | 'skipped';
+  start: number;
+  end: number;
+  /** What the step did ("deployment.apps/webapp created"). */
+  notes: string[];
+  /** Why it failed. */
+  message?: string;
+  expectations: ExpectationResult[];
+  kubectl?: { args: string[]; exitCode: number | null; stdout: string; stderr: string };
+}
+
+export interface RunResult {
+  loaded: LoadedScenario;
+  mode: 'embedded' | 'remote';
+  seed: number;
+  startTime: number;
+  endTime: number;
+  steps: StepResult[];
+  history: History;
+  /** Problems outside any step (history lost, cluster failed to start). */
+  problems: string[];
+  passed: boolean;
+}
+
+const FIELD_MANAGER = 'kube-sim-replay';
+
+/** Which controller brings a kind to life, to explain a timeout when it is not running. */
+const CONTROLLER_FOR_KIND: Record<string, string> = {
+  Deployment: 'deployment',
+  ReplicaSet: 'replicaset',
+  StatefulSet: 'statefulset',
+  DaemonSet: 'daemonset',
+  Job: 'job',
+  CronJob: 'cronjob',
+};
+
+export function stepAction(step: Step): Action {
+  const action = ACTIONS.find((a) => step[a] !== undefined);
+  if (!action) throw new ScenarioError('a step without an action');
+  return action;
+}
+
+/** A readable title for a step that has no name. */
+export function describeStep(step: Step): string {
+  const action = stepAction(step);
+  switch (action) {
+    case 'apply':
+    case 'create': {
+      const src = step[action] as ManifestSource;
+      if (typeof src === 'string') return `${action} ${src}`;
+      if (src.file) return `${action} ${src.file}`;
+      try {
+        const objs = typeof src.manifest === 'string' ? parseManifests(src.manifest, 'manifest') : manifestObjects(src.manifest, 'manifest');
+        return `${action} ${objs.map((o) => `${o.kind} ${o.metadata.name ?? o.metadata.generateName ?? ''}`).join(', ')}`;
+      } catch {
+        return `${action} (inline manifest)`;
+      }
+    }
+    case 'patch':
+      return `patch ${step.patch!.kind} ${step.patch!.name} (${step.patch!.type ?? 'strategic'})`;
+    case 'delete':
+      return `delete ${step.delete!.kind} ${step.delete!.name ?? step.delete!.selector}${step.delete!.cascade ? ` (cascade ${step.delete!.cascade})` : ''}`;
+    case 'scale':
+      return `scale ${step.scale!.kind} ${step.scale!.name} to ${step.scale!.replicas}`;
+    case 'kubectl':
+      return `kubectl ${kubectlArgs(step.kubectl!).join(' ')}`;
+    case 'advance': {
+      const by = typeof step.advance === 'object' ? step.advance.by : step.advance!;
+      return `advance ${typeof by === 'number' ? `${by}s` : by}`;
+    }
+    case 'sleep':
+      return `sleep ${typeof step.sleep === 'number' ? `${step.sleep}s` : step.sleep}`;
+    case 'waitFor':
+      return step.waitFor!.description ? `wait for ${step.waitFor!.description}` : 'wait for a condition';
+    case 'expect': {
+      const n = Array.isArray(step.expect) ? step.expect.length : 1;
+      return `expect (${n} assertion${n === 1 ? '' : 's'})`;
+    }
+    case 'fault': {
+      const f = step.fault!;
+      return `fault ${f.type} ${f.node ?? f.pod ?? f.selector ?? ''}`.trim();
+    }
+  }
+}
+
+function kubectlArgs(k: KubectlStep): string[] {
+  const args = typeof k === 'string' || Array.isArray(k) ? k : k.args;
+  return typeof args === 'string' ? splitArgs(args) : args;
+}
+
+class StepFailure extends Error {}
+
+/**
+ * Runs one scenario: starts (or connects to) a cluster, records every change, runs the steps in order and
+ * checks the expectations. Nothing here reads the wall clock or draws randomness (kubectl's deadline
+ * aside), so an embedded run with the same seed produces the same result every time.
+ */
+export async function runScenario(loaded: LoadedScenario, options: RunOptions = {}): Promise<RunResult> {
+  const scenario = loaded.scenario;
+  const seed = options.seed ?? scenario.seed ?? 1;
+  const startTime = scenario.startTime ? Date.parse(scenario.startTime) : DEFAULT_VIRTUAL_START;
+  const target: ScenarioTarget = options.server
+    ? await remoteTarget(options.server)
+    : await embeddedTarget({ seed, startTime, controllers: scenario.controllers, nodes: scenario.nodes, log: options.log });
+  const history = new History(target);
+  const steps: StepResult[] = scenario.steps.map((step, i) => ({
+    index: i + 1,
+    action: stepAction(step),
+    title: step.name ?? describeStep(step),
+    named: step.name !== undefined,
+    status: 'skipped',
+    start: 0,
+    end: 0,
+    notes: [],
+    expectations: [],
+  }));
+  const problems: string[] = [];
+  const runStart = target.now();
+  try {
+    const resources = new ApiResources(target.http);
+    await resources.load();
+    await history.start(resources.all(), scenario.history?.exclude ?? DEFAULT_HISTORY_EXCLUDE);
+    await target.settle();
+    await checkNodes(target, resources, scenario.nodes, problems);
+    const runner = new StepRunner(loaded, target, resources, history, steps, runStart);
+    if (problems.length === 0) {
+      for (let i = 0; i < scenario.steps.length; i++) {
+        const ok = await runner.run(i);
+        if (!ok && steps[i]!.action !== 'expect') break;
+      }
+    }
+    await history.catchUp();
+    problems.push(...history.problems);
+  } finally {
+    history.stop();
+    await target.close();
+  }
+  const endTime = steps.reduce((t, s) => Math.max(t, s.end), runStart);
+  const passed = problems.length === 0 && steps.every((s) => s.status === 'passed');
+  return { loaded, mode: target.mode, seed, startTime: runStart, endTime, steps, history, problems, passed };
+}
+
+async function checkNodes(target: ScenarioTarget, resources: ApiResources, wanted: number | undefined, problems: string[]): Promise<void> {
+  if (!wanted) return;
+  const nodes = await target.client.list(resources.resolve('nodes').gvr, undefined);
+  if (nodes.items.length >= wanted) return;
+  problems.push(
+    target.mode === 'embedded'
+      ? `the scenario asks for ${wanted} node(s) but the simulator started ${nodes.items.length}: this build has no node simulator (sim serve --nodes) yet`
+      : `the scenario asks for ${wanted} node(s) but the server has ${nodes.items.length}`,
+  );
+}
+
+class StepRunner {
+  private ssa: 'unknown' | 'yes' | 'no' = 'unknown';
+  private readonly kindsCreated = new Set<string>();
+  private readonly namespace: string;
+
+  constructor(
+    private readonly loaded: LoadedScenario,
+    private readonly target: ScenarioTarget,
+    private readonly resources: ApiResources,
+    private readonly history: History,
+    private readonly results: StepResult[],
+    private readonly startTime: number,
+  ) {
+    this.namespace = loaded.scenario.namespace ?? 'default';
+  }
+
+  private context(index: number): EvalContext {
+    return {
+      target: this.target,
+      resources: this.resources,
+      history: this.history,
+      namespace: this.namespace,
+      startTime: this.startTime,
+      stepNames: this.loaded.scenario.steps.map((s) => s.name),
+      stepActions: this.results.map((r) => r.action),
+      current: index + 1,
+    };
+  }
+
+  /** Runs step i; false when it failed. */
+  async run(i: number): Promise<boolean> {
+    const step = this.loaded.scenario.steps[i]!;
+    const result = this.results[i]!;
+    this.history.step = i + 1;
+    result.start = this.target.now();
+    try {
+      await this.execute(step, result, i);
+      result.status = result.expectations.some((e) => !e.ok) ? 'failed' : 'passed';
+    } catch (err) {
+      result.status = 'failed';
+      result.message = err instanceof StepFailure || err instanceof ApiError || err instanceof ScenarioError ? err.message : err instanceof Error ? err.message : String(err);
+    }
+    // Whatever the step set in motion at this instant runs before the next step looks.
+    await this.target.settle();
+    await this.history.catchUp();
+    result.end = this.target.now();
+    if (result.status === 'failed' && result.message === undefined) {
+      const failed = result.expectations.filter((e) => !e.ok);
+      result.message = failed.map((e) => `expected ${e.description}, found ${e.found}`).join('; ');
+    }
+    return result.status === 'passed';
+  }
+
+  private async execute(step: Step, result: StepResult, index: number): Promise<void> {
+    switch (result.action) {
+      case 'apply':
+      case 'create':
+        return this.applyOrCreate(result.action, step[result.action] as ManifestSource, result);
+      case 'patch':
+        return this.patch(step, result);
+      case 'delete':
+        return this.delete(step, result);
+      case 'scale':
+        return this.scale(step, result);
+      case 'kubectl':
+        return this.kubectl(step.kubectl!, result);
+      case 'advance': {
+        const by = typeof step.advance === 'object' ? step.advance.by : step.advance!;
+        if (!this.target.virtual) throw new StepFailure(`advance needs a virtual clock, and the server's clock is real (start it with --clock virtual, or use sleep)`);
+        await this.target.advance(durationMs(by));
+        return;
+      }
+      case 'sleep': {
+        const ms = durationMs(step.sleep!);
+        if (this.target.virtual) await this.target.advance(ms);
+        else await wallSleep(ms);
+        return;
+      }
+      case 'waitFor':
+        return this.waitFor(step, result, index);
+      case 'expect': {
+        const list: Assertion[] = Array.isArray(step.expect) ? step.expect : [step.expect!];
+        const ctx = this.context(index);
+        for (const assertion of list) {
+          try {
+            result.expectations.push(await evaluateAssertion(ctx, assertion));
+          } catch (err) {
+            result.expectations.push({ ok: false, description: assertion.description ?? JSON.stringify(assertion), found: `error: ${(err as Error).message}` });
+          }
+        }
+        return;
+      }
+      case 'fault':
+        return this.fault(step.fault!, result);
+    }
+  }
+
+  // ---- writes ----------------------------------------------------------------------------------------
+
+  private manifests(source: ManifestSource): { objects: KubeObject[]; namespace?: string } {
+    if (typeof source === 'string') source = { file: source };
+    if (source.file !== undefined) {
+      const path = resolvePath(this.loaded.baseDir, source.file);
+      let text: string;
+      try {
+        text = readFileSync(path, 'utf8');
+      } catch (err) {
+        throw new StepFailure(`cannot read ${source.file}: ${(err as Error).message}`);
+      }
+      return { objects: parseManifests(text, source.file), namespace: source.namespace };
+    }
+    const objects = typeof source.manifest === 'string' ? parseManifests(source.manifest, 'inline manifest') : manifestObjects(source.manifest, 'inline manifest');
+    return { objects, namespace: source.namespace };
+  }
+
+  private resourceOf(obj: KubeObject): ApiResource {
+    const r = this.resources.byKind(obj.apiVersion!, obj.kind!);
+    if (r) return r;
+    return this.resources.resolve(obj.kind!, obj.apiVersion);
+  }
+
+  private async applyOrCreate(action: 'apply' | 'create', source: ManifestSource, result: StepResult): Promise<void> {
+    const { objects, namespace } = this.manifests(source);
+    for (const raw of objects) {
+      const resource = this.resourceOf(raw);
+      const ns = resource.namespaced ? (raw.metadata.namespace ?? namespace ?? this.namespace) : undefined;
+      const obj: KubeObject = { ...raw, metadata: { ...raw.metadata } };
+      if (ns !== undefined) obj.metadata.namespace = ns;
+      const label = `${resource.gvr.resource}${resource.gvr.group ? `.${resource.gvr.group}` : ''}/${obj.metadata.name ?? obj.metadata.generateName ?? ''}`;
+      this.kindsCreated.add(resource.kind);
+      try {
+        if (action === 'create') {
+          const created = await this.target.client.create(resource.gvr, ns, obj);
+          result.notes.push(`${label.replace(/\/[^/]*$/, `/${created.metadata.name}`)} created`);
+        } else {
+          result.notes.push(`${label} ${await this.apply(resource, ns, obj)}`);
+        }
+      } catch (err) {
+        throw new StepFailure(`${action} ${resource.kind} ${ns ? `${ns}/` : ''}${obj.metadata.name ?? ''}: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /**
+   * Create-or-update. Server-side apply when the server takes `application/apply-patch+yaml`; otherwise
+   * create, and on AlreadyExists a strategic merge patch of the manifest (fields the manifest no longer
+   * has are kept: without SSA there is no record of what the last apply set).
+   */
+  private async apply(resource: ApiResource, ns: string | undefined, obj: KubeObject): Promise<string> {
+    const name = obj.metadata.name;
+    if (!name) throw new StepFailure('apply needs metadata.name (use create for generateName)');
+    if (this.ssa !== 'no') {
+      const reply = await this.target.http({
+        method: 'PATCH',
+        path: `${resourcePath(resource.gvr, ns, name)}?fieldManager=${FIELD_MANAGER}&force=true`,
+        body: JSON.stringify(obj),
+        contentType: 'application/apply-patch+yaml',
+      });
+      if (reply.status === 200 || reply.status === 201) {
+        this.ssa = 'yes';
+        return reply.status === 201 ? 'created' : 'configured';
+      }
+      const unsupported = reply.status === 415 || (reply.status === 404 && this.ssa === 'unknown');
+      if (!unsupported) throw errorOf(reply, 'server-side apply');
+      if (reply.status === 415) this.ssa = 'no';
+    }
+    try {
+      await this.target.client.create(resource.gvr, ns, obj);
+      return 'created';
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 409)) throw err;
+    }
+    const patch: Record<string, unknown> = { ...obj };
+    delete patch.status;
+    try {
+      await this.target.client.patch(resource.gvr, ns, name, 'strategic', patch);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 415)) throw err;
+      await this.target.client.patch(resource.gvr, ns, name, 'merge', patch);
+    }
+    return 'configured';
+  }
+
+  private async patch(step: Step, result: StepResult): Promise<void> {
+    const p = step.patch!;
+    const { resource, namespace } = refFor(this.context(0), p);
+    const type: PatchType = p.type ?? 'strategic';
+    const body = typeof p.patch === 'string' ? (parseYaml(p.patch) as unknown) : p.patch;
+    if (type === 'json' ? !Array.isArray(body) : !isPlainObject(body)) {
+      throw new StepFailure(`a ${type} patch must be ${type === 'json' ? 'a list of operations' : 'an object'}`);
+    }
+    try {
+      await this.target.client.patch(resource.gvr, namespace, p.name, type, body, p.subresource);
+    } catch (err) {
+      throw new StepFailure(`patch ${resource.kind} ${namespace ? `${namespace}/` : ''}${p.name}: ${(err as Error).message}`);
+    }
+    result.notes.push(`${resource.gvr.resource}/${p.name} patched`);
+  }
+
+  private async delete(step: Step, result: StepResult): Promise<void> {
+    const d = step.delete!;
+    const resource = this.resources.resolve(d.kind, d.apiVersion);
+    const ns = resource.namespaced ? (d.namespace ?? this.namespace) : undefined;
+    const policy = d.cascade ? (({ background: 'Background', foreground: 'Foreground', orphan: 'Orphan' }) as const)[d.cascade] : undefined;
+    const names = d.name !== undefined ? [d.name] : await this.namesBySelector(resource, ns, d.selector!);
+    if (names.length === 0) throw new StepFailure(`no ${resource.kind} matches ${d.selector}${ns ? ` in ${ns}` : ''}`);
+    for (const name of names) {
+      try {
+        await this.target.client.delete(resource.gvr, ns, name, {
+          ...(policy ? { propagationPolicy: policy } : {}),
+          ...(d.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: d.gracePeriodSeconds } : {}),
+        });
+      } catch (err) {
+        throw new StepFailure(`delete ${resource.kind} ${ns ? `${ns}/` : ''}${name}: ${(err as Error).message}`);
+      }
+      result.notes.push(`${resource.gvr.resource}/${name} deleted`);
+    }
+  }
+
+  private async namesBySelector(resource: ApiResource, ns: string | undefined, selector: string): Promise<string[]> {
+    const list = await this.target.client.list(resource.gvr, ns, { labelSelector: selector });
+    return list.items
+      .filter((o) => !o.metadata.deletionTimestamp)
+      .map((o) => o.metadata.name!)
+      .sort();
+  }
+
+  private async scale(step: Step, result: StepResult): Promise<void> {
+    const s = step.scale!;
+    const { resource, namespace } = refFor(this.context(0), s);
+    const reply = await this.target.http({
+      method: 'PATCH',
+      path: resourcePath(resource.gvr, namespace, s.name, 'scale'),
+      body: JSON.stringify({ spec: { replicas: s.replicas } }),
+      contentType: 'application/merge-patch+json',
+    });
+    if (reply.status !== 200) {
+      const err = errorOf(reply, 'scale');
+      throw new StepFailure(`scale ${resource.kind} ${namespace ? `${namespace}/` : ''}${s.name}: ${err.code === 404 && /could not find the requested resource/.test(err.message) ? `${resource.kind} has no scale subresource` : err.message}`);
+    }
+    result.notes.push(`${resource.gvr.resource}/${s.name} scaled to ${s.replicas}`);
+  }
+
+  // ---- kubectl, faults ---------------------------------------------------------------------------------
+
+  private async kubectl(k: KubectlStep, result: StepResult): Promise<void> {
+    const args = kubectlArgs(k);
+    const spec = typeof k === 'string' || Array.isArray(k) ? { args } : k;
+    const binary = findKubectl();
+    if (!binary) throw new StepFailure('kubectl is not installed: no kubectl on PATH (set KUBECTL=/path/to/kubectl)');
+    const server = await this.target.serverUrl();
+    const run = await runKubectl(binary, server, args, {
+      stdin: spec.stdin,
+      cwd: this.loaded.baseDir,
+      timeoutMs: spec.timeout !== undefined ? durationMs(spec.timeout) : 30_000,
+    });
+    result.kubectl = { args, exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr };
+    const problems: string[] = [];
+    const wantCode = spec.exitCode ?? 0;
+    if (run.timedOut) problems.push(`kubectl did not finish within ${spec.timeout ?? '30s'} (wall clock)`);
+    else if (run.exitCode !== wantCode) problems.push(`kubectl exited with ${run.exitCode}, expected ${wantCode}${run.stderr.trim() ? `: ${run.stderr.trim().split('\n')[0]}` : ''}`);
+    const contains = spec.contains === undefined ? [] : Array.isArray(spec.contains) ? spec.contains : [spec.contains];
+    for (const c of contains) if (!run.stdout.includes(c)) problems.push(`stdout does not contain ${JSON.stringify(c)}`);
+    if (spec.matches !== undefined && !new RegExp(spec.matches, 'm').test(run.stdout)) problems.push(`stdout does not match /${spec.matches}/`);
+    if (problems.length > 0) {
+      const out = run.stdout.trim();
+      throw new StepFailure(`${problems.join('; ')}${out ? `; stdout was:\n${out}` : ''}`);
+    }
+  }
+
+  private async simPost(path: string, body: unknown, what: string, missing: string): Promise<void> {
+    const reply = await this.target.http({ method: 'POST', path, body: JSON.stringify(body) });
+    if (reply.status >= 200 && reply.status < 300) return;
+    const err = errorOf(reply, what);
+    if (reply.status === 404 && /could not find the requested resource/.test(err.message)) throw new StepFailure(`${what}: ${missing}`);
+    throw new StepFailure(`${what}: ${err.message}`);
+  }
+
+  private async fault(f: FaultStep, result: StepResult): Promise<void> {
+    switch (f.type) {
+      case 'node-fail':
+      case 'node-recover': {
+        if (!f.node) throw new StepFailure(`${f.type} needs node`);
+        const verb = f.type === 'node-fail' ? 'fail' : 'recover';
+        await this.simPost(
+          `/sim/v1/nodes/${encodeURIComponent(f.node)}/${verb}`,
+          {},
+          `${f.type} ${f.node}`,
+          `this server has no node simulator (POST /sim/v1/nodes/NAME/${verb} is not served), so nodes cannot be failed or recovered`,
+        );
+        result.notes.push(`node ${f.node} ${verb === 'fail' ? 'failed' : 'recovered'}`);
+        return;
+      }
+      case 'pod-kill': {
+        // Killing a pod is deleting it at once (grace period 0): its controller sees it gone and replaces it.
+        const pods = this.resources.resolve('pods');
+        const ns = f.namespace ?? this.namespace;
+        const names = f.pod ? [f.pod] : f.selector ? await this.namesBySelector(pods, ns, f.selector) : [];
+        if (names.length === 0) throw new StepFailure(`pod-kill: no pod ${f.pod ? `named ${f.pod}` : `matches ${f.selector ?? '(give pod or selector)'}`} in ${ns}`);
+        for (const name of names) {
+          try {
+            await this.target.client.delete(pods.gvr, ns, name, { gracePeriodSeconds: 0 });
+          } catch (err) {
+            throw new StepFailure(`pod-kill ${ns}/${name}: ${(err as Error).message}`);
+          }
+          result.notes.push(`pod ${name} killed`);
+        }
+        return;
+      }
+      case 'container-crash': {
+        if (!f.pod) throw new StepFailure('container-crash needs pod');
+        const ns = f.namespace ?? this.namespace;
+        await this.simPost(
+          `/sim/v1/namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(f.pod)}/crash`,
+          { container: f.container, exitCode: f.exitCode ?? 1 },
+          `container-crash ${ns}/${f.pod}`,
+          'this server has no kubelet simulator endpoint for crashes (POST /sim/v1/namespaces/NS/pods/NAME/crash is not served)',
+        );
+        result.notes.push(`pod ${f.pod}${f.container ? ` container ${f.container}` : ''} crashed (exit ${f.exitCode ?? 1})`);
+        return;
+      }
+    }
+  }
+
+  // ---- waitFor -----------------------------------------------------------------------------------------
+
+  /**
+   * Lets cluster time pass until the condition holds. On the embedded virtual clock it jumps from one
+   * scheduled piece of work to the next (checking after each), so it finishes at the exact moment the
+   * condition became true; on a remote virtual clock it steps a second at a time; on a real one it polls.
+   */
+  private async waitFor(step: Step, result: StepResult, index: number): Promise<void> {
+    const w = step.waitFor!;
+    const timeout = durationMs(w.timeout ?? '5m');
+    const ctx = this.context(index);
+    const start = this.target.now();
+    const deadline = start + timeout;
+    for (;;) {
+      const outcome = await evaluateState(ctx, w);
+      if (outcome.ok) {
+        result.notes.push(`${outcome.description} after ${offset(this.target.now(), start).slice(2)}`);
+        return;
+      }
+      const now = this.target.now();
+      if (now >= deadline) {
+        const hint = await this.hint(w);
+        throw new StepFailure(`timed out after ${offset(deadline, start).slice(2)} of cluster time waiting until ${outcome.description}; found ${outcome.found}${hint}`);
+      }
+      if (this.target.virtual) {
+        const next = this.target.nextTimerAt();
+        const to = this.target.mode === 'embedded' ? Math.min(next ?? deadline, deadline) : Math.min(now + 1000, deadline);
+        await this.target.advance(Math.max(to - now, 1));
+        await this.history.catchUp();
+      } else {
+        await wallSleep(100);
+      }
+    }
+  }
+
+  /** Why a wait may never end: a kind the scenario created whose controller is not running, or no nodes. */
+  private async hint(w: { object?: { kind: string }; count?: { kind: string } }): Promise<string> {
+    const notes: string[] = [];
+    const running = this.target.controllers();
+    if (running) {
+      const missing = [...this.kindsCreated].filter((k) => CONTROLLER_FOR_KIND[k] && !running.includes(CONTROLLER_FOR_KIND[k]!));
+      if (missing.length > 0) {
+        notes.push(`no controller runs for ${missing.join(', ')} in this build (running: ${running.join(', ') || 'none'})`);
+      }
+    }
+    const kind = w.object?.kind ?? w.count?.kind ?? '';
+    if (/^(pods?|po)$/i.test(kind)) {
+      const nodes = await this.target.client.list(this.resources.resolve('nodes').gvr, undefined);
+      if (nodes.items.length === 0) notes.push('the cluster has no nodes, so pods are never scheduled or started');
+    }
+    return notes.length > 0 ? ` (hint: ${notes.join('; ')})` : '';
+  }
+}

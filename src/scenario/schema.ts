@@ -1,0 +1,328 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import { ACTIONS, type Scenario } from './types.js';
+
+/**
+ * The JSON Schema of a scenario file. `schema/scenario.schema.json` is this object, written out for editors
+ * (`sim replay --print-schema > schema/scenario.schema.json`; a test keeps the two equal). Scenario files
+ * point at it with `# yaml-language-server: $schema=../../schema/scenario.schema.json`.
+ */
+const duration = {
+  description: 'Cluster time: "90s", "5m", "1h30m", "2d", or a number of seconds',
+  oneOf: [
+    { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$|^[0-9]+(\\.[0-9]+)?$' },
+    { type: 'number', minimum: 0 },
+  ],
+};
+const kind = { type: 'string', minLength: 1, description: 'Kind (Deployment) or resource (deployments, deploy)' };
+const apiVersion = { type: 'string', description: 'apps/v1; needed only when a kind is served by several groups' };
+const namespace = { type: 'string', description: "Namespace (default: the scenario's)" };
+const labelSelector = { type: 'string', description: 'Label selector, as kubectl -l: "app=web,tier!=db"' };
+
+const objectRef = {
+  type: 'object',
+  required: ['kind', 'name'],
+  additionalProperties: false,
+  properties: { kind, apiVersion, name: { type: 'string' }, namespace },
+};
+
+const selectorProperties = {
+  kind,
+  apiVersion,
+  namespace,
+  allNamespaces: { type: 'boolean', description: 'Count in every namespace' },
+  name: { type: 'string' },
+  selector: labelSelector,
+  owner: { type: 'string', pattern: '^[^/]+/[^/]+$', description: 'Kind/name of an owner, direct or through e.g. a ReplicaSet: "Deployment/webapp"' },
+  where: { type: 'object', description: 'JSONPath → expected value, e.g. {"{.status.phase}": Running}', additionalProperties: true },
+};
+const selector = { type: 'object', required: ['kind'], additionalProperties: false, properties: selectorProperties };
+const eventMatcher = {
+  type: 'object',
+  required: ['kind'],
+  additionalProperties: false,
+  properties: {
+    ...selectorProperties,
+    event: { enum: ['ADDED', 'MODIFIED', 'DELETED', 'created', 'modified', 'deleted'], description: 'Which change (default: any)' },
+  },
+};
+
+const comparisonProperties = {
+  equals: { description: 'The value must equal this (numbers and strings compare by text)' },
+  notEquals: { description: 'The value must differ from this' },
+  matches: { type: 'string', description: 'A regular expression the value must match' },
+  min: { type: 'number' },
+  max: { type: 'number' },
+  exists: { type: 'boolean', description: 'Whether the object (or the jsonpath value) must exist' },
+};
+
+const stepRef = { oneOf: [{ type: 'string' }, { type: 'integer', minimum: 1 }] };
+const window = {
+  description: 'Which steps the history is taken from: all (default), previous (the last step that is not an expect), a step name or number, or {from, to}',
+  oneOf: [
+    { type: 'string' },
+    { type: 'integer', minimum: 1 },
+    { type: 'object', additionalProperties: false, properties: { from: stepRef, to: stepRef } },
+  ],
+};
+
+const objectCondition = {
+  type: 'object',
+  required: ['object'],
+  additionalProperties: false,
+  properties: {
+    object: objectRef,
+    jsonpath: { type: 'string', description: 'kubectl JSONPath: {.status.readyReplicas}' },
+    condition: { type: 'string', description: 'Status of this condition type (e.g. Available) must be "True" (or `equals`)' },
+    ...comparisonProperties,
+  },
+};
+const countCondition = {
+  type: 'object',
+  required: ['count'],
+  additionalProperties: false,
+  properties: { count: selector, ...comparisonProperties },
+};
+const withDescription = (schema: { properties: Record<string, unknown> }, extra: Record<string, unknown> = {}) => ({
+  ...schema,
+  properties: { ...schema.properties, description: { type: 'string', description: 'Text for the report' }, ...extra },
+});
+
+const assertion = {
+  oneOf: [
+    withDescription(objectCondition),
+    withDescription(countCondition),
+    {
+      type: 'object',
+      required: ['order'],
+      additionalProperties: false,
+      properties: {
+        order: {
+          type: 'object',
+          required: ['first', 'then'],
+          additionalProperties: false,
+          description: 'Every change matching `first` came before every change matching `then`',
+          properties: { first: eventMatcher, then: eventMatcher },
+        },
+        during: window,
+        description: { type: 'string' },
+      },
+    },
+    {
+      type: 'object',
+      required: ['events'],
+      additionalProperties: false,
+      properties: { events: eventMatcher, during: window, description: { type: 'string' }, ...comparisonProperties },
+    },
+    {
+      type: 'object',
+      required: ['always'],
+      additionalProperties: false,
+      properties: {
+        always: {
+          type: 'object',
+          additionalProperties: false,
+          description: 'Invariants on pods that held after every change in the window',
+          properties: {
+            owner: objectRef,
+            pods: {
+              type: 'object',
+              additionalProperties: false,
+              properties: { ...selectorProperties, kind: { const: 'Pod' } },
+            },
+            maxUnavailable: { type: 'integer', minimum: 0, description: "desired (the owner's spec.replicas) − ready pods" },
+            maxSurge: { type: 'integer', minimum: 0, description: 'pods − desired' },
+            minReady: { type: 'integer', minimum: 0 },
+            maxPods: { type: 'integer', minimum: 0 },
+            minPods: { type: 'integer', minimum: 0 },
+          },
+        },
+        during: window,
+        description: { type: 'string' },
+      },
+    },
+  ],
+};
+
+const manifestSource = {
+  description: 'A manifest file (relative to the scenario file), or {file} / {manifest: inline YAML text, an object or a list}',
+  oneOf: [
+    { type: 'string' },
+    {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        file: { type: 'string' },
+        manifest: { description: 'YAML text (multi-document), an object, or a list of objects' },
+        namespace,
+      },
+      oneOf: [{ required: ['file'] }, { required: ['manifest'] }],
+    },
+  ],
+};
+
+const stepProperties: Record<string, unknown> = {
+  name: { type: 'string', description: 'Names the step in the timeline and in failure messages' },
+  apply: { ...manifestSource, description: 'Create or update (server-side apply when the server has it)' },
+  create: { ...manifestSource, description: 'Create; fails if an object exists' },
+  patch: {
+    type: 'object',
+    required: ['kind', 'name', 'patch'],
+    additionalProperties: false,
+    properties: {
+      kind,
+      apiVersion,
+      name: { type: 'string' },
+      namespace,
+      type: { enum: ['strategic', 'merge', 'json'], description: 'default strategic' },
+      patch: { description: 'The patch: an object (strategic, merge) or a list of operations (json)' },
+      subresource: { enum: ['status'] },
+    },
+  },
+  delete: {
+    type: 'object',
+    required: ['kind'],
+    additionalProperties: false,
+    properties: {
+      kind,
+      apiVersion,
+      namespace,
+      name: { type: 'string' },
+      selector: labelSelector,
+      cascade: { enum: ['background', 'foreground', 'orphan'], description: 'default background' },
+      gracePeriodSeconds: { type: 'integer', minimum: 0 },
+    },
+    oneOf: [{ required: ['name'] }, { required: ['selector'] }],
+  },
+  scale: {
+    type: 'object',
+    required: ['kind', 'name', 'replicas'],
+    additionalProperties: false,
+    properties: { kind, apiVersion, name: { type: 'string' }, namespace, replicas: { type: 'integer', minimum: 0 } },
+  },
+  kubectl: {
+    description: 'Run the real kubectl against the scenario cluster: "get pods -o wide", a list of arguments, or {args, ...}',
+    oneOf: [
+      { type: 'string' },
+      { type: 'array', items: { type: 'string' } },
+      {
+        type: 'object',
+        required: ['args'],
+        additionalProperties: false,
+        properties: {
+          args: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+          stdin: { type: 'string' },
+          exitCode: { type: 'integer', description: 'expected exit code (default 0)' },
+          contains: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+          matches: { type: 'string' },
+          timeout: { ...duration, description: 'wall-clock limit (default 30s)' },
+        },
+      },
+    ],
+  },
+  advance: {
+    description: 'Move the virtual clock forward, running everything due on the way',
+    oneOf: [duration, { type: 'object', required: ['by'], additionalProperties: false, properties: { by: duration } }],
+  },
+  sleep: { ...duration, description: 'Let this much cluster time pass (advances a virtual clock; waits on a real one)' },
+  waitFor: {
+    description: 'Let cluster time pass until the condition holds; fails after `timeout` (cluster time, default 5m)',
+    oneOf: [withDescription(objectCondition, { timeout: duration }), withDescription(countCondition, { timeout: duration })],
+  },
+  expect: { description: 'Assertions: on objects, counts, and the history of changes', oneOf: [assertion, { type: 'array', minItems: 1, items: assertion }] },
+  fault: {
+    type: 'object',
+    required: ['type'],
+    additionalProperties: false,
+    properties: {
+      type: { enum: ['node-fail', 'node-recover', 'pod-kill', 'container-crash'] },
+      node: { type: 'string' },
+      pod: { type: 'string' },
+      selector: labelSelector,
+      namespace,
+      container: { type: 'string' },
+      exitCode: { type: 'integer' },
+    },
+  },
+};
+
+export const scenarioSchema = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  $id: 'https://kube-sim.dev/schemas/scenario.schema.json',
+  title: 'kube-sim scenario',
+  description: 'A scripted replay for `sim replay`: manifests, faults and clock moves, with assertions',
+  type: 'object',
+  required: ['name', 'steps'],
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string', minLength: 1 },
+    description: { type: 'string' },
+    seed: { type: 'integer', minimum: 0, maximum: 4294967295, description: 'Seed for uids, generated names and IPs (default 1)' },
+    startTime: { type: 'string', format: 'date-time', description: 'Start of virtual time (default 2025-01-01T00:00:00Z)' },
+    nodes: { type: 'integer', minimum: 0, description: 'Fake nodes to start' },
+    controllers: { type: 'string', description: "Controllers to run (default '*'), as sim serve --controllers" },
+    namespace: { type: 'string', description: "Namespace for objects that name none (default 'default')" },
+    history: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { exclude: { type: 'array', items: { type: 'string' }, description: 'Resources not recorded (default: leases, events)' } },
+    },
+    steps: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: stepProperties,
+        oneOf: ACTIONS.map((a) => ({ required: [a] })),
+      },
+    },
+  },
+} as const;
+
+let validator: ReturnType<Ajv['compile']> | undefined;
+
+/** Validates a parsed scenario; returns readable problems ("steps[2].waitFor: ...") or an empty list. */
+export function validateScenario(value: unknown): string[] {
+  validator ??= new Ajv({ allErrors: true, strict: false, validateFormats: false }).compile(scenarioSchema);
+  if (validator(value)) {
+    const problems: string[] = [];
+    const start = (value as Scenario).startTime;
+    if (start !== undefined && !Number.isFinite(Date.parse(start))) problems.push(`startTime: ${JSON.stringify(start)} is not an RFC 3339 time`);
+    return problems;
+  }
+  return explain(value, validator.errors ?? []);
+}
+
+/** Turns ajv's errors into a few precise lines, preferring the deepest ones (oneOf reports every branch). */
+function explain(value: unknown, errors: ErrorObject[]): string[] {
+  const where = (path: string): string => {
+    const parts = path.split('/').slice(1);
+    let out = '';
+    for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out === '' ? p : `.${p}`;
+    return out === '' ? '(top level)' : out;
+  };
+  const out = new Set<string>();
+  // Steps with no action or two actions: say so in words rather than as failed oneOf branches.
+  const steps = (value as { steps?: unknown }).steps;
+  if (Array.isArray(steps)) {
+    steps.forEach((step, i) => {
+      if (step === null || typeof step !== 'object' || Array.isArray(step)) return;
+      const actions = Object.keys(step).filter((k) => (ACTIONS as readonly string[]).includes(k));
+      const unknown = Object.keys(step).filter((k) => k !== 'name' && !(ACTIONS as readonly string[]).includes(k));
+      if (unknown.length > 0) out.add(`steps[${i}]: unknown key(s) ${unknown.join(', ')} (a step has a name and one of: ${ACTIONS.join(', ')})`);
+      else if (actions.length !== 1) out.add(`steps[${i}]: a step needs exactly one action (one of: ${ACTIONS.join(', ')}), found ${actions.length === 0 ? 'none' : actions.join(', ')}`);
+    });
+  }
+  const meaningful = errors.filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && !(e.keyword === 'required' && /^\/steps\/\d+$/.test(e.instancePath)));
+  const filtered = meaningful.filter((e) => !(e.keyword === 'additionalProperties' && /^\/steps\/\d+$/.test(e.instancePath)));
+  // Among branch errors for the same place, keep the deepest paths only.
+  const deepest = filtered.filter((e) => !filtered.some((o) => o !== e && o.instancePath.startsWith(`${e.instancePath}/`)));
+  for (const e of deepest) {
+    let message = e.message ?? 'is invalid';
+    if (e.keyword === 'additionalProperties') message = `unknown key "${(e.params as { additionalProperty: string }).additionalProperty}"`;
+    if (e.keyword === 'enum') message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+    out.add(`${where(e.instancePath)}: ${message}`);
+  }
+  if (out.size === 0) for (const e of errors) out.add(`${where(e.instancePath)}: ${e.message ?? 'is invalid'}`);
+  return [...out];
+}

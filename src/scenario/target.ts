@@ -1,0 +1,147 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { parseDuration, wallClock } from '../clock/clock.js';
+import type { KubeClient } from '../client/client.js';
+import { HttpClient, errorOf, fetchTransport, type HttpReply, type HttpRequest, type HttpTransport } from '../client/http.js';
+import { InProcessClient } from '../client/in-process.js';
+import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
+import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
+import type { LogFn } from '../runtime/manager.js';
+import { buildServer } from '../server/server.js';
+
+/**
+ * The cluster a scenario runs against. Embedded: a fresh simulator on a virtual clock in this process,
+ * driven through an in-process client (whose watch deliveries the virtual clock waits for, so every change
+ * is seen at the cluster time it happened) and through its HTTP API via fastify's inject. Remote: a running
+ * `sim serve`, driven over HTTP.
+ */
+export interface ScenarioTarget {
+  readonly mode: 'embedded' | 'remote';
+  readonly client: KubeClient;
+  /** Raw API requests: server-side apply, /scale, and the simulator's /sim/v1 endpoints. */
+  readonly http: HttpTransport;
+  readonly virtual: boolean;
+  /** Cluster time now (remote: as last read from the server). */
+  now(): number;
+  /** Moves a virtual clock forward and waits for the work due on the way. */
+  advance(ms: number): Promise<void>;
+  /** Lets the work due now run to completion. */
+  settle(): Promise<void>;
+  /** When the next scheduled work is due (embedded only; undefined when unknown or nothing is scheduled). */
+  nextTimerAt(): number | undefined;
+  /** A URL kubectl can reach (an embedded target starts listening on 127.0.0.1 the first time). */
+  serverUrl(): Promise<string>;
+  /** Names of the controllers running, when known. */
+  controllers(): string[] | undefined;
+  close(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  seed: number;
+  startTime?: number;
+  controllers?: string;
+  nodes?: number;
+  log?: LogFn;
+}
+
+function injectTransport(app: FastifyInstance): HttpTransport {
+  return async ({ method, path, body, contentType }: HttpRequest): Promise<HttpReply> => {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = contentType ?? 'application/json';
+    const res = await app.inject({ method: method as 'GET', url: path, headers, payload: body });
+    return { status: res.statusCode, contentType: String(res.headers['content-type'] ?? ''), text: res.body };
+  };
+}
+
+export async function embeddedTarget(options: EmbeddedOptions): Promise<ScenarioTarget> {
+  const simOptions: SimulatorOptions & { nodes?: number } = {
+    clock: 'virtual',
+    seed: options.seed,
+    startTime: options.startTime ?? DEFAULT_VIRTUAL_START,
+    controllers: options.controllers ?? '*',
+    log: options.log,
+  };
+  if (options.nodes !== undefined) simOptions.nodes = options.nodes;
+  const sim: Simulator = await startSimulator(simOptions);
+  const clock = sim.cluster.virtualClock!;
+  let address = '127.0.0.1:0';
+  const app = buildServer(sim.cluster, { advertiseAddress: () => address });
+  let url: Promise<string> | undefined;
+  const client = new InProcessClient(sim.cluster);
+  return {
+    mode: 'embedded',
+    client,
+    http: injectTransport(app),
+    virtual: true,
+    now: () => clock.now(),
+    advance: (ms) => clock.advance(ms),
+    settle: () => clock.settle(),
+    nextTimerAt: () => clock.nextTimerAt(),
+    serverUrl: () =>
+      (url ??= app.listen({ host: '127.0.0.1', port: 0 }).then(() => {
+        const port = (app.server.address() as AddressInfo).port;
+        address = `127.0.0.1:${port}`;
+        return `http://${address}`;
+      })),
+    controllers: () => sim.controllers.names(),
+    close: async () => {
+      await app.close();
+      await sim.close();
+    },
+  };
+}
+
+interface ClockState {
+  now: string;
+  mode: 'real' | 'virtual';
+}
+
+export async function remoteTarget(baseUrl: string): Promise<ScenarioTarget> {
+  const http = fetchTransport(baseUrl);
+  const readClock = async (): Promise<ClockState> => {
+    let reply: HttpReply;
+    try {
+      reply = await http({ method: 'GET', path: '/sim/v1/clock' });
+    } catch (err) {
+      throw new Error(`cannot reach ${baseUrl}: ${(err as Error).message}`);
+    }
+    if (reply.status !== 200) throw new Error(`${baseUrl} is not a kube-sim server (GET /sim/v1/clock answered ${reply.status})`);
+    return JSON.parse(reply.text) as ClockState;
+  };
+  const first = await readClock();
+  let now = Date.parse(first.now);
+  const virtual = first.mode === 'virtual';
+  const advance = async (ms: number): Promise<void> => {
+    const reply = await http({ method: 'POST', path: '/sim/v1/clock/advance', body: JSON.stringify({ by: `${ms}ms` }) });
+    if (reply.status !== 200) throw errorOf(reply, 'advancing the clock');
+    now = Date.parse((JSON.parse(reply.text) as ClockState).now);
+  };
+  return {
+    mode: 'remote',
+    client: new HttpClient(baseUrl, http),
+    http,
+    virtual,
+    now: () => (virtual ? now : wallClock.now()),
+    advance: async (ms) => {
+      if (!virtual) throw new Error(`the server's clock is real: start it with --clock virtual to advance time`);
+      await advance(ms);
+    },
+    settle: async () => {
+      if (virtual) await advance(0);
+      else now = Date.parse((await readClock()).now);
+    },
+    nextTimerAt: () => undefined,
+    serverUrl: async () => baseUrl.replace(/\/$/, ''),
+    controllers: () => undefined,
+    close: async () => undefined,
+  };
+}
+
+/** Waits on the wall clock (a real-clock remote server, kubectl deadlines): the one place replay uses it. */
+export function wallSleep(ms: number): Promise<void> {
+  return new Promise((resolve) => wallClock.setTimer(ms, resolve));
+}
+
+export function durationMs(value: string | number): number {
+  return typeof value === 'number' ? value * 1000 : parseDuration(value);
+}
