@@ -1,5 +1,7 @@
 import jsonpatch from 'fast-json-patch';
 import { ApiError, Errors } from './errors.js';
+import type { FieldPatchMeta } from './schema/patch-meta.js';
+import { propertyOf, type Shape } from './schema/schema.js';
 import { deepCopy, deepEqual, isPlainObject } from './types.js';
 
 /** The patch types kube-apiserver accepts, by Content-Type. */
@@ -43,58 +45,54 @@ export function applyJsonPatch(target: unknown, patch: unknown): unknown {
 }
 
 /**
- * Where a list merges by key instead of being replaced, per Kubernetes' patchMergeKey/patchStrategy tags.
- * `parents` is the path of field names above the list (array indices left out).
+ * Where the patch is in the object's schema: a named type (fields from its schema), a map (every key has the
+ * value type) or nothing known (lists are then replaced whole, as for types without patch metadata).
  */
-export function listMergeKey(field: string, parents: readonly string[]): string | 'primitive' | undefined {
-  const parent = parents[parents.length - 1];
-  switch (field) {
-    case 'containers':
-    case 'initContainers':
-    case 'ephemeralContainers':
-    case 'volumes':
-    case 'imagePullSecrets':
-    case 'env':
-    case 'resourceClaims':
-    case 'schedulingGates':
-      return 'name';
-    case 'ports':
-      return parents.some((p) => p === 'containers' || p === 'initContainers' || p === 'ephemeralContainers') ? 'containerPort' : 'port';
-    case 'volumeMounts':
-      return 'mountPath';
-    case 'volumeDevices':
-      return 'devicePath';
-    case 'hostAliases':
-      return 'ip';
-    case 'topologySpreadConstraints':
-      return 'topologyKey';
-    case 'conditions':
-      return parent === 'status' ? 'type' : undefined;
-    case 'addresses':
-      return parent === 'status' ? 'type' : undefined;
-    case 'ownerReferences':
-      return parent === 'metadata' ? 'uid' : undefined;
-    case 'finalizers':
-      return parent === 'metadata' ? 'primitive' : undefined;
-    default:
-      return undefined;
-  }
+export interface PatchSchema {
+  field(name: string): { shape?: Shape; meta?: FieldPatchMeta };
+}
+
+const UNKNOWN: PatchSchema = { field: () => ({}) };
+
+/** The patch schema of a named type (e.g. io.k8s.api.apps.v1.Deployment); unknown names merge without keys. */
+export function patchSchemaOf(typeName: string | undefined): PatchSchema {
+  if (!typeName) return UNKNOWN;
+  return {
+    field(name) {
+      const p = propertyOf(typeName, name);
+      return p ? { shape: p.shape, ...(p.meta ? { meta: p.meta } : {}) } : {};
+    },
+  };
+}
+
+function childSchema(shape: Shape | undefined): PatchSchema {
+  if (!shape) return UNKNOWN;
+  if (shape.kind === 'ref') return patchSchemaOf(shape.name);
+  if (shape.kind === 'map') return { field: () => ({ shape: shape.values }) };
+  return UNKNOWN;
+}
+
+/** How a list field merges, from its patchStrategy and patchMergeKey: by key, as a set of primitives, or replaced. */
+function listMerge(meta: FieldPatchMeta | undefined): string | 'primitive' | undefined {
+  if (!meta?.strategy?.split(',').includes('merge')) return undefined;
+  return meta.key ?? 'primitive';
 }
 
 const SET_ORDER = '$setElementOrder/';
 const DELETE_FROM_PRIMITIVE = '$deleteFromPrimitiveList/';
 
 /**
- * Strategic merge patch (k8s.io/apimachinery/pkg/util/strategicpatch) for built-in kinds: maps merge, null
- * deletes, keyed lists merge by their patchMergeKey, and the `$patch`, `$setElementOrder`, `$retainKeys` and
- * `$deleteFromPrimitiveList` directives are honoured.
+ * Strategic merge patch (k8s.io/apimachinery/pkg/util/strategicpatch): maps merge, null deletes, lists merge by
+ * the patchMergeKey the schema gives their field (src/api/schema/patch-meta.ts), and the `$patch`,
+ * `$setElementOrder`, `$retainKeys` and `$deleteFromPrimitiveList` directives are honoured. `typeName` is the
+ * schema of the patched object; without it lists are replaced whole.
  */
-export function applyStrategicMergePatch(target: unknown, patch: unknown): unknown {
+export function applyStrategicMergePatch(target: unknown, patch: unknown, typeName?: string): unknown {
   if (!isPlainObject(patch)) throw Errors.badRequest('strategic merge patch must be a JSON object');
-  return mergeMap(isPlainObject(target) ? target : {}, patch, []);
+  return mergeMap(isPlainObject(target) ? target : {}, patch, patchSchemaOf(typeName));
 }
 
-function mergeMap(target: Record<string, unknown>, patch: Record<string, unknown>, path: string[]): Record<string, unknown> | undefined {
+function mergeMap(target: Record<string, unknown>, patch: Record<string, unknown>, schema: PatchSchema): Record<string, unknown> | undefined {
   const directive = patch.$patch;
   if (directive === 'delete') return undefined;
   if (directive === 'replace') {
@@ -117,12 +115,13 @@ function mergeMap(target: Record<string, unknown>, patch: Record<string, unknown
       continue;
     }
     const current = result[key];
+    const { shape, meta } = schema.field(key);
     if (isPlainObject(value)) {
-      const merged = mergeMap(isPlainObject(current) ? current : {}, value, [...path, key]);
+      const merged = mergeMap(isPlainObject(current) ? current : {}, value, childSchema(shape));
       if (merged === undefined) delete result[key];
       else result[key] = merged;
     } else if (Array.isArray(value)) {
-      result[key] = mergeList(Array.isArray(current) ? current : [], value, key, path);
+      result[key] = mergeList(Array.isArray(current) ? current : [], value, meta, childSchema(shape?.kind === 'list' ? shape.items : undefined));
     } else {
       result[key] = value;
     }
@@ -131,7 +130,7 @@ function mergeMap(target: Record<string, unknown>, patch: Record<string, unknown
     if (!key.startsWith(SET_ORDER) || !Array.isArray(order)) continue;
     const field = key.slice(SET_ORDER.length);
     const list = result[field];
-    if (Array.isArray(list)) result[field] = orderList(list, order, listMergeKey(field, path));
+    if (Array.isArray(list)) result[field] = orderList(list, order, listMerge(schema.field(field).meta));
   }
   if (Array.isArray(retainKeys)) {
     const keep = new Set(retainKeys.map(String));
@@ -140,8 +139,8 @@ function mergeMap(target: Record<string, unknown>, patch: Record<string, unknown
   return result;
 }
 
-function mergeList(current: unknown[], patch: unknown[], field: string, parents: string[]): unknown[] {
-  const key = listMergeKey(field, parents);
+function mergeList(current: unknown[], patch: unknown[], meta: FieldPatchMeta | undefined, items: PatchSchema): unknown[] {
+  const key = listMerge(meta);
   if (key === undefined) {
     if (patch.length === 1 && isPlainObject(patch[0]) && patch[0].$patch === 'replace') return [];
     return stripDirectives(patch) as unknown[];
@@ -155,7 +154,6 @@ function mergeList(current: unknown[], patch: unknown[], field: string, parents:
     return stripDirectives(patch.filter((p) => !(isPlainObject(p) && p.$patch === 'replace'))) as unknown[];
   }
   const out = [...current];
-  const childPath = [...parents, field];
   for (const item of patch) {
     if (!isPlainObject(item)) {
       out.push(item);
@@ -167,7 +165,7 @@ function mergeList(current: unknown[], patch: unknown[], field: string, parents:
       continue;
     }
     if (index >= 0) {
-      const merged = mergeMap(out[index] as Record<string, unknown>, item, childPath);
+      const merged = mergeMap(out[index] as Record<string, unknown>, item, items);
       if (merged === undefined) out.splice(index, 1);
       else out[index] = merged;
     } else {

@@ -4,6 +4,9 @@ import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type PatchTy
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { validateObjectMeta } from '../api/validation.js';
+import { managedFieldsAfterUpdate, serverSideApply, type WriteContext } from '../api/managed-fields.js';
+import { pruneUnknownFields, strictDecodingMessage, type FieldValidation } from '../api/schema/field-validation.js';
+import { schemaNameForKind } from '../api/schema/schema.js';
 import type { MemoryStore, Preconditions } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
 import type { Registry } from './registry.js';
@@ -27,6 +30,16 @@ export interface WriteOptions {
   dryRun?: boolean;
   /** status: only status changes; finalize: only a namespace's spec.finalizers change. */
   subresource?: 'status' | 'finalize';
+  /** Who makes the change: recorded in metadata.managedFields (no bookkeeping when unset, e.g. in-process writers). */
+  fieldManager?: string;
+  /** What to do with fields the kind's schema does not declare; unset: keep them (in-process writers). */
+  fieldValidation?: FieldValidation;
+  /** Server-side apply: take over fields other managers own instead of failing with a conflict. */
+  force?: boolean;
+  /** Filled in: warnings for the client (Warn field validation), sent as `Warning: 299` headers. */
+  warnings?: string[];
+  /** Filled in by a server-side apply that created the object (answered 201). */
+  created?: boolean;
 }
 
 export interface DeleteOptions {
@@ -97,6 +110,11 @@ export class GenericStore {
 
   create(info: KindInfo, namespace: string | undefined, body: unknown, options: WriteOptions = {}): KubeObject {
     const obj = this.decodeBody(info, namespace, body);
+    this.checkFields(info, obj, options);
+    return this.createDecoded(info, obj, options);
+  }
+
+  private createDecoded(info: KindInfo, obj: KubeObject, options: WriteOptions, managedFields?: (obj: KubeObject) => unknown[]): KubeObject {
     const meta = obj.metadata;
     if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${this.ctx.random.alphanumeric(5)}`;
     if (info.namespaced) this.checkNamespaceAcceptsContent(info, obj);
@@ -114,6 +132,8 @@ export class GenericStore {
     }
     if (hasGeneration(info)) meta.generation = 1;
     else delete meta.generation;
+    if (managedFields) setManagedFields(obj, managedFields(obj));
+    else if (options.fieldManager) setManagedFields(obj, managedFieldsAfterUpdate(undefined, obj, meta.managedFields, this.writeContext(info, options)));
     this.validate(info, obj);
     if (options.dryRun) return obj;
     return this.store.create(resourceKey(info), obj);
@@ -122,6 +142,7 @@ export class GenericStore {
   /** PUT: replace the object (or its status), optimistic-locked on the body's resourceVersion when it has one. */
   update(info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: WriteOptions = {}): KubeObject {
     const incoming = this.decodeBody(info, namespace, body);
+    this.checkFields(info, incoming, options);
     if (incoming.metadata.name !== name) {
       throw Errors.badRequest(`the name of the object (${incoming.metadata.name ?? ''}) does not match the name on the URL (${name})`);
     }
@@ -138,20 +159,103 @@ export class GenericStore {
     patch: unknown,
     options: WriteOptions = {},
   ): KubeObject {
+    if (type === 'apply') return this.apply(info, namespace, name, patch, options);
     const rvInPatch = type !== 'json' && isPlainObject(patch) && isPlainObject(patch.metadata) ? patch.metadata.resourceVersion : undefined;
     const preconditions: Preconditions = typeof rvInPatch === 'string' ? { resourceVersion: rvInPatch } : {};
+    const typeName = schemaNameForKind(info.group, info.version, info.kind);
     return this.writeUpdate(
       info,
       namespace,
       name,
       preconditions,
       (current) => {
-        const patched = applyPatch(type, current, patch);
+        const patched = applyPatch(type, current, patch, typeName);
         if (!isPlainObject(patched)) throw Errors.unprocessable('the patched object is not a JSON object');
-        return this.decodeBody(info, namespace, patched);
+        const decoded = this.decodeBody(info, namespace, patched);
+        this.checkFields(info, decoded, options, current);
+        return decoded;
       },
       options,
     );
+  }
+
+  /**
+   * Server-side apply (application/apply-patch+yaml): merges the applied configuration by the schema's list
+   * types, records the manager's Apply entry, removes fields it stopped applying, and fails with 409 on fields
+   * other managers own unless forced. Creates the object when it does not exist (options.created tells).
+   */
+  private apply(info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: WriteOptions): KubeObject {
+    if (!isPlainObject(body)) throw Errors.badRequest('error decoding YAML: the applied configuration must be an object');
+    const gv = groupVersion(info);
+    if (!body.apiVersion || !body.kind) {
+      throw Errors.badRequest(`invalid object type: /, Kind=: apiVersion and kind must be set in the applied configuration`);
+    }
+    const applied = this.decodeBody(info, namespace, body);
+    if (applied.metadata.name !== undefined && applied.metadata.name !== name) {
+      throw Errors.badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`);
+    }
+    applied.metadata.name = name;
+    const typeName = schemaNameForKind(info.group, info.version, info.kind);
+    if (typeName && options.fieldValidation !== undefined) {
+      const unknown = pruneUnknownFields(applied, typeName);
+      if (unknown.length > 0) {
+        if (options.fieldValidation === 'Strict') {
+          const where = `${applied.metadata.namespace ? `${applied.metadata.namespace}/` : ''}${name}; ${gv}, Kind=${info.kind}`;
+          throw Errors.badRequest(`failed to create typed patch object (${where}): ${unknown.map((f) => `.${f}: field not declared in schema`).join(', ')}`);
+        }
+        if (options.fieldValidation === 'Warn') (options.warnings ??= []).push(...unknown.map((f) => `unknown field "${f}"`));
+      }
+    }
+    const ctx = this.writeContext(info, { ...options, fieldManager: options.fieldManager ?? 'unknown' });
+    const exists = this.store.get(resourceKey(info), scoped(info, namespace), name) !== undefined;
+    if (!exists) {
+      if (options.subresource) throw Errors.notFound(info, name);
+      const result = serverSideApply(undefined, applied, ctx, options.force === true, info, name);
+      const created = this.createDecoded(info, result.object, options, () => result.managedFields);
+      options.created = true;
+      return created;
+    }
+    let managed: unknown[] = [];
+    return this.writeUpdate(
+      info,
+      namespace,
+      name,
+      {},
+      (current) => {
+        const result = serverSideApply(current, applied, ctx, options.force === true, info, name);
+        managed = result.managedFields;
+        return this.decodeBody(info, namespace, result.object);
+      },
+      { ...options, fieldManager: undefined, applied: () => managed },
+    );
+  }
+
+  /** Field validation of a decoded body: prunes undeclared fields, failing (Strict) or warning (Warn) about them. */
+  private checkFields(info: KindInfo, obj: KubeObject, options: WriteOptions, current?: KubeObject): void {
+    if (options.fieldValidation === undefined) return;
+    const typeName = schemaNameForKind(info.group, info.version, info.kind);
+    if (!typeName) return;
+    let unknown = pruneUnknownFields(obj, typeName);
+    if (unknown.length === 0) return;
+    if (current) {
+      // Undeclared fields an in-process writer stored are not the patch's doing.
+      const already = new Set(pruneUnknownFields(deepCopy(current), typeName));
+      unknown = unknown.filter((f) => !already.has(f));
+      if (unknown.length === 0) return;
+    }
+    if (options.fieldValidation === 'Strict') throw Errors.badRequest(strictDecodingMessage(info.kind, info.version, unknown));
+    if (options.fieldValidation === 'Warn') (options.warnings ??= []).push(...unknown.map((f) => `unknown field "${f}"`));
+  }
+
+  private writeContext(info: KindInfo, options: WriteOptions): WriteContext {
+    return {
+      manager: options.fieldManager!,
+      apiVersion: groupVersion(info),
+      time: rfc3339(this.ctx.clock.now()),
+      typeName: schemaNameForKind(info.group, info.version, info.kind),
+      hasStatus: info.status === true,
+      subresource: options.subresource === 'status' ? 'status' : undefined,
+    };
   }
 
   /**
@@ -164,7 +268,7 @@ export class GenericStore {
     name: string,
     preconditions: Preconditions,
     produce: (current: KubeObject) => KubeObject,
-    options: WriteOptions = {},
+    options: WriteOptions & { applied?: () => unknown[] } = {},
   ): KubeObject {
     const key = resourceKey(info);
     const ns = scoped(info, namespace);
@@ -185,6 +289,11 @@ export class GenericStore {
             : options.subresource === 'finalize'
               ? this.prepareFinalizeUpdate(info, next, current)
               : this.prepareUpdate(info, next, current);
+        if (options.applied) setManagedFields(prepared, options.applied());
+        else if (options.fieldManager && options.subresource !== 'finalize') {
+          const requested = options.subresource === 'status' ? current.metadata.managedFields : next.metadata.managedFields;
+          setManagedFields(prepared, managedFieldsAfterUpdate(current, prepared, requested, this.writeContext(info, options)));
+        }
         // The update that empties the finalizers is the deletion itself, not a write first (kube-apiserver's
         // errEmptiedFinalizers): watchers see DELETED of the stored object and no MODIFIED before it.
         emptied = shouldDeleteDuringUpdate(info, prepared);
@@ -406,7 +515,7 @@ export class GenericStore {
   }
 }
 
-function applyPatch(type: PatchType, current: KubeObject, patch: unknown): unknown {
+function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeName: string | undefined): unknown {
   switch (type) {
     case 'json':
       return applyJsonPatch(current, patch);
@@ -414,10 +523,18 @@ function applyPatch(type: PatchType, current: KubeObject, patch: unknown): unkno
       if (!isPlainObject(patch)) throw Errors.badRequest('merge patch must be a JSON object');
       return applyMergePatch(current, patch);
     case 'strategic':
-      return applyStrategicMergePatch(current, patch);
+      return applyStrategicMergePatch(current, patch, typeName);
     case 'apply':
       throw Errors.unsupportedMediaType('application/apply-patch+yaml');
   }
+}
+
+/** managedFields as stored: absent rather than empty (Go omitempty). */
+function setManagedFields(obj: KubeObject, entries: unknown[]): void {
+  const meta = { ...obj.metadata };
+  if (entries.length > 0) meta.managedFields = entries;
+  else delete meta.managedFields;
+  obj.metadata = meta;
 }
 
 function hasGeneration(info: KindInfo): boolean {

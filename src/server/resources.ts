@@ -5,7 +5,9 @@ import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from '../ap
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
 import type { Cluster } from '../cluster/cluster.js';
-import type { DeleteOptions, ListQuery, WatchQuery } from '../registry/generic-store.js';
+import type { DeleteOptions, ListQuery, WatchQuery, WriteOptions } from '../registry/generic-store.js';
+import { defaultFieldManager } from '../api/managed-fields.js';
+import { parseFieldValidation } from '../api/schema/field-validation.js';
 import { field } from '../registry/printers.js';
 import { groupVersion, type KindInfo } from '../registry/types.js';
 import { decodeBody } from './body.js';
@@ -84,8 +86,9 @@ export class ResourceHandler {
       if (method === 'POST') {
         if (info.namespaced && namespace === undefined) throw Errors.methodNotAllowed();
         const body = this.body(request, false);
-        const created = this.cluster.api.create(info, namespace, body.value, { dryRun: dryRun(query) });
-        return this.send(reply, 201, created, negotiated, info);
+        const options = writeOptions(request, query);
+        const created = this.cluster.api.create(info, namespace, body.value, options);
+        return this.send(warn(reply, options), 201, created, negotiated, info);
       }
       if (method === 'DELETE') {
         const options = this.deleteOptions(request, query);
@@ -104,13 +107,16 @@ export class ResourceHandler {
       }
       case 'PUT': {
         const body = this.body(request, false);
-        const updated = this.cluster.api.update(info, namespace, name, body.value, { dryRun: dryRun(query), subresource: status });
-        return this.send(reply, 200, updated, negotiated, info);
+        const options = writeOptions(request, query, status);
+        const updated = this.cluster.api.update(info, namespace, name, body.value, options);
+        return this.send(warn(reply, options), 200, updated, negotiated, info);
       }
       case 'PATCH': {
         const body = this.body(request, true);
-        const patched = this.cluster.api.patch(info, namespace, name, body.patchType!, body.value, { dryRun: dryRun(query), subresource: status });
-        return this.send(reply, 200, patched, negotiated, info);
+        const options = writeOptions(request, query, status);
+        if (options.force && body.patchType !== 'apply') throw Errors.badRequest('force: Invalid value: true: may not be specified for non-apply patch');
+        const patched = this.cluster.api.patch(info, namespace, name, body.patchType!, body.value, options);
+        return this.send(warn(reply, options), options.created ? 201 : 200, patched, negotiated, info);
       }
       case 'DELETE': {
         if (status) throw Errors.methodNotAllowed();
@@ -234,7 +240,7 @@ export class ResourceHandler {
         if (request.method === 'PUT') next = body.value;
         else if (body.patchType === 'json') next = applyJsonPatch(scale, body.value);
         else if (body.patchType === 'merge') next = applyMergePatch(scale, body.value);
-        else if (body.patchType === 'strategic') next = applyStrategicMergePatch(scale, body.value);
+        else if (body.patchType === 'strategic') next = applyStrategicMergePatch(scale, body.value, 'io.k8s.api.autoscaling.v1.Scale');
         else throw Errors.unsupportedMediaType('application/apply-patch+yaml');
         if (!isPlainObject(next)) throw Errors.badRequest('Scale must be a JSON object');
         const rv = isPlainObject(next.metadata) ? next.metadata.resourceVersion : undefined;
@@ -359,6 +365,24 @@ function listQuery(query: Query): ListQuery {
 function includeObject(query: Query): IncludeObject {
   const v = one(query, 'includeObject');
   return v === 'None' || v === 'Object' ? v : 'Metadata';
+/** Options of a write request: dryRun, fieldManager (default: the User-Agent's program), fieldValidation (default Warn), force. */
+function writeOptions(request: FastifyRequest, query: Query, subresource?: 'status' | 'finalize'): WriteOptions {
+  const requested = one(query, 'fieldValidation');
+  const fieldValidation = requested === undefined || requested === '' ? 'Warn' : parseFieldValidation(requested);
+  if (!fieldValidation) throw Errors.badRequest(`fieldValidation: Unsupported value: "${requested}": supported values: "Ignore", "Strict", "Warn"`);
+  const manager = one(query, 'fieldManager');
+  if (manager !== undefined && manager.length > 128) throw Errors.badRequest('fieldManager: Too long: must have at most 128 bytes');
+  const options: WriteOptions = { dryRun: dryRun(query), fieldManager: manager || defaultFieldManager(request.headers['user-agent']), fieldValidation, force: boolParam(query, 'force') };
+  if (subresource) options.subresource = subresource;
+  return options;
+}
+
+/** Sends a write's warnings as `Warning: 299 - "…"` headers (kubectl prints them as `Warning: …`). */
+function warn(reply: FastifyReply, options: WriteOptions): FastifyReply {
+  if (options.warnings?.length) void reply.header('warning', options.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+  return reply;
+}
+
 }
 
 function dryRun(query: Query): boolean {

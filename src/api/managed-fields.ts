@@ -1,0 +1,395 @@
+import { ApiError } from './errors.js';
+import type { FieldPatchMeta } from './schema/patch-meta.js';
+import { typeInfo, type Shape } from './schema/schema.js';
+import { deepEqual, isPlainObject, type KubeObject } from './types.js';
+
+/**
+ * Field ownership (metadata.managedFields) and server-side apply, after sigs.k8s.io/structured-merge-diff:
+ *
+ * - Every write names a field manager. An Update (create, PUT, non-apply PATCH) makes its manager own the fields
+ *   it set or changed, taking them from every other manager; an Apply makes its manager own exactly the fields of
+ *   the applied configuration.
+ * - An Apply that would change a field another manager owns is a conflict (409) unless forced, in which case the
+ *   field changes hands. Fields an applier stops applying are removed from the object unless someone else owns them.
+ * - Sets are written as fieldsV1: `f:<field>`, `k:{"name":"x"}` for items of keyed lists (listType=map),
+ *   `v:<json>` for items of sets, and `.` for the node itself.
+ *
+ * Worked example: kubectl-client-side-apply created a Deployment with replicas 2 (it owns f:spec.f:replicas); a
+ * server-side apply of replicas 3 by "kubectl" conflicts on .spec.replicas; with --force-conflicts, "kubectl" owns
+ * it and the other entry loses it (and is dropped if it owned nothing else).
+ */
+export interface ManagedFieldsEntry {
+  manager: string;
+  operation: 'Apply' | 'Update';
+  apiVersion: string;
+  time: string;
+  fieldsType: 'FieldsV1';
+  fieldsV1: Record<string, unknown>;
+  subresource?: string;
+}
+
+/** Where a walk is in the schema: a shape (and its field's patch meta), or nothing known. */
+interface Node {
+  shape?: Shape;
+  meta?: FieldPatchMeta;
+}
+
+const SEP = '\u0000';
+/** A path is its fieldsV1 elements joined by SEP; leaves map to their values (undefined for `.` markers). */
+export type Leaves = Map<string, unknown>;
+
+/** Metadata the server owns: never part of anyone's field set. */
+const IGNORED_META = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink', 'managedFields']);
+
+function keyElement(item: Record<string, unknown>, keys: readonly string[]): string {
+  const present = [...keys].filter((k) => item[k] !== undefined).sort();
+  return `k:${JSON.stringify(Object.fromEntries(present.map((k) => [k, item[k]])))}`;
+}
+
+function childNode(node: Node, key: string): Node {
+  const shape = node.shape;
+  if (shape?.kind === 'ref') {
+    const p = typeInfo(shape.name)?.properties.get(key);
+    return p ? { shape: p.shape, ...(p.meta ? { meta: p.meta } : {}) } : {};
+  }
+  if (shape?.kind === 'map') return { shape: shape.values };
+  return {};
+}
+
+function isAtomic(node: Node): boolean {
+  if (node.meta?.mapType === 'atomic') return true;
+  if (node.shape?.kind === 'ref') {
+    const t = typeInfo(node.shape.name);
+    return !t || t.scalar !== undefined || t.atomic;
+  }
+  return node.shape?.kind === 'scalar';
+}
+
+function listType(node: Node): 'map' | 'set' | 'atomic' {
+  const list = node.meta?.list;
+  if (list === 'map' && node.meta?.mapKeys?.length) return 'map';
+  if (list === 'set') return 'set';
+  return 'atomic';
+}
+
+function walk(value: unknown, node: Node, path: string, out: Leaves): void {
+  if (isPlainObject(value)) {
+    if (isAtomic(node) || Object.keys(value).length === 0) {
+      out.set(path, value);
+      return;
+    }
+    if (node.shape?.kind === 'map') out.set(`${path}${SEP}.`, undefined);
+    for (const [k, v] of Object.entries(value)) walk(v, childNode(node, k), `${path}${SEP}f:${k}`, out);
+    return;
+  }
+  if (Array.isArray(value) && value.length > 0) {
+    const type = listType(node);
+    const items: Node = node.shape?.kind === 'list' ? { shape: node.shape.items } : {};
+    if (type === 'map') {
+      out.set(`${path}${SEP}.`, undefined);
+      for (const item of value) {
+        if (!isPlainObject(item)) continue;
+        const itemPath = `${path}${SEP}${keyElement(item, node.meta!.mapKeys!)}`;
+        out.set(`${itemPath}${SEP}.`, undefined);
+        for (const [k, v] of Object.entries(item)) walk(v, childNode(items, k), `${itemPath}${SEP}f:${k}`, out);
+      }
+      return;
+    }
+    if (type === 'set') {
+      for (const item of value) out.set(`${path}${SEP}v:${JSON.stringify(item)}`, item);
+      return;
+    }
+  }
+  out.set(path, value);
+}
+
+/** The leaf fields of an object (or of its status, for the status subresource), by fieldsV1 path. */
+export function leavesOf(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean): Leaves {
+  const out: Leaves = new Map();
+  const root: Node = typeName ? { shape: { kind: 'ref', name: typeName } } : {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (k === 'apiVersion' || k === 'kind') continue;
+    if (scope === 'status' ? k !== 'status' : k === 'status' && hasStatus) continue;
+    const node = childNode(root, k);
+    if (k === 'metadata' && isPlainObject(v)) {
+      for (const [mk, mv] of Object.entries(v)) if (!IGNORED_META.has(mk) && mv !== undefined) walk(mv, childNode(node, mk), `f:metadata${SEP}f:${mk}`, out);
+      continue;
+    }
+    walk(v, node, `f:${k}`, out);
+  }
+  return out;
+}
+
+/** A set of paths as fieldsV1 (a trie whose leaves are {}). */
+export function toFieldsV1(paths: Iterable<string>): Record<string, unknown> {
+  const root: Record<string, unknown> = {};
+  for (const path of paths) {
+    let node = root;
+    for (const el of path.split(SEP)) {
+      if (!isPlainObject(node[el])) node[el] = {};
+      node = node[el] as Record<string, unknown>;
+    }
+  }
+  return sortKeys(root) as Record<string, unknown>;
+}
+
+function sortKeys(value: unknown): unknown {
+  if (!isPlainObject(value)) return value;
+  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys(value[k])]));
+}
+
+/** fieldsV1 back to a set of paths (every node that is a leaf or has a `.` child). */
+export function fromFieldsV1(fields: unknown): Set<string> {
+  const out = new Set<string>();
+  const visit = (node: unknown, prefix: string): void => {
+    if (!isPlainObject(node)) return;
+    const keys = Object.keys(node);
+    if (keys.length === 0 && prefix !== '') out.add(prefix);
+    for (const k of keys) {
+      const path = prefix === '' ? k : `${prefix}${SEP}${k}`;
+      if (k === '.') out.add(path);
+      else visit(node[k], path);
+    }
+  };
+  visit(fields, '');
+  return out;
+}
+
+/** `.spec.template.spec.containers[name="nginx"].image`: how conflicts name a path. */
+export function renderPath(path: string): string {
+  let out = '';
+  for (const el of path.split(SEP)) {
+    if (el.startsWith('f:')) out += `.${el.slice(2)}`;
+    else if (el.startsWith('k:')) {
+      const keys = JSON.parse(el.slice(2)) as Record<string, unknown>;
+      out += `[${Object.entries(keys).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}]`;
+    } else if (el.startsWith('v:')) out += `[=${el.slice(2)}]`;
+  }
+  return out;
+}
+
+function entriesOf(obj: KubeObject): ManagedFieldsEntry[] {
+  const raw = obj.metadata.managedFields;
+  return Array.isArray(raw) ? (raw.filter((e) => isPlainObject(e) && typeof (e as { manager?: unknown }).manager === 'string') as unknown as ManagedFieldsEntry[]) : [];
+}
+
+function sameManager(e: ManagedFieldsEntry, manager: string, operation: string, subresource: string | undefined): boolean {
+  return e.manager === manager && e.operation === operation && (e.subresource ?? '') === (subresource ?? '');
+}
+
+export interface WriteContext {
+  manager: string;
+  apiVersion: string;
+  time: string;
+  typeName: string | undefined;
+  hasStatus: boolean;
+  subresource?: 'status' | undefined;
+}
+
+function scopeOf(ctx: WriteContext): 'main' | 'status' {
+  return ctx.subresource === 'status' ? 'status' : 'main';
+}
+
+/** Sets each entry's fields with `remove` taken out; entries left owning nothing are dropped. */
+function withoutPaths(entries: ManagedFieldsEntry[], remove: (path: string, e: ManagedFieldsEntry) => boolean): ManagedFieldsEntry[] {
+  const out: ManagedFieldsEntry[] = [];
+  for (const e of entries) {
+    const paths = [...fromFieldsV1(e.fieldsV1)];
+    const kept = paths.filter((p) => !remove(p, e));
+    if (kept.length === 0) continue;
+    out.push(kept.length === paths.length ? e : { ...e, fieldsV1: toFieldsV1(kept) });
+  }
+  return out;
+}
+
+function upsert(entries: ManagedFieldsEntry[], entry: ManagedFieldsEntry): ManagedFieldsEntry[] {
+  const i = entries.findIndex((e) => sameManager(e, entry.manager, entry.operation, entry.subresource));
+  const out = [...entries];
+  if (Object.keys(entry.fieldsV1).length === 0) {
+    if (i >= 0) out.splice(i, 1);
+    return out;
+  }
+  // Unchanged ownership keeps its time, so a write that changes nothing else stays a no-op.
+  if (i >= 0) out[i] = deepEqual(out[i]!.fieldsV1, entry.fieldsV1) && out[i]!.apiVersion === entry.apiVersion ? out[i]! : entry;
+  else out.push(entry);
+  return out;
+}
+
+function entry(ctx: WriteContext, operation: 'Apply' | 'Update', paths: Iterable<string>): ManagedFieldsEntry {
+  const e: ManagedFieldsEntry = { manager: ctx.manager, operation, apiVersion: ctx.apiVersion, time: ctx.time, fieldsType: 'FieldsV1', fieldsV1: toFieldsV1(paths) };
+  if (ctx.subresource) e.subresource = ctx.subresource;
+  return e;
+}
+
+/**
+ * managedFields after an Update-operation write from `old` (undefined on create) to `next`: the manager owns what
+ * it changed; others keep what is unchanged and still present. A request that itself rewrote managedFields gets
+ * them as sent (`[{}]` resets them), as kube-apiserver allows.
+ */
+export function managedFieldsAfterUpdate(old: KubeObject | undefined, next: KubeObject, requested: unknown, ctx: WriteContext): ManagedFieldsEntry[] {
+  let base = old ? entriesOf(old) : [];
+  if (Array.isArray(requested) && requested.length > 0 && (!old || !deepEqual(requested, old.metadata.managedFields))) {
+    if (requested.length === 1 && isPlainObject(requested[0]) && Object.keys(requested[0]).length === 0) base = [];
+    else return requested.filter(isPlainObject) as unknown as ManagedFieldsEntry[];
+  }
+  const scope = scopeOf(ctx);
+  const before = old ? leavesOf(old, ctx.typeName, scope, ctx.hasStatus) : new Map<string, unknown>();
+  const after = leavesOf(next, ctx.typeName, scope, ctx.hasStatus);
+  const changed = new Set<string>();
+  for (const [path, value] of after) {
+    if (!before.has(path) || (value !== undefined && !deepEqual(before.get(path), value))) changed.add(path);
+  }
+  const inScope = (e: ManagedFieldsEntry): boolean => (scope === 'status') === (e.subresource === 'status');
+  let entries = withoutPaths(base, (p, e) => inScope(e) && (changed.has(p) || !after.has(p)));
+  if (changed.size > 0) {
+    const mine = entries.find((e) => sameManager(e, ctx.manager, 'Update', ctx.subresource));
+    const paths = new Set([...(mine ? fromFieldsV1(mine.fieldsV1) : []), ...changed]);
+    entries = upsert(entries, entry(ctx, 'Update', paths));
+  }
+  return entries;
+}
+
+export interface ApplyResult {
+  object: KubeObject;
+  managedFields: ManagedFieldsEntry[];
+}
+
+/**
+ * Server-side apply of `applied` onto `live` (undefined: the object does not exist yet) by ctx.manager.
+ * Throws the 409 conflict naming fields and managers unless `force`.
+ */
+export function serverSideApply(live: KubeObject | undefined, applied: KubeObject, ctx: WriteContext, force: boolean, gr: { group: string; resource: string }, name: string): ApplyResult {
+  const scope = scopeOf(ctx);
+  const appliedLeaves = leavesOf(applied, ctx.typeName, scope, ctx.hasStatus);
+  const entries = live ? entriesOf(live) : [];
+  const liveLeaves = live ? leavesOf(live, ctx.typeName, scope, ctx.hasStatus) : new Map<string, unknown>();
+  const isMine = (e: ManagedFieldsEntry): boolean => sameManager(e, ctx.manager, 'Apply', ctx.subresource);
+  const inScope = (e: ManagedFieldsEntry): boolean => (scope === 'status') === (e.subresource === 'status');
+
+  // Conflicts: applied values that differ from live values owned by another manager.
+  const conflicts: Array<{ manager: string; apiVersion: string; path: string }> = [];
+  for (const e of entries) {
+    if (isMine(e) || !inScope(e)) continue;
+    for (const path of fromFieldsV1(e.fieldsV1)) {
+      if (!appliedLeaves.has(path) || !liveLeaves.has(path)) continue;
+      const want = appliedLeaves.get(path);
+      if (want === undefined) continue;
+      if (!deepEqual(want, liveLeaves.get(path))) conflicts.push({ manager: e.manager, apiVersion: e.apiVersion, path });
+    }
+  }
+  if (conflicts.length > 0 && !force) throw conflictError(conflicts, gr, name);
+
+  // Merge, then remove what this manager applied before and no longer does (unless another manager owns it).
+  const root: Node = ctx.typeName ? { shape: { kind: 'ref', name: ctx.typeName } } : {};
+  let object = (live ? mergeApplied(live, applied, root) : structuredClone(applied)) as KubeObject;
+  const previous = entries.find(isMine);
+  if (previous && live) {
+    const others = entries.filter((e) => !isMine(e) && inScope(e)).flatMap((e) => [...fromFieldsV1(e.fieldsV1)]);
+    const removed = [...fromFieldsV1(previous.fieldsV1)].filter((p) => !appliedLeaves.has(p) && !others.some((o) => o === p || o.startsWith(`${p.endsWith(`${SEP}.`) ? p.slice(0, -2) : p}${SEP}`)));
+    for (const path of removed.sort((a, b) => a.length - b.length)) object = removePath(object, path.split(SEP)) as KubeObject;
+  }
+
+  // Ownership: the applier owns the applied fields; forced conflicts leave their previous owners.
+  const forced = new Set(conflicts.map((c) => `${c.manager}${SEP}${c.path}`));
+  let managed = withoutPaths(entries, (p, e) => !isMine(e) && forced.has(`${e.manager}${SEP}${p}`));
+  managed = upsert(managed, entry(ctx, 'Apply', appliedLeaves.keys()));
+  return { object, managedFields: managed };
+}
+
+function conflictError(conflicts: Array<{ manager: string; apiVersion: string; path: string }>, gr: { group: string; resource: string }, name: string): ApiError {
+  const byManager = new Map<string, Array<{ apiVersion: string; path: string }>>();
+  for (const c of conflicts) {
+    const list = byManager.get(c.manager) ?? [];
+    list.push(c);
+    byManager.set(c.manager, list);
+  }
+  const n = conflicts.length;
+  let message = `Apply failed with ${n} conflict${n === 1 ? '' : 's'}: `;
+  if (n === 1) {
+    const c = conflicts[0]!;
+    message += `conflict with "${c.manager}" using ${c.apiVersion}: ${renderPath(c.path)}`;
+  } else {
+    message += [...byManager.entries()]
+      .map(([manager, list]) => `conflict${list.length === 1 ? '' : 's'} with "${manager}" using ${list[0]!.apiVersion}:\n${list.map((c) => `- ${renderPath(c.path)}`).join('\n')}`)
+      .join('\n');
+  }
+  const details = {
+    name,
+    kind: gr.resource,
+    ...(gr.group ? { group: gr.group } : {}),
+    causes: conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with "${c.manager}" using ${c.apiVersion}`, field: renderPath(c.path) })),
+  };
+  return new ApiError(409, 'Conflict', message, details);
+}
+
+function mergeApplied(live: unknown, applied: unknown, node: Node): unknown {
+  if (isPlainObject(applied)) {
+    if (!isPlainObject(live) || isAtomic(node)) return structuredClone(applied);
+    const out: Record<string, unknown> = { ...live };
+    for (const [k, v] of Object.entries(applied)) {
+      if (v === null) delete out[k];
+      else out[k] = mergeApplied(live[k], v, childNode(node, k));
+    }
+    return out;
+  }
+  if (Array.isArray(applied) && Array.isArray(live)) {
+    const type = listType(node);
+    const items: Node = node.shape?.kind === 'list' ? { shape: node.shape.items } : {};
+    if (type === 'map') {
+      const keys = node.meta!.mapKeys!;
+      const out = [...live];
+      for (const item of applied) {
+        if (!isPlainObject(item)) continue;
+        const k = keyElement(item, keys);
+        const i = out.findIndex((x) => isPlainObject(x) && keyElement(x, keys) === k);
+        if (i >= 0) out[i] = mergeApplied(out[i], item, items);
+        else out.push(structuredClone(item));
+      }
+      return out;
+    }
+    if (type === 'set') {
+      const out = [...live];
+      for (const item of applied) if (!out.some((x) => deepEqual(x, item))) out.push(item);
+      return out;
+    }
+  }
+  return structuredClone(applied);
+}
+
+/** Removes one fieldsV1 path from a value (returns the new value; copies along the way). */
+function removePath(value: unknown, path: readonly string[]): unknown {
+  if (path.length === 0) return undefined;
+  const [el, ...rest] = path as [string, ...string[]];
+  if (el === '.') return undefined;
+  if (el.startsWith('f:') && isPlainObject(value)) {
+    const key = el.slice(2);
+    if (!(key in value)) return value;
+    const out = { ...value };
+    const child = rest.length === 0 ? undefined : removePath(value[key], rest);
+    if (child === undefined) delete out[key];
+    else out[key] = child;
+    return out;
+  }
+  if ((el.startsWith('k:') || el.startsWith('v:')) && Array.isArray(value)) {
+    const match = (x: unknown): boolean => {
+      if (el.startsWith('v:')) return JSON.stringify(x) === el.slice(2);
+      if (!isPlainObject(x)) return false;
+      const keys = JSON.parse(el.slice(2)) as Record<string, unknown>;
+      return Object.entries(keys).every(([k, v]) => deepEqual(x[k], v));
+    };
+    const i = value.findIndex(match);
+    if (i < 0) return value;
+    const out = [...value];
+    const child = rest.length === 0 ? undefined : removePath(value[i], rest);
+    if (child === undefined) out.splice(i, 1);
+    else out[i] = child;
+    return out;
+  }
+  return value;
+}
+
+/** The default field manager for a request without ?fieldManager: the User-Agent's program name, as kube-apiserver derives it. */
+export function defaultFieldManager(userAgent: string | undefined): string {
+  const name = (userAgent ?? '').split('/')[0]!.trim();
+  return name === '' ? 'unknown' : name.slice(0, 128);
+}
