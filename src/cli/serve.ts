@@ -34,7 +34,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
   const { cluster, controllers: manager } = sim;
   let address = `${options.host}:${options.port}`;
-  const app = buildServer(cluster, { advertiseAddress: () => address, logger: log.error });
+  const app = buildServer(cluster, { ...sim.serverOptions, advertiseAddress: () => address, logger: log.error });
   try {
     await app.listen({ port: options.port, host: options.host });
   } catch (err) {

@@ -1,5 +1,6 @@
 import { CONTROLLER_NAMES, controllerFactories } from '../controllers/index.js';
 import { ControllerManager, selectControllers, type LogFn } from '../runtime/manager.js';
+import type { ServerOptions } from '../server/server.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
 
 export interface SimulatorOptions extends ClusterOptions {
@@ -11,6 +12,8 @@ export interface SimulatorOptions extends ClusterOptions {
 export interface Simulator {
   cluster: Cluster;
   controllers: ControllerManager;
+  /** What buildServer needs from the components (e.g. the simulated kubelets): `buildServer(cluster, {...sim.serverOptions, ...})`. */
+  serverOptions: Partial<ServerOptions>;
   /** Stops every component and closes the cluster (watches, data file). */
   close(): Promise<void>;
 }
@@ -28,5 +31,5 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const controllers = new ControllerManager(cluster, log);
   cluster.onClose(() => controllers.stop());
   await controllers.start(controllerFactories, selected);
-  return { cluster, controllers, close: () => cluster.close() };
+  return { cluster, controllers, serverOptions: {}, close: () => cluster.close() };
 }

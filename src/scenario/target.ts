@@ -65,7 +65,7 @@ export async function embeddedTarget(options: EmbeddedOptions): Promise<Scenario
   const sim: Simulator = await startSimulator(simOptions);
   const clock = sim.cluster.virtualClock!;
   let address = '127.0.0.1:0';
-  const app = buildServer(sim.cluster, { advertiseAddress: () => address });
+  const app = buildServer(sim.cluster, { ...sim.serverOptions, advertiseAddress: () => address });
   let url: Promise<string> | undefined;
   const client = new InProcessClient(sim.cluster);
   return {
