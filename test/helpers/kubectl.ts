@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 
-export const KUBECTL = '/usr/bin/kubectl';
+/** The real kubectl; KUBE_SIM_KUBECTL points elsewhere (e.g. a missing path, to see the skips). */
+export const KUBECTL = process.env.KUBE_SIM_KUBECTL ?? '/usr/bin/kubectl';
 
 /** Why kubectl tests cannot run here, or undefined when they can. */
 export function kubectlMissing(): string | undefined {
