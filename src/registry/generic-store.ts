@@ -111,6 +111,7 @@ export class GenericStore {
   create(info: KindInfo, namespace: string | undefined, body: unknown, options: WriteOptions = {}): KubeObject {
     const obj = this.decodeBody(info, namespace, body);
     this.checkFields(info, obj, options);
+    if (info.ephemeral) return info.ephemeral(obj, this.ctx);
     return this.createDecoded(info, obj, options);
   }
 

@@ -82,6 +82,11 @@ export interface KindInfo {
   extraSubresources?: Array<{ name: string; kind: string; group?: string; version?: string; verbs: string[] }>;
   /** Verbs other than the standard set (e.g. events cannot be watched? they can; bindings are create-only). */
   verbs?: string[];
+  /**
+   * Create-only kinds that are never stored (SelfSubjectAccessReview, SelfSubjectReview …): the answer to a POST,
+   * computed from the decoded request object.
+   */
+  ephemeral?(obj: KubeObject, ctx: StrategyContext): KubeObject;
 }
 
 export function groupVersion(info: Pick<KindInfo, 'group' | 'version'>): string {
