@@ -52,7 +52,8 @@ export class EventRecorder {
     };
     if (fieldPath) involvedObject.fieldPath = fieldPath;
     if (!obj.metadata.namespace) delete involvedObject.namespace;
-    const name = `${obj.metadata.name}.${(now * 1_000_000 + (this.sequence++ % 1_000_000)).toString(16)}`;
+    // Nanoseconds overflow a double's integer range, so BigInt: events in the same millisecond get distinct names.
+    const name = `${obj.metadata.name}.${(BigInt(now) * 1_000_000n + BigInt(this.sequence++ % 1_000_000)).toString(16)}`;
     const source: Record<string, string> = { component: this.component };
     if (this.host) source.host = this.host;
     await this.client.create(Resources.events, namespace, {
