@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Api, assertStatus, cmPath, configMap, retryOnConflict, type Obj, type ObjList } from './helpers/http.js';
 import { serverFor, startServer, type SimServer } from './helpers/server.js';
-import { httpWatch, webSocketWatch } from './helpers/watch.js';
+import { httpWatch, webSocketWatch, type WatchClient } from './helpers/watch.js';
 
 const CONFLICT = 'Operation cannot be fulfilled on configmaps "x": the object has been modified; please apply your changes to the latest version and try again';
 
@@ -68,7 +68,11 @@ describe('every error answers with its Status, and the server is unharmed', () =
   let snapshot: ObjList;
   const path = cmPath('errors', 'x');
 
-  after(() => server?.stop());
+  let writes: WatchClient;
+  after(() => {
+    writes?.close();
+    return server?.stop();
+  });
   before(async () => {
     // A tiny watch history, so a 410 is easy to provoke.
     server = await startServer(['--watch-history', '3']);
@@ -77,6 +81,8 @@ describe('every error answers with its Status, and the server is unharmed', () =
     await api.create(cmPath('errors'), configMap('x', { k: 'v' }, { app: 'x' }));
     for (let i = 0; i < 5; i++) await api.create(cmPath('errors'), configMap(`filler-${i}`));
     snapshot = await api.list(cmPath('errors'));
+    // Any write that slipped through would show up here.
+    writes = await httpWatch(server.url, `${cmPath('errors')}?watch=true&resourceVersion=${snapshot.metadata.resourceVersion}`);
   });
 
   test('400 BadRequest: malformed JSON', async () => {
@@ -202,9 +208,12 @@ describe('every error answers with its Status, and the server is unharmed', () =
 
   test('afterwards the data is unchanged and the server answers correctly', async () => {
     const now = await api.list(cmPath('errors'));
-    assert.deepEqual(now, snapshot, 'no failed request changed anything, not even the resourceVersion');
+    assert.deepEqual(now.items, snapshot.items, 'no failed request changed any object');
     const created = await api.create(cmPath('errors'), configMap('after', { ok: 'yes' }));
     assert.ok(Number(created.metadata.resourceVersion) > Number(snapshot.metadata.resourceVersion));
+    // The first event since the errors began is this create: none of them wrote anything.
+    await writes.count(1);
+    assert.deepEqual(writes.events.map((e) => [e.type, e.object.metadata.name]), [['ADDED', 'after']]);
     assert.deepEqual((await api.get(path)).data, { k: 'v' });
     assert.equal((await api.request('/version')).status, 200);
     assert.equal((await api.request('/healthz')).text, 'ok');
