@@ -4,6 +4,7 @@ import { checkConfigMapKey } from '../../api/validation.js';
 import { ageOf, col, field, num, orNone, str } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
 import { defaultPodSpec, qosClass, validatePodSpec } from './pod-spec.js';
+import { podIP, podRestarts, podRow } from '../pod-printer.js';
 
 type Obj = Record<string, unknown>;
 
@@ -40,66 +41,10 @@ function dataCount(obj: KubeObject): number {
   return count(obj.data) + count(obj.binaryData);
 }
 
-/** The pod STATUS column (kubectl's printPod): the phase refined by container states and deletion. */
+/** The pod STATUS column (kubectl's printPod): see podRow in ../pod-printer.ts. */
 export function podStatusReason(pod: KubeObject): { reason: string; ready: number; total: number; restarts: number } {
-  const status = isPlainObject(pod.status) ? pod.status : {};
-  const podSpec = isPlainObject(pod.spec) ? pod.spec : {};
-  const total = Array.isArray(podSpec.containers) ? podSpec.containers.length : 0;
-  let reason = str(pod, 'status.reason') || str(pod, 'status.phase');
-  let restarts = 0;
-  let ready = 0;
-  let initializing = false;
-  const initStatuses = Array.isArray(status.initContainerStatuses) ? (status.initContainerStatuses as Obj[]) : [];
-  const initCount = Array.isArray(podSpec.initContainers) ? podSpec.initContainers.length : 0;
-  for (const [i, c] of initStatuses.entries()) {
-    restarts += typeof c.restartCount === 'number' ? c.restartCount : 0;
-    const state = isPlainObject(c.state) ? c.state : {};
-    const terminated = isPlainObject(state.terminated) ? state.terminated : undefined;
-    const waiting = isPlainObject(state.waiting) ? state.waiting : undefined;
-    if (terminated && terminated.exitCode === 0) continue;
-    if (terminated) reason = terminated.reason ? `Init:${String(terminated.reason)}` : terminated.signal ? `Init:Signal:${String(terminated.signal)}` : `Init:ExitCode:${String(terminated.exitCode)}`;
-    else if (waiting?.reason && waiting.reason !== 'PodInitializing') reason = `Init:${String(waiting.reason)}`;
-    else reason = `Init:${i}/${initCount}`;
-    initializing = true;
-    break;
-  }
-  if (!initializing) {
-    restarts = 0;
-    let hasRunning = false;
-    const statuses = Array.isArray(status.containerStatuses) ? (status.containerStatuses as Obj[]) : [];
-    for (let i = statuses.length - 1; i >= 0; i--) {
-      const c = statuses[i]!;
-      restarts += typeof c.restartCount === 'number' ? c.restartCount : 0;
-      const state = isPlainObject(c.state) ? c.state : {};
-      const waiting = isPlainObject(state.waiting) ? state.waiting : undefined;
-      const terminated = isPlainObject(state.terminated) ? state.terminated : undefined;
-      if (waiting?.reason) reason = String(waiting.reason);
-      else if (terminated?.reason) reason = String(terminated.reason);
-      else if (terminated) reason = terminated.signal ? `Signal:${String(terminated.signal)}` : `ExitCode:${String(terminated.exitCode)}`;
-      else if (c.ready === true && isPlainObject(state.running)) {
-        hasRunning = true;
-        ready++;
-      }
-    }
-    if (reason === 'Completed' && hasRunning) {
-      const conditions = Array.isArray(status.conditions) ? (status.conditions as Obj[]) : [];
-      reason = conditions.some((c) => c.type === 'Ready' && c.status === 'True') ? 'Running' : 'NotReady';
-    }
-  }
-  if (pod.metadata.deletionTimestamp) reason = status.reason === 'NodeLost' ? 'Unknown' : 'Terminating';
+  const { reason, ready, total, restarts } = podRow(pod);
   return { reason, ready, total, restarts };
-}
-
-function lastRestartAgo(pod: KubeObject, now: number): string {
-  const statuses = field(pod, 'status.containerStatuses');
-  let latest = 0;
-  if (Array.isArray(statuses)) {
-    for (const c of statuses as Obj[]) {
-      const finished = field(c, 'lastState.terminated.finishedAt');
-      if (typeof finished === 'string') latest = Math.max(latest, Date.parse(finished));
-    }
-  }
-  return latest > 0 ? ` (${ageOf(new Date(latest).toISOString(), now)} ago)` : '';
 }
 
 const namespaces: KindInfo = {
@@ -196,16 +141,13 @@ const pods: KindInfo = {
   },
   columns: [
     col('Ready', (o) => {
-      const s = podStatusReason(o);
+      const s = podRow(o);
       return `${s.ready}/${s.total}`;
     }, { description: 'The aggregate readiness state of this pod for accepting traffic.' }),
-    col('Status', (o) => podStatusReason(o).reason, { description: 'The aggregate status of the containers in this pod.' }),
-    col('Restarts', (o, now) => {
-      const s = podStatusReason(o);
-      return `${s.restarts}${s.restarts > 0 ? lastRestartAgo(o, now) : ''}`;
-    }, { description: 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.' }),
+    col('Status', (o) => podRow(o).reason, { description: 'The aggregate status of the containers in this pod.' }),
+    col('Restarts', (o, now) => podRestarts(o, now), { description: 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.' }),
     col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
-    col('IP', (o) => orNone(str(o, 'status.podIP')), { priority: 1, description: 'IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.' }),
+    col('IP', (o) => podIP(o), { priority: 1, description: 'IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.' }),
     col('Node', (o) => orNone(str(o, 'spec.nodeName')), { priority: 1, description: 'NodeName is a request to schedule this pod onto a specific node.' }),
     col('Nominated Node', (o) => orNone(str(o, 'status.nominatedNodeName')), { priority: 1, description: 'nominatedNodeName is set only when this pod preempts other pods on the node.' }),
     col('Readiness Gates', (o) => {
