@@ -75,9 +75,16 @@ function rfc1123z(ms: number): string {
 }
 
 /** RFC 3339 of an instant in a time zone, with its offset (Go's time.In(loc).Format(time.RFC3339)). */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
 export function rfc3339In(ms: number, zone: string): string {
+  let format = formatters.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+    formatters.set(zone, format);
+  }
   const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+    format
       .formatToParts(new Date(ms))
       .map((p) => [p.type, p.value]),
   );

@@ -33,19 +33,46 @@ const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', '
 const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
 const FIELD_NAMES = [[], [], [], MONTHS, DAYS] as const;
 
+const zoneValidity = new Map<string, boolean>();
+
 /** Whether Intl knows the IANA zone (Go's time.LoadLocation, as the API server checks spec.timeZone). */
 export function isValidTimeZone(zone: string): boolean {
-  if (zone === '' || zone.toLowerCase() === 'local') return false;
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
+  let valid = zoneValidity.get(zone);
+  if (valid === undefined) {
+    valid = zone !== '' && zone.toLowerCase() !== 'local';
+    try {
+      if (valid) new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    } catch {
+      valid = false;
+    }
+    zoneValidity.set(zone, valid);
   }
+  return valid;
 }
 
-/** Parses a schedule (and spec.timeZone); throws ScheduleError with robfig/cron-like messages. */
+const parsed = new Map<string, Schedule | ScheduleError>();
+
+/**
+ * Parses a schedule (and spec.timeZone); throws ScheduleError with robfig/cron-like messages. Parsed
+ * schedules are kept (they are pure functions of the text), so a sync does not parse again.
+ */
 export function parseSchedule(schedule: string, timeZone?: string): Schedule {
+  const key = `${timeZone ?? ''}\u0000${schedule}`;
+  let entry = parsed.get(key);
+  if (!entry) {
+    try {
+      entry = parseUncached(schedule, timeZone);
+    } catch (err) {
+      entry = err instanceof ScheduleError ? err : new ScheduleError((err as Error).message);
+    }
+    if (parsed.size > 10_000) parsed.clear();
+    parsed.set(key, entry);
+  }
+  if (entry instanceof ScheduleError) throw entry;
+  return entry;
+}
+
+function parseUncached(schedule: string, timeZone?: string): Schedule {
   let text = schedule.trim();
   let zone = timeZone ?? 'UTC';
   const prefix = /^(?:CRON_)?TZ=(\S+)\s+/.exec(text);
