@@ -117,7 +117,8 @@ export class GenericStore {
 
   private createDecoded(info: KindInfo, obj: KubeObject, options: WriteOptions, managedFields?: (obj: KubeObject) => unknown[]): KubeObject {
     const meta = obj.metadata;
-    if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${this.ctx.random.alphanumeric(5)}`;
+    // names.SimpleNameGenerator: the base is cut to 58 characters so the name fits 63.
+    if (!meta.name && meta.generateName) meta.name = `${meta.generateName.slice(0, 58)}${this.ctx.random.alphanumeric(5)}`;
     if (info.namespaced) this.checkNamespaceAcceptsContent(info, obj);
     const now = this.ctx.clock.now();
     meta.uid = this.ctx.random.uuid();
@@ -327,6 +328,10 @@ export class GenericStore {
     const result: KubeObject = { ...current, metadata: { ...current.metadata } };
     if (next.status === undefined) delete result.status;
     else result.status = next.status;
+    for (const f of info.strategy?.statusMetadata ?? []) {
+      if (next.metadata[f] === undefined) delete result.metadata[f];
+      else result.metadata[f] = next.metadata[f];
+    }
     if (next.metadata.resourceVersion !== undefined) result.metadata.resourceVersion = current.metadata.resourceVersion;
     this.validate(info, result, current);
     return result;

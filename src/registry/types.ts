@@ -34,6 +34,12 @@ export interface Strategy {
   gracePeriodSeconds?(obj: KubeObject, requested: number | undefined): number;
   /** Finalizers kept outside metadata (a namespace's spec.finalizers): they hold a deletion just the same. */
   specFinalizers?(obj: KubeObject): readonly string[];
+  /**
+   * Metadata a /status write may change too (the rest of the object stays as stored). Kubernetes' status
+   * strategies reset spec, not annotations: the deployment controller records `deployment.kubernetes.io/revision`
+   * with its status write, which must not bump generation.
+   */
+  statusMetadata?: ReadonlyArray<'annotations'>;
   /** Called on the copy that records the start of a deletion (a namespace turns Terminating). */
   prepareForDelete?(obj: KubeObject): void;
 }

@@ -110,6 +110,7 @@ const deploymentStrategy: Strategy = {
     return causes;
   },
   validateUpdate: immutableSelector,
+  statusMetadata: ['annotations'],
   bumpsGeneration(next, old) {
     return !deepEqual(next.spec, old.spec) || !deepEqual(next.metadata.annotations ?? {}, old.metadata.annotations ?? {});
   },
