@@ -1,0 +1,134 @@
+import { isPlainObject, type KubeObject } from '../api/types.js';
+import { containerStatuses, creationTime, isPodActive, isPodReady, podCondition, podPhase } from './pod-util.js';
+
+/**
+ * Which pods a ReplicaSet gives up first when it has too many (controller.ActivePodsWithRanks, as
+ * kube-controller-manager sorts them with LogarithmicScaleDown and PodDeletionCost on). Earlier means
+ * less valuable:
+ *
+ *  1. unscheduled before scheduled;
+ *  2. Pending before Unknown before Running;
+ *  3. not ready before ready;
+ *  4. lower `controller.kubernetes.io/pod-deletion-cost` first;
+ *  5. more sibling pods (of the same owner's ReplicaSets) on the same node first — "doubled up";
+ *  6. both ready: ready for a shorter time first, compared in log2 buckets of the time since (ties by uid);
+ *  7. more container restarts first (regular containers, then restartable init containers);
+ *  8. created more recently first, in the same log2 buckets (ties by uid).
+ *
+ * Worked example of the buckets: now = 12:00:00; pod a created 11:59:00 (60 s ago), pod b 11:58:30 (90 s
+ * ago). log2(60e9 ns) = 35.8 and log2(90e9 ns) = 36.4: buckets 35 and 36, so a goes first. Pods created
+ * 70 s and 90 s ago share bucket 36, and their uids decide, which spreads deletions over similar-aged pods.
+ */
+
+export const POD_DELETION_COST = 'controller.kubernetes.io/pod-deletion-cost';
+
+const PHASE_ORDINAL: Record<string, number> = { Pending: 0, Unknown: 1, Running: 2 };
+
+interface Ranked {
+  pod: KubeObject;
+  node: string;
+  phase: number;
+  ready: boolean;
+  cost: number;
+  colocated: number;
+  readySince: number; // ms, 0 when unknown
+  restarts: number;
+  sidecarRestarts: number;
+  created: number; // ms, 0 when unknown
+  uid: string;
+}
+
+/** The pods ordered least valuable first. `related` are the pods of every ReplicaSet sharing this one's owner. */
+export function rankPodsForDeletion(pods: readonly KubeObject[], related: readonly KubeObject[], now: number): KubeObject[] {
+  const onNode = new Map<string, number>();
+  for (const p of related) {
+    if (!isPodActive(p)) continue;
+    const node = nodeName(p);
+    onNode.set(node, (onNode.get(node) ?? 0) + 1);
+  }
+  const ranked = pods.map((pod): Ranked => {
+    const ready = isPodReady(pod);
+    const { regular, sidecar } = maxRestarts(pod);
+    const node = nodeName(pod);
+    return {
+      pod,
+      node,
+      phase: PHASE_ORDINAL[podPhase(pod)] ?? 0,
+      ready,
+      cost: deletionCost(pod),
+      colocated: onNode.get(node) ?? 0,
+      readySince: ready ? timeOf(podCondition(pod, 'Ready')?.lastTransitionTime) : 0,
+      restarts: regular,
+      sidecarRestarts: sidecar,
+      created: creationTime(pod),
+      uid: pod.metadata.uid ?? '',
+    };
+  });
+  // A stable sort, so pods the rules cannot tell apart keep the (deterministic) order they came in.
+  ranked.sort((a, b) => (less(a, b, now) ? -1 : less(b, a, now) ? 1 : 0));
+  return ranked.map((r) => r.pod);
+}
+
+/** getPodsToDelete: the first `count` of the ranking (no sorting when every pod goes). */
+export function podsToDelete(pods: readonly KubeObject[], related: readonly KubeObject[], count: number, now: number): KubeObject[] {
+  if (count <= 0) return [];
+  if (count >= pods.length) return [...pods];
+  return rankPodsForDeletion(pods, related, now).slice(0, count);
+}
+
+function less(a: Ranked, b: Ranked, now: number): boolean {
+  if (a.node !== b.node && (a.node === '' || b.node === '')) return a.node === '';
+  if (a.phase !== b.phase) return a.phase < b.phase;
+  if (a.ready !== b.ready) return !a.ready;
+  if (a.cost !== b.cost) return a.cost < b.cost;
+  if (a.colocated !== b.colocated) return a.colocated > b.colocated;
+  if (a.ready && b.ready && a.readySince !== b.readySince) return newerFirst(a.readySince, b.readySince, a.uid, b.uid, now);
+  if (a.restarts !== b.restarts) return a.restarts > b.restarts;
+  if (a.sidecarRestarts !== b.sidecarRestarts) return a.sidecarRestarts > b.sidecarRestarts;
+  if (a.created !== b.created) return newerFirst(a.created, b.created, a.uid, b.uid, now);
+  return false;
+}
+
+/** The more recent time first (a missing time counts as most recent), compared in log2 buckets of the age. */
+function newerFirst(t1: number, t2: number, uid1: string, uid2: string, now: number): boolean {
+  if (t1 === 0 || t2 === 0) return t1 === 0;
+  const diff = logBucket(now - t1) - logBucket(now - t2);
+  if (diff === 0) return uid1 < uid2;
+  return diff < 0;
+}
+
+/** floor(log2(age in nanoseconds)), -1 for no age: Go's logarithmicRankDiff works on time.Duration. */
+function logBucket(ageMs: number): number {
+  return ageMs > 0 ? Math.floor(Math.log2(ageMs * 1e6)) : -1;
+}
+
+function nodeName(pod: KubeObject): string {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  return typeof spec.nodeName === 'string' ? spec.nodeName : '';
+}
+
+function deletionCost(pod: KubeObject): number {
+  const text = pod.metadata.annotations?.[POD_DELETION_COST];
+  if (text === undefined || !/^[+-]?\d+$/.test(text.trim())) return 0;
+  const n = Number(text.trim());
+  return n >= -2147483648 && n <= 2147483647 ? n : 0;
+}
+
+function maxRestarts(pod: KubeObject): { regular: number; sidecar: number } {
+  let regular = 0;
+  for (const c of containerStatuses(pod)) regular = Math.max(regular, c.restartCount ?? 0);
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  const sidecars = new Set<string>();
+  if (Array.isArray(spec.initContainers)) {
+    for (const c of spec.initContainers) if (isPlainObject(c) && c.restartPolicy === 'Always' && typeof c.name === 'string') sidecars.add(c.name);
+  }
+  let sidecar = 0;
+  for (const c of containerStatuses(pod, 'initContainerStatuses')) if (sidecars.has(c.name)) sidecar = Math.max(sidecar, c.restartCount ?? 0);
+  return { regular, sidecar };
+}
+
+function timeOf(ts: string | undefined): number {
+  if (!ts) return 0;
+  const t = Date.parse(ts);
+  return Number.isNaN(t) ? 0 : t;
+}

@@ -1,0 +1,399 @@
+import { rfc3339 } from '../clock/clock.js';
+import { ApiError } from '../api/errors.js';
+import { selectorFromObject, type LabelSelector } from '../api/selectors.js';
+import { deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
+import { Resources } from '../client/client.js';
+import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
+import type { EventRecorder } from '../runtime/events.js';
+import { Expectations } from '../runtime/expectations.js';
+import { controlledBy, controllerOf, indexByController, newControllerRef } from './controller-ref.js';
+import { ignoreNotFound } from './namespace.js';
+import { applyClaims, planClaims } from './claims.js';
+import { podsToDelete } from './pod-ranking.js';
+import { isPodActive, isPodAvailable, isPodReady, msUntilAvailable } from './pod-util.js';
+
+/**
+ * The ReplicaSet controller (pkg/controller/replicaset): keeps `spec.replicas` pods from the template, owning
+ * them with a controller reference; adopts orphans its selector matches and releases pods that no longer match;
+ * deletes the least valuable pods first; reports replicas, fullyLabeled, ready and available (ready for
+ * minReadySeconds on the clock) replicas, and a ReplicaFailure condition when pods cannot be created or deleted.
+ */
+
+/** kube-controller-manager's burstReplicas: the most pods one sync creates or deletes. */
+export const BURST_REPLICAS = 500;
+/** controller.SlowStartInitialBatchSize: creations go 1, 2, 4, … at a time and stop at the first failure. */
+export const SLOW_START_INITIAL_BATCH = 1;
+export const REPLICA_FAILURE = 'ReplicaFailure';
+
+const ORPHAN_INDEX = 'orphan-by-namespace';
+const NAMESPACE_INDEX = 'namespace';
+
+export interface ReplicaSetCondition {
+  type: string;
+  status: string;
+  lastTransitionTime?: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface ReplicaSetStatus {
+  replicas: number;
+  fullyLabeledReplicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  observedGeneration?: number;
+  conditions?: ReplicaSetCondition[];
+}
+
+export interface ReplicaSetPlan {
+  /** Pods to create now (at most burstReplicas). */
+  create: number;
+  /** Pods to delete now, least valuable first (at most burstReplicas). */
+  delete: KubeObject[];
+  /**
+   * Status as the pods stand, observedGeneration included, without ReplicaFailure: withReplicaFailure adds it
+   * back once the plan's writes were tried, if they failed (calculateStatus).
+   */
+  status: ReplicaSetStatus;
+  /** When the next ready pod becomes available (minReadySeconds), so the status is refreshed then. */
+  requeueAfterMs?: number;
+}
+
+export function replicasOf(obj: KubeObject): number {
+  const spec = isPlainObject(obj.spec) ? obj.spec : {};
+  return typeof spec.replicas === 'number' ? spec.replicas : 1;
+}
+
+export function minReadySecondsOf(obj: KubeObject): number {
+  const spec = isPlainObject(obj.spec) ? obj.spec : {};
+  return typeof spec.minReadySeconds === 'number' ? spec.minReadySeconds : 0;
+}
+
+export function replicaSetStatus(obj: KubeObject): ReplicaSetStatus {
+  const s = isPlainObject(obj.status) ? (obj.status as Partial<ReplicaSetStatus>) : {};
+  return { ...s, replicas: s.replicas ?? 0 };
+}
+
+function templateLabels(rs: KubeObject): Record<string, string> {
+  const spec = isPlainObject(rs.spec) ? rs.spec : {};
+  const template = isPlainObject(spec.template) ? spec.template : {};
+  const meta = isPlainObject(template.metadata) ? template.metadata : {};
+  return isPlainObject(meta.labels) ? (meta.labels as Record<string, string>) : {};
+}
+
+/**
+ * The whole decision for one sync, from the pods this ReplicaSet controls (active ones only) and the pods of its
+ * sibling ReplicaSets (for the "doubled up on a node" rank). `manage` is false while earlier creations or
+ * deletions have not been observed yet, or while the ReplicaSet is being deleted: then only the status moves.
+ *
+ * Example: replicas 5, 3 pods → create 2. Replicas 1, pods [running+ready, pending] → delete the pending one.
+ */
+export function planReplicaSet(
+  rs: KubeObject,
+  pods: readonly KubeObject[],
+  related: readonly KubeObject[],
+  now: number,
+  options: { manage: boolean; burstReplicas?: number },
+): ReplicaSetPlan {
+  const burst = options.burstReplicas ?? BURST_REPLICAS;
+  const diff = pods.length - replicasOf(rs);
+  let create = 0;
+  let remove: KubeObject[] = [];
+  if (options.manage && diff < 0) create = Math.min(-diff, burst);
+  if (options.manage && diff > 0) remove = podsToDelete(pods, related, Math.min(diff, burst), now);
+
+  const minReady = minReadySecondsOf(rs);
+  const labels = Object.entries(templateLabels(rs));
+  let fullyLabeled = 0;
+  let ready = 0;
+  let available = 0;
+  let nextAvailable: number | undefined;
+  for (const pod of pods) {
+    const podLabels = pod.metadata.labels ?? {};
+    if (labels.every(([k, v]) => podLabels[k] === v)) fullyLabeled++;
+    if (!isPodReady(pod)) continue;
+    ready++;
+    if (isPodAvailable(pod, minReady, now)) available++;
+    else {
+      const wait = msUntilAvailable(pod, minReady, now);
+      if (wait !== undefined) nextAvailable = Math.min(nextAvailable ?? wait, wait);
+    }
+  }
+  const previous = replicaSetStatus(rs);
+  const status: ReplicaSetStatus = compactStatus({
+    replicas: pods.length,
+    fullyLabeledReplicas: fullyLabeled,
+    readyReplicas: ready,
+    availableReplicas: available,
+    observedGeneration: rs.metadata.generation,
+    conditions: (previous.conditions ?? []).filter((c) => c.type !== REPLICA_FAILURE),
+  });
+  const plan: ReplicaSetPlan = { create, delete: remove, status };
+  if (nextAvailable !== undefined) plan.requeueAfterMs = nextAvailable;
+  return plan;
+}
+
+/**
+ * The status once the plan's writes were tried: a failure sets ReplicaFailure (reason FailedCreate or
+ * FailedDelete, the error as message) unless one is already there; success clears it.
+ */
+export function withReplicaFailure(status: ReplicaSetStatus, previous: ReplicaSetStatus, error: Error | undefined, diff: number, now: number): ReplicaSetStatus {
+  const existing = previous.conditions?.find((c) => c.type === REPLICA_FAILURE);
+  const others = (status.conditions ?? []).filter((c) => c.type !== REPLICA_FAILURE);
+  let conditions = others;
+  if (error) {
+    const condition: ReplicaSetCondition = existing ?? {
+      type: REPLICA_FAILURE,
+      status: 'True',
+      lastTransitionTime: rfc3339(now),
+      reason: diff < 0 ? 'FailedCreate' : diff > 0 ? 'FailedDelete' : '',
+      message: error.message,
+    };
+    conditions = [...others, condition];
+  }
+  return compactStatus({ ...status, conditions });
+}
+
+/** Drops zero counts and empty conditions, as Go's omitempty does (replicas is always written). */
+export function compactStatus(status: ReplicaSetStatus): ReplicaSetStatus {
+  const out: ReplicaSetStatus = { replicas: status.replicas };
+  if (status.fullyLabeledReplicas) out.fullyLabeledReplicas = status.fullyLabeledReplicas;
+  if (status.readyReplicas) out.readyReplicas = status.readyReplicas;
+  if (status.availableReplicas) out.availableReplicas = status.availableReplicas;
+  if (status.observedGeneration) out.observedGeneration = status.observedGeneration;
+  if (status.conditions && status.conditions.length > 0) out.conditions = status.conditions;
+  return out;
+}
+
+/** controller.GetPodFromTemplate: labels, annotations and finalizers from the template, owned by the ReplicaSet. */
+export function podFromTemplate(rs: KubeObject, controllerRef: OwnerReference): KubeObject {
+  const spec = isPlainObject(rs.spec) ? rs.spec : {};
+  const template = isPlainObject(spec.template) ? spec.template : {};
+  const meta = isPlainObject(template.metadata) ? template.metadata : {};
+  const metadata: KubeObject['metadata'] = { generateName: podPrefix(rs.metadata.name!), ownerReferences: [controllerRef] };
+  if (isPlainObject(meta.labels)) metadata.labels = { ...(meta.labels as Record<string, string>) };
+  if (isPlainObject(meta.annotations)) metadata.annotations = { ...(meta.annotations as Record<string, string>) };
+  if (Array.isArray(meta.finalizers) && meta.finalizers.length > 0) metadata.finalizers = [...(meta.finalizers as string[])];
+  return { apiVersion: 'v1', kind: 'Pod', metadata, spec: structuredClone(template.spec ?? {}) };
+}
+
+/** `<name>-`, unless that would be too long for a name, then the name itself (getPodsPrefix). */
+function podPrefix(name: string): string {
+  return name.length < 253 ? `${name}-` : name;
+}
+
+/**
+ * Runs fn `count` times in batches of 1, 2, 4, … (slowStartBatch): a batch with a failure stops the rest, so a
+ * template the API refuses costs one request, not hundreds. Returns how many calls succeeded and the first error.
+ */
+export async function slowStartBatch(count: number, initialBatch: number, fn: () => Promise<void>): Promise<{ successes: number; error?: Error }> {
+  let remaining = count;
+  let successes = 0;
+  for (let batch = Math.min(remaining, initialBatch); batch > 0; batch = Math.min(2 * batch, remaining)) {
+    const results = await Promise.allSettled(Array.from({ length: batch }, () => fn()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    successes += results.filter((r) => r.status === 'fulfilled').length;
+    if (failed) return { successes, error: failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason)) };
+    remaining -= batch;
+  }
+  return { successes };
+}
+
+function isNamespaceTerminating(err: unknown): boolean {
+  return err instanceof ApiError && (err.details?.causes ?? []).some((c) => c.reason === 'NamespaceTerminating');
+}
+
+export function replicaSetController(ctx: ControllerContext): Controller {
+  const replicaSets = ctx.informers.for(Resources.replicasets);
+  const pods = ctx.informers.for(Resources.pods);
+  const recorder: EventRecorder = ctx.recorder('replicaset-controller');
+  const expectations = new Expectations(ctx.clock);
+  const loop = new ReconcileLoop('replicaset', ctx, reconcile, 5);
+  const selectors = new WeakMap<KubeObject, LabelSelector>();
+
+  indexByController(pods);
+  indexByController(replicaSets);
+  pods.addIndex(ORPHAN_INDEX, (pod) => (controllerOf(pod) ? [] : [pod.metadata.namespace ?? '']));
+  replicaSets.addIndex(NAMESPACE_INDEX, (rs) => [rs.metadata.namespace ?? '']);
+
+  const keyOf = (rs: KubeObject): string => `${rs.metadata.namespace}/${rs.metadata.name}`;
+
+  const selectorOf = (rs: KubeObject): LabelSelector | undefined => {
+    let s = selectors.get(rs);
+    if (!s) {
+      try {
+        s = selectorFromObject((rs.spec as { selector?: unknown } | undefined)?.selector);
+      } catch {
+        return undefined;
+      }
+      selectors.set(rs, s);
+    }
+    return s;
+  };
+
+  /** The ReplicaSet a controller reference names, if it is still that object. */
+  const resolve = (namespace: string | undefined, ref: OwnerReference | undefined): KubeObject | undefined => {
+    if (!ref || ref.kind !== 'ReplicaSet' || !ref.apiVersion.startsWith('apps/')) return undefined;
+    const rs = replicaSets.get(namespace, ref.name);
+    return rs && rs.metadata.uid === ref.uid ? rs : undefined;
+  };
+
+  /** ReplicaSets whose selector matches an orphan pod (getPodReplicaSets). */
+  const matchingReplicaSets = (pod: KubeObject): KubeObject[] =>
+    replicaSets.byIndex(NAMESPACE_INDEX, pod.metadata.namespace ?? '').filter((rs) => {
+      const s = selectorOf(rs);
+      return s !== undefined && !s.empty && s.matches(pod.metadata.labels);
+    });
+
+  const podDeleted = (pod: KubeObject): void => {
+    const rs = resolve(pod.metadata.namespace, controllerOf(pod));
+    if (!rs) return;
+    expectations.deletionObserved(keyOf(rs), pod.metadata.uid!);
+    loop.queue.add(keyOf(rs));
+  };
+
+  replicaSets.addEventHandler({
+    add: (rs) => loop.queue.add(keyOf(rs)),
+    update: (_old, rs) => loop.queue.add(keyOf(rs)),
+    delete: (rs) => {
+      expectations.forget(keyOf(rs));
+      loop.queue.add(keyOf(rs));
+    },
+  });
+
+  pods.addEventHandler({
+    add: (pod) => {
+      if (pod.metadata.deletionTimestamp) return podDeleted(pod);
+      const ref = controllerOf(pod);
+      if (ref) {
+        const rs = resolve(pod.metadata.namespace, ref);
+        if (!rs) return;
+        expectations.creationObserved(keyOf(rs));
+        loop.queue.add(keyOf(rs));
+        return;
+      }
+      for (const rs of matchingReplicaSets(pod)) loop.queue.add(keyOf(rs));
+    },
+    update: (old, pod) => {
+      if (old.metadata.resourceVersion === pod.metadata.resourceVersion) return;
+      const labelsChanged = !deepEqual(old.metadata.labels ?? {}, pod.metadata.labels ?? {});
+      if (pod.metadata.deletionTimestamp) {
+        podDeleted(pod);
+        if (labelsChanged) podDeleted(old);
+        return;
+      }
+      const ref = controllerOf(pod);
+      const oldRef = controllerOf(old);
+      const refChanged = ref?.uid !== oldRef?.uid;
+      if (refChanged && oldRef) {
+        const oldRs = resolve(old.metadata.namespace, oldRef);
+        if (oldRs) loop.queue.add(keyOf(oldRs));
+      }
+      if (ref) {
+        const rs = resolve(pod.metadata.namespace, ref);
+        if (rs) loop.queue.add(keyOf(rs));
+        return;
+      }
+      if (labelsChanged || refChanged) for (const rs of matchingReplicaSets(pod)) loop.queue.add(keyOf(rs));
+    },
+    delete: (pod) => podDeleted(pod),
+  });
+
+  async function reconcile(key: string): Promise<ReconcileResult | void> {
+    const [namespace, name] = key.split('/') as [string, string];
+    const rs = replicaSets.get(namespace, name);
+    if (!rs) {
+      expectations.forget(key);
+      return;
+    }
+    const needsSync = expectations.satisfied(key);
+    const selector = selectorOf(rs);
+    if (!selector) return;
+
+    const owned = await claim(rs, selector);
+    const related = relatedPods(rs);
+    const now = ctx.clock.now();
+    const manage = needsSync && rs.metadata.deletionTimestamp === undefined;
+    const plan = planReplicaSet(rs, owned, related, now, { manage });
+
+    let error: Error | undefined;
+    if (plan.create > 0) error = await createPods(rs, key, plan.create);
+    else if (plan.delete.length > 0) error = await deletePods(rs, key, plan.delete);
+
+    const previous = replicaSetStatus(rs);
+    const status = withReplicaFailure(plan.status, previous, error, owned.length - replicasOf(rs), now);
+    if (!deepEqual(compactStatus(previous), status)) {
+      await ignoreNotFound(ctx.client.updateStatus(Resources.replicasets, { ...rs, status }));
+    }
+    if (error) throw error;
+    return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
+  }
+
+  /** Owned pods after adoptions and releases (active pods only, as FilterActivePods before ClaimPods). */
+  async function claim(rs: KubeObject, selector: LabelSelector): Promise<KubeObject[]> {
+    const controlled = controlledBy(pods, rs.metadata.uid!).filter(isPodActive);
+    const orphans = pods.byIndex(ORPHAN_INDEX, rs.metadata.namespace ?? '').filter(isPodActive);
+    const claims = planClaims(rs, selector, controlled, orphans);
+    const owned = await applyClaims(ctx.client, Resources.pods, Resources.replicasets, rs, newControllerRef(rs, 'apps/v1', 'ReplicaSet'), claims);
+    return owned.sort(byName);
+  }
+
+  /** Pods of every ReplicaSet with the same controller as this one (getIndirectlyRelatedPods). */
+  function relatedPods(rs: KubeObject): KubeObject[] {
+    const owner = controllerOf(rs);
+    const siblings = owner ? controlledBy(replicaSets, owner.uid) : [rs];
+    const out: KubeObject[] = [];
+    for (const sibling of siblings) out.push(...controlledBy(pods, sibling.metadata.uid!));
+    return out;
+  }
+
+  async function createPods(rs: KubeObject, key: string, count: number): Promise<Error | undefined> {
+    expectations.expectCreations(key, count);
+    const template = podFromTemplate(rs, newControllerRef(rs, 'apps/v1', 'ReplicaSet'));
+    const { successes, error } = await slowStartBatch(count, SLOW_START_INITIAL_BATCH, async () => {
+      if (Object.keys(template.metadata.labels ?? {}).length === 0) throw new Error('unable to create pods, no labels');
+      try {
+        const pod = await ctx.client.create(Resources.pods, rs.metadata.namespace, template);
+        recorder.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${pod.metadata.name}`);
+      } catch (err) {
+        if (isNamespaceTerminating(err)) return;
+        recorder.event(rs, 'Warning', 'FailedCreate', `Error creating: ${err instanceof Error ? err.message : String(err)}`);
+        throw err;
+      }
+    });
+    // Creations never attempted (or refused) will not be observed: stop waiting for them.
+    for (let i = successes; i < count; i++) expectations.creationObserved(key);
+    return error;
+  }
+
+  async function deletePods(rs: KubeObject, key: string, victims: readonly KubeObject[]): Promise<Error | undefined> {
+    expectations.expectDeletions(key, victims.map((p) => p.metadata.uid!));
+    const results = await Promise.all(
+      victims.map(async (pod): Promise<Error | undefined> => {
+        try {
+          await ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, { preconditions: { uid: pod.metadata.uid } });
+          recorder.event(rs, 'Normal', 'SuccessfulDelete', `Deleted pod: ${pod.metadata.name}`);
+          return undefined;
+        } catch (err) {
+          expectations.deletionObserved(key, pod.metadata.uid!);
+          if (err instanceof ApiError && err.code === 404) return undefined;
+          recorder.event(rs, 'Warning', 'FailedDelete', `Error deleting: ${err instanceof Error ? err.message : String(err)}`);
+          return err instanceof Error ? err : new Error(String(err));
+        }
+      }),
+    );
+    return results.find((e) => e !== undefined);
+  }
+
+  return {
+    name: 'replicaset',
+    start: async () => loop.start(),
+    stop: () => loop.stop(),
+  };
+}
+
+function byName(a: KubeObject, b: KubeObject): number {
+  const x = a.metadata.name ?? '';
+  const y = b.metadata.name ?? '';
+  return x < y ? -1 : x > y ? 1 : 0;
+}
