@@ -2,9 +2,11 @@ import type { ControllerFactory } from '../runtime/manager.js';
 import { configWatcher } from './configwatcher.js';
 import { cronJobController } from './cronjob/controller.js';
 import { daemonSetController } from './daemonset.js';
+import { deploymentController } from './deployment/controller.js';
 import { garbageCollector } from './garbage-collector.js';
 import { jobController } from './job/controller.js';
 import { namespaceController } from './namespace.js';
+import { replicaSetController } from './replicaset.js';
 import { statefulSetController } from './statefulset.js';
 import { ttlAfterFinishedController } from './ttl-after-finished.js';
 
@@ -27,6 +29,8 @@ export const CONTROLLER_NAMES = [
 ] as const;
 
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
+  ['replicaset', replicaSetController],
+  ['deployment', deploymentController],
   ['namespace', namespaceController],
   ['garbagecollector', garbageCollector],
   ['configwatcher', configWatcher],
