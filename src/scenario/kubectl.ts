@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { wallClock } from '../clock/clock.js';
 
-/** The kubectl to run: $KUBECTL, else the first `kubectl` on PATH. */
+/** The kubectl to run: $KUBE_SIM_KUBECTL (as the tests use), else the first `kubectl` on PATH. */
 export function findKubectl(): string | undefined {
-  const explicit = process.env.KUBECTL;
+  const explicit = process.env.KUBE_SIM_KUBECTL;
   if (explicit) return existsSync(explicit) ? explicit : undefined;
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (dir === '') continue;

@@ -433,7 +433,7 @@ class StepRunner {
     const args = kubectlArgs(k);
     const spec = typeof k === 'string' || Array.isArray(k) ? { args } : k;
     const binary = findKubectl();
-    if (!binary) throw new StepFailure('kubectl is not installed: no kubectl on PATH (set KUBECTL=/path/to/kubectl)');
+    if (!binary) throw new StepFailure('kubectl is not installed: no kubectl on PATH (or set KUBE_SIM_KUBECTL=/path/to/kubectl)');
     const server = await this.target.serverUrl();
     const run = await runKubectl(binary, server, args, {
       stdin: spec.stdin,
@@ -523,6 +523,7 @@ class StepRunner {
     const deadline = start + timeout;
     for (;;) {
       const outcome = await evaluateState(ctx, w);
+      if (!result.named && !w.description) result.title = `wait until ${outcome.description}`;
       if (outcome.ok) {
         result.notes.push(`${outcome.description} after ${offset(this.target.now(), start).slice(2)}`);
         return;

@@ -283,7 +283,7 @@ let validator: ReturnType<Ajv['compile']> | undefined;
 
 /** Validates a parsed scenario; returns readable problems ("steps[2].waitFor: ...") or an empty list. */
 export function validateScenario(value: unknown): string[] {
-  validator ??= new Ajv({ allErrors: true, strict: false, validateFormats: false }).compile(scenarioSchema);
+  validator ??= new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true }).compile(scenarioSchema);
   if (validator(value)) {
     const problems: string[] = [];
     const start = (value as Scenario).startTime;
@@ -317,6 +317,18 @@ function explain(value: unknown, errors: ErrorObject[]): string[] {
   const filtered = meaningful.filter((e) => !(e.keyword === 'additionalProperties' && /^\/steps\/\d+$/.test(e.instancePath)));
   // Among branch errors for the same place, keep the deepest paths only.
   const deepest = filtered.filter((e) => !filtered.some((o) => o !== e && o.instancePath.startsWith(`${e.instancePath}/`)));
+  // Several branch errors at one place (a duration that is neither a string nor a number): one line,
+  // worded from the description of what the place accepts.
+  const byPath = new Map<string, ErrorObject[]>();
+  for (const e of deepest) byPath.set(e.instancePath, [...(byPath.get(e.instancePath) ?? []), e]);
+  for (const [path, list] of byPath) {
+    if (list.length < 2) continue;
+    const oneOf = errors.find((e) => e.instancePath === path && e.keyword === 'oneOf');
+    const description = (oneOf?.parentSchema as { description?: string } | undefined)?.description;
+    if (!description) continue;
+    out.add(`${where(path)}: ${JSON.stringify(instanceAt(value, path))} is not valid here: expected ${description}`);
+    for (const e of list) deepest.splice(deepest.indexOf(e), 1);
+  }
   for (const e of deepest) {
     let message = e.message ?? 'is invalid';
     if (e.keyword === 'additionalProperties') message = `unknown key "${(e.params as { additionalProperty: string }).additionalProperty}"`;
@@ -325,4 +337,10 @@ function explain(value: unknown, errors: ErrorObject[]): string[] {
   }
   if (out.size === 0) for (const e of errors) out.add(`${where(e.instancePath)}: ${e.message ?? 'is invalid'}`);
   return [...out];
+}
+
+function instanceAt(value: unknown, pointer: string): unknown {
+  let cur = value;
+  for (const part of pointer.split('/').slice(1)) cur = (cur as Record<string, unknown> | undefined)?.[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  return cur;
 }

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { htmlReport } from '../src/scenario/html.js';
+import { evaluateJsonPath, toJsonPathPlus } from '../src/scenario/jsonpath.js';
+import { splitArgs } from '../src/scenario/kubectl.js';
+import { loadScenario, parseScenario, ScenarioError } from '../src/scenario/loader.js';
+import { replayReport, scenarioReport } from '../src/scenario/report.js';
+import { runScenario } from '../src/scenario/runner.js';
+import { scenarioSchema } from '../src/scenario/schema.js';
+import { ROOT } from './helpers/server.js';
+
+const SCENARIOS = join(ROOT, 'test/fixtures/scenarios');
+
+/** Runs a scenario file embedded and returns its JSON report text and HTML, as `sim replay` writes them. */
+async function replayOnce(file: string, seed?: number): Promise<{ json: string; html: string; passed: boolean }> {
+  const loaded = loadScenario(file);
+  const run = await runScenario(loaded, seed === undefined ? {} : { seed });
+  const report = replayReport([scenarioReport(run)]);
+  return { json: `${JSON.stringify(report, null, 2)}\n`, html: htmlReport(report), passed: run.passed };
+}
+
+test('the same scenario and seed give a byte-identical JSON report (and HTML) on every run', async () => {
+  const file = join(SCENARIOS, 'determinism.yaml');
+  const first = await replayOnce(file);
+  assert.ok(first.passed, `the determinism scenario should pass:\n${first.json.slice(0, 4000)}`);
+  const report = JSON.parse(first.json) as { scenarios: Array<{ steps: Array<{ changes: unknown[] }>; pods: unknown[] }> };
+  const changes = report.scenarios[0]!.steps.reduce((n, s) => n + s.changes.length, 0);
+  assert.ok(changes > 20, `the report should record the cluster's changes (got ${changes})`);
+  assert.ok(report.scenarios[0]!.pods.length > 0);
+  for (let i = 0; i < 3; i++) {
+    const again = await replayOnce(file);
+    assert.equal(again.json, first.json, `run ${i + 2} differs from run 1`);
+    assert.equal(again.html, first.html, `HTML of run ${i + 2} differs from run 1`);
+  }
+  // And the seed is what decides: another seed gives other uids and generated names.
+  const other = await replayOnce(file, 99);
+  assert.notEqual(other.json, first.json);
+});
+
+test('a failed expectation names the step, the expectation and what was found; later steps still run', async () => {
+  const run = await runScenario(loadScenario(join(SCENARIOS, 'broken.yaml')));
+  assert.equal(run.passed, false);
+  const report = scenarioReport(run);
+  assert.equal(report.result, 'failed');
+  assert.deepEqual(
+    report.steps.map((s) => s.status),
+    ['passed', 'passed', 'failed', 'passed'],
+  );
+  assert.equal(report.failures.length, 1);
+  assert.match(report.failures[0]!, /^step 3 "count the pods" \(expect\): expected count of Pod app=web in default equals 2; found 3: web-\S+, web-\S+, web-\S+$/);
+});
+
+test('a step that cannot work says why instead of pretending: a wait that cannot end, a missing node simulator endpoint', async () => {
+  const text = `
+name: honest failures
+steps:
+  - apply:
+      manifest:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: lonely}
+        spec: {containers: [{name: c, image: busybox}]}
+  - waitFor: {object: {kind: Pod, name: lonely}, jsonpath: '{.status.phase}', equals: Running, timeout: 30s}
+`;
+  const run = await runScenario(parseScenario(text, 'inline.yaml', ROOT));
+  const report = scenarioReport(run);
+  const wait = report.steps[1]!;
+  assert.equal(wait.status, 'failed');
+  assert.match(wait.message!, /timed out after 30s of cluster time waiting until \{\.status\.phase\} of Pod default\/lonely equals Running; found (no value|Pending)/);
+  // The wait ends on the cluster clock: 30s later, not a moment more.
+  assert.equal(wait.end, '2025-01-01T00:00:30.000Z');
+});
+
+test('invalid scenario files are rejected with every problem, by path', () => {
+  assert.throws(
+    () => loadScenario(join(SCENARIOS, 'invalid.yaml')),
+    (err: unknown) => {
+      assert.ok(err instanceof ScenarioError);
+      assert.match(err.message, /steps\[0\]\.advance: "soon" is not valid here: expected Cluster time/);
+      assert.match(err.message, /steps\[1\]: unknown key\(s\) jump/);
+      assert.match(err.message, /steps\[2\]: a step needs exactly one action .* found waitFor, expect/);
+      assert.match(err.message, /steps\[3\]\.delete\.cascade: must be one of "background", "foreground", "orphan"/);
+      return true;
+    },
+  );
+  assert.throws(() => parseScenario('name: x\nsteps: []\n', 'x.yaml', ROOT), /steps: must NOT have fewer than 1 items/);
+  assert.throws(() => parseScenario('- a\n- b\n', 'x.yaml', ROOT), /a scenario is a YAML mapping/);
+});
+
+test('schema/scenario.schema.json is the schema the runner validates with (regenerate: sim replay --print-schema)', () => {
+  const onDisk: unknown = JSON.parse(readFileSync(join(ROOT, 'schema/scenario.schema.json'), 'utf8'));
+  assert.deepEqual(onDisk, JSON.parse(JSON.stringify(scenarioSchema)));
+});
+
+test('every shipped scenario is valid against the schema', async () => {
+  const { readdirSync } = await import('node:fs');
+  const dir = join(ROOT, 'fixtures/scenarios');
+  const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+  assert.ok(files.length >= 4, `expected the shipped scenarios in ${dir}`);
+  for (const f of files) loadScenario(join(dir, f));
+});
+
+test('kubectl-style JSONPath', () => {
+  const pod = {
+    metadata: { name: 'p', labels: { 'app.kubernetes.io/name': 'web' } },
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }, { type: 'Initialized', status: 'True' }] },
+    spec: { containers: [{ name: 'a', image: 'x' }, { name: 'b', image: 'y' }] },
+  };
+  assert.equal(toJsonPathPlus('{.status.phase}'), '$.status.phase');
+  assert.deepEqual(evaluateJsonPath(pod, '{.status.phase}'), ['Running']);
+  assert.deepEqual(evaluateJsonPath(pod, '{.status.conditions[?(@.type=="Ready")].status}'), ['True']);
+  assert.deepEqual(evaluateJsonPath(pod, '{.spec.containers[*].image}'), ['x', 'y']);
+  assert.deepEqual(evaluateJsonPath(pod, '{.spec.containers[1].name}'), ['b']);
+  assert.deepEqual(evaluateJsonPath(pod, '{.metadata.labels.app\\.kubernetes\\.io/name}'), ['web']);
+  assert.deepEqual(evaluateJsonPath(pod, ".metadata.labels['app.kubernetes.io/name']"), ['web']);
+  assert.deepEqual(evaluateJsonPath(pod, '{.status.missing}'), []);
+  assert.throws(() => evaluateJsonPath(pod, 'phase is {.status.phase}'), /single \{\.\.\.\} expression/);
+});
+
+test('kubectl argument strings split like a shell would', () => {
+  assert.deepEqual(splitArgs('get pods -o wide'), ['get', 'pods', '-o', 'wide']);
+  assert.deepEqual(splitArgs(`get pods -o jsonpath='{.items[*].metadata.name}'`), ['get', 'pods', '-o', 'jsonpath={.items[*].metadata.name}']);
+  assert.deepEqual(splitArgs('exec deploy/web -- sh -c "echo a  b"'), ['exec', 'deploy/web', '--', 'sh', '-c', 'echo a  b']);
+  assert.deepEqual(splitArgs(`label cm x a=b\\ c ''`), ['label', 'cm', 'x', 'a=b c', '']);
+  assert.throws(() => splitArgs('get "pods'), /unbalanced/);
+});
