@@ -155,6 +155,22 @@ describe('planJob', () => {
     assert.deepEqual(p.metadata.finalizers, [JOB_TRACKING_FINALIZER]);
   });
 
+  test('successPolicy completes an Indexed Job early and stops the rest; OnFailure restarts count against backoffLimit', () => {
+    const j = job({ completionMode: 'Indexed', completions: 3, parallelism: 3, successPolicy: { rules: [{ succeededIndexes: '0', succeededCount: 1 }] } }, { startTime: rfc3339(T0) });
+    const leader = tracked(j, 'pi-0-a', { phase: 'Succeeded', exitCode: 0, annotations: { 'batch.kubernetes.io/job-completion-index': '0' } });
+    const worker = tracked(j, 'pi-1-b', { phase: 'Running', annotations: { 'batch.kubernetes.io/job-completion-index': '1' } });
+    const plan = planJob(j, [leader, worker], T0, NONE);
+    assert.deepEqual(plan.delete, [worker]);
+    assert.deepEqual(plan.status.conditions?.map((c) => [c.type, c.reason, c.message]), [['SuccessCriteriaMet', 'SuccessPolicy', 'Matched rules at index 0']]);
+    const after = planJob({ ...j, status: plan.status }, [], T0 + S, NONE);
+    assert.equal(after.status.conditions?.at(-1)?.type, 'Complete');
+
+    const restarting = job({ backoffLimit: 2, template: { spec: { restartPolicy: 'OnFailure', containers: [{ name: 'main', image: 'x' }] } } }, { startTime: rfc3339(T0) });
+    const crashy = tracked(restarting, 'c', { phase: 'Running' });
+    (crashy.status as Record<string, unknown>).containerStatuses = [{ name: 'main', restartCount: 3, state: { waiting: { reason: 'CrashLoopBackOff' } } }];
+    assert.equal(planJob(restarting, [crashy], T0, NONE).status.conditions?.[0]?.reason, 'BackoffLimitExceeded');
+  });
+
   test('suspend deletes active pods and sets Suspended; resume restarts the clock', () => {
     const j = job({ suspend: true }, { startTime: rfc3339(T0) });
     const r = tracked(j, 'r', { phase: 'Running' });
