@@ -72,26 +72,30 @@ function listType(node: Node): 'map' | 'set' | 'atomic' {
   return 'atomic';
 }
 
-function walk(value: unknown, node: Node, path: string, out: Leaves): void {
+/**
+ * `apply`: the set of an applied configuration, where a map or keyed list is not a member itself (only list items
+ * are, as `.`); an Update's set also holds the maps and keyed lists it added.
+ */
+function walk(value: unknown, node: Node, path: string, out: Leaves, apply: boolean): void {
   if (isPlainObject(value)) {
     if (isAtomic(node) || Object.keys(value).length === 0) {
       out.set(path, value);
       return;
     }
-    if (node.shape?.kind === 'map') out.set(`${path}${SEP}.`, undefined);
-    for (const [k, v] of Object.entries(value)) walk(v, childNode(node, k), `${path}${SEP}f:${k}`, out);
+    if (node.shape?.kind === 'map' && !apply) out.set(`${path}${SEP}.`, undefined);
+    for (const [k, v] of Object.entries(value)) walk(v, childNode(node, k), `${path}${SEP}f:${k}`, out, apply);
     return;
   }
   if (Array.isArray(value) && value.length > 0) {
     const type = listType(node);
     const items: Node = node.shape?.kind === 'list' ? { shape: node.shape.items } : {};
     if (type === 'map') {
-      out.set(`${path}${SEP}.`, undefined);
+      if (!apply) out.set(`${path}${SEP}.`, undefined);
       for (const item of value) {
         if (!isPlainObject(item)) continue;
         const itemPath = `${path}${SEP}${keyElement(item, node.meta!.mapKeys!)}`;
         out.set(`${itemPath}${SEP}.`, undefined);
-        for (const [k, v] of Object.entries(item)) walk(v, childNode(items, k), `${itemPath}${SEP}f:${k}`, out);
+        for (const [k, v] of Object.entries(item)) walk(v, childNode(items, k), `${itemPath}${SEP}f:${k}`, out, apply);
       }
       return;
     }
@@ -104,7 +108,7 @@ function walk(value: unknown, node: Node, path: string, out: Leaves): void {
 }
 
 /** The leaf fields of an object (or of its status, for the status subresource), by fieldsV1 path. */
-export function leavesOf(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean): Leaves {
+export function leavesOf(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean, apply = false): Leaves {
   const out: Leaves = new Map();
   const root: Node = typeName ? { shape: { kind: 'ref', name: typeName } } : {};
   for (const [k, v] of Object.entries(obj)) {
@@ -112,10 +116,10 @@ export function leavesOf(obj: KubeObject, typeName: string | undefined, scope: '
     if (scope === 'status' ? k !== 'status' : k === 'status' && hasStatus) continue;
     const node = childNode(root, k);
     if (k === 'metadata' && isPlainObject(v)) {
-      for (const [mk, mv] of Object.entries(v)) if (!IGNORED_META.has(mk) && mv !== undefined) walk(mv, childNode(node, mk), `f:metadata${SEP}f:${mk}`, out);
+      for (const [mk, mv] of Object.entries(v)) if (!IGNORED_META.has(mk) && mv !== undefined) walk(mv, childNode(node, mk), `f:metadata${SEP}f:${mk}`, out, apply);
       continue;
     }
-    walk(v, node, `f:${k}`, out);
+    walk(v, node, `f:${k}`, out, apply);
   }
   return out;
 }
@@ -260,7 +264,7 @@ export interface ApplyResult {
  */
 export function serverSideApply(live: KubeObject | undefined, applied: KubeObject, ctx: WriteContext, force: boolean, gr: { group: string; resource: string }, name: string): ApplyResult {
   const scope = scopeOf(ctx);
-  const appliedLeaves = leavesOf(applied, ctx.typeName, scope, ctx.hasStatus);
+  const appliedLeaves = leavesOf(applied, ctx.typeName, scope, ctx.hasStatus, true);
   const entries = live ? entriesOf(live) : [];
   const liveLeaves = live ? leavesOf(live, ctx.typeName, scope, ctx.hasStatus) : new Map<string, unknown>();
   const isMine = (e: ManagedFieldsEntry): boolean => sameManager(e, ctx.manager, 'Apply', ctx.subresource);

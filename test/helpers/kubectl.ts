@@ -43,12 +43,14 @@ export interface KubectlOptions {
   timeoutMs?: number;
   /** Another kubectl binary (e.g. a versioned one) instead of the dispatcher. */
   binary?: string;
+  /** Extra environment variables (e.g. EDITOR for `kubectl edit`). */
+  env?: Record<string, string>;
 }
 
 /** Runs `kubectl --server URL ...args` to completion. */
 export function kubectl(server: string, args: string[], options: KubectlOptions = {}): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(options.binary ?? KUBECTL, ['--server', server, ...args], { env: env(), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(options.binary ?? KUBECTL, ['--server', server, ...args], { env: { ...env(), ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -125,6 +127,6 @@ export class KubectlProcess {
 }
 
 /** Starts `kubectl --server URL ...args` in the background; stop it with `stop()` (do so in t.after). */
-export function spawnKubectl(server: string, args: string[]): KubectlProcess {
-  return new KubectlProcess(spawn(KUBECTL, ['--server', server, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] }));
+export function spawnKubectl(server: string, args: string[], binary = KUBECTL): KubectlProcess {
+  return new KubectlProcess(spawn(binary, ['--server', server, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] }));
 }
