@@ -95,38 +95,37 @@ ${stepsTable(s)}
 }
 
 /**
- * Cluster time on the x axis, warped so every step gets some room: a week-long advance and an instant
- * apply side by side would otherwise leave the apply invisible. Within a step, time is linear.
+ * Cluster time on the x axis, warped so every step gets room: each step has a span, at least a sliver
+ * wide, otherwise as wide as its share of the scenario's cluster time (a week-long advance next to an
+ * instant apply would leave the apply invisible). A change is drawn in the span of the step it happened in:
+ * linear in time within a step that let time pass, in the middle of one that did not.
  */
-function timeAxis(s: ScenarioReport, plotWidth: number): { x: (t: number) => number; stepStarts: Array<{ step: StepReport; t: number }> } {
-  const ran = s.steps.filter((st) => st.status !== 'skipped');
+function timeAxis(s: ScenarioReport, plotWidth: number): { x: (t: number, step: number) => number; spans: Array<{ step: StepReport; x0: number }> } {
   const startMs = Date.parse(s.start);
-  const bounds = ran.map((st) => ({ step: st, t: Date.parse(st.start) - startMs }));
+  const ran = s.steps.filter((st) => st.status !== 'skipped');
   const total = Math.max(s.durationMs, 1);
-  const edges = [...bounds.map((b) => b.t), s.durationMs];
-  const spans: Array<{ from: number; to: number; weight: number }> = [];
-  for (let i = 0; i < bounds.length; i++) {
-    const from = edges[i]!;
-    const to = Math.max(edges[i + 1]!, from);
-    spans.push({ from, to, weight: Math.max((to - from) / total, 0.04) });
-  }
-  if (spans.length === 0) spans.push({ from: 0, to: total, weight: 1 });
-  const sumWeights = spans.reduce((a, b) => a + b.weight, 0);
+  const raw = ran.map((st) => {
+    const from = Date.parse(st.start) - startMs;
+    const to = Math.max(Date.parse(st.end) - startMs, from);
+    return { step: st, from, to, weight: Math.max((to - from) / total, 0.04) };
+  });
+  const sumWeights = raw.reduce((a, b) => a + b.weight, 0) || 1;
   let acc = 0;
-  const placed = spans.map((sp) => {
+  const placed = new Map<number, { step: StepReport; from: number; to: number; x0: number; x1: number }>();
+  for (const sp of raw) {
     const x0 = (acc / sumWeights) * plotWidth;
     acc += sp.weight;
-    return { ...sp, x0, x1: (acc / sumWeights) * plotWidth };
-  });
-  const x = (t: number): number => {
-    // The last span that starts at or before t: several steps at one instant share their start.
-    let span = placed[0]!;
-    for (const sp of placed) if (sp.from <= t) span = sp;
-    if (t >= span.to) return t >= s.durationMs ? plotWidth : span.x1;
-    const frac = span.to === span.from ? 0 : (t - span.from) / (span.to - span.from);
+    placed.set(sp.step.index, { ...sp, x0, x1: (acc / sumWeights) * plotWidth });
+  }
+  const x = (t: number, step: number): number => {
+    if (step <= 0) return 0;
+    const span = placed.get(step);
+    if (!span) return plotWidth;
+    if (span.to === span.from) return (span.x0 + span.x1) / 2;
+    const frac = Math.min(Math.max((t - span.from) / (span.to - span.from), 0), 1);
     return span.x0 + frac * (span.x1 - span.x0);
   };
-  return { x, stepStarts: bounds };
+  return { x, spans: [...placed.values()].map((p) => ({ step: p.step, x0: p.x0 })) };
 }
 
 function timelineSvg(s: ScenarioReport): string {
@@ -134,8 +133,8 @@ function timelineSvg(s: ScenarioReport): string {
   const labelWidth = 250;
   const plotWidth = width - labelWidth - 20;
   const rowHeight = 18;
-  const top = 34;
-  const { x, stepStarts } = timeAxis(s, plotWidth);
+  const top = 48;
+  const { x, spans } = timeAxis(s, plotWidth);
   const rows: string[] = [];
   let y = top;
   if (s.pods.length === 0) {
@@ -149,13 +148,13 @@ function timelineSvg(s: ScenarioReport): string {
       const label = `${pod.name}${pod.node ? ` · ${pod.node}` : ''}`;
       rows.push(`<text x="20" y="${y + 12}">${esc(truncate(label, 38))}<title>${esc(`${pod.namespace}/${pod.name}${pod.node ? ` on ${pod.node}` : ''}`)}</title></text>`);
       for (const seg of pod.segments) {
-        const x0 = labelWidth + x(seg.from);
-        const x1 = Math.max(labelWidth + x(seg.to), x0 + 2);
+        const x0 = labelWidth + x(seg.from, seg.fromStep);
+        const x1 = Math.max(labelWidth + x(seg.to, seg.toStep), x0 + 2);
         const tip = `${pod.name}: ${seg.state} from ${offset(seg.from, 0)} to ${offset(seg.to, 0)}`;
         rows.push(`<rect x="${r(x0)}" y="${y + 2}" width="${r(x1 - x0)}" height="${rowHeight - 5}" rx="2" fill="${STATE_COLORS[seg.state] ?? STATE_COLORS.Unknown}"><title>${esc(tip)}</title></rect>`);
       }
       if (pod.deleted !== undefined) {
-        const xd = labelWidth + x(pod.deleted);
+        const xd = labelWidth + x(pod.deleted, pod.deletedStep ?? 0);
         rows.push(`<line x1="${r(xd)}" y1="${y + 1}" x2="${r(xd)}" y2="${y + rowHeight - 2}" stroke="#1f2328" stroke-width="1.5"><title>${esc(`${pod.name} deleted at ${offset(pod.deleted, 0)}`)}</title></line>`);
       }
       y += rowHeight;
@@ -165,17 +164,19 @@ function timelineSvg(s: ScenarioReport): string {
   const height = y + 24;
   const marks: string[] = [];
   let lastLabelX = -100;
-  for (const { step, t } of stepStarts) {
-    const sx = labelWidth + x(t);
+  let lastLabel = '';
+  for (const { step, x0 } of spans) {
+    const sx = labelWidth + x0;
     const cls = step.status === 'failed' ? 'step failed' : 'step';
     const tip = `step ${step.index}: ${step.name} (${step.status}) at ${step.at}`;
     marks.push(
       `<g class="${cls}"><title>${esc(tip)}</title><line x1="${r(sx)}" y1="${top - 8}" x2="${r(sx)}" y2="${y}"/>` +
         `<circle cx="${r(sx)}" cy="${top - 16}" r="8"/><text x="${r(sx)}" y="${top - 13}" text-anchor="middle">${step.index}</text></g>`,
     );
-    if (sx - lastLabelX > 56) {
+    if (sx - lastLabelX > 56 && step.at !== lastLabel) {
       marks.push(`<text x="${r(sx)}" y="${height - 8}" text-anchor="middle" class="muted">${esc(step.at)}</text>`);
       lastLabelX = sx;
+      lastLabel = step.at;
     }
   }
   return `<svg class="timeline" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="pods per owner over cluster time, steps marked">

@@ -42,9 +42,12 @@ export interface StepReport {
   otherChanges: number;
 }
 
+/** Times are ms after the scenario's start; steps say which step's span of the timeline they fall in (0: start-up). */
 export interface PodSegment {
   from: number;
+  fromStep: number;
   to: number;
+  toStep: number;
   state: string;
 }
 
@@ -53,7 +56,9 @@ export interface PodTimeline {
   namespace: string;
   node?: string;
   created: number;
+  createdStep: number;
   deleted?: number;
+  deletedStep?: number;
   segments: PodSegment[];
 }
 
@@ -169,33 +174,40 @@ function topOwner(run: RunResult, obj: KubeObject): string {
 
 function podTimelines(run: RunResult, end: number): OwnerTimeline[] {
   const pods = new Map<string, PodTimeline & { owner: string; last?: PodSegment }>();
-  const touch = (obj: KubeObject, time: number, type: HistoryEvent['type'] | 'INITIAL'): void => {
+  const touch = (obj: KubeObject, time: number, step: number, type: HistoryEvent['type'] | 'INITIAL'): void => {
     const uid = obj.metadata.uid ?? `${obj.metadata.namespace}/${obj.metadata.name}`;
     let pod = pods.get(uid);
     if (!pod) {
-      pod = { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '', created: time - run.startTime, segments: [], owner: topOwner(run, obj) };
+      pod = { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '', created: time - run.startTime, createdStep: step, segments: [], owner: topOwner(run, obj) };
       pods.set(uid, pod);
     }
     const node = str(field(obj, 'spec', 'nodeName'));
     if (node) pod.node = node;
     const t = time - run.startTime;
-    if (pod.last) pod.last.to = t;
+    if (pod.last) {
+      pod.last.to = t;
+      pod.last.toStep = step;
+    }
     if (type === 'DELETED') {
       pod.deleted = t;
+      pod.deletedStep = step;
       pod.last = undefined;
       return;
     }
     const state = podState(obj);
     if (pod.last && pod.last.state === state) return;
-    const segment = { from: t, to: t, state };
+    const segment = { from: t, fromStep: step, to: t, toStep: step, state };
     pod.segments.push(segment);
     pod.last = segment;
   };
-  for (const { resource, object } of run.history.initial.values()) if (resource.kind === 'Pod' && resource.gvr.group === '') touch(object, run.startTime, 'INITIAL');
-  for (const e of run.history.ordered()) if (e.resource.kind === 'Pod' && e.resource.gvr.group === '') touch(e.object, e.time, e.type);
+  for (const { resource, object } of run.history.initial.values()) if (resource.kind === 'Pod' && resource.gvr.group === '') touch(object, run.startTime, 0, 'INITIAL');
+  for (const e of run.history.ordered()) if (e.resource.kind === 'Pod' && e.resource.gvr.group === '') touch(e.object, e.time, e.step, e.type);
   const byOwner = new Map<string, PodTimeline[]>();
   for (const pod of pods.values()) {
-    if (pod.last) pod.last.to = end - run.startTime;
+    if (pod.last) {
+      pod.last.to = end - run.startTime;
+      pod.last.toStep = run.steps.length + 1;
+    }
     const { owner, last: _last, ...timeline } = pod;
     const list = byOwner.get(owner) ?? [];
     list.push(timeline);
