@@ -42,6 +42,14 @@ export class FakeKubelet {
     return reply.status === 404 ? undefined : reply.body;
   }
 
+  /** Finishes the graceful deletion of every terminating pod matching the selector, as a kubelet does once containers stop. */
+  async reap(selector: string): Promise<void> {
+    for (const pod of await this.pods(selector)) {
+      if (!pod.metadata.deletionTimestamp) continue;
+      await this.api.request(`/api/v1/namespaces/${this.namespace}/pods/${pod.metadata.name}`, { method: 'DELETE', body: { gracePeriodSeconds: 0 } });
+    }
+  }
+
   /** Running and Ready (or Running and not ready). */
   async run(name: string, ready = true): Promise<void> {
     const pod = await this.pod(name);
