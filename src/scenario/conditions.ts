@@ -142,11 +142,12 @@ export async function ownedBy(ctx: EvalContext, obj: KubeObject, owner: string, 
   return false;
 }
 
+/** Every JSONPath selects the value given; null means the path selects nothing (the field is absent). */
 function whereHolds(obj: KubeObject, where: Record<string, unknown> | undefined): boolean {
   for (const [path, expected] of Object.entries(where ?? {})) {
     const values = evaluateJsonPath(obj, path);
     const value = values.length === 0 ? undefined : values.length === 1 ? values[0] : values;
-    if (!sameValue(value, expected)) return false;
+    if (expected === null ? value !== undefined && value !== null : !sameValue(value, expected)) return false;
   }
   return true;
 }
@@ -171,8 +172,9 @@ function nameOf(obj: KubeObject): string {
   return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name ?? '';
 }
 
+/** Names for a message; pods with their state ("web-0 (Terminating)"), since that is usually the question. */
 function listNames(items: KubeObject[], namespaced: boolean, limit = 8): string {
-  const names = items.map((o) => (namespaced ? o.metadata.name ?? '' : nameOf(o)));
+  const names = items.map((o) => `${namespaced ? o.metadata.name ?? '' : nameOf(o)}${o.kind === 'Pod' || (isPlainObject(o.spec) && Array.isArray(o.spec.containers)) ? ` (${podState(o)})` : ''}`);
   return names.length <= limit ? names.join(', ') : `${names.slice(0, limit).join(', ')}, … (${names.length - limit} more)`;
 }
 
@@ -251,7 +253,9 @@ const EVENT_TYPES: Record<string, string> = { created: 'ADDED', modified: 'MODIF
 
 async function eventMatches(ctx: EvalContext, m: EventMatcher, resource: ApiResource, e: HistoryEvent): Promise<boolean> {
   if (e.resource.gvr.group !== resource.gvr.group || e.resource.gvr.resource !== resource.gvr.resource) return false;
-  if (m.event !== undefined && (EVENT_TYPES[m.event] ?? m.event) !== e.type) return false;
+  if (m.event === 'terminating') {
+    if (!e.deletionStarted) return false;
+  } else if (m.event !== undefined && (EVENT_TYPES[m.event] ?? m.event) !== e.type) return false;
   const ns = namespaceFor(ctx, resource, m.namespace, m.allNamespaces);
   if (ns !== undefined && e.object.metadata.namespace !== ns) return false;
   if (m.name !== undefined && e.object.metadata.name !== m.name) return false;
@@ -262,7 +266,7 @@ async function eventMatches(ctx: EvalContext, m: EventMatcher, resource: ApiReso
 
 function matcherText(ctx: EvalContext, m: EventMatcher): string {
   const resource = ctx.resources.resolve(m.kind, m.apiVersion);
-  const verb = m.event ? { ADDED: 'created', MODIFIED: 'modified', DELETED: 'deleted' }[EVENT_TYPES[m.event] ?? m.event] ?? m.event : 'changed';
+  const verb = m.event ? ({ ADDED: 'created', MODIFIED: 'modified', DELETED: 'deleted' } as Record<string, string>)[EVENT_TYPES[m.event] ?? m.event] ?? m.event : 'changed';
   return `${selectorText(ctx, resource, m)} ${verb}`;
 }
 
@@ -274,7 +278,7 @@ async function matching(ctx: EvalContext, m: EventMatcher, from: number, to: num
 }
 
 function eventText(ctx: EvalContext, e: HistoryEvent): string {
-  const verb = { ADDED: 'created', MODIFIED: 'modified', DELETED: 'deleted' }[e.type];
+  const verb = e.deletionStarted && e.type === 'MODIFIED' ? 'terminating' : { ADDED: 'created', MODIFIED: 'modified', DELETED: 'deleted' }[e.type];
   return `${e.resource.kind} ${e.object.metadata.name} ${verb} at ${offset(e.time, ctx.startTime)} (resourceVersion ${e.rv}, step ${e.step})`;
 }
 

@@ -14,6 +14,8 @@ export interface HistoryEvent {
   type: ChangeType;
   resource: ApiResource;
   object: KubeObject;
+  /** The first change that shows the object going away: deletionTimestamp newly set, or removed at once. */
+  deletionStarted?: boolean;
 }
 
 export function objectKey(resource: ApiResource, obj: KubeObject): string {
@@ -38,6 +40,7 @@ export class History {
   private readonly normalized = new Map<string, string>();
   private readonly latest = new Map<string, { resource: ApiResource; object: KubeObject }>();
   private readonly byUid = new Map<string, { resource: ApiResource; object: KubeObject }>();
+  private readonly terminating = new Set<string>();
   private stopped = false;
   private sorted = true;
   /** Watches that failed in a way that loses events; the run reports them. */
@@ -104,6 +107,17 @@ export class History {
 
   private record(resource: ApiResource, type: ChangeType, obj: KubeObject): void {
     const key = objectKey(resource, obj);
+    const wasTerminating = this.terminating.has(key) || this.latest.get(key)?.object.metadata.deletionTimestamp !== undefined;
+    let deletionStarted = false;
+    if (type === 'DELETED') {
+      deletionStarted = !wasTerminating;
+      this.terminating.delete(key);
+    } else if (obj.metadata.deletionTimestamp !== undefined && !wasTerminating) {
+      deletionStarted = type === 'MODIFIED';
+      this.terminating.add(key);
+    } else if (type === 'ADDED') {
+      this.terminating.delete(key);
+    }
     if (type === 'DELETED') {
       this.latest.delete(key);
       this.normalized.delete(key);
@@ -117,7 +131,9 @@ export class History {
     const rv = Number(obj.metadata.resourceVersion ?? 0);
     const last = this.events[this.events.length - 1];
     if (last && last.rv > rv) this.sorted = false;
-    this.events.push({ rv, time: this.target.now(), step: this.step, type, resource, object: obj });
+    const event: HistoryEvent = { rv, time: this.target.now(), step: this.step, type, resource, object: obj };
+    if (deletionStarted) event.deletionStarted = true;
+    this.events.push(event);
   }
 
   /** Every change so far, in resourceVersion order. */

@@ -33,7 +33,7 @@ const selectorProperties = {
   name: { type: 'string' },
   selector: labelSelector,
   owner: { type: 'string', pattern: '^[^/]+/[^/]+$', description: 'Kind/name of an owner, direct or through e.g. a ReplicaSet: "Deployment/webapp"' },
-  where: { type: 'object', description: 'JSONPath → expected value, e.g. {"{.status.phase}": Running}', additionalProperties: true },
+  where: { type: 'object', description: 'JSONPath → expected value, e.g. {"{.status.phase}": Running}; null: the field is absent', additionalProperties: true },
 };
 const selector = { type: 'object', required: ['kind'], additionalProperties: false, properties: selectorProperties };
 const eventMatcher = {
@@ -42,7 +42,10 @@ const eventMatcher = {
   additionalProperties: false,
   properties: {
     ...selectorProperties,
-    event: { enum: ['ADDED', 'MODIFIED', 'DELETED', 'created', 'modified', 'deleted'], description: 'Which change (default: any)' },
+    event: {
+      enum: ['ADDED', 'MODIFIED', 'DELETED', 'created', 'modified', 'deleted', 'terminating'],
+      description: 'Which change (default: any); terminating: the deletion began (deletionTimestamp set, or removed at once)',
+    },
   },
 };
 

@@ -125,7 +125,8 @@ export type StateCondition = ObjectCondition | CountCondition;
 
 export type WaitForStep = StateCondition & { timeout?: Duration; description?: string };
 
-export type EventKind = 'ADDED' | 'MODIFIED' | 'DELETED' | 'created' | 'modified' | 'deleted';
+/** `terminating`: the deletion began (deletionTimestamp newly set, or the object removed at once). */
+export type EventKind = 'ADDED' | 'MODIFIED' | 'DELETED' | 'created' | 'modified' | 'deleted' | 'terminating';
 
 export interface EventMatcher extends Selector {
   event?: EventKind;
