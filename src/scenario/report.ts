@@ -116,7 +116,19 @@ export function summarize(kind: string, obj: KubeObject): string {
       const node = str(field(obj, 'spec', 'nodeName'));
       const statuses = field(obj, 'status', 'containerStatuses');
       const restarts = Array.isArray(statuses) ? statuses.reduce((s: number, c) => s + n(isPlainObject(c) ? c.restartCount : 0), 0) : 0;
-      return `${podState(obj)}${node ? ` on ${node}` : ''}${restarts > 0 ? `, ${restarts} restart${restarts === 1 ? '' : 's'}` : ''}`;
+      // Why a container is not running: CrashLoopBackOff, ContainerCreating, Error (exit 3)…
+      const reasons = new Set<string>();
+      if (Array.isArray(statuses)) {
+        for (const c of statuses) {
+          if (!isPlainObject(c) || !isPlainObject(c.state)) continue;
+          const waiting = c.state.waiting;
+          const terminated = c.state.terminated;
+          if (isPlainObject(waiting) && typeof waiting.reason === 'string') reasons.add(waiting.reason);
+          if (isPlainObject(terminated)) reasons.add(`${typeof terminated.reason === 'string' ? terminated.reason : 'Terminated'} (exit ${n(terminated.exitCode)})`);
+        }
+      }
+      const why = reasons.size > 0 ? ` [${[...reasons].join(', ')}]` : '';
+      return `${podState(obj)}${why}${node ? ` on ${node}` : ''}${restarts > 0 ? `, ${restarts} restart${restarts === 1 ? '' : 's'}` : ''}`;
     }
     case 'Node': {
       const ready = conditionStatus(obj, 'Ready');

@@ -7,7 +7,7 @@ import { isPlainObject, type KubeObject } from '../api/types.js';
 import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
 import { errorOf, resourcePath } from '../client/http.js';
 import type { LogFn } from '../runtime/manager.js';
-import { evaluateAssertion, evaluateState, offset, refFor, type EvalContext, type Outcome } from './conditions.js';
+import { evaluateAssertion, evaluateState, offset, podState, refFor, type EvalContext, type Outcome } from './conditions.js';
 import { DEFAULT_HISTORY_EXCLUDE, History } from './history.js';
 import { findKubectl, runKubectl, splitArgs } from './kubectl.js';
 import { manifestObjects, parseManifests, ScenarioError, type LoadedScenario } from './loader.js';
@@ -122,6 +122,17 @@ function kubectlArgs(k: KubectlStep): string[] {
 }
 
 class StepFailure extends Error {}
+
+interface ContainerStatus {
+  name: string;
+  restartCount?: number;
+  state?: { running?: { startedAt?: string }; terminated?: { exitCode?: number } };
+  lastState?: { terminated?: { exitCode?: number } };
+}
+
+/** The kubelet simulator's per-pod settings (annotations) a crash uses. */
+const DURATION_SETTING = 'kube-sim.dev/duration';
+const EXIT_CODE_SETTING = 'kube-sim.dev/exit-code';
 
 /**
  * Runs one scenario: starts (or connects to) a cluster, records every change, runs the steps in order and
@@ -493,19 +504,63 @@ class StepRunner {
         }
         return;
       }
-      case 'container-crash': {
-        if (!f.pod) throw new StepFailure('container-crash needs pod');
-        const ns = f.namespace ?? this.namespace;
-        await this.simPost(
-          `/sim/v1/namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(f.pod)}/crash`,
-          { container: f.container, exitCode: f.exitCode ?? 1 },
-          `container-crash ${ns}/${f.pod}`,
-          'this server has no kubelet simulator endpoint for crashes (POST /sim/v1/namespaces/NS/pods/NAME/crash is not served)',
-        );
-        result.notes.push(`pod ${f.pod}${f.container ? ` container ${f.container}` : ''} crashed (exit ${f.exitCode ?? 1})`);
-        return;
-      }
+      case 'container-crash':
+        return this.crash(f, result);
     }
+  }
+
+  /**
+   * A container crash, done by the kubelet simulator: its per-pod settings kube-sim.dev/duration (how long
+   * containers run) and kube-sim.dev/exit-code are set so the running containers exit now with the code
+   * given, then restored, so the crash happens once. restartPolicy decides what follows (an immediate
+   * restart, CrashLoopBackOff later, or a Failed pod). Fails, rather than pretending, when no simulated
+   * kubelet runs the pod or when it did not act.
+   */
+  private async crash(f: FaultStep, result: StepResult): Promise<void> {
+    if (!f.pod) throw new StepFailure('container-crash needs pod');
+    const ns = f.namespace ?? this.namespace;
+    const what = `container-crash ${ns}/${f.pod}`;
+    const pods = this.resources.resolve('pods');
+    let pod: KubeObject;
+    try {
+      pod = await this.target.client.get(pods.gvr, ns, f.pod);
+    } catch (err) {
+      throw new StepFailure(`${what}: ${(err as Error).message}`);
+    }
+    const spec = (pod.spec ?? {}) as { nodeName?: string; containers?: Array<{ name: string }> };
+    const statuses = ((pod.status as { containerStatuses?: ContainerStatus[] } | undefined)?.containerStatuses ?? []);
+    const running = statuses.filter((c) => c.state?.running?.startedAt);
+    if (!spec.nodeName || running.length === 0) {
+      throw new StepFailure(`${what}: the pod has no running container on a node (a crash needs a simulated kubelet running it: sim serve --nodes / scenario nodes)`);
+    }
+    if (f.container && !(spec.containers ?? []).some((c) => c.name === f.container)) throw new StepFailure(`${what}: the pod has no container ${f.container}`);
+    if (f.container && (spec.containers ?? []).length > 1) {
+      throw new StepFailure(`${what}: the kubelet simulator crashes a pod's containers together; container ${f.container} cannot crash alone`);
+    }
+    const startedAt = Math.max(...running.map((c) => Date.parse(c.state!.running!.startedAt!)));
+    const elapsed = this.target.now() - startedAt;
+    const annotations = pod.metadata.annotations ?? {};
+    const before = { duration: annotations[DURATION_SETTING] ?? null, exitCode: annotations[EXIT_CODE_SETTING] ?? null };
+    const restarts = (list: ContainerStatus[]): number => list.reduce((n, c) => n + (c.restartCount ?? 0), 0);
+    const exitCode = f.exitCode ?? 1;
+    await this.target.client.patch(pods.gvr, ns, f.pod, 'merge', {
+      metadata: { annotations: { [DURATION_SETTING]: `${Math.max(elapsed, 0)}ms`, [EXIT_CODE_SETTING]: String(exitCode) } },
+    });
+    await this.target.settle();
+    await this.history.catchUp();
+    let after: KubeObject | undefined;
+    try {
+      after = await this.target.client.get(pods.gvr, ns, f.pod);
+      await this.target.client.patch(pods.gvr, ns, f.pod, 'merge', { metadata: { annotations: { [DURATION_SETTING]: before.duration, [EXIT_CODE_SETTING]: before.exitCode } } });
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 404)) throw err;
+    }
+    const afterStatuses = ((after?.status as { containerStatuses?: ContainerStatus[] } | undefined)?.containerStatuses ?? []);
+    const exited = afterStatuses.some((c) => c.state?.terminated?.exitCode === exitCode || c.lastState?.terminated?.exitCode === exitCode);
+    if (!after || (!exited && restarts(afterStatuses) === restarts(statuses))) {
+      throw new StepFailure(`${what}: the kubelet did not stop the containers (is a simulated kubelet running pod ${f.pod}?)`);
+    }
+    result.notes.push(`pod ${f.pod}: containers exited with code ${exitCode}; now ${podState(after)}, ${restarts(afterStatuses)} restart(s)`);
   }
 
   // ---- waitFor -----------------------------------------------------------------------------------------
