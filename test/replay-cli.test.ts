@@ -91,7 +91,7 @@ test('sim replay --report and --html: the JSON timeline and a self-contained pag
   assert.doesNotMatch(page, /<script|<link|src=|url\(|@import/i, 'no scripts or external assets');
   assert.doesNotMatch(page, /href="(?!#)/, 'links only within the page');
   assert.equal((page.match(/<svg class="timeline"/g) ?? []).length, 2, 'one timeline per scenario');
-  assert.equal((page.match(/<g class="step[ "]/g) ?? []).length, 11 + 4, 'every step marked on its timeline');
+  assert.equal((page.match(/<g class="step[ "]/g) ?? []).length, 10 + 4, 'every step marked on its timeline');
   assert.equal((page.match(/<g class="step failed"/g) ?? []).length, 1);
   assert.match(page, /class="owner">Deployment default\/web</);
   assert.match(page, /<rect [^>]*fill="#adb5bd"><title>web-\S+: Pending from T\+0s/);

@@ -73,6 +73,17 @@ steps:
   assert.equal(wait.end, '2025-01-01T00:00:30.000Z');
 });
 
+test('faults: a container crashes once, a pod is killed, a node fails and recovers; an unknown node is an error', async (t) => {
+  const run = await runScenario(loadScenario(join(SCENARIOS, 'faults.yaml')));
+  if (run.problems.some((p) => /no node simulator/.test(p))) return t.skip(`this build has no node simulator: ${run.problems.join('; ')}`);
+  const report = scenarioReport(run);
+  const failed = report.steps.filter((s) => s.status !== 'passed').map((s) => `${s.index} ${s.name}: ${s.message ?? ''}`);
+  assert.deepEqual(failed, ['15 no such node: node-fail node-9: nodes "node-9" not found']);
+  const crash = report.steps[3]!;
+  assert.match(crash.notes[0]!, /^pod p: containers exited with code 3; now (Ready|Running), 1 restart\(s\)$/);
+  assert.ok(crash.changes.some((c) => c.kind === 'Pod' && /\[Error \(exit 3\)\]/.test(c.summary)), JSON.stringify(crash.changes));
+});
+
 test('invalid scenario files are rejected with every problem, by path', () => {
   assert.throws(
     () => loadScenario(join(SCENARIOS, 'invalid.yaml')),
