@@ -7,6 +7,7 @@ import { Registry } from '../registry/registry.js';
 import { resourceKey, type KindInfo, type StrategyContext } from '../registry/types.js';
 import { MemoryStore } from '../storage/memory-store.js';
 import { SnapshotPersistence } from '../storage/snapshot.js';
+import { EventExpiry } from './event-ttl.js';
 import { ClusterIPAllocator } from './ip-allocator.js';
 
 export interface ClusterOptions {
@@ -50,6 +51,8 @@ export class Cluster {
       else ips.reserve(ip(event.object));
     });
     this.ipAllocator = ips;
+    const expiry = new EventExpiry(store, clock);
+    this.closers.push(() => expiry.stop());
   }
 
   private readonly ipAllocator: ClusterIPAllocator;
