@@ -84,6 +84,27 @@ test('faults: a container crashes once, a pod is killed, a node fails and recove
   assert.ok(crash.changes.some((c) => c.kind === 'Pod' && /\[Error \(exit 3\)\]/.test(c.summary)), JSON.stringify(crash.changes));
 });
 
+test('apply is server-side apply when the server has it: fields the last apply set and this one does not are removed', async () => {
+  const text = `
+name: ssa
+steps:
+  - apply:
+      manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {k: v, gone: soon}}
+  - apply:
+      manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {k: v2}}
+  - expect:
+      - object: {kind: ConfigMap, name: a}
+        jsonpath: '{.metadata.managedFields[0].manager}'
+        equals: kube-sim-replay
+      - object: {kind: ConfigMap, name: a}
+        jsonpath: '{.data}'
+        equals: {k: v2}
+`;
+  const report = scenarioReport(await runScenario(parseScenario(text, 'ssa.yaml', ROOT)));
+  assert.deepEqual(report.failures, []);
+  assert.deepEqual(report.steps.map((s) => s.notes), [['configmaps/a created'], ['configmaps/a configured'], []]);
+});
+
 test('invalid scenario files are rejected with every problem, by path', () => {
   assert.throws(
     () => loadScenario(join(SCENARIOS, 'invalid.yaml')),
