@@ -80,7 +80,7 @@ export class GenericStore {
   get(info: KindInfo, namespace: string | undefined, name: string): KubeObject {
     const obj = this.store.get(resourceKey(info), scoped(info, namespace), name);
     if (!obj) throw Errors.notFound(info, name);
-    return obj;
+    return fromStorage(info, obj);
   }
 
   list(info: KindInfo, namespace: string | undefined, query: ListQuery): KubeList {
@@ -99,7 +99,7 @@ export class GenericStore {
       apiVersion: groupVersion(info),
       kind: `${info.kind}List`,
       metadata: { resourceVersion: String(revision) },
-      items: result.items,
+      items: info.storage ? result.items.map((o) => fromStorage(info, o)) : result.items,
     };
     if (result.continueAfter !== undefined) {
       list.metadata.continue = encodeContinue(revision, result.continueAfter);
@@ -138,7 +138,7 @@ export class GenericStore {
     else if (options.fieldManager) setManagedFields(obj, managedFieldsAfterUpdate(undefined, obj, meta.managedFields, this.writeContext(info, options)));
     this.validate(info, obj);
     if (options.dryRun) return obj;
-    return this.store.create(resourceKey(info), obj);
+    return fromStorage(info, this.store.create(resourceKey(info), toStorage(info, obj)));
   }
 
   /** PUT: replace the object (or its status), optimistic-locked on the body's resourceVersion when it has one. */
@@ -280,7 +280,8 @@ export class GenericStore {
       ns,
       name,
       preconditions,
-      (current) => {
+      (stored) => {
+        const current = fromStorage(info, stored);
         const next = produce(current);
         if (next.metadata.name !== current.metadata.name) {
           throw Errors.badRequest(`the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`);
@@ -299,12 +300,12 @@ export class GenericStore {
         // The update that empties the finalizers is the deletion itself, not a write first (kube-apiserver's
         // errEmptiedFinalizers): watchers see DELETED of the stored object and no MODIFIED before it.
         emptied = shouldDeleteDuringUpdate(info, prepared);
-        return emptied ? current : prepared;
+        return emptied ? stored : toStorage(info, prepared);
       },
       options.dryRun,
     );
-    if (emptied && !options.dryRun) return this.store.delete(key, ns, name);
-    return object;
+    if (emptied && !options.dryRun) return fromStorage(info, this.store.delete(key, ns, name));
+    return fromStorage(info, object);
   }
 
   private prepareUpdate(info: KindInfo, next: KubeObject, current: KubeObject): KubeObject {
@@ -385,7 +386,7 @@ export class GenericStore {
       const gone = this.store.delete(key, ns, name);
       return { body: successStatus(info, gone), gone: true };
     }
-    return { body: marked.object, gone: false };
+    return { body: fromStorage(info, marked.object), gone: false };
   }
 
   deleteCollection(info: KindInfo, namespace: string | undefined, query: ListQuery, options: DeleteOptions): KubeList {
@@ -414,6 +415,7 @@ export class GenericStore {
     };
     const key = resourceKey(info);
     const rv = query.resourceVersion;
+    if (info.storage) sink = convertingSink(info, sink);
     const revision = this.store.currentRevision;
     if (rv === undefined || rv === '' || rv === '0' || query.sendInitialEvents) {
       const current = this.store.list(key, { namespace: filter.namespace, label: filter.label, field: filter.field });
@@ -533,6 +535,23 @@ function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeNa
     case 'apply':
       throw Errors.unsupportedMediaType('application/apply-patch+yaml');
   }
+}
+
+/** An object of a kind served from another's storage, as the client sees it (and back). */
+function fromStorage(info: KindInfo, obj: KubeObject): KubeObject {
+  return info.storage ? info.storage.fromStorage(obj) : obj;
+}
+
+function toStorage(info: KindInfo, obj: KubeObject): KubeObject {
+  return info.storage ? info.storage.toStorage(obj) : obj;
+}
+
+/** Watch events of a shared table, converted for the kind watched. */
+function convertingSink(info: KindInfo, sink: WatchSink): WatchSink {
+  return {
+    send: (type, event) => sink.send(type, new StoreEvent(event.type, fromStorage(info, event.object), event.prevObject && fromStorage(info, event.prevObject), event.revision)),
+    close: () => sink.close(),
+  };
 }
 
 /** managedFields as stored: absent rather than empty (Go omitempty). */

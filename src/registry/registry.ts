@@ -18,20 +18,37 @@ export class Registry {
   add(info: KindInfo): void {
     this.byResource.set(`${groupVersion(info)}/${info.resource}`, info);
     this.byKind.set(`${groupVersion(info)}/${info.kind}`, info);
-    this.store.register({
-      key: resourceKey(info),
-      groupResource: { group: info.group, resource: info.resource },
-      indexedFields: info.indexedFields ?? [],
-      fieldsOf: fieldsOf(info),
-    });
+    // A kind served from another's storage (KindInfo.storage) shares that table; field selectors of every kind
+    // on a table are evaluated on the stored objects.
+    if (!info.storage) {
+      const key = resourceKey(info);
+      const own = fieldsOf(info);
+      this.store.register({
+        key,
+        groupResource: { group: info.group, resource: info.resource },
+        indexedFields: info.indexedFields ?? [],
+        fieldsOf: (obj) => {
+          const aliases = this.kinds().filter((k) => k.storage && resourceKey(k) === key);
+          if (aliases.length === 0) return own(obj);
+          const chain = [own, ...aliases.map(fieldsOf)].map((f) => f(obj));
+          return (field) => {
+            for (const get of chain) {
+              const value = get(field);
+              if (value !== undefined) return value;
+            }
+            return undefined;
+          };
+        },
+      });
+    }
     for (const l of this.listeners) l();
   }
 
   remove(info: KindInfo): void {
     this.byResource.delete(`${groupVersion(info)}/${info.resource}`);
     this.byKind.delete(`${groupVersion(info)}/${info.kind}`);
-    const stillServed = [...this.byResource.values()].some((k) => resourceKey(k) === resourceKey(info));
-    if (!stillServed) this.store.unregister(resourceKey(info));
+    const stillServed = [...this.byResource.values()].some((k) => !k.storage && resourceKey(k) === resourceKey(info));
+    if (!stillServed && !info.storage) this.store.unregister(resourceKey(info));
     for (const l of this.listeners) l();
   }
 

@@ -93,12 +93,19 @@ export interface KindInfo {
    * computed from the decoded request object.
    */
   ephemeral?(obj: KubeObject, ctx: StrategyContext): KubeObject;
+  /**
+   * Served from another kind's storage (events.k8s.io/v1 Event is stored as core/v1 Event): the stored kind's
+   * group and resource, and the conversions each object goes through on the way in and out.
+   */
+  storage?: { group: string; resource: string; toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
 }
 
 export function groupVersion(info: Pick<KindInfo, 'group' | 'version'>): string {
   return info.group ? `${info.group}/${info.version}` : info.version;
 }
 
-export function resourceKey(info: Pick<KindInfo, 'group' | 'resource'>): string {
+/** The store table of a kind: its own, or the one it shares (KindInfo.storage). */
+export function resourceKey(info: Pick<KindInfo, 'group' | 'resource' | 'storage'>): string {
+  if (info.storage) return `${info.storage.group}/${info.storage.resource}`;
   return `${info.group}/${info.resource}`;
 }

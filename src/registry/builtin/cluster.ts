@@ -1,6 +1,6 @@
 import { FieldErrors } from '../../api/errors.js';
 import { isPlainObject, type KubeObject } from '../../api/types.js';
-import { col, field, humanDuration as humanAge, str } from '../printers.js';
+import { col, humanDuration as humanAge, str } from '../printers.js';
 import type { KindInfo, TableColumn } from '../types.js';
 
 type Obj = Record<string, unknown>;
@@ -73,29 +73,6 @@ const leases: KindInfo = {
   columns: [col('Holder', (o) => str(o, 'spec.holderIdentity'), { description: 'The holder of the lease.' })],
 };
 
-const eventsV1: KindInfo = {
-  group: 'events.k8s.io',
-  version: 'v1',
-  kind: 'Event',
-  resource: 'events',
-  singular: 'event',
-  namespaced: true,
-  shortNames: ['ev'],
-  selectableFields: {
-    'regarding.kind': (o) => str(o, 'regarding.kind'),
-    'regarding.name': (o) => str(o, 'regarding.name'),
-    'regarding.namespace': (o) => str(o, 'regarding.namespace'),
-    'regarding.uid': (o) => str(o, 'regarding.uid'),
-    reason: (o) => str(o, 'reason'),
-    type: (o) => str(o, 'type'),
-    reportingController: (o) => str(o, 'reportingController'),
-  },
-  strategy: {
-    validate(obj) {
-      return field(obj, 'eventTime') === undefined ? [FieldErrors.required('eventTime', '')] : [];
-    },
-  },
-};
 
 export const clusterKinds: KindInfo[] = [
   leases,
@@ -103,5 +80,4 @@ export const clusterKinds: KindInfo[] = [
   rbac('RoleBinding', 'rolebindings', true, true),
   rbac('ClusterRole', 'clusterroles', false, false),
   rbac('ClusterRoleBinding', 'clusterrolebindings', false, true),
-  eventsV1,
 ];

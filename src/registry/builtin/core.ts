@@ -5,6 +5,7 @@ import { ageOf, col, field, num, orNone, str } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
 import { defaultPodSpec, qosClass, validatePodSpec } from './pod-spec.js';
 import { podIP, podRestarts, podRow } from '../pod-printer.js';
+import { coreEventColumns } from './events.js';
 
 type Obj = Record<string, unknown>;
 
@@ -487,27 +488,7 @@ const events: KindInfo = {
     type: (o) => str(o, 'type'),
   },
   indexedFields: ['involvedObject.uid'],
-  columns: [
-    col('Last Seen', (o, now) => {
-      const last = str(o, 'lastTimestamp') || str(o, 'eventTime') || (o.metadata.creationTimestamp ?? '');
-      const count = num(o, 'count');
-      const first = str(o, 'firstTimestamp');
-      return count > 1 && first ? `${ageOf(last, now)} (x${count} over ${ageOf(first, now)})` : ageOf(last, now);
-    }, { description: 'Time when this Event was last seen' }),
-    col('Type', (o) => str(o, 'type'), { description: "Type of this event (Normal, Warning), new types could be added in the future." }),
-    col('Reason', (o) => str(o, 'reason'), { description: 'Why the action was taken. It is human-readable.' }),
-    col('Object', (o) => `${str(o, 'involvedObject.kind').toLowerCase()}/${str(o, 'involvedObject.name')}`, { description: 'The object this Event is about.' }),
-    col('Subobject', (o) => str(o, 'involvedObject.fieldPath'), { priority: 1, description: 'The subobject this Event is about.' }),
-    col('Source', (o) => {
-      const component = str(o, 'source.component') || str(o, 'reportingComponent');
-      const host = str(o, 'source.host') || str(o, 'reportingInstance');
-      return host ? `${component}, ${host}` : component;
-    }, { priority: 1, description: 'The component reporting this event.' }),
-    col('Message', (o) => str(o, 'message'), { description: 'A human-readable description of the status of this operation.' }),
-    col('First Seen', (o, now) => ageOf(str(o, 'firstTimestamp') || o.metadata.creationTimestamp, now), { priority: 1, description: 'The time at which the event was first recorded.' }),
-    col('Count', (o) => num(o, 'count'), { type: 'integer', priority: 1, description: 'The number of times this event has occurred.' }),
-    col('Name', (o) => o.metadata.name ?? '', { priority: 1, format: 'name', description: 'Name must be unique within a namespace.' }),
-  ],
+  columns: coreEventColumns,
   noAge: true,
   noName: true,
 };

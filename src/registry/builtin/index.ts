@@ -2,8 +2,9 @@ import type { KindInfo } from '../types.js';
 import { authorizationKinds } from './authorization.js';
 import { clusterKinds } from './cluster.js';
 import { coreKinds } from './core.js';
+import { eventsV1 } from './events.js';
 import { quotaKinds } from './quota.js';
 import { workloadKinds } from './workloads.js';
 
 /** Every kind the simulator serves out of the box. */
-export const builtinKinds: readonly KindInfo[] = [...coreKinds, ...quotaKinds, ...workloadKinds, ...clusterKinds, ...authorizationKinds];
+export const builtinKinds: readonly KindInfo[] = [...coreKinds, ...quotaKinds, ...workloadKinds, ...clusterKinds, eventsV1, ...authorizationKinds];
