@@ -365,6 +365,8 @@ function listQuery(query: Query): ListQuery {
 function includeObject(query: Query): IncludeObject {
   const v = one(query, 'includeObject');
   return v === 'None' || v === 'Object' ? v : 'Metadata';
+}
+
 /** Options of a write request: dryRun, fieldManager (default: the User-Agent's program), fieldValidation (default Warn), force. */
 function writeOptions(request: FastifyRequest, query: Query, subresource?: 'status' | 'finalize'): WriteOptions {
   const requested = one(query, 'fieldValidation');
@@ -381,8 +383,6 @@ function writeOptions(request: FastifyRequest, query: Query, subresource?: 'stat
 function warn(reply: FastifyReply, options: WriteOptions): FastifyReply {
   if (options.warnings?.length) void reply.header('warning', options.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
   return reply;
-}
-
 }
 
 function dryRun(query: Query): boolean {
