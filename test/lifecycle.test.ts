@@ -4,18 +4,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Api, cmPath, configMap } from './helpers/http.js';
-import { serverFor, startServer } from './helpers/server.js';
+import { startServer, type SimServer } from './helpers/server.js';
 import { httpWatch, webSocketWatch } from './helpers/watch.js';
 
 test('--data keeps objects and the resourceVersion counter across a restart', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kube-sim-data-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const data = join(dir, 'cluster.json');
+  const servers: SimServer[] = [];
+  // One hook, servers first: a running server may still be writing its data file into the directory.
+  t.after(async () => {
+    for (const server of servers) await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   const first = await startServer(['--data', data]);
-  t.after(async () => {
-    await first.stop();
-  });
+  servers.push(first);
   let api = new Api(first.url);
   await api.namespace('keep');
   const kept = await api.create(cmPath('keep'), configMap('kept', { k: 'v' }, { app: 'kept' }));
@@ -32,7 +35,8 @@ test('--data keeps objects and the resourceVersion counter across a restart', as
   const stopped = await first.stop();
   assert.deepEqual(stopped, { code: 0, signal: null, forced: false }, 'SIGTERM shuts down cleanly');
 
-  const second = await serverFor(t, ['--data', data]);
+  const second = await startServer(['--data', data]);
+  servers.push(second);
   api = new Api(second.url);
   assert.deepEqual(await api.get(cmPath('keep', 'kept')), before, 'the object comes back as it was: uid, timestamps, resourceVersion');
   const token = await api.get('/api/v1/namespaces/keep/secrets/token');

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { track } from './processes.js';
 
 /** The real kubectl; KUBE_SIM_KUBECTL points elsewhere (e.g. a missing path, to see the skips). */
 export const KUBECTL = process.env.KUBE_SIM_KUBECTL ?? '/usr/bin/kubectl';
@@ -128,5 +129,5 @@ export class KubectlProcess {
 
 /** Starts `kubectl --server URL ...args` in the background; stop it with `stop()` (do so in t.after). */
 export function spawnKubectl(server: string, args: string[], binary = KUBECTL): KubectlProcess {
-  return new KubectlProcess(spawn(binary, ['--server', server, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] }));
+  return new KubectlProcess(track(spawn(binary, ['--server', server, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] })));
 }

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
+import { track } from './processes.js';
 
 /** The repository root, from dist/test/helpers/. */
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -31,10 +32,12 @@ function exited(child: ChildProcess): boolean {
 
 /** Starts `sim serve --port 0 ...args` as a child process and resolves with the URL it prints. */
 export function startServer(args: string[] = []): Promise<SimServer> {
-  const child = spawn(process.execPath, [SIM, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = track(
+    spawn(process.execPath, [SIM, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let out = '';
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
