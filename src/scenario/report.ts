@@ -361,6 +361,10 @@ export function textTimeline(report: ScenarioReport, options: { changes?: boolea
     `${report.result === 'passed' ? 'PASS' : 'FAIL'} ${report.name}: ${sum.steps} steps (${sum.passed} passed, ${sum.failed} failed, ${sum.skipped} skipped), ` +
       `${sum.expectations.passed + sum.expectations.failed} expectations (${sum.expectations.passed} passed, ${sum.expectations.failed} failed), ${took} of cluster time`,
   );
-  for (const f of report.failures) out.push(indent(f, '  ✗ '));
+  for (const f of report.failures) {
+    const [first, ...rest] = f.split('\n');
+    out.push(`  ✗ ${first}`);
+    if (rest.length > 0) out.push(indent(rest.join('\n'), '    '));
+  }
   return `${out.join('\n')}\n`;
 }
