@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { managedFieldsAfterUpdate, renderPath, serverSideApply, type WriteContext } from '../src/api/managed-fields.js';
 import { applyStrategicMergePatch } from '../src/api/patch.js';
-import { pruneUnknownFields, strictDecodingMessage } from '../src/api/schema/field-validation.js';
+import { pruneUnknownFields, strictDecodingMessage, typeMismatch } from '../src/api/schema/field-validation.js';
 import { PATCH_META } from '../src/api/schema/patch-meta.js';
 import { propertyOf, schemaNameForKind, schemaTypes, typeInfo } from '../src/api/schema/schema.js';
 import type { KubeObject } from '../src/api/types.js';
@@ -107,6 +107,13 @@ describe('field validation', () => {
     assert.deepEqual(pruneUnknownFields(obj, DEPLOYMENT), ['metadata.bogus', 'spec.foo', 'spec.template.spec.containers[0].imagee']);
     assert.deepEqual(obj, { metadata: { name: 'x' }, spec: { template: { spec: { containers: [{ name: 'c' }] } } } });
     assert.equal(strictDecodingMessage('Deployment', 'v1', ['spec.foo']), 'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.foo"');
+  });
+
+  it('words type mismatches as the Go JSON decoder does', () => {
+    assert.equal(typeMismatch({ spec: { replicas: '3' } }, DEPLOYMENT), 'json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32');
+    assert.equal(typeMismatch({ data: { a: 1 } }, 'io.k8s.api.core.v1.ConfigMap'), 'json: cannot unmarshal number into Go struct field ConfigMap.data of type string');
+    assert.equal(typeMismatch({ spec: { template: { spec: { containers: {} } } } }, DEPLOYMENT), 'json: cannot unmarshal object into Go struct field PodSpec.spec.template.spec.containers of type []v1.Container');
+    assert.equal(typeMismatch({ spec: { replicas: 3, strategy: { rollingUpdate: { maxSurge: '25%', maxUnavailable: 1 } } }, metadata: { creationTimestamp: null } }, DEPLOYMENT), undefined);
   });
 });
 

@@ -5,7 +5,7 @@ import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { validateObjectMeta } from '../api/validation.js';
 import { managedFieldsAfterUpdate, serverSideApply, type WriteContext } from '../api/managed-fields.js';
-import { pruneUnknownFields, strictDecodingMessage, type FieldValidation } from '../api/schema/field-validation.js';
+import { pruneUnknownFields, strictDecodingMessage, typeMismatch, type FieldValidation } from '../api/schema/field-validation.js';
 import { schemaNameForKind } from '../api/schema/schema.js';
 import type { MemoryStore, Preconditions } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
@@ -237,6 +237,8 @@ export class GenericStore {
     if (options.fieldValidation === undefined) return;
     const typeName = schemaNameForKind(info.group, info.version, info.kind);
     if (!typeName) return;
+    const mismatch = typeMismatch(obj, typeName);
+    if (mismatch && (!current || typeMismatch(current, typeName) !== mismatch)) throw Errors.badRequest(`${info.kind} in version "${info.version}" cannot be handled as a ${info.kind}: ${mismatch}`);
     let unknown = pruneUnknownFields(obj, typeName);
     if (unknown.length === 0) return;
     if (current) {

@@ -78,6 +78,7 @@ export class ResourceHandler {
     const { info, namespace, name, subresource } = target;
     const method = request.method;
     if (subresource !== undefined && !this.subresourceKnown(info, subresource)) throw Errors.pathNotFound();
+    if (subresource === undefined && info.verbs && !info.verbs.includes(verbOf(method, name !== undefined, target.watchPath || boolParam(query, 'watch')))) throw Errors.methodNotAllowed();
     if (name === undefined) {
       if (method === 'GET') {
         if (target.watchPath || boolParam(query, 'watch')) return this.watchHttp(target, query, negotiated, request, reply);
@@ -346,6 +347,24 @@ export class ResourceHandler {
       return (type, object) => `---\n${render({ type, object }, 'yaml')}`;
     }
     return plainEventEncoder;
+  }
+}
+
+/** The API verb of a request on a resource (not a subresource), as authorization and discovery name it. */
+function verbOf(method: string, named: boolean, watch: boolean): string {
+  switch (method) {
+    case 'GET':
+      return watch ? 'watch' : named ? 'get' : 'list';
+    case 'POST':
+      return 'create';
+    case 'PUT':
+      return 'update';
+    case 'PATCH':
+      return 'patch';
+    case 'DELETE':
+      return named ? 'delete' : 'deletecollection';
+    default:
+      return method.toLowerCase();
   }
 }
 
