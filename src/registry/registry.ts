@@ -28,9 +28,9 @@ export class Registry {
         groupResource: { group: info.group, resource: info.resource },
         indexedFields: info.indexedFields ?? [],
         fieldsOf: (obj) => {
-          const aliases = this.kinds().filter((k) => k.storage && resourceKey(k) === key);
+          const aliases = this.aliasFields(key);
           if (aliases.length === 0) return own(obj);
-          const chain = [own, ...aliases.map(fieldsOf)].map((f) => f(obj));
+          const chain = [own, ...aliases].map((f) => f(obj));
           return (field) => {
             for (const get of chain) {
               const value = get(field);
@@ -41,7 +41,24 @@ export class Registry {
         },
       });
     }
+    this.aliases = undefined;
     for (const l of this.listeners) l();
+  }
+
+  /** Field getters of the kinds served from another's table, by table (cached; the set of kinds rarely changes). */
+  private aliases?: Map<string, Array<ReturnType<typeof fieldsOf>>>;
+
+  private aliasFields(key: string): Array<ReturnType<typeof fieldsOf>> {
+    if (!this.aliases) {
+      this.aliases = new Map();
+      for (const k of this.byResource.values()) {
+        if (!k.storage) continue;
+        const list = this.aliases.get(resourceKey(k)) ?? [];
+        list.push(fieldsOf(k));
+        this.aliases.set(resourceKey(k), list);
+      }
+    }
+    return this.aliases.get(key) ?? [];
   }
 
   remove(info: KindInfo): void {
@@ -49,6 +66,7 @@ export class Registry {
     this.byKind.delete(`${groupVersion(info)}/${info.kind}`);
     const stillServed = [...this.byResource.values()].some((k) => !k.storage && resourceKey(k) === resourceKey(info));
     if (!stillServed && !info.storage) this.store.unregister(resourceKey(info));
+    this.aliases = undefined;
     for (const l of this.listeners) l();
   }
 
