@@ -107,8 +107,22 @@ function walk(value: unknown, node: Node, path: string, out: Leaves, apply: bool
   out.set(path, value);
 }
 
+/** Leaves of stored objects (which never change once written): the next write's "before" is the last one's "after". */
+const leafCache = new WeakMap<object, Map<string, Leaves>>();
+
 /** The leaf fields of an object (or of its status, for the status subresource), by fieldsV1 path. */
 export function leavesOf(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean, apply = false): Leaves {
+  const cacheKey = `${typeName}|${scope}|${hasStatus}|${apply}`;
+  let cached = leafCache.get(obj);
+  const hit = cached?.get(cacheKey);
+  if (hit) return hit;
+  const out = computeLeaves(obj, typeName, scope, hasStatus, apply);
+  if (!cached) leafCache.set(obj, (cached = new Map()));
+  cached.set(cacheKey, out);
+  return out;
+}
+
+function computeLeaves(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean, apply: boolean): Leaves {
   const out: Leaves = new Map();
   const root: Node = typeName ? { shape: { kind: 'ref', name: typeName } } : {};
   for (const [k, v] of Object.entries(obj)) {
@@ -142,8 +156,20 @@ function sortKeys(value: unknown): unknown {
   return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys(value[k])]));
 }
 
-/** fieldsV1 back to a set of paths (every node that is a leaf or has a `.` child). */
+const pathCache = new WeakMap<object, Set<string>>();
+
+/** fieldsV1 back to a set of paths (every node that is a leaf or has a `.` child); cached per fieldsV1 object. */
 export function fromFieldsV1(fields: unknown): Set<string> {
+  if (isPlainObject(fields)) {
+    const hit = pathCache.get(fields);
+    if (hit) return hit;
+  }
+  const out = parseFieldsV1(fields);
+  if (isPlainObject(fields)) pathCache.set(fields, out);
+  return out;
+}
+
+function parseFieldsV1(fields: unknown): Set<string> {
   const out = new Set<string>();
   const visit = (node: unknown, prefix: string): void => {
     if (!isPlainObject(node)) return;
