@@ -166,6 +166,7 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
     await history.start(resources.all(), scenario.history?.exclude ?? DEFAULT_HISTORY_EXCLUDE);
     await target.settle();
     await checkNodes(target, resources, scenario.nodes, problems);
+    if (scenario.namespace !== undefined) await ensureNamespace(target, resources, scenario.namespace);
     const runner = new StepRunner(loaded, target, resources, history, steps, runStart);
     if (problems.length === 0) {
       for (let i = 0; i < scenario.steps.length; i++) {
@@ -182,6 +183,16 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
   const endTime = steps.reduce((t, s) => Math.max(t, s.end), runStart);
   const passed = problems.length === 0 && steps.every((s) => s.status === 'passed');
   return { loaded, mode: target.mode, seed, startTime: runStart, endTime, steps, history, problems, passed };
+}
+
+/** The scenario's namespace is there before the first step (created during start-up, step 0, if missing). */
+async function ensureNamespace(target: ScenarioTarget, resources: ApiResources, name: string): Promise<void> {
+  try {
+    await target.client.create(resources.resolve('namespaces').gvr, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    await target.settle();
+  } catch (err) {
+    if (!(err instanceof ApiError && err.code === 409)) throw err;
+  }
 }
 
 async function checkNodes(target: ScenarioTarget, resources: ApiResources, wanted: number | undefined, problems: string[]): Promise<void> {

@@ -263,7 +263,7 @@ export const scenarioSchema = {
     startTime: { type: 'string', format: 'date-time', description: 'Start of virtual time (default 2025-01-01T00:00:00Z)' },
     nodes: { type: 'integer', minimum: 0, description: 'Fake nodes to start' },
     controllers: { type: 'string', description: "Controllers to run (default '*'), as sim serve --controllers" },
-    namespace: { type: 'string', description: "Namespace for objects that name none (default 'default')" },
+    namespace: { type: 'string', description: "Namespace for objects that name none (default 'default'); created at start if missing" },
     history: {
       type: 'object',
       additionalProperties: false,
