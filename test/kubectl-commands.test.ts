@@ -13,6 +13,125 @@ import { startServer, type SimServer } from './helpers/server.js';
 // friends run the same suite with another version.
 
 const missing = kubectlMissing();
+
+/** One object of each kind that has no controller making it (for the column check). */
+const KINDS = `apiVersion: v1
+kind: Namespace
+metadata: {name: kinds}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: plain, namespace: kinds}
+data: {k: v}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: plain, namespace: kinds}
+stringData: {k: v}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: robot, namespace: kinds}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: kinds}
+spec: {selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: web, namespace: kinds}
+subsets: [{addresses: [{ip: 10.0.0.1}], ports: [{port: 80}]}]
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: kinds-pv}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: claim, namespace: kinds}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: compute, namespace: kinds}
+spec: {hard: {pods: "10", limits.cpu: "2"}}
+---
+apiVersion: v1
+kind: LimitRange
+metadata: {name: defaults, namespace: kinds}
+spec: {limits: [{type: Container, default: {cpu: 500m}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: solo, namespace: kinds}
+spec: {containers: [{name: c, image: busybox}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: kinds}
+spec: {replicas: 1, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: c, image: nginx}]}}}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: kinds}
+spec: {serviceName: db, replicas: 1, selector: {matchLabels: {app: db}}, template: {metadata: {labels: {app: db}}, spec: {containers: [{name: c, image: busybox}]}}}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kinds}
+spec: {selector: {matchLabels: {app: agent}}, template: {metadata: {labels: {app: agent}}, spec: {containers: [{name: c, image: busybox}]}}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once, namespace: kinds}
+spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: kinds}
+spec: {schedule: "0 3 * * *", jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}}}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: leader, namespace: kinds}
+spec: {holderIdentity: me}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader, namespace: kinds}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reader, namespace: kinds}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}
+subjects: [{kind: User, name: alice}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: kinds-reader}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: kinds-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kinds-reader}
+subjects: [{kind: User, name: alice}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: kinds-node}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: solo.1, namespace: kinds}
+involvedObject: {kind: Pod, name: solo, namespace: kinds}
+reason: Tested
+message: hello
+type: Normal
+`;
 const version = KUBECTL.match(/kubectl\.(1\.\d+)$/)?.[1] ?? '1.32 (dispatcher)';
 
 describe(`kubectl ${version} against sim serve`, { skip: missing ?? false }, () => {
@@ -177,6 +296,49 @@ ${extra}`;
     const raw = JSON.parse(await ok(['get', '--raw', '/api/v1/namespaces/cmds/configmaps/settings'])) as Obj;
     assert.equal(raw.kind, 'ConfigMap');
     assert.equal(JSON.parse(await ok(['get', '--raw', '/version'])).gitVersion, 'v1.32.0');
+  });
+
+  it('get prints the columns of kube-apiserver\'s printers for every built-in kind', async () => {
+    await ok(['apply', '-f', file('kinds.yaml', KINDS)]);
+    const headers: Record<string, string> = {
+      namespaces: 'NAME STATUS AGE',
+      nodes: 'NAME STATUS ROLES AGE VERSION',
+      pods: 'NAME READY STATUS RESTARTS AGE',
+      services: 'NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE',
+      endpoints: 'NAME ENDPOINTS AGE',
+      configmaps: 'NAME DATA AGE',
+      secrets: 'NAME TYPE DATA AGE',
+      serviceaccounts: 'NAME SECRETS AGE',
+      persistentvolumeclaims: 'NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE',
+      persistentvolumes: 'NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM STORAGECLASS VOLUMEATTRIBUTESCLASS REASON AGE',
+      events: 'LAST SEEN TYPE REASON OBJECT MESSAGE',
+      'events.events.k8s.io': 'LAST SEEN TYPE REASON OBJECT MESSAGE',
+      resourcequotas: 'NAME AGE REQUEST LIMIT',
+      limitranges: 'NAME CREATED AT',
+      deployments: 'NAME READY UP-TO-DATE AVAILABLE AGE',
+      replicasets: 'NAME DESIRED CURRENT READY AGE',
+      statefulsets: 'NAME READY AGE',
+      daemonsets: 'NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE',
+      controllerrevisions: 'NAME CONTROLLER REVISION AGE',
+      jobs: 'NAME STATUS COMPLETIONS DURATION AGE',
+      cronjobs: 'NAME SCHEDULE TIMEZONE SUSPEND ACTIVE LAST SCHEDULE AGE',
+      leases: 'NAME HOLDER AGE',
+      roles: 'NAME CREATED AT',
+      rolebindings: 'NAME ROLE AGE',
+      clusterroles: 'NAME CREATED AT',
+      clusterrolebindings: 'NAME ROLE AGE',
+    };
+    for (const [resource, header] of Object.entries(headers)) {
+      const out = await ok(['get', resource, '-n', 'kinds']);
+      assert.equal(out.split('\n')[0]!.trim().split(/\s{2,}/).join(' '), header, `kubectl get ${resource}`);
+    }
+    const cj = await ok(['get', 'cronjob', 'nightly', '-n', 'kinds']);
+    assert.match(cj, /^nightly\s+0 3 \* \* \*\s+<none>\s+False\s+0\s+<none>\s+\S+\n$/m);
+    const quota = await ok(['get', 'quota', 'compute', '-n', 'kinds']);
+    assert.match(quota, /^compute\s+\S+\s+pods: 0\/0\s+limits\.cpu: 0\/0\n$/m);
+    const yaml = await ok(['get', 'cm', 'plain', '-n', 'kinds', '-o', 'yaml']);
+    assert.match(yaml, /^apiVersion: v1\ndata:\n {2}k: v\nkind: ConfigMap\nmetadata:\n/);
+    assert.doesNotMatch(yaml, /managedFields/, 'kubectl hides managedFields unless --show-managed-fields');
   });
 
   it('label and annotate (--overwrite), set image and set env', async () => {

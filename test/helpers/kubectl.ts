@@ -68,6 +68,8 @@ export function kubectl(server: string, args: string[], options: KubectlOptions 
       clearTimeout(timer);
       resolve({ stdout, stderr, code });
     });
+    // kubectl may exit before reading its stdin (most commands never do): that EPIPE is not the test's failure.
+    child.stdin.on('error', () => undefined);
     child.stdin.end(options.input ?? '');
   });
 }
