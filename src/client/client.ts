@@ -42,6 +42,12 @@ export interface KubeClient {
   finalizeNamespace(obj: KubeObject): Promise<KubeObject>;
   patch(gvr: Gvr, namespace: string | undefined, name: string, type: PatchType, patch: unknown, subresource?: 'status'): Promise<KubeObject>;
   delete(gvr: Gvr, namespace: string | undefined, name: string, options?: DeleteOptions): Promise<void>;
+  /**
+   * POST to a subresource that acts on the object (pods/NAME/binding, pods/NAME/eviction); resolves to the
+   * Status the server answers. Optional so that clients written before it still compile; the scheduler,
+   * kubelets and node lifecycle controller need it.
+   */
+  createSubresource?(gvr: Gvr, namespace: string | undefined, name: string, subresource: string, body: unknown): Promise<unknown>;
   /** Starts a watch; `onClose` runs once when it ends, with the error (a 410 Expired Status) if it failed. */
   watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle;
 }

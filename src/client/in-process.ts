@@ -57,6 +57,13 @@ export class InProcessClient implements KubeClient {
     this.cluster.api.delete(this.kind(gvr), namespace, name, options);
   }
 
+  async createSubresource(gvr: Gvr, namespace: string | undefined, name: string, subresource: string, body: unknown): Promise<unknown> {
+    const info = this.kind(gvr);
+    const handler = info.extraSubresources?.find((s) => s.name === subresource)?.create;
+    if (!handler) throw Errors.pathNotFound();
+    return handler(this.cluster.api, info, namespace, name, body, {});
+  }
+
   watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle {
     const queue: Array<[WatchEventType, KubeObject]> = [];
     let closed = false;

@@ -127,7 +127,7 @@ export class GenericStore {
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
     delete meta.selfLink;
-    if (info.status) delete obj.status;
+    if (info.status && !info.strategy?.keepsStatusOnCreate) delete obj.status;
     if (info.strategy?.prepareForCreate || info.strategy?.defaults) {
       info.strategy.defaults?.(obj, this.ctx);
       info.strategy.prepareForCreate?.(obj, this.ctx);

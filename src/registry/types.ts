@@ -3,6 +3,8 @@ import type { SeededRandom } from '../clock/random.js';
 import type { StatusCause } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
 import type { NameRule } from '../api/validation.js';
+import type { Status } from '../api/errors.js';
+import type { GenericStore } from './generic-store.js';
 
 /** What a strategy may use besides the object: cluster time, the seeded RNG, and allocators. */
 export interface StrategyContext {
@@ -40,6 +42,8 @@ export interface Strategy {
    * with its status write, which must not bump generation.
    */
   statusMetadata?: ReadonlyArray<'annotations'>;
+  /** Status sent on create is kept (nodes: a kubelet registers its Node with its status). */
+  keepsStatusOnCreate?: boolean;
   /** Called on the copy that records the start of a deletion (a namespace turns Terminating). */
   prepareForDelete?(obj: KubeObject): void;
 }
@@ -85,7 +89,7 @@ export interface KindInfo {
   /** The columns replace NAME too (events lead with LAST SEEN). */
   noName?: boolean;
   /** Subresources beyond status and scale (pods/log, pods/exec, pods/eviction, pods/binding …). */
-  extraSubresources?: Array<{ name: string; kind: string; group?: string; version?: string; verbs: string[] }>;
+  extraSubresources?: ExtraSubresource[];
   /** Verbs other than the standard set (e.g. events cannot be watched? they can; bindings are create-only). */
   verbs?: string[];
   /**
@@ -98,6 +102,19 @@ export interface KindInfo {
    * group and resource, and the conversions each object goes through on the way in and out.
    */
   storage?: { group: string; resource: string; toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
+}
+
+/**
+ * A subresource served beside the object. `create` handles POST for subresources that are verbs on the object
+ * (pods/binding, pods/eviction): it gets the generic store and answers the Status to send with a 201.
+ */
+export interface ExtraSubresource {
+  name: string;
+  kind: string;
+  group?: string;
+  version?: string;
+  verbs: string[];
+  create?(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): Status;
 }
 
 export function groupVersion(info: Pick<KindInfo, 'group' | 'version'>): string {

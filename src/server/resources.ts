@@ -10,9 +10,11 @@ import { defaultFieldManager } from '../api/managed-fields.js';
 import { parseFieldValidation } from '../api/schema/field-validation.js';
 import { field } from '../registry/printers.js';
 import { groupVersion, type KindInfo } from '../registry/types.js';
+import type { KubeletConnector } from '../kubelet/connector.js';
 import { decodeBody } from './body.js';
 import { jsonOf, listJson, render } from './encoding.js';
 import { negotiate, type Negotiated } from './negotiation.js';
+import { podLog } from './pod-connect.js';
 import { decodeProtobuf } from './protobuf/decode.js';
 import { partialObjectMetadata, tableOf, type IncludeObject } from './table.js';
 import { httpTransport, plainEventEncoder, webSocketTransport, WatchStream, type EventEncoder, type Transport } from './watch-stream.js';
@@ -70,7 +72,10 @@ export function resolveTarget(cluster: Cluster, group: string, version: string, 
 
 /** The REST verbs for one resource request; every answer and error is JSON (or YAML) as kube-apiserver gives it. */
 export class ResourceHandler {
-  constructor(private readonly cluster: Cluster) {}
+  constructor(
+    private readonly cluster: Cluster,
+    private readonly kubelet?: KubeletConnector,
+  ) {}
 
   async handle(target: ResourceTarget, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const query = request.query as Query;
@@ -100,6 +105,17 @@ export class ResourceHandler {
     }
     if (target.watchPath) return this.watchHttp(target, { ...query, fieldSelector: nameSelector(name, one(query, 'fieldSelector')) }, negotiated, request, reply);
     if (subresource === 'scale') return this.scale(info, namespace, name, request, reply, negotiated);
+    const extra = subresource === undefined ? undefined : info.extraSubresources?.find((s) => s.name === subresource);
+    if (extra?.create) {
+      if (method !== 'POST') throw Errors.methodNotAllowed();
+      const result = extra.create(this.cluster.api, info, namespace, name, this.body(request, false).value, { dryRun: dryRun(query) });
+      return this.sendText(reply, 201, negotiated, JSON.stringify(result), result);
+    }
+    if (info.resource === 'pods' && subresource === 'log') {
+      if (method !== 'GET') throw Errors.methodNotAllowed();
+      return podLog(this.cluster, this.kubelet, info, namespace, name, query, reply);
+    }
+    if (info.resource === 'pods' && subresource === 'exec') throw Errors.badRequest('Upgrade request required');
     const status = subresource === 'status' ? ('status' as const) : subresource === 'finalize' ? ('finalize' as const) : undefined;
     if (status === 'finalize' && method !== 'PUT') throw Errors.methodNotAllowed();
     switch (method) {

@@ -10,12 +10,16 @@ import { MAX_BODY_BYTES, parseJson } from './body.js';
 import { Discovery, KUBERNETES_VERSION } from './discovery.js';
 import { parseMediaTypes } from './negotiation.js';
 import { OpenApi } from './openapi.js';
+import type { KubeletConnector } from '../kubelet/connector.js';
+import { ExecServer } from './pod-connect.js';
 import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources.js';
 
 export interface ServerOptions {
   /** Address clients are told to use in /api's serverAddressByClientCIDRs (host:port). */
   advertiseAddress?: () => string;
   logger?: (line: string) => void;
+  /** The simulated kubelets, for pods/log, pods/exec and /sim/v1/nodes faults. */
+  kubelet?: KubeletConnector;
 }
 
 /** Writes a Status as the body, with its code. */
@@ -58,7 +62,7 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 }, return503OnClosing: false, forceCloseConnections: true });
   const discovery = new Discovery(cluster.registry, options.advertiseAddress ?? (() => '127.0.0.1:8080'));
   const openapi = new OpenApi(cluster.registry);
-  const resources = new ResourceHandler(cluster);
+  const resources = new ResourceHandler(cluster, options.kubelet);
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
@@ -151,13 +155,23 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   app.route({ method: [...methods], url: '/api/*', handler: (req, reply) => handleApi(req, reply, true) });
   app.route({ method: [...methods], url: '/apis/*', handler: (req, reply) => handleApi(req, reply, false) });
 
-  registerSimRoutes(app, cluster);
-  attachWebSockets(app, cluster, resources);
+  registerSimRoutes(app, cluster, options.kubelet);
+  attachWebSockets(app, cluster, resources, new ExecServer(cluster, options.kubelet));
   return app;
 }
 
-/** Simulator controls under /sim/v1 (not a Kubernetes group): the clock, for now. */
-function registerSimRoutes(app: FastifyInstance, cluster: Cluster): void {
+/** Simulator controls under /sim/v1 (not a Kubernetes group): the clock and node faults. */
+function registerSimRoutes(app: FastifyInstance, cluster: Cluster, kubelet: KubeletConnector | undefined): void {
+  for (const action of ['fail', 'recover'] as const) {
+    app.post(`/sim/v1/nodes/:name/${action}`, async (request, reply) => {
+      const name = (request.params as { name: string }).name;
+      if (!kubelet) throw Errors.badRequest('no simulated kubelets run in this server');
+      const found = action === 'fail' ? kubelet.failNode(name) : kubelet.recoverNode(name);
+      if (!found) throw Errors.notFound({ group: '', resource: 'nodes' }, name);
+      await cluster.virtualClock?.settle();
+      void reply.header('content-type', 'application/json').send(JSON.stringify({ node: name, kubelet: action === 'fail' ? 'stopped' : 'running' }));
+    });
+  }
   const clockState = (): string => JSON.stringify({ now: rfc3339(cluster.clock.now()), mode: cluster.clock.mode });
   app.get('/sim/v1/clock', (_req, reply) => void reply.header('content-type', 'application/json').send(clockState()));
   app.post('/sim/v1/clock/advance', async (request, reply) => {
@@ -179,12 +193,12 @@ function registerSimRoutes(app: FastifyInstance, cluster: Cluster): void {
   });
 }
 
-/** Watches over WebSocket on the same URLs as HTTP watches. */
-function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: ResourceHandler): void {
+/** Watches over WebSocket on the same URLs as HTTP watches, and pods/exec. */
+function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: ResourceHandler, exec: ExecServer): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
-  const reject = (socket: Duplex, err: ApiError): void => {
-    const body = JSON.stringify(err.toStatus());
-    socket.end(`HTTP/1.1 ${err.code} ${err.reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  const reject = (socket: Duplex, err: ApiError, contentType = 'application/json'): void => {
+    const body = contentType === 'application/json' ? JSON.stringify(err.toStatus()) : err.message;
+    socket.end(`HTTP/1.1 ${err.code} ${err.reason}\r\ncontent-type: ${contentType}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   };
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     try {
@@ -194,6 +208,9 @@ function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: Res
       if (segments[0] === 'api' && segments.length >= 3) target = resolveTarget(cluster, '', segments[1]!, segments.slice(2));
       else if (segments[0] === 'apis' && segments.length >= 4) target = resolveTarget(cluster, segments[1]!, segments[2]!, segments.slice(3));
       if (!target) return reject(socket, Errors.pathNotFound());
+      if (target.subresource === 'exec' && target.info.resource === 'pods' && target.name !== undefined) {
+        return exec.upgrade(target.info, target.namespace, target.name, url, req, socket, head, (err, type) => reject(socket, err, type));
+      }
       const query: Record<string, string> = Object.fromEntries(url.searchParams.entries());
       const isWatch = target.watchPath || query.watch === 'true' || query.watch === '1';
       if (!isWatch || (target.name !== undefined && !target.watchPath)) {
@@ -207,6 +224,7 @@ function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: Res
   });
   // preClose, not onClose: fastify's own onClose waits for every socket to end, upgraded ones included.
   app.addHook('preClose', (done) => {
+    exec.close();
     for (const client of wss.clients) client.terminate();
     wss.close(() => done());
   });

@@ -3,6 +3,7 @@ import { isPlainObject, type KubeObject } from '../../api/types.js';
 import { checkConfigMapKey } from '../../api/validation.js';
 import { ageOf, col, field, num, orNone, str } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
+import { bindPod, evictPod } from '../pod-subresources.js';
 import { defaultPodSpec, qosClass, validatePodSpec } from './pod-spec.js';
 import { podIP, podRestarts, podRow } from '../pod-printer.js';
 import { coreEventColumns } from './events.js';
@@ -104,6 +105,12 @@ const pods: KindInfo = {
     'status.nominatedNodeName': (o) => str(o, 'status.nominatedNodeName'),
   },
   indexedFields: ['spec.nodeName'],
+  extraSubresources: [
+    { name: 'binding', kind: 'Binding', verbs: ['create'], create: bindPod },
+    { name: 'eviction', kind: 'Eviction', group: 'policy', version: 'v1', verbs: ['create'], create: evictPod },
+    { name: 'exec', kind: 'PodExecOptions', verbs: ['create', 'get'] },
+    { name: 'log', kind: 'Pod', verbs: ['get'] },
+  ],
   strategy: {
     defaults(obj) {
       const s = spec(obj);
@@ -428,6 +435,7 @@ const nodes: KindInfo = {
   shortNames: ['no'],
   status: true,
   selectableFields: { 'spec.unschedulable': (o) => String(field(o, 'spec.unschedulable') === true) },
+  strategy: { keepsStatusOnCreate: true },
   columns: [
     col('Status', (o) => {
       const conditions = (field(o, 'status.conditions') as Obj[] | undefined) ?? [];
