@@ -1,0 +1,503 @@
+import { createHash } from 'node:crypto';
+import { rfc3339 } from '../clock/clock.js';
+import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
+import { setPodCondition } from '../registry/pod-subresources.js';
+
+/**
+ * The kubelet's built-in status transitions, one per action a stage may name. Each is a pure function of the
+ * pod and a context (clock time, the node, lookups): it returns the pod's next status, annotations to set,
+ * events and log lines. The fleet writes the result; the stage file decides which action runs when.
+ */
+export const ACTION_NAMES = ['Accept', 'Start', 'Ready', 'Exit', 'BackOff', 'Restart', 'Kill', 'Stop', 'Fail'] as const;
+export type ActionName = (typeof ACTION_NAMES)[number];
+
+type Obj = Record<string, unknown>;
+
+export interface ActionEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+  fieldPath?: string;
+}
+
+export interface ActionLog {
+  container: string;
+  /** Starts a new container instance (its restart count) before writing. */
+  start?: number;
+  /** Ends the current instance after writing. */
+  end?: boolean;
+  lines: string[];
+}
+
+export interface ActionResult {
+  /** The whole next status (undefined: unchanged). */
+  status?: Obj;
+  /** Annotations to set (null removes). */
+  annotations?: Record<string, string | null>;
+  events: ActionEvent[];
+  logs: ActionLog[];
+}
+
+/** What a container gets when it starts: its environment, or why it cannot start. */
+export type EnvResult = { env: Array<[string, string]> } | { error: string };
+
+export interface ActionContext {
+  now: number;
+  nodeName: string;
+  hostIP: string;
+  /** The pod's IP: the one it has, or a fresh one from the node's CIDR. */
+  podIP(pod: KubeObject): string;
+  /** Pod annotation, else node annotation, else the server-wide default. */
+  setting(key: string): string | undefined;
+  /** The container's environment as it starts now (ConfigMaps, Secrets, downward API, service links). */
+  resolveEnv(pod: KubeObject, container: Obj): EnvResult;
+  /** Why the pod's volumes cannot be mounted yet (FailedMount), if so. */
+  volumeError(pod: KubeObject): { volume: string; message: string } | undefined;
+  /** A fresh container ID (seeded, so replays agree). */
+  containerID(): string;
+}
+
+/**
+ * The kubelet's restart back-off: the first restart is immediate; each later one waits 10 s doubling, capped
+ * at 5 min (restartCount 1 → 10 s, 2 → 20 s, 3 → 40 s, 4 → 80 s, 5 → 160 s, 6+ → 300 s).
+ */
+export function crashLoopDelayMs(restartCount: number): number {
+  if (restartCount <= 0) return 0;
+  return Math.min(10_000 * 2 ** (restartCount - 1), 300_000);
+}
+
+export const ENV_ANNOTATION_PREFIX = 'kube-sim.dev/env-';
+export const LOG_ANNOTATION = 'kube-sim.dev/log';
+export const EXIT_CODE_SETTING = 'kube-sim.dev/exit-code';
+
+// ---------------------------------------------------------------------------------------------------------
+// helpers
+
+function containersOf(pod: KubeObject, list: 'containers' | 'initContainers'): Obj[] {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  const items = spec[list];
+  return Array.isArray(items) ? (items.filter(isPlainObject) as Obj[]) : [];
+}
+
+function statusOf(pod: KubeObject): Obj {
+  return isPlainObject(pod.status) ? (deepCopy(pod.status) as Obj) : {};
+}
+
+function statuses(status: Obj, list: 'containerStatuses' | 'initContainerStatuses'): Obj[] {
+  return Array.isArray(status[list]) ? (status[list] as Obj[]) : [];
+}
+
+function state(cs: Obj): Obj {
+  return isPlainObject(cs.state) ? cs.state : {};
+}
+
+function fieldPath(pod: KubeObject, name: string): string {
+  const init = containersOf(pod, 'initContainers').some((c) => c.name === name);
+  return `spec.${init ? 'initContainers' : 'containers'}{${name}}`;
+}
+
+/** The image reference as containerd reports it: docker.io/library/nginx:latest for "nginx". */
+export function normalizeImage(image: string): string {
+  let ref = image;
+  const firstSlash = ref.indexOf('/');
+  const first = firstSlash < 0 ? '' : ref.slice(0, firstSlash);
+  if (firstSlash < 0) ref = `docker.io/library/${ref}`;
+  else if (!first.includes('.') && !first.includes(':') && first !== 'localhost') ref = `docker.io/${ref}`;
+  const lastSegment = ref.slice(ref.lastIndexOf('/') + 1);
+  if (!ref.includes('@') && !lastSegment.includes(':')) ref = `${ref}:latest`;
+  return ref;
+}
+
+function imageID(image: string): string {
+  const normalized = normalizeImage(image);
+  const repo = normalized.includes('@') ? normalized.slice(0, normalized.indexOf('@')) : normalized.slice(0, normalized.lastIndexOf(':'));
+  return `${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`;
+}
+
+/** Go's time.Duration formatting for whole seconds: 10s, 1m20s, 5m0s. */
+export function goDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${s % 60}s`;
+  return `${Math.floor(m / 60)}h${m % 60}m${s % 60}s`;
+}
+
+/** `$(VAR)` references resolved from the container's environment, `$$(VAR)` kept literally, as Kubernetes expands. */
+export function expandVars(text: string, env: ReadonlyMap<string, string>): string {
+  return text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (match, name: string | undefined) => {
+    if (match === '$$') return '$';
+    return env.has(name!) ? env.get(name!)! : match;
+  });
+}
+
+function waitingStatus(c: Obj, reason: string, message?: string): Obj {
+  const waiting: Obj = { reason };
+  if (message) waiting.message = message;
+  return { name: c.name, image: c.image, imageID: '', ready: false, restartCount: 0, started: false, state: { waiting }, lastState: {} };
+}
+
+function notReadyNames(list: Obj[]): string[] {
+  return list.filter((cs) => cs.ready !== true).map((cs) => String(cs.name));
+}
+
+/** Ready / ContainersReady from the container statuses, with the kubelet's reasons and messages. */
+function setReadiness(status: Obj, now: string, terminal: boolean): void {
+  const containers = statuses(status, 'containerStatuses');
+  const unready = notReadyNames(containers);
+  for (const type of ['Ready', 'ContainersReady']) {
+    if (terminal) setPodCondition(status, { type, status: 'False', reason: 'PodCompleted' }, now);
+    else if (unready.length === 0 && containers.length > 0) setPodCondition(status, { type, status: 'True' }, now);
+    else setPodCondition(status, { type, status: 'False', reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` }, now);
+  }
+}
+
+/** Conditions in the order the kubelet writes them. */
+const CONDITION_ORDER = ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled', 'DisruptionTarget'];
+
+function sortConditions(status: Obj): void {
+  if (!Array.isArray(status.conditions)) return;
+  const rank = (c: Obj): number => {
+    const i = CONDITION_ORDER.indexOf(String(c.type));
+    return i < 0 ? CONDITION_ORDER.length : i;
+  };
+  status.conditions = [...(status.conditions as Obj[])].sort((a, b) => rank(a) - rank(b));
+}
+
+function startLines(pod: KubeObject, c: Obj, restartCount: number, env: Array<[string, string]>): string[] {
+  const lines = [`[kube-sim] container ${String(c.name)} started (image ${String(c.image)}, restart ${restartCount})`];
+  const asked = pod.metadata.annotations?.[LOG_ANNOTATION];
+  if (asked) {
+    const vars = new Map(env);
+    for (const line of asked.split('\n')) if (line !== '') lines.push(expandVars(line, vars));
+  }
+  return lines;
+}
+
+function pullEvents(c: Obj, path: string): ActionEvent[] {
+  const image = String(c.image);
+  if (c.imagePullPolicy === 'Always') {
+    return [
+      { type: 'Normal', reason: 'Pulling', message: `Pulling image "${image}"`, fieldPath: path },
+      { type: 'Normal', reason: 'Pulled', message: `Successfully pulled image "${image}" in 0s (0s including waiting). Image size: 0 bytes.`, fieldPath: path },
+    ];
+  }
+  return [{ type: 'Normal', reason: 'Pulled', message: `Container image "${image}" already present on machine`, fieldPath: path }];
+}
+
+interface Started {
+  status: Obj;
+  events: ActionEvent[];
+  logs: ActionLog[];
+  env?: Array<[string, string]>;
+}
+
+/** Starts one container (restartCount given): its env, its running state, Pulled/Created/Started. */
+function startContainer(pod: KubeObject, c: Obj, previous: Obj | undefined, restartCount: number, ctx: ActionContext, now: string): Started {
+  const path = fieldPath(pod, String(c.name));
+  const resolved = ctx.resolveEnv(pod, c);
+  const lastState = previous && isPlainObject(previous.lastState) ? previous.lastState : {};
+  if ('error' in resolved) {
+    return {
+      status: { ...waitingStatus(c, 'CreateContainerConfigError', resolved.error), restartCount, lastState },
+      events: [...pullEvents(c, path), { type: 'Warning', reason: 'Failed', message: `Error: ${resolved.error}`, fieldPath: path }],
+      logs: [],
+    };
+  }
+  return {
+    status: {
+      containerID: ctx.containerID(),
+      image: normalizeImage(String(c.image)),
+      imageID: imageID(String(c.image)),
+      lastState,
+      name: c.name,
+      ready: false,
+      restartCount,
+      started: true,
+      state: { running: { startedAt: now } },
+    },
+    events: [
+      ...pullEvents(c, path),
+      { type: 'Normal', reason: 'Created', message: `Created container: ${String(c.name)}`, fieldPath: path },
+      { type: 'Normal', reason: 'Started', message: `Started container ${String(c.name)}`, fieldPath: path },
+    ],
+    logs: [{ container: String(c.name), start: restartCount, lines: startLines(pod, c, restartCount, resolved.env) }],
+    env: resolved.env,
+  };
+}
+
+function terminate(cs: Obj, exitCode: number, now: string, reason?: string): Obj {
+  const running = isPlainObject(state(cs).running) ? (state(cs).running as Obj) : undefined;
+  const terminated: Obj = { containerID: cs.containerID, exitCode, finishedAt: now, reason: reason ?? (exitCode === 0 ? 'Completed' : 'Error'), startedAt: running?.startedAt ?? now };
+  if (!cs.containerID) delete terminated.containerID;
+  return { ...cs, ready: false, started: false, state: { terminated } };
+}
+
+function phaseFromContainers(status: Obj, restartPolicy: string): string {
+  const list = statuses(status, 'containerStatuses');
+  const running = list.some((cs) => isPlainObject(state(cs).running));
+  const waiting = list.some((cs) => isPlainObject(state(cs).waiting));
+  const terminated = list.map((cs) => state(cs).terminated).filter(isPlainObject) as Obj[];
+  if (terminated.length === list.length && list.length > 0) {
+    const failed = terminated.some((t) => t.exitCode !== 0);
+    if (restartPolicy === 'Never') return failed ? 'Failed' : 'Succeeded';
+    if (restartPolicy === 'OnFailure' && !failed) return 'Succeeded';
+    return 'Running';
+  }
+  if (running || terminated.length > 0) return 'Running';
+  return waiting && status.phase === 'Running' ? 'Running' : 'Pending';
+}
+
+function wantsRestart(restartPolicy: string, cs: Obj): boolean {
+  const t = state(cs).terminated;
+  if (!isPlainObject(t)) return false;
+  return restartPolicy === 'Always' || (restartPolicy === 'OnFailure' && t.exitCode !== 0);
+}
+
+function restartPolicyOf(pod: KubeObject): string {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  return typeof spec.restartPolicy === 'string' ? spec.restartPolicy : 'Always';
+}
+
+function exitCodeSetting(ctx: ActionContext, params: Obj | undefined): number {
+  if (typeof params?.exitCode === 'number') return params.exitCode;
+  const text = ctx.setting(EXIT_CODE_SETTING);
+  const n = text === undefined ? 0 : Number(text);
+  return Number.isInteger(n) ? n : 1;
+}
+
+function empty(): ActionResult {
+  return { events: [], logs: [] };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// the actions
+
+/** The kubelet admits the pod: host IP, start time, conditions, every container waiting in ContainerCreating. */
+function accept(pod: KubeObject, ctx: ActionContext): ActionResult {
+  const now = rfc3339(ctx.now);
+  const status = statusOf(pod);
+  const inits = containersOf(pod, 'initContainers');
+  status.phase = 'Pending';
+  status.hostIP = ctx.hostIP;
+  status.hostIPs = [{ ip: ctx.hostIP }];
+  status.startTime = now;
+  setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
+  if (inits.length === 0) setPodCondition(status, { type: 'Initialized', status: 'True' }, now);
+  else setPodCondition(status, { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${inits.map((c) => String(c.name)).join(' ')}]` }, now);
+  // App containers wait in ContainerCreating, or in PodInitializing behind init containers (shown Init:0/N).
+  status.containerStatuses = containersOf(pod, 'containers').map((c) => waitingStatus(c, inits.length > 0 ? 'PodInitializing' : 'ContainerCreating'));
+  if (inits.length > 0) status.initContainerStatuses = inits.map((c) => waitingStatus(c, 'PodInitializing'));
+  setReadiness(status, now, false);
+  sortConditions(status);
+  return { ...empty(), status };
+}
+
+/** Mounts volumes, runs init containers to completion, starts the app containers: the pod is Running. */
+function start(pod: KubeObject, ctx: ActionContext): ActionResult {
+  const now = rfc3339(ctx.now);
+  const mountError = ctx.volumeError(pod);
+  if (mountError) {
+    return { ...empty(), events: [{ type: 'Warning', reason: 'FailedMount', message: `MountVolume.SetUp failed for volume "${mountError.volume}" : ${mountError.message}` }] };
+  }
+  const status = statusOf(pod);
+  const podIP = ctx.podIP(pod);
+  status.podIP = podIP;
+  status.podIPs = [{ ip: podIP }];
+  const withIP: KubeObject = { ...pod, status };
+  const result: ActionResult = { events: [], logs: [], annotations: {} };
+  const inits = containersOf(pod, 'initContainers');
+  if (inits.length > 0) {
+    const priorInits = new Map(statuses(status, 'initContainerStatuses').map((cs) => [String(cs.name), cs]));
+    let blocked = false;
+    status.initContainerStatuses = inits.map((c) => {
+      const prior = priorInits.get(String(c.name));
+      if (prior && isPlainObject(state(prior).terminated)) return prior;
+      if (blocked) return prior ?? waitingStatus(c, 'PodInitializing');
+      const started = startContainer(withIP, c, undefined, 0, ctx, now);
+      if (!started.env) blocked = true;
+      result.events.push(...started.events);
+      for (const log of started.logs) result.logs.push({ ...log, lines: [...log.lines, `[kube-sim] container ${String(c.name)} exited with code 0`], end: true });
+      return started.env ? terminate(started.status, 0, now) : started.status;
+    });
+  }
+  const initFailed = statuses(status, 'initContainerStatuses').some((cs) => !isPlainObject(state(cs).terminated));
+  const previous = new Map(statuses(status, 'containerStatuses').map((cs) => [String(cs.name), cs]));
+  if (!initFailed) {
+    status.containerStatuses = containersOf(pod, 'containers').map((c) => {
+      const prior = previous.get(String(c.name));
+      if (prior && isPlainObject(state(prior).running)) return prior;
+      const restartCount = typeof prior?.restartCount === 'number' ? prior.restartCount : 0;
+      const started = startContainer(withIP, c, prior, restartCount, ctx, now);
+      result.events.push(...started.events);
+      result.logs.push(...started.logs);
+      if (started.env) result.annotations![`${ENV_ANNOTATION_PREFIX}${String(c.name)}`] = JSON.stringify(Object.fromEntries(started.env));
+      return started.status;
+    });
+  }
+  setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'True' }, now);
+  if (initFailed) {
+    const pending = statuses(status, 'initContainerStatuses').filter((cs) => !isPlainObject(state(cs).terminated)).map((cs) => String(cs.name));
+    setPodCondition(status, { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${pending.join(' ')}]` }, now);
+  } else setPodCondition(status, { type: 'Initialized', status: 'True' }, now);
+  status.phase = phaseFromContainers(status, restartPolicyOf(pod));
+  setReadiness(status, now, false);
+  sortConditions(status);
+  return { ...result, status };
+}
+
+/** Running containers pass their readiness probes. */
+function ready(pod: KubeObject, ctx: ActionContext): ActionResult {
+  const now = rfc3339(ctx.now);
+  const status = statusOf(pod);
+  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => (isPlainObject(state(cs).running) ? { ...cs, ready: true } : cs));
+  setReadiness(status, now, false);
+  sortConditions(status);
+  return { ...empty(), status };
+}
+
+/** The containers' processes exit: params.exitCode, else the exit-code setting (default 0); params.reason (OOMKilled) else Completed/Error. */
+function exit(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): ActionResult {
+  const now = rfc3339(ctx.now);
+  const status = statusOf(pod);
+  const code = exitCodeSetting(ctx, params);
+  const reason = typeof params?.reason === 'string' ? params.reason : undefined;
+  const logs: ActionLog[] = [];
+  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+    if (!isPlainObject(state(cs).running)) return cs;
+    logs.push({ container: String(cs.name), end: true, lines: [`[kube-sim] container ${String(cs.name)} exited with code ${code}${reason ? ` (${reason})` : ''}`] });
+    return terminate(cs, code, now, reason);
+  });
+  status.phase = phaseFromContainers(status, restartPolicyOf(pod));
+  const terminal = status.phase === 'Succeeded' || status.phase === 'Failed';
+  setReadiness(status, now, terminal);
+  if (terminal) setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
+  sortConditions(status);
+  return { events: [], logs, status };
+}
+
+/** An exited container that will restart waits in CrashLoopBackOff. */
+function backOff(pod: KubeObject, ctx: ActionContext): ActionResult {
+  const now = rfc3339(ctx.now);
+  const status = statusOf(pod);
+  const policy = restartPolicyOf(pod);
+  const events: ActionEvent[] = [];
+  const ref = `${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})`;
+  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+    if (!wantsRestart(policy, cs)) return cs;
+    const restarts = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
+    const wait = goDuration(crashLoopDelayMs(restarts));
+    events.push({ type: 'Warning', reason: 'BackOff', message: `Back-off restarting failed container ${String(cs.name)} in pod ${ref}`, fieldPath: fieldPath(pod, String(cs.name)) });
+    return { ...cs, lastState: { terminated: state(cs).terminated }, ready: false, started: false, state: { waiting: { reason: 'CrashLoopBackOff', message: `back-off ${wait} restarting failed container=${String(cs.name)} pod=${ref}` } } };
+  });
+  setReadiness(status, now, false);
+  sortConditions(status);
+  return { events, logs: [], status };
+}
+
+/** Restarts exited containers: restartCount + 1, environment resolved again, a new log instance. */
+function restart(pod: KubeObject, ctx: ActionContext): ActionResult {
+  const now = rfc3339(ctx.now);
+  const status = statusOf(pod);
+  const policy = restartPolicyOf(pod);
+  const result: ActionResult = { events: [], logs: [], annotations: {} };
+  const specs = new Map(containersOf(pod, 'containers').map((c) => [String(c.name), c]));
+  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+    const waitingReason = isPlainObject(state(cs).waiting) ? (state(cs).waiting as Obj).reason : undefined;
+    const terminated = state(cs).terminated;
+    const c = specs.get(String(cs.name));
+    if (!c) return cs;
+    if (waitingReason !== 'CrashLoopBackOff' && !wantsRestart(policy, cs)) return cs;
+    const last = isPlainObject(terminated) ? { terminated } : isPlainObject(cs.lastState) ? cs.lastState : {};
+    const restarts = (typeof cs.restartCount === 'number' ? cs.restartCount : 0) + 1;
+    const started = startContainer(pod, c, { ...cs, lastState: last }, restarts, ctx, now);
+    result.events.push(...started.events);
+    result.logs.push(...started.logs);
+    if (started.env) result.annotations![`${ENV_ANNOTATION_PREFIX}${String(c.name)}`] = JSON.stringify(Object.fromEntries(started.env));
+    return started.status;
+  });
+  status.phase = phaseFromContainers(status, policy);
+  setReadiness(status, now, false);
+  sortConditions(status);
+  return { ...result, status };
+}
+
+/** A graceful delete begins: SIGTERM to each running container (Killing events); status is unchanged. */
+function kill(pod: KubeObject): ActionResult {
+  const status = statusOf(pod);
+  const result = empty();
+  for (const cs of statuses(status, 'containerStatuses')) {
+    if (!isPlainObject(state(cs).running)) continue;
+    result.events.push({ type: 'Normal', reason: 'Killing', message: `Stopping container ${String(cs.name)}`, fieldPath: fieldPath(pod, String(cs.name)) });
+    result.logs.push({ container: String(cs.name), lines: [`[kube-sim] container ${String(cs.name)} received SIGTERM`] });
+  }
+  return result;
+}
+
+/** The containers have stopped (end of the grace period): terminal phase, before the kubelet removes the pod. */
+function stop(pod: KubeObject, ctx: ActionContext): ActionResult {
+  const now = rfc3339(ctx.now);
+  const status = statusOf(pod);
+  const logs: ActionLog[] = [];
+  let any = false;
+  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+    if (isPlainObject(state(cs).terminated)) return cs;
+    any = true;
+    if (isPlainObject(state(cs).running)) logs.push({ container: String(cs.name), end: true, lines: [`[kube-sim] container ${String(cs.name)} exited with code 0`] });
+    const stopped = terminate(cs, isPlainObject(state(cs).running) ? 0 : 137, now, isPlainObject(state(cs).running) ? 'Completed' : 'ContainerStatusUnknown');
+    return stopped;
+  });
+  if (!any) return { events: [], logs };
+  if (status.phase !== 'Succeeded' && status.phase !== 'Failed') {
+    const failed = statuses(status, 'containerStatuses').some((cs) => isPlainObject(state(cs).terminated) && (state(cs).terminated as Obj).exitCode !== 0);
+    status.phase = failed ? 'Failed' : 'Succeeded';
+  }
+  setReadiness(status, now, true);
+  setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
+  sortConditions(status);
+  return { events: [], logs, status };
+}
+
+/** The kubelet fails the pod (DeadlineExceeded and the like): containers killed, phase Failed with a reason. */
+function failPod(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): ActionResult {
+  const now = rfc3339(ctx.now);
+  const reason = typeof params?.reason === 'string' ? params.reason : 'Failed';
+  const message = typeof params?.message === 'string' ? params.message : '';
+  const status = statusOf(pod);
+  const logs: ActionLog[] = [];
+  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+    if (isPlainObject(state(cs).terminated)) return cs;
+    if (isPlainObject(state(cs).running)) logs.push({ container: String(cs.name), end: true, lines: [`[kube-sim] container ${String(cs.name)} killed: ${reason}`] });
+    return terminate(cs, 137, now, 'Error');
+  });
+  status.phase = 'Failed';
+  status.reason = reason;
+  status.message = message;
+  setReadiness(status, now, true);
+  setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
+  sortConditions(status);
+  return { events: [{ type: 'Warning', reason, message }], logs, status };
+}
+
+export function runAction(name: ActionName, pod: KubeObject, ctx: ActionContext, params?: Obj): ActionResult {
+  switch (name) {
+    case 'Accept':
+      return accept(pod, ctx);
+    case 'Start':
+      return start(pod, ctx);
+    case 'Ready':
+      return ready(pod, ctx);
+    case 'Exit':
+      return exit(pod, ctx, params);
+    case 'BackOff':
+      return backOff(pod, ctx);
+    case 'Restart':
+      return restart(pod, ctx);
+    case 'Kill':
+      return kill(pod);
+    case 'Stop':
+      return stop(pod, ctx);
+    case 'Fail':
+      return failPod(pod, ctx, params);
+  }
+}

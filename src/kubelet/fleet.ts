@@ -1,0 +1,610 @@
+import { rfc3339, rfc3339Micro, type TimerHandle } from '../clock/clock.js';
+import { ApiError } from '../api/errors.js';
+import { applyMergePatch } from '../api/patch.js';
+import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
+import { Resources } from '../client/client.js';
+import { cacheKey, type Informer } from '../client/informer.js';
+import { ignoreNotFound } from '../controllers/namespace.js';
+import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
+import { EventRecorder } from '../runtime/events.js';
+import { ENV_ANNOTATION_PREFIX, runAction, type ActionContext, type ActionLog, type ActionResult } from './actions.js';
+import type { ExecTarget, KubeletConnector, LogSource } from './connector.js';
+import { runInContainer } from './exec-shell.js';
+import { LogStore } from './logs.js';
+import { nodeIP, nodeLabels, nodeManifest, nodeStatus, PodCidrs, PodIps, type NodeProfile } from './node.js';
+import { resolveEnv, type EnvSources } from './pod-env.js';
+import { nextStage, type Stage } from './stages.js';
+import { containerFs, volumeError } from './volumes.js';
+
+type Obj = Record<string, unknown>;
+
+/** How often a kubelet renews its Lease (kubelet: 0.25 × leaseDurationSeconds 40). */
+export const LEASE_RENEW_MS = 10_000;
+export const LEASE_DURATION_SECONDS = 40;
+/** How often a kubelet posts an unchanged node status (nodeStatusReportFrequency). */
+export const STATUS_REPORT_MS = 5 * 60_000;
+const NODE_LEASE_NAMESPACE = 'kube-node-lease';
+
+export interface KubeletOptions {
+  /** node-1 … node-N are registered at start (existing Nodes are adopted as they are). */
+  nodes: number;
+  profile: NodeProfile;
+  stages: readonly Stage[];
+  /** Server-wide values of the kube-sim.dev/* settings (startup-delay, ready-delay, duration, exit-code). */
+  settings: Readonly<Record<string, string>>;
+  /** Pod CIDRs per node are /24s of this range. */
+  clusterCidr: string;
+}
+
+/** One simulated node's kubelet. */
+interface NodeAgent {
+  name: string;
+  ip: string;
+  ips: PodIps;
+  recorder: EventRecorder;
+  failed: boolean;
+  stopped: boolean;
+  timer?: TimerHandle;
+  lease?: KubeObject;
+  lastReport: number;
+  schedulable?: boolean;
+  /** Settles once the node is registered (labels, pod CIDR) and, when the fleet runs, has posted its status. */
+  registered: Promise<void>;
+}
+
+function podNode(pod: KubeObject): string {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  return typeof spec.nodeName === 'string' ? spec.nodeName : '';
+}
+
+function containerSpecs(pod: KubeObject): Obj[] {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  return ['initContainers', 'containers', 'ephemeralContainers'].flatMap((l) => (Array.isArray(spec[l]) ? (spec[l] as unknown[]).filter(isPlainObject) : [])) as Obj[];
+}
+
+function containerStatus(pod: KubeObject, name: string): Obj | undefined {
+  const status = isPlainObject(pod.status) ? pod.status : {};
+  for (const list of ['containerStatuses', 'initContainerStatuses', 'ephemeralContainerStatuses']) {
+    const found = (Array.isArray(status[list]) ? (status[list] as Obj[]) : []).find((cs) => cs.name === name);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** ConfigMaps and Secrets a pod reads (env, envFrom, volumes): what must wake it when they change. */
+function references(pod: KubeObject, kind: 'configMap' | 'secret'): string[] {
+  const ns = pod.metadata.namespace ?? '';
+  const names = new Set<string>();
+  for (const c of containerSpecs(pod)) {
+    for (const e of Array.isArray(c.env) ? (c.env as unknown[]) : []) {
+      const from = isPlainObject(e) && isPlainObject(e.valueFrom) ? e.valueFrom : undefined;
+      const ref = from?.[kind === 'configMap' ? 'configMapKeyRef' : 'secretKeyRef'];
+      if (isPlainObject(ref) && typeof ref.name === 'string') names.add(ref.name);
+    }
+    for (const e of Array.isArray(c.envFrom) ? (c.envFrom as unknown[]) : []) {
+      const ref = isPlainObject(e) ? e[kind === 'configMap' ? 'configMapRef' : 'secretRef'] : undefined;
+      if (isPlainObject(ref) && typeof ref.name === 'string') names.add(ref.name);
+    }
+  }
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  for (const v of Array.isArray(spec.volumes) ? (spec.volumes as unknown[]) : []) {
+    if (!isPlainObject(v)) continue;
+    const direct = v[kind];
+    if (isPlainObject(direct)) names.add(String(kind === 'secret' ? direct.secretName : direct.name));
+    const projected = isPlainObject(v.projected) && Array.isArray(v.projected.sources) ? (v.projected.sources as unknown[]) : [];
+    for (const s of projected) if (isPlainObject(s) && isPlainObject(s[kind])) names.add(String((s[kind] as Obj).name));
+  }
+  return [...names].map((n) => `${ns}/${n}`);
+}
+
+/** Replaces ${now}, ${podIP}, ${hostIP}, ${nodeName}, ${name} and ${namespace} in every string of a value. */
+function substitute(value: unknown, vars: Record<string, string>): unknown {
+  if (typeof value === 'string') return value.replace(/\$\{(\w+)\}/g, (m, k: string) => vars[k] ?? m);
+  if (Array.isArray(value)) return value.map((v) => substitute(v, vars));
+  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, vars)]));
+  return value;
+}
+
+function kubeletError(message: string): ApiError {
+  return new ApiError(400, 'BadRequest', message);
+}
+
+/**
+ * Every simulated node's kubelet, in one component (as kwok simulates a cluster's nodes from one process):
+ * - registers node-1 … node-N and adopts any other Node (a manifest applied later gets a kubelet just the same),
+ *   renews each node's Lease every 10 s and keeps its status Ready; a deleted Node's kubelet stops;
+ * - runs each bound pod through the lifecycle stages (one reconcile per pod key, timers on the clock),
+ *   writing status through the status subresource;
+ * - answers pods/log and pods/exec for its pods, and takes node faults (/sim/v1/nodes/NAME/fail|recover).
+ * It talks to the API only through the client and informers, as a real kubelet would.
+ */
+export class KubeletFleet implements Controller, KubeletConnector {
+  readonly name = 'kubelet';
+  private readonly agents = new Map<string, NodeAgent>();
+  private readonly nodes: Informer;
+  private readonly pods: Informer;
+  private readonly configmaps: Informer;
+  private readonly secrets: Informer;
+  private readonly services: Informer;
+  private readonly loop: ReconcileLoop;
+  private readonly logStore = new LogStore();
+  private readonly cidrs: PodCidrs;
+  /** The resourceVersion this kubelet last wrote per pod: the cache is stale until it catches up. */
+  private readonly written = new Map<string, number>();
+  /** When each stage without a `since` anchor first matched, per pod. */
+  private readonly firstSeen = new Map<string, Map<string, number>>();
+  /** Stages applied without a write, per pod and resourceVersion, so they are not applied twice (Kill). */
+  private readonly done = new Map<string, { rv: string; stages: Set<string> }>();
+  /** Pod IPs handed out (also before the status carrying them is written), per pod key. */
+  private readonly podIPs = new Map<string, { node: string; ip: string }>();
+  private nextIndex: number;
+  private running = false;
+
+  constructor(
+    private readonly ctx: ControllerContext,
+    private readonly options: KubeletOptions,
+  ) {
+    this.nodes = ctx.informers.for(Resources.nodes);
+    this.pods = ctx.informers.for(Resources.pods);
+    this.configmaps = ctx.informers.for(Resources.configmaps);
+    this.secrets = ctx.informers.for(Resources.secrets);
+    this.services = ctx.informers.for(Resources.services);
+    this.cidrs = new PodCidrs(options.clusterCidr);
+    this.nextIndex = options.nodes;
+    this.loop = new ReconcileLoop('kubelet', ctx, (key) => this.reconcile(key), 4);
+
+    this.pods.addIndex('kubelet-node', (p) => (podNode(p) ? [podNode(p)] : []));
+    this.pods.addIndex('kubelet-configmaps', (p) => references(p, 'configMap'));
+    this.pods.addIndex('kubelet-secrets', (p) => references(p, 'secret'));
+    this.services.addIndex('kubelet-namespace', (s) => [s.metadata.namespace ?? '']);
+
+    this.pods.addEventHandler({
+      add: (pod) => this.podChanged(pod),
+      update: (_old, pod) => this.podChanged(pod),
+      delete: (pod) => this.podGone(pod),
+    });
+    this.nodes.addEventHandler({
+      add: (node) => this.adopt(node),
+      update: (old, node) => this.nodeUpdated(old, node),
+      delete: (node) => this.release(node),
+    });
+    const wake = (index: string) => (obj: KubeObject) => {
+      for (const pod of this.pods.byIndex(index, cacheKey(obj))) {
+        const key = cacheKey(pod);
+        this.done.delete(key);
+        this.loop.queue.add(key);
+      }
+    };
+    for (const [informer, index] of [[this.configmaps, 'kubelet-configmaps'], [this.secrets, 'kubelet-secrets']] as const) {
+      informer.addEventHandler({ add: wake(index), update: (_o, n) => wake(index)(n), delete: wake(index) });
+    }
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([this.nodes, this.pods, this.configmaps, this.secrets, this.services].map((i) => i.waitForSync()));
+    // Nodes adopted while the informers synced have registered but not beaten yet.
+    const early = [...this.agents.values()];
+    this.running = true;
+    for (let i = 1; i <= this.options.nodes; i++) {
+      const name = `node-${i}`;
+      let node = this.nodes.get(undefined, name);
+      if (!node) {
+        try {
+          node = await this.ctx.client.create(Resources.nodes, undefined, nodeManifest(name, i - 1, this.options.profile));
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 409)) throw err;
+          node = await this.ctx.client.get(Resources.nodes, undefined, name);
+        }
+      }
+      this.adopt(node);
+    }
+    // Registration (status, lease) finishes before the server answers its first request.
+    await Promise.all(early.map(async (a) => {
+      await a.registered;
+      await this.heartbeat(a);
+    }));
+    await Promise.all([...this.agents.values()].map((a) => a.registered));
+    this.loop.start();
+  }
+
+  stop(): void {
+    this.running = false;
+    this.loop.stop();
+    for (const agent of this.agents.values()) {
+      agent.stopped = true;
+      agent.timer?.cancel();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // nodes
+
+  private indexOf(name: string): number {
+    const m = /^node-(\d+)$/.exec(name);
+    if (m && Number(m[1]) >= 1 && Number(m[1]) <= this.options.nodes) return Number(m[1]) - 1;
+    return this.nextIndex++;
+  }
+
+  /** A kubelet takes charge of a Node: default labels, a pod CIDR, then its first heartbeat. */
+  private adopt(node: KubeObject): void {
+    const name = node.metadata.name!;
+    if (this.agents.has(name) || node.metadata.deletionTimestamp) return;
+    const index = this.indexOf(name);
+    const status = isPlainObject(node.status) ? node.status : {};
+    const addresses = Array.isArray(status.addresses) ? (status.addresses as Obj[]) : [];
+    const ip = String(addresses.find((a) => a.type === 'InternalIP')?.address ?? nodeIP(index));
+    const spec = isPlainObject(node.spec) ? node.spec : {};
+    let cidr = typeof spec.podCIDR === 'string' ? spec.podCIDR : undefined;
+    if (cidr) this.cidrs.reserve(cidr);
+    const agent: NodeAgent = {
+      name,
+      ip,
+      ips: new PodIps(cidr),
+      recorder: new EventRecorder(this.ctx.client, this.ctx.clock, 'kubelet', name),
+      failed: false,
+      stopped: false,
+      lastReport: 0,
+      schedulable: spec.unschedulable !== true,
+      registered: Promise.resolve(),
+    };
+    this.agents.set(name, agent);
+    const patch: Obj = {};
+    const labels = nodeLabels(name, index, this.options.profile);
+    const missing = Object.fromEntries(Object.entries(labels).filter(([k]) => node.metadata.labels?.[k] === undefined));
+    if (Object.keys(missing).length > 0) patch.metadata = { labels: missing };
+    if (!cidr) {
+      cidr = this.cidrs.allocate();
+      if (cidr) patch.spec = { podCIDR: cidr, podCIDRs: [cidr] };
+      else this.ctx.log('warn', `kubelet ${name}: the cluster CIDR ${this.options.clusterCidr} has no /24 left; its pods get no IP (use --cluster-cidr with a larger range)`);
+      agent.ips = new PodIps(cidr);
+    }
+    for (const pod of this.pods.byIndex('kubelet-node', name)) {
+      const ip = isPlainObject(pod.status) ? pod.status.podIP : undefined;
+      if (typeof ip === 'string') {
+        agent.ips.reserve(ip);
+        this.podIPs.set(cacheKey(pod), { node: name, ip });
+      }
+    }
+    const running = this.running;
+    agent.registered = (async () => {
+      try {
+        if (Object.keys(patch).length > 0) await this.ctx.client.patch(Resources.nodes, undefined, name, 'merge', patch);
+      } catch (err) {
+        this.ctx.log('warn', `kubelet ${name}: cannot register: ${(err as Error).message}`);
+      }
+      agent.recorder.event(node, 'Normal', 'Starting', 'Starting kubelet.');
+      if (running) await this.heartbeat(agent);
+      for (const pod of this.pods.byIndex('kubelet-node', name)) this.loop.queue.add(cacheKey(pod));
+    })();
+  }
+
+  private nodeUpdated(old: KubeObject, node: KubeObject): void {
+    const agent = this.agents.get(node.metadata.name!);
+    if (!agent) return this.adopt(node);
+    const schedulable = (node.spec as Obj | undefined)?.unschedulable !== true;
+    if (schedulable !== agent.schedulable && !agent.failed) {
+      agent.schedulable = schedulable;
+      const condition = schedulable ? 'NodeSchedulable' : 'NodeNotSchedulable';
+      agent.recorder.event(node, 'Normal', condition, `Node ${agent.name} status is now: ${condition}`);
+    }
+    void old;
+  }
+
+  private release(node: KubeObject): void {
+    const agent = this.agents.get(node.metadata.name!);
+    if (!agent) return;
+    agent.stopped = true;
+    agent.timer?.cancel();
+    this.agents.delete(agent.name);
+    const cidr = (node.spec as Obj | undefined)?.podCIDR;
+    if (typeof cidr === 'string') this.cidrs.release(cidr);
+  }
+
+  /** Renews the Lease, posts the node status when it changed (or every 5 min), and schedules the next beat. */
+  private async heartbeat(agent: NodeAgent): Promise<void> {
+    agent.timer?.cancel();
+    if (agent.failed || agent.stopped) return;
+    try {
+      await this.renewLease(agent);
+      await this.postStatus(agent);
+    } catch (err) {
+      if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) this.ctx.log('warn', `kubelet ${agent.name}: heartbeat: ${(err as Error).message}`);
+    }
+    if (!agent.failed && !agent.stopped && this.running) agent.timer = this.ctx.clock.setTimer(LEASE_RENEW_MS, () => void this.heartbeat(agent));
+  }
+
+  private async renewLease(agent: NodeAgent): Promise<void> {
+    const node = this.nodes.get(undefined, agent.name);
+    if (!node) return;
+    const renewTime = rfc3339Micro(this.ctx.clock.now());
+    const fresh = (): KubeObject => ({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: agent.name,
+        namespace: NODE_LEASE_NAMESPACE,
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: agent.name, uid: node.metadata.uid! }],
+      },
+      spec: { holderIdentity: agent.name, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime },
+    });
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        if (!agent.lease) {
+          try {
+            agent.lease = await this.ctx.client.get(Resources.leases, NODE_LEASE_NAMESPACE, agent.name);
+          } catch (err) {
+            if (!(err instanceof ApiError && err.code === 404)) throw err;
+            agent.lease = await this.ctx.client.create(Resources.leases, NODE_LEASE_NAMESPACE, fresh());
+            return;
+          }
+        }
+        const lease = agent.lease;
+        agent.lease = await this.ctx.client.update(Resources.leases, { ...lease, spec: { ...(lease.spec as Obj), holderIdentity: agent.name, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime } });
+        return;
+      } catch (err) {
+        agent.lease = undefined;
+        if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) throw err;
+      }
+    }
+  }
+
+  private async postStatus(agent: NodeAgent): Promise<void> {
+    const node = this.nodes.get(undefined, agent.name);
+    if (!node) return;
+    const now = this.ctx.clock.now();
+    const status = nodeStatus(node, agent.ip, this.options.profile, now, this.ctx.random);
+    const strip = (s: unknown): unknown => {
+      if (!isPlainObject(s)) return s;
+      const conditions = Array.isArray(s.conditions) ? (s.conditions as Obj[]).map(({ lastHeartbeatTime: _h, ...c }) => c) : s.conditions;
+      return { ...s, conditions };
+    };
+    const changed = !deepEqual(strip(status), strip(node.status));
+    if (!changed && now - agent.lastReport < STATUS_REPORT_MS) return;
+    const wasReady = (Array.isArray((node.status as Obj | undefined)?.conditions) ? ((node.status as Obj).conditions as Obj[]) : []).some((c) => c.type === 'Ready' && c.status === 'True');
+    await this.ctx.client.updateStatus(Resources.nodes, { ...node, status });
+    agent.lastReport = now;
+    if (!wasReady) {
+      for (const reason of ['NodeHasSufficientMemory', 'NodeHasNoDiskPressure', 'NodeHasSufficientPID', 'NodeReady']) {
+        agent.recorder.event(node, 'Normal', reason, `Node ${agent.name} status is now: ${reason}`);
+      }
+    }
+  }
+
+  failNode(name: string): boolean {
+    const agent = this.agents.get(name);
+    if (!agent) return false;
+    agent.failed = true;
+    agent.timer?.cancel();
+    return true;
+  }
+
+  recoverNode(name: string): boolean {
+    const agent = this.agents.get(name);
+    if (!agent) return false;
+    if (!agent.failed) return true;
+    agent.failed = false;
+    agent.lastReport = 0;
+    const node = this.nodes.get(undefined, name);
+    if (node) agent.recorder.event(node, 'Normal', 'Starting', 'Starting kubelet.');
+    void this.heartbeat(agent);
+    for (const pod of this.pods.byIndex('kubelet-node', name)) this.loop.queue.add(cacheKey(pod));
+    return true;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // pods
+
+  private podChanged(pod: KubeObject): void {
+    if (podNode(pod) !== '') this.loop.queue.add(cacheKey(pod));
+  }
+
+  private podGone(pod: KubeObject): void {
+    const key = cacheKey(pod);
+    this.releaseIP(key);
+    this.logStore.remove(pod.metadata.uid ?? '');
+    this.written.delete(key);
+    this.firstSeen.delete(key);
+    this.done.delete(key);
+  }
+
+  private releaseIP(key: string): void {
+    const held = this.podIPs.get(key);
+    if (!held) return;
+    this.agents.get(held.node)?.ips.release(held.ip);
+    this.podIPs.delete(key);
+  }
+
+  private setting(pod: KubeObject, key: string): string | undefined {
+    return pod.metadata.annotations?.[key] ?? this.nodes.get(undefined, podNode(pod))?.metadata.annotations?.[key] ?? this.options.settings[key];
+  }
+
+  private async reconcile(key: string): Promise<ReconcileResult | void> {
+    const slash = key.indexOf('/');
+    const pod = this.pods.get(key.slice(0, slash), key.slice(slash + 1));
+    if (!pod) return;
+    const agent = this.agents.get(podNode(pod));
+    if (!agent || agent.failed || agent.stopped) return;
+    const rv = Number(pod.metadata.resourceVersion);
+    const written = this.written.get(key);
+    if (written !== undefined) {
+      if (rv < written) return; // our own write has not reached the cache yet: its event will bring us back
+      this.written.delete(key);
+    }
+    const now = this.ctx.clock.now();
+    let seen = this.firstSeen.get(key);
+    const done = this.done.get(key);
+    const decision = nextStage(this.options.stages, pod, {
+      now,
+      setting: (k) => this.setting(pod, k),
+      firstSeen: (stage) => {
+        if (!seen) this.firstSeen.set(key, (seen = new Map()));
+        let at = seen.get(stage);
+        if (at === undefined) seen.set(stage, (at = now));
+        return at;
+      },
+      done: (stage) => done !== undefined && done.rv === pod.metadata.resourceVersion && done.stages.has(stage),
+    });
+    if (!decision) return;
+    if (decision.dueAt > now) return { requeueAfterMs: decision.dueAt - now };
+    const wrote = await this.apply(decision.stage, pod, agent, key);
+    // A stage that wrote nothing (Kill) brings no event back: look for the next one now.
+    if (!wrote) return { requeueAfterMs: 0 };
+  }
+
+  private actionContext(pod: KubeObject, agent: NodeAgent, key: string): ActionContext {
+    const sources = this.envSources(podNode(pod));
+    return {
+      now: this.ctx.clock.now(),
+      nodeName: agent.name,
+      hostIP: agent.ip,
+      podIP: (p) => {
+        const current = isPlainObject(p.status) ? p.status.podIP : undefined;
+        if (typeof current === 'string' && current !== '') return current;
+        const held = this.podIPs.get(key);
+        if (held) return held.ip;
+        const ip = agent.ips.allocate() ?? '';
+        if (ip) this.podIPs.set(key, { node: agent.name, ip });
+        return ip;
+      },
+      setting: (k) => this.setting(pod, k),
+      resolveEnv: (p, c) => resolveEnv(p, c, sources),
+      volumeError: (p) => volumeError(p, sources),
+      containerID: () => {
+        let id = '';
+        for (let i = 0; i < 8; i++) id += this.ctx.random.nextUint32().toString(16).padStart(8, '0');
+        return `containerd://${id}`;
+      },
+    };
+  }
+
+  private envSources(node: string): EnvSources {
+    const allocatable = this.nodes.get(undefined, node)?.status;
+    return {
+      configMap: (ns, name) => this.configmaps.get(ns, name),
+      secret: (ns, name) => this.secrets.get(ns, name),
+      services: (ns) => this.services.byIndex('kubelet-namespace', ns),
+      allocatable: isPlainObject(allocatable) && isPlainObject(allocatable.allocatable) ? allocatable.allocatable : {},
+    };
+  }
+
+  /** Applies one stage: the action's status and annotations are written, then events, logs, deletion. */
+  private async apply(stage: Stage, pod: KubeObject, agent: NodeAgent, key: string): Promise<boolean> {
+    const next = stage.next;
+    const actx = this.actionContext(pod, agent, key);
+    const result: ActionResult = next.action ? runAction(next.action, pod, actx, next.params) : { events: [], logs: [] };
+    let status = result.status;
+    const vars: Record<string, string> = {
+      now: rfc3339(actx.now),
+      hostIP: agent.ip,
+      nodeName: agent.name,
+      name: pod.metadata.name ?? '',
+      namespace: pod.metadata.namespace ?? '',
+      get podIP() {
+        return actx.podIP({ ...pod, status: status ?? pod.status });
+      },
+    };
+    if (next.statusPatch) status = applyMergePatch(status ?? pod.status ?? {}, substitute(next.statusPatch, vars)) as Obj;
+    for (const e of next.events ?? []) result.events.push({ type: e.type, reason: e.reason, message: String(substitute(e.message, vars)) });
+    if (next.log?.length) {
+      for (const c of containerSpecs(pod)) result.logs.push({ container: String(c.name), lines: next.log.map((l) => String(substitute(l, vars))) });
+    }
+
+    let current = pod;
+    let wrote = false;
+    const annotations = Object.entries(result.annotations ?? {}).filter(([k, v]) => (pod.metadata.annotations?.[k] ?? null) !== v);
+    if (annotations.length > 0) {
+      current = await this.ctx.client.patch(Resources.pods, pod.metadata.namespace, pod.metadata.name!, 'merge', {
+        metadata: { annotations: Object.fromEntries(annotations), resourceVersion: pod.metadata.resourceVersion },
+      });
+      wrote = true;
+    }
+    if (status !== undefined && !deepEqual(status, pod.status)) {
+      current = await this.ctx.client.updateStatus(Resources.pods, { ...current, status });
+      wrote = true;
+    }
+    if (wrote) {
+      this.written.set(key, Number(current.metadata.resourceVersion));
+      this.done.delete(key);
+    } else {
+      const memo = this.done.get(key);
+      if (memo && memo.rv === pod.metadata.resourceVersion) memo.stages.add(stage.name);
+      else this.done.set(key, { rv: pod.metadata.resourceVersion ?? '', stages: new Set([stage.name]) });
+    }
+    this.firstSeen.delete(key);
+
+    for (const e of result.events) agent.recorder.event(current, e.type, e.reason, e.message, e.fieldPath);
+    this.writeLogs(pod.metadata.uid ?? '', result.logs, actx.now);
+    const phase = isPlainObject(current.status) ? current.status.phase : undefined;
+    if (phase === 'Succeeded' || phase === 'Failed') this.releaseIP(key);
+    if (next.delete) {
+      await ignoreNotFound(this.ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid! } }));
+      return true;
+    }
+    return wrote;
+  }
+
+  private writeLogs(uid: string, logs: ActionLog[], at: number): void {
+    for (const log of logs) {
+      if (log.start !== undefined) this.logStore.start(uid, log.container, log.start);
+      for (const line of log.lines) this.logStore.write(uid, log.container, at, line);
+      if (log.end) this.logStore.end(uid, log.container);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // the kubelet's API: logs, exec
+
+  private reachable(pod: KubeObject, path: string): NodeAgent {
+    const agent = this.agents.get(podNode(pod));
+    if (!agent || agent.failed || agent.stopped) {
+      const host = agent?.ip ?? podNode(pod);
+      throw new ApiError(500, 'InternalError', `Get "https://${host}:10250/${path}": dial tcp ${host}:10250: connect: connection refused`);
+    }
+    return agent;
+  }
+
+  /** kubelet's validateContainerLogStatus: which instance's logs, or why there are none. */
+  logs(pod: KubeObject, container: string, previous: boolean): LogSource {
+    this.reachable(pod, `containerLogs/${pod.metadata.namespace}/${pod.metadata.name}/${container}`);
+    const name = pod.metadata.name ?? '';
+    const cs = containerStatus(pod, container);
+    const state = isPlainObject(cs?.state) ? cs.state : {};
+    const last = isPlainObject(cs?.lastState) ? cs.lastState : {};
+    const restarts = typeof cs?.restartCount === 'number' ? cs.restartCount : 0;
+    const uid = pod.metadata.uid ?? '';
+    const waiting = isPlainObject(state.waiting) ? state.waiting : undefined;
+    if (previous) {
+      if (!isPlainObject(last.terminated)) throw kubeletError(`previous terminated container "${container}" in pod "${name}" not found`);
+      return this.logStore.source(uid, container, waiting ? restarts : restarts - 1);
+    }
+    if (isPlainObject(state.running) || isPlainObject(state.terminated) || isPlainObject(last.terminated)) return this.logStore.source(uid, container, restarts);
+    const reason = waiting && typeof waiting.reason === 'string' ? waiting.reason : 'ContainerCreating';
+    if (reason === 'ErrImagePull') throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: image can't be pulled`);
+    if (reason === 'ImagePullBackOff') throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: trying and failing to pull image`);
+    throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: ${reason}`);
+  }
+
+  exec(pod: KubeObject, container: string): ExecTarget {
+    this.reachable(pod, `exec/${pod.metadata.namespace}/${pod.metadata.name}/${container}`);
+    const cs = containerStatus(pod, container);
+    if (!cs || !isPlainObject(cs.state) || !isPlainObject(cs.state.running)) {
+      throw new ApiError(500, 'InternalError', `container not found ("${container}")`);
+    }
+    const spec = containerSpecs(pod).find((c) => c.name === container) ?? { name: container };
+    const sources = this.envSources(podNode(pod));
+    let env: Map<string, string>;
+    try {
+      env = new Map(Object.entries(JSON.parse(pod.metadata.annotations?.[`${ENV_ANNOTATION_PREFIX}${container}`] ?? 'null') as Record<string, string>));
+    } catch {
+      env = new Map();
+    }
+    if (env.size === 0) {
+      const resolved = resolveEnv(pod, spec, sources);
+      if ('env' in resolved) env = new Map(resolved.env);
+    }
+    const clock = this.ctx.clock;
+    return {
+      run: (command, io) => runInContainer(command, { env, fs: containerFs(pod, spec, sources), clock, io }),
+    };
+  }
+}
