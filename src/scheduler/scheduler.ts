@@ -1,0 +1,292 @@
+import { rfc3339 } from '../clock/clock.js';
+import { ApiError } from '../api/errors.js';
+import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
+import { Resources as Gvrs } from '../client/client.js';
+import { cacheKey, type Informer } from '../client/informer.js';
+import { setPodCondition } from '../registry/pod-subresources.js';
+import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
+import {
+  allocatableOf,
+  feasibleNodesToFind,
+  filterNode,
+  fitErrorMessage,
+  podRequest,
+  selectHost,
+  ZONE_LABEL,
+  type Candidate,
+  type FilterFailure,
+  type NodeState,
+  type PodRequest,
+} from './plugins.js';
+
+function count(map: Map<string, Map<string, number>>, owner: string, key: string, delta: number): void {
+  let inner = map.get(owner);
+  if (!inner) map.set(owner, (inner = new Map()));
+  const n = (inner.get(key) ?? 0) + delta;
+  if (n > 0) inner.set(key, n);
+  else inner.delete(key);
+  if (inner.size === 0) map.delete(owner);
+}
+
+export const SCHEDULER_NAME = 'default-scheduler';
+/** podInitialBackoffDuration / podMaxBackoffDuration. */
+const INITIAL_BACKOFF_MS = 1_000;
+const MAX_BACKOFF_MS = 10_000;
+/** podMaxInUnschedulablePodsDuration: an unschedulable pod is tried again at least this often. */
+const UNSCHEDULABLE_RETRY_MS = 5 * 60_000;
+
+type Obj = Record<string, unknown>;
+
+function nodeNameOf(pod: KubeObject): string {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  return typeof spec.nodeName === 'string' ? spec.nodeName : '';
+}
+
+function isTerminal(pod: KubeObject): boolean {
+  const phase = isPlainObject(pod.status) ? pod.status.phase : undefined;
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
+function ownerUid(pod: KubeObject): string | undefined {
+  return pod.metadata.ownerReferences?.find((r) => r.controller)?.uid;
+}
+
+/**
+ * kube-scheduler's default profile for pods with schedulerName default-scheduler and no node: filter the nodes,
+ * score the feasible ones, bind through pods/NAME/binding. A pod that fits nowhere gets PodScheduled=False
+ * (Unschedulable) with the FitError message and a FailedScheduling event, and is tried again when a node or
+ * an assigned pod changes (after its back-off), or every 5 minutes. Node accounting is kept incrementally from
+ * the pod informer, with bound-but-not-yet-observed pods assumed, so no decision rescans every pod.
+ */
+export class Scheduler implements Controller {
+  readonly name = SCHEDULER_NAME;
+  private readonly pods: Informer;
+  private readonly nodes: Informer;
+  private readonly loop: ReconcileLoop;
+  private readonly states = new Map<string, NodeState>();
+  private order: string[] = [];
+  private orderDirty = false;
+  private nextStart = 0;
+  /** What each assigned pod adds to its node's accounting (and its controller's spread counts). */
+  private readonly accounted = new Map<string, { node: string; request: PodRequest; owner?: string; zone?: string }>();
+  /** Assigned pods per controller uid, per node and per zone: PodTopologySpread's counts, kept incrementally. */
+  private readonly ownerNodes = new Map<string, Map<string, number>>();
+  private readonly ownerZones = new Map<string, Map<string, number>>();
+  /** Pods bound by us that the informer has not shown bound yet. */
+  private readonly assumed = new Set<string>();
+  /** Pods that fit nowhere, with their attempt count and last attempt time. */
+  private readonly unschedulable = new Map<string, { attempts: number; at: number }>();
+  private readonly recorder;
+
+  constructor(private readonly ctx: ControllerContext) {
+    this.pods = ctx.informers.for(Gvrs.pods);
+    this.nodes = ctx.informers.for(Gvrs.nodes);
+    this.recorder = ctx.recorder(SCHEDULER_NAME);
+    this.loop = new ReconcileLoop('scheduler', ctx, (key) => this.schedule(key), 1);
+    this.pods.addEventHandler({
+      add: (pod) => this.podChanged(undefined, pod),
+      update: (old, pod) => this.podChanged(old, pod),
+      delete: (pod) => this.podDeleted(pod),
+    });
+    this.nodes.addEventHandler({
+      add: (node) => this.nodeChanged(undefined, node),
+      update: (old, node) => this.nodeChanged(old, node),
+      delete: (node) => {
+        this.states.delete(node.metadata.name!);
+        this.orderDirty = true;
+      },
+    });
+  }
+
+  async start(): Promise<void> {
+    this.loop.start();
+  }
+
+  stop(): void {
+    this.loop.stop();
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // accounting
+
+  private state(name: string): NodeState | undefined {
+    return this.states.get(name);
+  }
+
+  private account(key: string, node: string | undefined, request: PodRequest | undefined, owner?: string): void {
+    const previous = this.accounted.get(key);
+    if (previous) {
+      const s = this.state(previous.node);
+      if (s) {
+        for (const [k, v] of previous.request.resources) s.requested.set(k, (s.requested.get(k) ?? 0) - v);
+        s.nonZeroCpu -= previous.request.nonZeroCpu;
+        s.nonZeroMemory -= previous.request.nonZeroMemory;
+        s.pods--;
+      }
+      if (previous.owner) {
+        count(this.ownerNodes, previous.owner, previous.node, -1);
+        if (previous.zone !== undefined) count(this.ownerZones, previous.owner, previous.zone, -1);
+      }
+      this.accounted.delete(key);
+    }
+    if (node === undefined || request === undefined) return;
+    const s = this.state(node);
+    const zone = s?.node.metadata.labels?.[ZONE_LABEL];
+    this.accounted.set(key, { node, request, owner, zone });
+    if (owner) {
+      count(this.ownerNodes, owner, node, 1);
+      if (zone !== undefined) count(this.ownerZones, owner, zone, 1);
+    }
+    if (!s) return;
+    for (const [k, v] of request.resources) s.requested.set(k, (s.requested.get(k) ?? 0) + v);
+    s.nonZeroCpu += request.nonZeroCpu;
+    s.nonZeroMemory += request.nonZeroMemory;
+    s.pods++;
+  }
+
+  private isPending(pod: KubeObject): boolean {
+    const spec = isPlainObject(pod.spec) ? pod.spec : {};
+    return nodeNameOf(pod) === '' && !pod.metadata.deletionTimestamp && (spec.schedulerName ?? SCHEDULER_NAME) === SCHEDULER_NAME && !isTerminal(pod);
+  }
+
+  private podChanged(old: KubeObject | undefined, pod: KubeObject): void {
+    const key = cacheKey(pod);
+    const node = nodeNameOf(pod);
+    if (node !== '') {
+      this.assumed.delete(key);
+      this.unschedulable.delete(key);
+      const terminal = isTerminal(pod);
+      const wasCounted = this.accounted.has(key);
+      if (terminal) this.account(key, undefined, undefined);
+      else if (!wasCounted || this.accounted.get(key)!.node !== node) this.account(key, node, podRequest(pod), ownerUid(pod));
+      if (terminal && wasCounted) this.wakeUnschedulable();
+      return;
+    }
+    if (!this.isPending(pod)) {
+      this.unschedulable.delete(key);
+      return;
+    }
+    // An unschedulable pod is not retried for its own status writes, only when what it asks for changes.
+    if (old && this.unschedulable.has(key) && deepEqual(old.spec, pod.spec) && deepEqual(old.metadata.labels, pod.metadata.labels)) return;
+    this.loop.queue.add(key);
+  }
+
+  private podDeleted(pod: KubeObject): void {
+    const key = cacheKey(pod);
+    this.assumed.delete(key);
+    this.unschedulable.delete(key);
+    if (this.accounted.has(key)) {
+      this.account(key, undefined, undefined);
+      this.wakeUnschedulable();
+    }
+  }
+
+  private nodeChanged(old: KubeObject | undefined, node: KubeObject): void {
+    const name = node.metadata.name!;
+    let s = this.states.get(name);
+    if (!s) {
+      s = { name, node, allocatable: allocatableOf(node), requested: new Map(), nonZeroCpu: 0, nonZeroMemory: 0, pods: 0 };
+      this.states.set(name, s);
+      this.orderDirty = true;
+      // Pods seen bound to it before the node itself.
+      for (const [key, a] of [...this.accounted]) if (a.node === name) this.account(key, name, a.request, a.owner);
+    } else {
+      s.node = node;
+      s.allocatable = allocatableOf(node);
+    }
+    // Heartbeats change a node every few seconds; only what filters read wakes unschedulable pods.
+    const relevant = (n: KubeObject | undefined): unknown => n && [n.metadata.labels, (n.spec as Obj | undefined)?.taints, (n.spec as Obj | undefined)?.unschedulable, (n.status as Obj | undefined)?.allocatable];
+    if (!old || !deepEqual(relevant(old), relevant(node))) this.wakeUnschedulable();
+  }
+
+  /** A cluster change that may let unschedulable pods fit: each goes back to the queue after its back-off. */
+  private wakeUnschedulable(): void {
+    const now = this.ctx.clock.now();
+    for (const [key, u] of this.unschedulable) {
+      const backoff = Math.min(INITIAL_BACKOFF_MS * 2 ** Math.max(0, u.attempts - 1), MAX_BACKOFF_MS);
+      this.loop.queue.addAfter(key, Math.max(0, u.at + backoff - now));
+    }
+  }
+
+  private nodeOrder(): string[] {
+    if (this.orderDirty) {
+      this.order = [...this.states.keys()].sort();
+      this.orderDirty = false;
+    }
+    return this.order;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // one scheduling cycle
+
+  private async schedule(key: string): Promise<ReconcileResult | void> {
+    const slash = key.indexOf('/');
+    const pod = this.pods.get(key.slice(0, slash), key.slice(slash + 1));
+    if (!pod || !this.isPending(pod) || this.assumed.has(key)) return;
+    const request = podRequest(pod);
+    const order = this.nodeOrder().filter((n) => !this.states.get(n)!.node.metadata.deletionTimestamp);
+    const want = feasibleNodesToFind(order.length);
+    const failures: FilterFailure[] = [];
+    const feasible: NodeState[] = [];
+    const start = order.length > 0 ? this.nextStart % order.length : 0;
+    let checked = 0;
+    for (; checked < order.length && feasible.length < want; checked++) {
+      const state = this.states.get(order[(start + checked) % order.length]!)!;
+      const failure = filterNode(pod, request, state);
+      if (failure) failures.push(failure);
+      else feasible.push(state);
+    }
+    this.nextStart = order.length > 0 ? (start + checked) % order.length : 0;
+    if (feasible.length === 0) return this.unschedulableFor(pod, key, fitErrorMessage(order.length, failures, (pod.spec as Obj).preemptionPolicy as string | undefined));
+
+    const candidates = this.candidates(pod, feasible);
+    const chosen = candidates[selectHost(pod, request, candidates, (n) => this.ctx.random.int(n))]!.state;
+    // Assume the pod on the node, so the next decision sees its requests before the informer does.
+    this.assumed.add(key);
+    this.account(key, chosen.name, request, ownerUid(pod));
+    try {
+      await this.ctx.client.createSubresource!(Gvrs.pods, pod.metadata.namespace, pod.metadata.name!, 'binding', {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
+        target: { apiVersion: 'v1', kind: 'Node', name: chosen.name },
+      });
+    } catch (err) {
+      this.assumed.delete(key);
+      if (nodeNameOf(this.pods.get(pod.metadata.namespace, pod.metadata.name!) ?? pod) === '') this.account(key, undefined, undefined);
+      if (err instanceof ApiError && (err.code === 404 || err.code === 409)) return; // deleted, or bound meanwhile
+      throw err;
+    }
+    this.unschedulable.delete(key);
+    this.recorder.event(pod, 'Normal', 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${chosen.name}`);
+  }
+
+  /** Siblings (assigned pods of the same controller) per candidate node and zone. */
+  private candidates(pod: KubeObject, feasible: NodeState[]): Candidate[] {
+    const uid = ownerUid(pod);
+    const onNode = (uid && this.ownerNodes.get(uid)) || new Map<string, number>();
+    const inZone = (uid && this.ownerZones.get(uid)) || new Map<string, number>();
+    return feasible.map((state) => ({
+      state,
+      siblingsOnNode: onNode.get(state.name) ?? 0,
+      siblingsInZone: inZone.get(state.node.metadata.labels?.[ZONE_LABEL] ?? '\u0000') ?? 0,
+    }));
+  }
+
+  private async unschedulableFor(pod: KubeObject, key: string, message: string): Promise<ReconcileResult> {
+    const now = this.ctx.clock.now();
+    const previous = this.unschedulable.get(key);
+    this.unschedulable.set(key, { attempts: (previous?.attempts ?? 0) + 1, at: now });
+    this.recorder.event(pod, 'Warning', 'FailedScheduling', message);
+    const status = deepCopy(isPlainObject(pod.status) ? pod.status : {}) as Obj;
+    setPodCondition(status, { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message }, rfc3339(now));
+    if (!deepEqual(status, pod.status)) {
+      try {
+        await this.ctx.client.updateStatus(Gvrs.pods, { ...pod, status });
+      } catch (err) {
+        if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) throw err;
+      }
+    }
+    return { requeueAfterMs: UNSCHEDULABLE_RETRY_MS };
+  }
+}
