@@ -6,6 +6,8 @@ import { deploymentController } from './deployment/controller.js';
 import { garbageCollector } from './garbage-collector.js';
 import { jobController } from './job/controller.js';
 import { namespaceController } from './namespace.js';
+import { nodeLifecycleController } from './node-lifecycle.js';
+import { podGarbageCollector } from './podgc.js';
 import { replicaSetController } from './replicaset.js';
 import { statefulSetController } from './statefulset.js';
 import { ttlAfterFinishedController } from './ttl-after-finished.js';
@@ -25,6 +27,7 @@ export const CONTROLLER_NAMES = [
   'garbagecollector',
   'namespace',
   'nodelifecycle',
+  'podgc',
   'configwatcher',
 ] as const;
 
@@ -39,4 +42,6 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['job', jobController],
   ['cronjob', cronJobController],
   ['ttl-after-finished', ttlAfterFinishedController],
+  ['nodelifecycle', nodeLifecycleController],
+  ['podgc', podGarbageCollector],
 ]);
