@@ -25,6 +25,15 @@ program
   .option('--watch-history <n>', 'events kept per resource for resuming watches', integer('--watch-history', 1), 10_000)
   .option('--controllers <list>', "controllers to run, kube-controller-manager style ('*', '-name')", '*')
   .addOption(new Option('--log-level <level>', 'how much to log').choices(['error', 'warn', 'info', 'debug']).default('info'))
+  .option('--nodes <n>', 'simulated nodes (node-1 … node-N), each with a kubelet; 0 runs no kubelets', integer('--nodes', 0), 3)
+  .option('--node-capacity <list>', 'node capacity, e.g. cpu=8,memory=32Gi,pods=110 (default cpu=4,memory=16Gi,pods=110)')
+  .option('--node-profile <file>', 'a partial Node manifest: labels, annotations, taints, status.capacity/allocatable')
+  .option('--stages <file>', 'pod lifecycle stages (replaces fixtures/stages/default.yaml)')
+  .option('--startup-delay <duration>', 'default kube-sim.dev/startup-delay: ContainerCreating → Running')
+  .option('--ready-delay <duration>', 'default kube-sim.dev/ready-delay: Running → Ready')
+  .option('--cluster-cidr <cidr>', 'pod IP range; each node gets a /24 of it', '10.244.0.0/16')
+  .option('--scheduler', 'run the default scheduler (the default when --nodes > 0)')
+  .option('--no-scheduler', 'do not run the default scheduler')
   .action(async (opts) => {
     await serve(opts);
   });

@@ -1,5 +1,8 @@
 import type { AddressInfo } from 'node:net';
-import { startSimulator, type Simulator } from '../cluster/simulator.js';
+import { parseDuration } from '../clock/clock.js';
+import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
+import { defaultProfile, loadNodeProfile, parseCapacity } from '../kubelet/node.js';
+import { loadStageFile } from '../kubelet/stages.js';
 import { buildServer } from '../server/server.js';
 import { Logger, type LogLevel } from './logger.js';
 
@@ -12,6 +15,36 @@ export interface ServeOptions {
   watchHistory: number;
   controllers: string;
   logLevel: LogLevel;
+  nodes: number;
+  nodeProfile?: string;
+  nodeCapacity?: string;
+  stages?: string;
+  startupDelay?: string;
+  readyDelay?: string;
+  clusterCidr: string;
+  scheduler?: boolean;
+}
+
+/** The node simulator's options from the flags; throws with a message for the user. */
+function kubeletOptions(options: ServeOptions): SimulatorOptions['kubelet'] {
+  let profile = options.nodeProfile ? loadNodeProfile(options.nodeProfile) : defaultProfile();
+  if (options.nodeCapacity) {
+    const capacity = { ...profile.capacity, ...parseCapacity(options.nodeCapacity) };
+    profile = { ...profile, capacity, allocatable: profile.allocatable ? { ...profile.allocatable, ...parseCapacity(options.nodeCapacity) } : undefined };
+  }
+  const settings: Record<string, string> = {};
+  for (const [flag, key, value] of [['--startup-delay', 'kube-sim.dev/startup-delay', options.startupDelay], ['--ready-delay', 'kube-sim.dev/ready-delay', options.readyDelay]] as const) {
+    if (value === undefined) continue;
+    try {
+      parseDuration(value);
+    } catch {
+      throw new Error(`${flag}: "${value}" is not a duration (e.g. 2s, 1m30s)`);
+    }
+    settings[key] = value;
+  }
+  const kubelet: SimulatorOptions['kubelet'] = { profile, settings, clusterCidr: options.clusterCidr };
+  if (options.stages) kubelet!.stages = loadStageFile(options.stages);
+  return kubelet;
 }
 
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
@@ -26,6 +59,9 @@ export async function serve(options: ServeOptions): Promise<void> {
       dataPath: options.data,
       controllers: options.controllers,
       log: (level, message) => log.log(level, message),
+      nodes: options.nodes,
+      kubelet: kubeletOptions(options),
+      scheduler: options.scheduler,
     });
   } catch (err) {
     log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
@@ -54,6 +90,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   );
   log.info(`clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.data ? `, data ${options.data}` : ', in memory'}`);
   log.info(`controllers: ${manager.names().join(', ') || '(none)'}`);
+  log.info(`nodes: ${options.nodes > 0 ? `${options.nodes} simulated (kubelets adopt Nodes created later too)` : 'none simulated'}; scheduler ${(options.scheduler ?? options.nodes > 0) ? 'on' : 'off'}`);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

@@ -1,4 +1,8 @@
 import { CONTROLLER_NAMES, controllerFactories } from '../controllers/index.js';
+import { KubeletFleet, type KubeletOptions } from '../kubelet/fleet.js';
+import { defaultProfile } from '../kubelet/node.js';
+import { defaultStages } from '../kubelet/stages.js';
+import { Scheduler } from '../scheduler/scheduler.js';
 import { ControllerManager, selectControllers, type LogFn } from '../runtime/manager.js';
 import type { ServerOptions } from '../server/server.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
@@ -7,6 +11,12 @@ export interface SimulatorOptions extends ClusterOptions {
   /** Controllers to run, kube-controller-manager style ('*', 'name', '-name'); default '*'. */
   controllers?: string;
   log?: LogFn;
+  /** Simulated nodes node-1 … node-N, each with a kubelet (which also adopts Nodes created later); 0 or unset: no kubelets. */
+  nodes?: number;
+  /** The kubelets' node profile, lifecycle stages, kube-sim.dev/* defaults and pod CIDR range. */
+  kubelet?: Partial<Omit<KubeletOptions, 'nodes'>>;
+  /** Run the default scheduler (default: when there are simulated nodes). */
+  scheduler?: boolean;
 }
 
 export interface Simulator {
@@ -31,5 +41,25 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const controllers = new ControllerManager(cluster, log);
   cluster.onClose(() => controllers.stop());
   await controllers.start(controllerFactories, selected);
-  return { cluster, controllers, serverOptions: {}, close: () => cluster.close() };
+  const serverOptions: Partial<ServerOptions> = {};
+  // The scheduler and the kubelets are components of their own (own client and informers), as in a cluster.
+  if (options.scheduler ?? (options.nodes ?? 0) > 0) {
+    const scheduler = new ControllerManager(cluster, log);
+    cluster.onClose(() => scheduler.stop());
+    await scheduler.start(new Map([['scheduler', (ctx) => new Scheduler(ctx)]]), new Set(['scheduler']));
+  }
+  if ((options.nodes ?? 0) > 0) {
+    const kubelets = new ControllerManager(cluster, log);
+    const fleet = new KubeletFleet(kubelets.context, {
+      nodes: options.nodes!,
+      profile: options.kubelet?.profile ?? defaultProfile(),
+      stages: options.kubelet?.stages ?? defaultStages(),
+      settings: options.kubelet?.settings ?? {},
+      clusterCidr: options.kubelet?.clusterCidr ?? '10.244.0.0/16',
+    });
+    cluster.onClose(() => kubelets.stop());
+    await kubelets.start(new Map([['kubelet', () => fleet]]), new Set(['kubelet']));
+    serverOptions.kubelet = fleet;
+  }
+  return { cluster, controllers, serverOptions, close: () => cluster.close() };
 }
