@@ -15,8 +15,8 @@ const names = (pods: Obj[]): string[] => pods.map((p) => p.metadata.name!).sort(
 // These tests play the kubelet themselves, so the server runs without simulated nodes when it has them.
 const NO_NODES = spawnSync(process.execPath, [join(ROOT, 'bin/sim.js'), 'serve', '--help'], { encoding: 'utf8' }).stdout.includes('--nodes') ? ['--nodes', '0'] : [];
 
-async function setup(t: Parameters<typeof serverFor>[0]) {
-  const server = await serverFor(t, ['--clock', 'virtual', '--seed', '5', ...NO_NODES]);
+async function setup(t: Parameters<typeof serverFor>[0], extraArgs: string[] = []) {
+  const server = await serverFor(t, ['--clock', 'virtual', '--seed', '5', ...NO_NODES, ...extraArgs]);
   const api = new Api(server.url);
   const kubelet = new FakeKubelet(api);
   const k = async (args: string[], input?: string): Promise<string> => {
@@ -312,7 +312,8 @@ spec:
 
 test('CronJob: a simulated week of daily runs at the right times, history trimmed; 24 h of @hourly makes exactly 24 Jobs', async (t) => {
   if (skipWithoutKubectl(t)) return;
-  const { kubelet, k } = await setup(t);
+  // Events live an hour by default (--event-ttl); this test counts a week of them.
+  const { kubelet, k } = await setup(t, ['--event-ttl', '720h']);
   await k(['apply', '-f', '-'], `
 apiVersion: batch/v1
 kind: CronJob

@@ -13,6 +13,7 @@ export interface ServeOptions {
   clock: 'real' | 'virtual';
   seed?: number;
   watchHistory: number;
+  eventTtl: string;
   controllers: string;
   logLevel: LogLevel;
   nodes: number;
@@ -56,6 +57,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       clock: options.clock,
       seed: options.seed,
       watchHistory: options.watchHistory,
+      eventTtlMs: parseDuration(options.eventTtl),
       dataPath: options.data,
       controllers: options.controllers,
       log: (level, message) => log.log(level, message),

@@ -7,7 +7,7 @@ import { Registry } from '../registry/registry.js';
 import { resourceKey, type KindInfo, type StrategyContext } from '../registry/types.js';
 import { MemoryStore } from '../storage/memory-store.js';
 import { SnapshotPersistence } from '../storage/snapshot.js';
-import { EventExpiry } from './event-ttl.js';
+import { DEFAULT_EVENT_TTL_MS, EventExpiry } from './event-ttl.js';
 import { ClusterIPAllocator } from './ip-allocator.js';
 
 export interface ClusterOptions {
@@ -19,6 +19,8 @@ export interface ClusterOptions {
   watchHistory?: number;
   /** lowdb snapshot file to keep the cluster in across restarts. */
   dataPath?: string;
+  /** How long Events live after their last write (kube-apiserver --event-ttl; default 1 h). */
+  eventTtlMs?: number;
 }
 
 export const DEFAULT_VIRTUAL_START = Date.UTC(2025, 0, 1);
@@ -38,6 +40,7 @@ export class Cluster {
     readonly random: SeededRandom,
     readonly store: MemoryStore,
     private readonly persistence: SnapshotPersistence | undefined,
+    eventTtlMs: number = DEFAULT_EVENT_TTL_MS,
   ) {
     this.registry = new Registry(store);
     const ips = new ClusterIPAllocator(random);
@@ -51,7 +54,7 @@ export class Cluster {
       else ips.reserve(ip(event.object));
     });
     this.ipAllocator = ips;
-    const expiry = new EventExpiry(store, clock);
+    const expiry = new EventExpiry(store, clock, eventTtlMs);
     this.closers.push(() => expiry.stop());
   }
 
@@ -67,7 +70,7 @@ export class Cluster {
       const snapshot = await new SnapshotPersistence(options.dataPath, probe).read();
       store = new MemoryStore(options.watchHistory, snapshot.revision);
       persistence = new SnapshotPersistence(options.dataPath, store);
-      const cluster = new Cluster(clock, random, store, persistence);
+      const cluster = new Cluster(clock, random, store, persistence, options.eventTtlMs);
       persistence.restore(snapshot, new Set(store.resourceKeys()));
       for (const svc of store.all('/services')) cluster.ipAllocator.reserve((svc.spec as { clusterIP?: unknown }).clusterIP);
       persistence.attach();
@@ -75,7 +78,7 @@ export class Cluster {
       return cluster;
     }
     store = new MemoryStore(options.watchHistory);
-    const cluster = new Cluster(clock, random, store, undefined);
+    const cluster = new Cluster(clock, random, store, undefined, options.eventTtlMs);
     cluster.bootstrap();
     return cluster;
   }
