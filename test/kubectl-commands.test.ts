@@ -336,9 +336,32 @@ ${extra}`;
     assert.match(cj, /^nightly\s+0 3 \* \* \*\s+<none>\s+False\s+0\s+<none>\s+\S+\n$/m);
     const quota = await ok(['get', 'quota', 'compute', '-n', 'kinds']);
     assert.match(quota, /^compute\s+\S+\s+pods: 0\/0\s+limits\.cpu: 0\/0\n$/m);
+    for (const resource of Object.keys(headers)) {
+      if (resource.startsWith('events')) continue;
+      const out = await ok(['describe', resource, '-n', 'kinds']);
+      assert.match(out, /^Name:\s+\S+/m, `kubectl describe ${resource}`);
+    }
+    const json = JSON.parse(await ok(['get', 'cm', 'plain', '-n', 'kinds', '-o', 'json'])) as Obj;
+    assert.deepEqual([json.kind, json.data], ['ConfigMap', { k: 'v' }]);
     const yaml = await ok(['get', 'cm', 'plain', '-n', 'kinds', '-o', 'yaml']);
     assert.match(yaml, /^apiVersion: v1\ndata:\n {2}k: v\nkind: ConfigMap\nmetadata:\n/);
     assert.doesNotMatch(yaml, /managedFields/, 'kubectl hides managedFields unless --show-managed-fields');
+  });
+
+  it('get -w prints a table row per change, with --output-watch-events', async () => {
+    const rows = spawnKubectl(server.url, ['get', 'cm', '-n', 'kinds', '-w', '--output-watch-events'], KUBECTL);
+    try {
+      await rows.until((out) => /^ADDED\s+plain\s+1\s/m.test(out), 'the initial row');
+      await api.create('/api/v1/namespaces/kinds/configmaps', { metadata: { name: 'watched' }, data: { a: '1', b: '2' } });
+      await api.mergePatch('/api/v1/namespaces/kinds/configmaps/watched', { data: { c: '3' } });
+      await api.delete('/api/v1/namespaces/kinds/configmaps/watched');
+      await rows.until((out) => /^DELETED\s+watched\s/m.test(out), 'the DELETED row');
+      assert.deepEqual(rows.lines.filter((l) => /\swatched\s/.test(l)).map((l) => l.split(/\s+/).slice(0, 3).join(' ')), ['ADDED watched 2', 'MODIFIED watched 3', 'DELETED watched 3']);
+      assert.equal(rows.lines.filter((l) => l.startsWith('EVENT ')).length, 1, 'one header');
+      assert.equal(rows.stderr, '');
+    } finally {
+      await rows.stop();
+    }
   });
 
   it('label and annotate (--overwrite), set image and set env', async () => {
