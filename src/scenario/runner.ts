@@ -56,6 +56,8 @@ export interface RunResult {
 }
 
 const FIELD_MANAGER = 'kube-sim-replay';
+/** Nodes an embedded cluster gets when the scenario does not say: sim serve's default. */
+export const DEFAULT_NODES = 3;
 
 /** Which controller brings a kind to life, to explain a timeout when it is not running. */
 const CONTROLLER_FOR_KIND: Record<string, string> = {
@@ -145,7 +147,7 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
   const startTime = scenario.startTime ? Date.parse(scenario.startTime) : DEFAULT_VIRTUAL_START;
   const target: ScenarioTarget = options.server
     ? await remoteTarget(options.server)
-    : await embeddedTarget({ seed, startTime, controllers: scenario.controllers, nodes: scenario.nodes, log: options.log });
+    : await embeddedTarget({ seed, startTime, controllers: scenario.controllers, nodes: scenario.nodes ?? DEFAULT_NODES, log: options.log });
   const history = new History(target);
   const steps: StepResult[] = scenario.steps.map((step, i) => ({
     index: i + 1,
@@ -165,7 +167,7 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
     await resources.load();
     await history.start(resources.all(), scenario.history?.exclude ?? DEFAULT_HISTORY_EXCLUDE);
     await target.settle();
-    await checkNodes(target, resources, scenario.nodes, problems);
+    await checkNodes(target, resources, target.mode === 'embedded' ? (scenario.nodes ?? DEFAULT_NODES) : scenario.nodes, problems);
     if (scenario.namespace !== undefined) await ensureNamespace(target, resources, scenario.namespace);
     const runner = new StepRunner(loaded, target, resources, history, steps, runStart);
     if (problems.length === 0) {

@@ -261,7 +261,7 @@ export const scenarioSchema = {
     description: { type: 'string' },
     seed: { type: 'integer', minimum: 0, maximum: 4294967295, description: 'Seed for uids, generated names and IPs (default 1)' },
     startTime: { type: 'string', format: 'date-time', description: 'Start of virtual time (default 2025-01-01T00:00:00Z)' },
-    nodes: { type: 'integer', minimum: 0, description: 'Fake nodes to start' },
+    nodes: { type: 'integer', minimum: 0, description: 'Simulated nodes node-1 … node-N with their kubelets (default 3, as sim serve; 0: none)' },
     controllers: { type: 'string', description: "Controllers to run (default '*'), as sim serve --controllers" },
     namespace: { type: 'string', description: "Namespace for objects that name none (default 'default'); created at start if missing" },
     history: {

@@ -9,7 +9,7 @@ export interface Scenario {
   seed?: number;
   /** Where the virtual clock starts (RFC 3339; default 2025-01-01T00:00:00Z). */
   startTime?: string;
-  /** Fake nodes to start (needs the node simulator). */
+  /** Simulated nodes node-1 … node-N (default 3, as `sim serve`; 0: none). */
   nodes?: number;
   /** Controllers to run, as `sim serve --controllers` (default '*'). */
   controllers?: string;
