@@ -41,9 +41,13 @@ export type Leaves = Map<string, unknown>;
 /** Metadata the server owns: never part of anyone's field set. */
 const IGNORED_META = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink', 'managedFields']);
 
+/** Defaults of list-map key fields (the schema's `default`), which identify an item whether sent or not. */
+const KEY_DEFAULTS: Readonly<Record<string, unknown>> = { protocol: 'TCP' };
+
 function keyElement(item: Record<string, unknown>, keys: readonly string[]): string {
-  const present = [...keys].filter((k) => item[k] !== undefined).sort();
-  return `k:${JSON.stringify(Object.fromEntries(present.map((k) => [k, item[k]])))}`;
+  const value = (k: string): unknown => item[k] ?? KEY_DEFAULTS[k];
+  const present = [...keys].filter((k) => value(k) !== undefined).sort();
+  return `k:${JSON.stringify(Object.fromEntries(present.map((k) => [k, value(k)])))}`;
 }
 
 function childNode(node: Node, key: string): Node {
@@ -405,7 +409,7 @@ function removePath(value: unknown, path: readonly string[]): unknown {
       if (el.startsWith('v:')) return JSON.stringify(x) === el.slice(2);
       if (!isPlainObject(x)) return false;
       const keys = JSON.parse(el.slice(2)) as Record<string, unknown>;
-      return Object.entries(keys).every(([k, v]) => deepEqual(x[k], v));
+      return Object.entries(keys).every(([k, v]) => deepEqual(x[k] ?? KEY_DEFAULTS[k], v));
     };
     const i = value.findIndex(match);
     if (i < 0) return value;
