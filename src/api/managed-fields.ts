@@ -217,7 +217,8 @@ export interface WriteContext {
   time: string;
   typeName: string | undefined;
   hasStatus: boolean;
-  subresource?: 'status' | undefined;
+  /** The subresource the write came through: status (whose fields it then owns), or scale. */
+  subresource?: string | undefined;
 }
 
 function scopeOf(ctx: WriteContext): 'main' | 'status' {

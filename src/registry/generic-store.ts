@@ -40,6 +40,8 @@ export interface WriteOptions {
   warnings?: string[];
   /** Filled in by a server-side apply that created the object (answered 201). */
   created?: boolean;
+  /** The subresource a managedFields entry records for a write through it (scale); status is `subresource`. */
+  managedSubresource?: string;
 }
 
 export interface DeleteOptions {
@@ -258,7 +260,7 @@ export class GenericStore {
       time: rfc3339(this.ctx.clock.now()),
       typeName: schemaNameForKind(info.group, info.version, info.kind),
       hasStatus: info.status === true,
-      subresource: options.subresource === 'status' ? 'status' : undefined,
+      subresource: options.subresource === 'status' ? 'status' : options.managedSubresource,
     };
   }
 

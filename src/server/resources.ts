@@ -271,7 +271,7 @@ export class ResourceHandler {
         setPath(copy, scaleSpec.specReplicasPath, replicas ?? 0);
         return copy;
       },
-      { dryRun: dryRun(query) },
+      { dryRun: dryRun(query), fieldManager: one(query, 'fieldManager') || defaultFieldManager(request.headers['user-agent']), managedSubresource: 'scale' },
     );
     const scale = toScale(updated);
     this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
