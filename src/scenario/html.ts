@@ -59,12 +59,13 @@ section{margin:24px 0 40px}
 .timeline .step circle{fill:#57606a}.timeline .step text{fill:#fff;font-size:9px;font-weight:700}
 table{border-collapse:collapse;width:100%;margin-top:16px}
 th,td{border-bottom:1px solid var(--line);padding:6px 8px;text-align:left;vertical-align:top}
+td:nth-child(-n+2),td.status{white-space:nowrap}td:last-child{overflow-wrap:anywhere}
 th{font-size:12px;color:var(--muted);font-weight:600}
 td.at{white-space:nowrap;font-family:ui-monospace,monospace;font-size:12px}
 tr.failed td.status{color:var(--fail);font-weight:700}tr.passed td.status{color:var(--pass)}tr.skipped{color:var(--muted)}
 ul{margin:4px 0;padding-left:18px}li.ok::marker{content:"✓ ";color:var(--pass)}li.bad::marker{content:"✗ ";color:var(--fail)}
 .found{color:var(--fail)}
-pre{background:#f6f8fa;padding:6px 8px;margin:4px 0;overflow-x:auto;font-size:12px}
+pre{background:#f6f8fa;padding:6px 8px;margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere;font-size:12px}
 details summary{cursor:pointer;color:var(--muted)}
 .changes{font-family:ui-monospace,monospace;font-size:12px;margin:4px 0;padding:0;list-style:none}
 .changes .ADDED{color:#1a7f37}.changes .DELETED{color:#cf222e}
