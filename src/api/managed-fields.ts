@@ -32,6 +32,8 @@ export interface ManagedFieldsEntry {
 interface Node {
   shape?: Shape;
   meta?: FieldPatchMeta;
+  /** A required field: always present in the Go struct, so never added as a node of its own (no `.`). */
+  required?: boolean;
 }
 
 const SEP = '\u0000';
@@ -53,8 +55,13 @@ function keyElement(item: Record<string, unknown>, keys: readonly string[]): str
 function childNode(node: Node, key: string): Node {
   const shape = node.shape;
   if (shape?.kind === 'ref') {
-    const p = typeInfo(shape.name)?.properties.get(key);
-    return p ? { shape: p.shape, ...(p.meta ? { meta: p.meta } : {}) } : {};
+    const t = typeInfo(shape.name);
+    const p = t?.properties.get(key);
+    if (!p) return {};
+    const node: Node = { shape: p.shape };
+    if (p.meta) node.meta = p.meta;
+    if (t!.required.includes(key)) node.required = true;
+    return node;
   }
   if (shape?.kind === 'map') return { shape: shape.values };
   return {};
@@ -86,7 +93,7 @@ function walk(value: unknown, node: Node, path: string, out: Leaves, apply: bool
       out.set(path, value);
       return;
     }
-    if (node.shape?.kind === 'map' && !apply) out.set(`${path}${SEP}.`, undefined);
+    if (node.shape?.kind === 'map' && !apply && !node.required) out.set(`${path}${SEP}.`, undefined);
     for (const [k, v] of Object.entries(value)) walk(v, childNode(node, k), `${path}${SEP}f:${k}`, out, apply);
     return;
   }
@@ -94,7 +101,7 @@ function walk(value: unknown, node: Node, path: string, out: Leaves, apply: bool
     const type = listType(node);
     const items: Node = node.shape?.kind === 'list' ? { shape: node.shape.items } : {};
     if (type === 'map') {
-      if (!apply) out.set(`${path}${SEP}.`, undefined);
+      if (!apply && !node.required) out.set(`${path}${SEP}.`, undefined);
       for (const item of value) {
         if (!isPlainObject(item)) continue;
         const itemPath = `${path}${SEP}${keyElement(item, node.meta!.mapKeys!)}`;
