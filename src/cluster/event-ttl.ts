@@ -6,7 +6,7 @@ import type { MemoryStore } from '../storage/memory-store.js';
 export const DEFAULT_EVENT_TTL_MS = 60 * 60 * 1000;
 
 /**
- * Expires core/v1 and events.k8s.io/v1 Events like the etcd lease kube-apiserver attaches to them, so long
+ * Expires Events (core/v1 storage, which events.k8s.io/v1 shares) like the etcd lease kube-apiserver attaches to them, so long
  * simulations do not grow without bound. Writes arrive in time order, so a FIFO of (expiry, key) plus one
  * timer at its head is enough; an entry whose event was written again since is skipped when it comes due.
  */
@@ -20,7 +20,7 @@ export class EventExpiry {
     private readonly store: MemoryStore,
     private readonly clock: Clock,
     private readonly ttlMs = DEFAULT_EVENT_TTL_MS,
-    private readonly resources: readonly string[] = ['/events', 'events.k8s.io/events'],
+    private readonly resources: readonly string[] = ['/events'],
   ) {
     store.onChange((resource, event) => {
       if (event.type === 'DELETED' || !this.resources.includes(resource)) return;
