@@ -440,7 +440,8 @@ const nodes: KindInfo = {
     col('Status', (o) => {
       const conditions = (field(o, 'status.conditions') as Obj[] | undefined) ?? [];
       const ready = conditions.find((c) => c.type === 'Ready');
-      const parts = [ready ? (ready.status === 'True' ? 'Ready' : ready.status === 'False' ? 'NotReady' : 'Unknown') : 'Unknown'];
+      // kubectl's printNode: Ready when True, NotReady for False and Unknown alike; Unknown only without the condition.
+      const parts = [ready ? (ready.status === 'True' ? 'Ready' : 'NotReady') : 'Unknown'];
       if (field(o, 'spec.unschedulable') === true) parts.push('SchedulingDisabled');
       return parts.join(',');
     }, { description: 'The status of the node' }),
