@@ -506,7 +506,13 @@ export class KubeletFleet implements Controller, KubeletConnector {
     if (next.statusPatch) status = applyMergePatch(status ?? pod.status ?? {}, substitute(next.statusPatch, vars)) as Obj;
     for (const e of next.events ?? []) result.events.push({ type: e.type, reason: e.reason, message: String(substitute(e.message, vars)) });
     if (next.log?.length) {
-      for (const c of containerSpecs(pod)) result.logs.push({ container: String(c.name), lines: next.log.map((l) => String(substitute(l, vars))) });
+      // The stage's lines go into each container's log: after a start, before an exit.
+      const lines = next.log.map((l) => String(substitute(l, vars)));
+      for (const c of containerSpecs(pod)) {
+        const entry = result.logs.find((l) => l.container === c.name);
+        if (!entry) result.logs.push({ container: String(c.name), lines });
+        else entry.lines = entry.end && entry.start === undefined ? [...lines, ...entry.lines] : [...entry.lines, ...lines];
+      }
     }
 
     let current = pod;
