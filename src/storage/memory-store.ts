@@ -139,31 +139,34 @@ export class MemoryStore {
     return namespace === undefined ? table.objects.size : (table.namespaceCounts.get(namespace) ?? 0);
   }
 
-  /** Every object of a resource in one namespace (or all), in key order, with selectors answered from indexes. */
+  /**
+   * Every object of a resource in one namespace (or all), in key order, with selectors answered from indexes.
+   * A page stops at the first match past the limit; remainingItemCount is given, as kube-apiserver gives it,
+   * only for unselected lists, where it is a subtraction rather than a scan.
+   */
   list(resource: string, options: ListOptions): ListResult {
     const table = this.table(resource);
     const candidates = this.candidates(table, options);
     const limit = options.limit && options.limit > 0 ? options.limit : Infinity;
     const items: KubeObject[] = [];
-    let continueAfter: string | undefined;
-    let remaining = 0;
+    let lastKey: string | undefined;
+    let nextIndex = -1;
     for (let i = candidates.from; i < candidates.keys.length; i++) {
       const key = candidates.keys[i]!;
       if (candidates.prefix !== undefined && !key.startsWith(candidates.prefix)) break;
       const obj = table.objects.get(key);
       if (!obj || !this.matches(table, obj, options)) continue;
       if (items.length >= limit) {
-        remaining++;
-        continue;
+        nextIndex = i;
+        break;
       }
       items.push(obj);
-      if (items.length === limit) continueAfter = key;
+      lastKey = key;
     }
-    if (remaining === 0) continueAfter = undefined;
     const result: ListResult = { items, revision: this.revision };
-    if (continueAfter !== undefined) {
-      result.continueAfter = continueAfter;
-      result.remaining = remaining;
+    if (nextIndex >= 0 && lastKey !== undefined) {
+      result.continueAfter = lastKey;
+      if (options.label.empty && options.field.empty && candidates.end !== undefined) result.remaining = candidates.end - nextIndex;
     }
     return result;
   }
@@ -179,7 +182,7 @@ export class MemoryStore {
    * The smallest ordered key range that can hold every match: an index hit (sorted on the spot, since it is
    * small), or the namespace's contiguous range of the resource's ordered keys.
    */
-  private candidates(table: ResourceTable, options: ListOptions): { keys: readonly string[]; from: number; prefix?: string } {
+  private candidates(table: ResourceTable, options: ListOptions): { keys: readonly string[]; from: number; prefix?: string; end?: number } {
     const sets: Set<string>[] = [];
     const name = options.field.equality('metadata.name');
     if (name !== undefined) {
@@ -204,9 +207,10 @@ export class MemoryStore {
     if (options.namespace !== undefined) {
       const prefix = `${options.namespace}/`;
       const after = options.after !== undefined && options.after > prefix ? options.after : prefix;
-      return { keys: ordered, from: table.order.firstAfter(after), prefix };
+      // Keys of one namespace are contiguous: they end before the first key ≥ "<namespace>0" ('0' follows '/').
+      return { keys: ordered, from: table.order.firstAfter(after), prefix, end: table.order.firstAtOrAfter(`${options.namespace}0`) };
     }
-    return { keys: ordered, from: options.after !== undefined ? table.order.firstAfter(options.after) : 0 };
+    return { keys: ordered, from: options.after !== undefined ? table.order.firstAfter(options.after) : 0, end: ordered.length };
   }
 
   /** Stores a new object (which the store now owns) and stamps its resourceVersion. */

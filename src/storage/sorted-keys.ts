@@ -39,6 +39,19 @@ export class SortedKeys {
     return this.sorted;
   }
 
+  /** Index of the first name not less than `key`. */
+  firstAtOrAfter(key: string): number {
+    const keys = this.ordered();
+    let lo = 0;
+    let hi = keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareBytes(keys[mid]!, key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
   /** Index of the first name greater than `after` (binary search over the ordered names). */
   firstAfter(after: string): number {
     const keys = this.ordered();
