@@ -284,6 +284,8 @@ export class ResourceHandler {
   checkWatch(target: ResourceTarget, query: Query): void {
     parseLabelSelector(one(query, 'labelSelector'));
     parseFieldSelector(one(query, 'fieldSelector'), this.cluster.registry.supportedFields(target.info));
+    const rv = one(query, 'resourceVersion');
+    if (rv !== undefined && rv !== '' && !/^\d+$/.test(rv)) throw Errors.badRequest(`invalid resource version: ${rv}`);
   }
 
   private watchHttp(target: ResourceTarget, query: Query, negotiated: Negotiated, request: FastifyRequest, reply: FastifyReply): void {
@@ -366,6 +368,24 @@ export class ResourceHandler {
   }
 }
 
+/** Options of a write request: dryRun, fieldManager (default: the User-Agent's program), fieldValidation (default Warn), force. */
+function writeOptions(request: FastifyRequest, query: Query, subresource?: 'status' | 'finalize'): WriteOptions {
+  const requested = one(query, 'fieldValidation');
+  const fieldValidation = requested === undefined || requested === '' ? 'Warn' : parseFieldValidation(requested);
+  if (!fieldValidation) throw Errors.badRequest(`fieldValidation: Unsupported value: "${requested}": supported values: "Ignore", "Strict", "Warn"`);
+  const manager = one(query, 'fieldManager');
+  if (manager !== undefined && manager.length > 128) throw Errors.badRequest('fieldManager: Too long: must have at most 128 bytes');
+  const options: WriteOptions = { dryRun: dryRun(query), fieldManager: manager || defaultFieldManager(request.headers['user-agent']), fieldValidation, force: boolParam(query, 'force') };
+  if (subresource) options.subresource = subresource;
+  return options;
+}
+
+/** Sends a write's warnings as `Warning: 299 - "…"` headers (kubectl prints them as `Warning: …`). */
+function warn(reply: FastifyReply, options: WriteOptions): FastifyReply {
+  if (options.warnings?.length) void reply.header('warning', options.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+  return reply;
+}
+
 /** The API verb of a request on a resource (not a subresource), as authorization and discovery name it. */
 function verbOf(method: string, named: boolean, watch: boolean): string {
   switch (method) {
@@ -400,24 +420,6 @@ function listQuery(query: Query): ListQuery {
 function includeObject(query: Query): IncludeObject {
   const v = one(query, 'includeObject');
   return v === 'None' || v === 'Object' ? v : 'Metadata';
-}
-
-/** Options of a write request: dryRun, fieldManager (default: the User-Agent's program), fieldValidation (default Warn), force. */
-function writeOptions(request: FastifyRequest, query: Query, subresource?: 'status' | 'finalize'): WriteOptions {
-  const requested = one(query, 'fieldValidation');
-  const fieldValidation = requested === undefined || requested === '' ? 'Warn' : parseFieldValidation(requested);
-  if (!fieldValidation) throw Errors.badRequest(`fieldValidation: Unsupported value: "${requested}": supported values: "Ignore", "Strict", "Warn"`);
-  const manager = one(query, 'fieldManager');
-  if (manager !== undefined && manager.length > 128) throw Errors.badRequest('fieldManager: Too long: must have at most 128 bytes');
-  const options: WriteOptions = { dryRun: dryRun(query), fieldManager: manager || defaultFieldManager(request.headers['user-agent']), fieldValidation, force: boolParam(query, 'force') };
-  if (subresource) options.subresource = subresource;
-  return options;
-}
-
-/** Sends a write's warnings as `Warning: 299 - "…"` headers (kubectl prints them as `Warning: …`). */
-function warn(reply: FastifyReply, options: WriteOptions): FastifyReply {
-  if (options.warnings?.length) void reply.header('warning', options.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
-  return reply;
 }
 
 function dryRun(query: Query): boolean {
