@@ -35,7 +35,6 @@ function context(now: number, p: KubeObject, settings: Record<string, string> = 
   let ids = 0;
   return {
     now,
-    nodeName: 'node-1',
     hostIP: '172.18.0.2',
     podIP: () => '10.244.0.2',
     setting: (k) => p.metadata.annotations?.[k] ?? settings[k],

@@ -5,8 +5,9 @@ import { Resources } from '../client/client.js';
 import { cacheKey } from '../client/informer.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
-import { tolerationsOf, toleratesTaint, type Taint } from '../scheduler/plugins.js';
+import { taintsOf, tolerationsOf, toleratesTaint, type Taint } from '../scheduler/plugins.js';
 import { ignoreNotFound } from './namespace.js';
+import { podNodeName as nodeOf } from './pod-util.js';
 
 type Obj = Record<string, unknown>;
 
@@ -29,16 +30,6 @@ function conditionsOf(node: KubeObject): Obj[] {
 function time(value: unknown): number {
   const t = typeof value === 'string' ? Date.parse(value) : NaN;
   return Number.isNaN(t) ? 0 : t;
-}
-
-function nodeOf(pod: KubeObject): string {
-  const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  return typeof spec.nodeName === 'string' ? spec.nodeName : '';
-}
-
-function taintsOf(node: KubeObject): Taint[] {
-  const spec = isPlainObject(node.spec) ? node.spec : {};
-  return Array.isArray(spec.taints) ? ((spec.taints as unknown[]).filter(isPlainObject) as unknown as Taint[]) : [];
 }
 
 /**

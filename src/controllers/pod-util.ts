@@ -42,6 +42,12 @@ export function containerStatuses(pod: KubeObject, which: 'containerStatuses' | 
   return Array.isArray(c) ? (c as ContainerStatus[]) : [];
 }
 
+/** spec.nodeName, or '' for a pod not bound yet. */
+export function podNodeName(pod: KubeObject): string {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  return typeof spec.nodeName === 'string' ? spec.nodeName : '';
+}
+
 export function isTerminating(pod: KubeObject): boolean {
   return pod.metadata.deletionTimestamp !== undefined && pod.metadata.deletionTimestamp !== null;
 }

@@ -1,17 +1,13 @@
 import { rfc3339 } from '../clock/clock.js';
-import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
+import { deepCopy, isPlainObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { cacheKey } from '../client/informer.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
 import { ReconcileLoop, type Controller, type ControllerContext } from '../runtime/controller.js';
 import { ignoreNotFound } from './namespace.js';
+import { podNodeName as nodeOf } from './pod-util.js';
 
 type Obj = Record<string, unknown>;
-
-function nodeOf(pod: KubeObject): string {
-  const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  return typeof spec.nodeName === 'string' ? spec.nodeName : '';
-}
 
 /** How long a node must stay gone before its pods are collected (podgc's quarantine). */
 export const POD_GC_QUARANTINE_MS = 40_000;

@@ -43,7 +43,6 @@ export type EnvResult = { env: Array<[string, string]> } | { error: string };
 
 export interface ActionContext {
   now: number;
-  nodeName: string;
   hostIP: string;
   /** The pod's IP: the one it has, or a fresh one from the node's CIDR. */
   podIP(pod: KubeObject): string;

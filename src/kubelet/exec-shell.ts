@@ -192,12 +192,7 @@ class ExitSignal {
   constructor(readonly code: number) {}
 }
 
-interface Word {
-  text: string;
-  quoted: boolean;
-}
-
-type Token = { kind: 'word'; word: Word } | { kind: 'op'; op: ';' | '&&' | '||' | '|' | '>' | '<' };
+type Token = { kind: 'word'; word: string } | { kind: 'op'; op: ';' | '&&' | '||' | '|' | '>' | '<' };
 
 export class Shell {
   readonly env: Map<string, string>;
@@ -261,9 +256,9 @@ export class Shell {
     let code = 0;
     let skip: '&&' | '||' | undefined;
     let pipeline: string[][] = [];
-    let current: Word[] = [];
+    let current: string[] = [];
     const flush = async (): Promise<void> => {
-      if (current.length > 0) pipeline.push(this.expandWords(current));
+      if (current.length > 0) pipeline.push(current);
       current = [];
       if (pipeline.length === 0) return;
       const run = pipeline;
@@ -276,7 +271,7 @@ export class Shell {
     for (const t of tokens) {
       if (t.kind === 'word') current.push(t.word);
       else if (t.op === '|') {
-        pipeline.push(this.expandWords(current));
+        pipeline.push(current);
         current = [];
       } else if (t.op === '>' || t.op === '<') {
         io.err('sh: redirections are not supported (the filesystem is read-only)\n');
@@ -312,10 +307,6 @@ export class Shell {
     return code;
   }
 
-  private expandWords(words: Word[]): string[] {
-    return words.map((w) => w.text);
-  }
-
   private variable(name: string): string {
     if (name === '?') return String(this.lastCode);
     return this.env.get(name) ?? '';
@@ -327,12 +318,10 @@ export class Shell {
     let i = 0;
     let word = '';
     let inWord = false;
-    let quoted = false;
     const end = (): void => {
-      if (inWord) tokens.push({ kind: 'word', word: { text: word, quoted } });
+      if (inWord) tokens.push({ kind: 'word', word });
       word = '';
       inWord = false;
-      quoted = false;
     };
     const dollar = (): string => {
       // at source[i] === '$'
@@ -373,11 +362,9 @@ export class Shell {
         if (close < 0) throw new Error('unterminated quoted string');
         word += source.slice(i + 1, close);
         inWord = true;
-        quoted = true;
         i = close + 1;
       } else if (c === '"') {
         inWord = true;
-        quoted = true;
         i++;
         while (i < source.length && source[i] !== '"') {
           if (source[i] === '\\' && i + 1 < source.length && '"\\$`'.includes(source[i + 1]!)) {

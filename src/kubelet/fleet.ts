@@ -5,6 +5,7 @@ import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { ignoreNotFound } from '../controllers/namespace.js';
+import { podNodeName as podNode } from '../controllers/pod-util.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';
 import { ENV_ANNOTATION_PREFIX, runAction, type ActionContext, type ActionLog, type ActionResult } from './actions.js';
@@ -50,11 +51,6 @@ interface NodeAgent {
   schedulable?: boolean;
   /** Settles once the node is registered (labels, pod CIDR) and, when the fleet runs, has posted its status. */
   registered: Promise<void>;
-}
-
-function podNode(pod: KubeObject): string {
-  const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  return typeof spec.nodeName === 'string' ? spec.nodeName : '';
 }
 
 function containerSpecs(pod: KubeObject): Obj[] {
@@ -165,7 +161,7 @@ export class KubeletFleet implements Controller, KubeletConnector {
     });
     this.nodes.addEventHandler({
       add: (node) => this.adopt(node),
-      update: (old, node) => this.nodeUpdated(old, node),
+      update: (_old, node) => this.nodeUpdated(node),
       delete: (node) => this.release(node),
     });
     const wake = (index: string) => (obj: KubeObject) => {
@@ -278,7 +274,8 @@ export class KubeletFleet implements Controller, KubeletConnector {
     })();
   }
 
-  private nodeUpdated(old: KubeObject, node: KubeObject): void {
+  /** A kubelet reports its node turning (un)schedulable, as kubelet does on cordon and uncordon. */
+  private nodeUpdated(node: KubeObject): void {
     const agent = this.agents.get(node.metadata.name!);
     if (!agent) return this.adopt(node);
     const schedulable = (node.spec as Obj | undefined)?.unschedulable !== true;
@@ -287,7 +284,6 @@ export class KubeletFleet implements Controller, KubeletConnector {
       const condition = schedulable ? 'NodeSchedulable' : 'NodeNotSchedulable';
       agent.recorder.event(node, 'Normal', condition, `Node ${agent.name} status is now: ${condition}`);
     }
-    void old;
   }
 
   private release(node: KubeObject): void {
@@ -455,7 +451,6 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const sources = this.envSources(podNode(pod));
     return {
       now: this.ctx.clock.now(),
-      nodeName: agent.name,
       hostIP: agent.ip,
       podIP: (p) => {
         const current = isPlainObject(p.status) ? p.status.podIP : undefined;

@@ -77,7 +77,7 @@ export function resourceField(container: Obj, ref: Obj, allocatable: Record<stri
   let milli = parseMilli(group[m[2]!]);
   if (milli === undefined && m[1] === 'limits') milli = parseMilli(allocatable[m[2]!]);
   if (milli === undefined) milli = 0;
-  const divisor = parseMilli(ref.divisor ?? (m[2] === 'cpu' ? '1' : '1')) || 1000;
+  const divisor = parseMilli(ref.divisor ?? '1') || 1000;
   return String(Math.ceil(milli / divisor));
 }
 

@@ -3,6 +3,7 @@ import { ApiError } from '../api/errors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources as Gvrs } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
+import { isTerminal, podNodeName } from '../controllers/pod-util.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import {
@@ -36,16 +37,6 @@ const MAX_BACKOFF_MS = 10_000;
 const UNSCHEDULABLE_RETRY_MS = 5 * 60_000;
 
 type Obj = Record<string, unknown>;
-
-function nodeNameOf(pod: KubeObject): string {
-  const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  return typeof spec.nodeName === 'string' ? spec.nodeName : '';
-}
-
-function isTerminal(pod: KubeObject): boolean {
-  const phase = isPlainObject(pod.status) ? pod.status.phase : undefined;
-  return phase === 'Succeeded' || phase === 'Failed';
-}
 
 function ownerUid(pod: KubeObject): string | undefined {
   return pod.metadata.ownerReferences?.find((r) => r.controller)?.uid;
@@ -146,12 +137,12 @@ export class Scheduler implements Controller {
 
   private isPending(pod: KubeObject): boolean {
     const spec = isPlainObject(pod.spec) ? pod.spec : {};
-    return nodeNameOf(pod) === '' && !pod.metadata.deletionTimestamp && (spec.schedulerName ?? SCHEDULER_NAME) === SCHEDULER_NAME && !isTerminal(pod);
+    return podNodeName(pod) === '' && !pod.metadata.deletionTimestamp && (spec.schedulerName ?? SCHEDULER_NAME) === SCHEDULER_NAME && !isTerminal(pod);
   }
 
   private podChanged(old: KubeObject | undefined, pod: KubeObject): void {
     const key = cacheKey(pod);
-    const node = nodeNameOf(pod);
+    const node = podNodeName(pod);
     if (node !== '') {
       this.assumed.delete(key);
       this.unschedulable.delete(key);
@@ -253,7 +244,7 @@ export class Scheduler implements Controller {
       });
     } catch (err) {
       this.assumed.delete(key);
-      if (nodeNameOf(this.pods.get(pod.metadata.namespace, pod.metadata.name!) ?? pod) === '') this.account(key, undefined, undefined);
+      if (podNodeName(this.pods.get(pod.metadata.namespace, pod.metadata.name!) ?? pod) === '') this.account(key, undefined, undefined);
       if (err instanceof ApiError && (err.code === 404 || err.code === 409)) return; // deleted, or bound meanwhile
       throw err;
     }
