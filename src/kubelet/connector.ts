@@ -38,6 +38,10 @@ export interface ExecStreams {
   stderr(text: string): void;
   /** Standard input, when the client sent stdin=true; resolves to the text read until the client closed it. */
   readStdin?(): Promise<string>;
+  /** With a terminal (tty=true): each chunk of keystrokes as it arrives. */
+  onStdin?(listener: (chunk: string) => void): void;
+  /** The client asked for a terminal: one output stream, keystrokes in raw mode. */
+  tty?: boolean;
   /** Resolves when the client goes away, so long-running commands (sleep) can stop. */
   closed: Promise<void>;
 }

@@ -233,6 +233,7 @@ export class Shell {
     if (SHELLS.has(name)) {
       const c = args.indexOf('-c');
       if (c >= 0) return this.script(args[c + 1] ?? '', io);
+      if (this.ctx.io.tty && this.ctx.io.onStdin) return this.interactive(this.ctx.io.onStdin);
       return this.script(await io.stdin(), io);
     }
     if (name === 'exit') throw new ExitSignal(args[0] === undefined ? this.lastCode : Number(args[0]) & 255);
@@ -242,6 +243,62 @@ export class Shell {
       return 127;
     }
     return builtin(args, io, this);
+  }
+
+  /**
+   * `kubectl exec -it POD -- sh`: a prompt and line editing over a raw terminal (echo, backspace, Ctrl-C,
+   * Ctrl-D or `exit` to leave), each line run as a script; output newlines become CR LF, as a pty does.
+   */
+  private interactive(onStdin: (listener: (chunk: string) => void) => void): Promise<number> {
+    const write = (text: string): void => this.ctx.io.stdout(text.replace(/\r?\n/g, '\r\n'));
+    const io: Io = { out: write, err: write, stdin: () => Promise.resolve('') };
+    const prompt = (): void => write('# ');
+    let line = '';
+    let running = Promise.resolve();
+    let finished = false;
+    return new Promise<number>((resolve) => {
+      const finish = (code: number): void => {
+        if (finished) return;
+        finished = true;
+        resolve(code);
+      };
+      void this.ctx.io.closed.then(() => finish(0));
+      onStdin((chunk) => {
+        for (const c of chunk) {
+          if (finished) return;
+          if (c === '\r' || c === '\n') {
+            write('\n');
+            const script = line;
+            line = '';
+            running = running.then(async () => {
+              if (finished) return;
+              try {
+                this.lastCode = await this.script(script, io);
+              } catch (err) {
+                if (err instanceof ExitSignal) return finish(err.code);
+                throw err;
+              }
+              prompt();
+            });
+          } else if (c === '\u0004') {
+            if (line === '') running = running.then(() => finish(this.lastCode));
+          } else if (c === '\u0003') {
+            line = '';
+            write('^C\n');
+            prompt();
+          } else if (c === '\u007f' || c === '\b') {
+            if (line.length > 0) {
+              line = line.slice(0, -1);
+              this.ctx.io.stdout('\b \b');
+            }
+          } else if (c >= ' ') {
+            line += c;
+            this.ctx.io.stdout(c);
+          }
+        }
+      });
+      prompt();
+    });
   }
 
   /** A script: commands joined by ; && || and newlines, pipes between them. */

@@ -173,6 +173,7 @@ export class ExecServer {
     if (command.length === 0) throw Errors.badRequest('you must specify at least 1 command');
     const wants = (key: string): boolean => params.get(key) === 'true' || params.get(key) === '1';
     const stdin = wants('stdin');
+    const tty = wants('tty');
     if (!stdin && !wants('stdout') && !wants('stderr')) throw Errors.badRequest('you must specify at least one of stdin, stdout, stderr');
     if (!this.kubelet) throw kubeletUnreachable(pod, `exec/${namespace}/${name}/${container}`);
     let target: ExecTarget;
@@ -191,16 +192,17 @@ export class ExecServer {
     if (!SUBPROTOCOLS.some((p) => offered.includes(p))) {
       throw Errors.badRequest(`none of the offered subprotocols [${offered.filter((p) => p).join(', ')}] is supported: use ${SUBPROTOCOLS.join(' or ')}`);
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => void this.run(ws, target, command, stdin));
+    this.wss.handleUpgrade(req, socket, head, (ws) => void this.run(ws, target, command, stdin, tty));
   }
 
-  private async run(ws: WebSocket, target: ExecTarget, command: string[], stdin: boolean): Promise<void> {
+  private async run(ws: WebSocket, target: ExecTarget, command: string[], stdin: boolean, tty: boolean): Promise<void> {
     const v5 = ws.protocol === 'v5.channel.k8s.io';
     const frame = (channel: number, data: string | Buffer): void => {
       if (ws.readyState === ws.OPEN) ws.send(Buffer.concat([Buffer.from([channel]), typeof data === 'string' ? Buffer.from(data) : data]));
     };
     let input = '';
     let stdinClosed = !stdin;
+    const listeners: Array<(chunk: string) => void> = [];
     const stdinWaiters: Array<() => void> = [];
     const closeStdin = (): void => {
       stdinClosed = true;
@@ -216,14 +218,21 @@ export class ExecServer {
       const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
       if (buf.length === 0) return;
       const channel = buf[0]!;
-      if (channel === 0) input += buf.subarray(1).toString('utf8');
+      if (channel === 0) {
+        const chunk = buf.subarray(1).toString('utf8');
+        input += chunk;
+        for (const l of listeners) l(chunk);
+      }
       else if (channel === 255 && v5 && buf[1] === 0) closeStdin(); // v5: the client closed its stdin
     });
     let code: number;
     try {
       code = await target.run(command, {
         stdout: (text) => frame(1, text),
-        stderr: (text) => frame(2, text),
+        // A terminal has one output stream.
+        stderr: (text) => frame(tty ? 1 : 2, text),
+        tty,
+        onStdin: stdin ? (l) => listeners.push(l) : undefined,
         readStdin: stdin ? () => (stdinClosed ? Promise.resolve(input) : new Promise<string>((resolve) => stdinWaiters.push(() => resolve(input)))) : undefined,
         closed,
       });
