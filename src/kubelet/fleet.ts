@@ -5,7 +5,7 @@ import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { ignoreNotFound } from '../controllers/namespace.js';
-import { podNodeName as podNode } from '../controllers/pod-util.js';
+import { isTerminal, podNodeName as podNode } from '../controllers/pod-util.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';
 import { ENV_ANNOTATION_PREFIX, runAction, type ActionContext, type ActionLog, type ActionResult } from './actions.js';
@@ -256,7 +256,7 @@ export class KubeletFleet implements Controller, KubeletConnector {
     }
     for (const pod of this.pods.byIndex('kubelet-node', name)) {
       const ip = isPlainObject(pod.status) ? pod.status.podIP : undefined;
-      if (typeof ip === 'string') {
+      if (typeof ip === 'string' && ip !== '' && !isTerminal(pod)) {
         agent.ips.reserve(ip);
         this.podIPs.set(cacheKey(pod), { node: name, ip });
       }
@@ -391,7 +391,19 @@ export class KubeletFleet implements Controller, KubeletConnector {
   // pods
 
   private podChanged(pod: KubeObject): void {
-    if (podNode(pod) !== '') this.loop.queue.add(cacheKey(pod));
+    const node = podNode(pod);
+    if (node === '') return;
+    const key = cacheKey(pod);
+    // A pod already running (after a restart with --data) keeps its IP: nobody else may get it.
+    const ip = isPlainObject(pod.status) ? pod.status.podIP : undefined;
+    if (typeof ip === 'string' && ip !== '' && !this.podIPs.has(key) && !isTerminal(pod)) {
+      const agent = this.agents.get(node);
+      if (agent) {
+        agent.ips.reserve(ip);
+        this.podIPs.set(key, { node, ip });
+      }
+    }
+    this.loop.queue.add(key);
   }
 
   private podGone(pod: KubeObject): void {
