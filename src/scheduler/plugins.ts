@@ -81,7 +81,10 @@ export function podRequest(pod: KubeObject): PodRequest {
       if (milli) total.set(k, (total.get(k) ?? 0) + milli);
     }
   }
-  return { resources: total, nonZeroCpu, nonZeroMemory };
+  // In the order NodeResourcesFit reports shortages: cpu, memory, ephemeral-storage, then the others by name.
+  const order = (k: string): number => ['cpu', 'memory', 'ephemeral-storage'].indexOf(k) + 1 || 4;
+  const sorted: Resources = new Map([...total].sort((a, b) => order(a[0]) - order(b[0]) || a[0].localeCompare(b[0])));
+  return { resources: sorted, nonZeroCpu, nonZeroMemory };
 }
 
 export function allocatableOf(node: KubeObject): Resources {
@@ -167,19 +170,36 @@ export function termMatches(node: KubeObject, term: Obj): boolean {
   return true;
 }
 
-/** nodeSelector and requiredDuringSchedulingIgnoredDuringExecution (terms ORed). */
-export function nodeAffinityMatches(pod: KubeObject, node: KubeObject): boolean {
+/** What the filters read from a pod, extracted once per scheduling attempt rather than once per node. */
+export interface PodFilter {
+  tolerations: Obj[];
+  tolerates: (taint: Taint) => boolean;
+  nodeName: string;
+  nodeSelector: Array<[string, string]>;
+  /** Required node affinity terms (ORed), or undefined when there are none. */
+  requiredTerms?: Obj[];
+}
+
+export function podFilter(pod: KubeObject): PodFilter {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  const labels = node.metadata.labels ?? {};
-  if (isPlainObject(spec.nodeSelector)) {
-    for (const [k, v] of Object.entries(spec.nodeSelector)) if (labels[k] !== String(v)) return false;
-  }
+  const tolerations = tolerationsOf(pod);
   const affinity = isPlainObject(spec.affinity) && isPlainObject(spec.affinity.nodeAffinity) ? spec.affinity.nodeAffinity : undefined;
   const required = affinity && isPlainObject(affinity.requiredDuringSchedulingIgnoredDuringExecution) ? affinity.requiredDuringSchedulingIgnoredDuringExecution : undefined;
-  if (required) {
-    const terms = Array.isArray(required.nodeSelectorTerms) ? (required.nodeSelectorTerms.filter(isPlainObject) as Obj[]) : [];
-    if (!terms.some((t) => termMatches(node, t))) return false;
-  }
+  return {
+    tolerations,
+    tolerates: (taint) => tolerates(tolerations, taint),
+    nodeName: typeof spec.nodeName === 'string' ? spec.nodeName : '',
+    nodeSelector: isPlainObject(spec.nodeSelector) ? Object.entries(spec.nodeSelector).map(([k, v]) => [k, String(v)]) : [],
+    requiredTerms: required ? (Array.isArray(required.nodeSelectorTerms) ? (required.nodeSelectorTerms.filter(isPlainObject) as Obj[]) : []) : undefined,
+  };
+}
+
+/** nodeSelector and requiredDuringSchedulingIgnoredDuringExecution (terms ORed). */
+export function nodeAffinityMatches(pod: KubeObject | PodFilter, node: KubeObject): boolean {
+  const f = 'metadata' in pod ? podFilter(pod) : pod;
+  const labels = node.metadata.labels ?? {};
+  for (const [k, v] of f.nodeSelector) if (labels[k] !== v) return false;
+  if (f.requiredTerms && !f.requiredTerms.some((t) => termMatches(node, t))) return false;
   return true;
 }
 
@@ -189,33 +209,33 @@ export function nodeAffinityMatches(pod: KubeObject, node: KubeObject): boolean 
 export const UNSCHEDULABLE_TAINT: Taint = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
 
 /** Runs the filters in the default profile's order; undefined when the pod fits the node. */
-export function filterNode(pod: KubeObject, request: PodRequest, state: NodeState): FilterFailure | undefined {
+export function filterNode(pod: KubeObject | PodFilter, request: PodRequest, state: NodeState): FilterFailure | undefined {
   const node = state.node;
   const spec = isPlainObject(node.spec) ? node.spec : {};
-  const podSpec = isPlainObject(pod.spec) ? pod.spec : {};
-  const tolerations = tolerationsOf(pod);
+  const f = 'metadata' in pod ? podFilter(pod) : pod;
   // NodeUnschedulable
-  if (spec.unschedulable === true && !tolerates(tolerations, UNSCHEDULABLE_TAINT)) return { reasons: ["node(s) were unschedulable"], unresolvable: true };
+  if (spec.unschedulable === true && !f.tolerates(UNSCHEDULABLE_TAINT)) return { reasons: ['node(s) were unschedulable'], unresolvable: true };
   // NodeName
-  if (typeof podSpec.nodeName === 'string' && podSpec.nodeName !== '' && podSpec.nodeName !== state.name) return { reasons: ["node(s) didn't match the requested node name"], unresolvable: true };
+  if (f.nodeName !== '' && f.nodeName !== state.name) return { reasons: ["node(s) didn't match the requested node name"], unresolvable: true };
   // TaintToleration: NoSchedule and NoExecute taints must be tolerated.
-  for (const taint of taintsOf(node)) {
-    if (taint.effect !== 'NoSchedule' && taint.effect !== 'NoExecute') continue;
-    if (!tolerates(tolerations, taint)) return { reasons: [`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`], unresolvable: true };
+  if (Array.isArray(spec.taints)) {
+    for (const taint of taintsOf(node)) {
+      if (taint.effect !== 'NoSchedule' && taint.effect !== 'NoExecute') continue;
+      if (!f.tolerates(taint)) return { reasons: [`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`], unresolvable: true };
+    }
   }
   // NodeAffinity
-  if (!nodeAffinityMatches(pod, node)) return { reasons: ["node(s) didn't match Pod's node affinity/selector"], unresolvable: true };
+  if (!nodeAffinityMatches(f, node)) return { reasons: ["node(s) didn't match Pod's node affinity/selector"], unresolvable: true };
   // NodeResourcesFit
-  const reasons: string[] = [];
+  let reasons: string[] | undefined;
   const maxPods = state.allocatable.get('pods');
-  if (maxPods !== undefined && (state.pods + 1) * 1000 > maxPods) reasons.push('Too many pods');
-  const order = (k: string): number => ['cpu', 'memory', 'ephemeral-storage'].indexOf(k) + 1 || 4;
-  for (const [resource, amount] of [...request.resources].sort((a, b) => order(a[0]) - order(b[0]) || a[0].localeCompare(b[0]))) {
+  if (maxPods !== undefined && (state.pods + 1) * 1000 > maxPods) reasons = ['Too many pods'];
+  for (const [resource, amount] of request.resources) {
     if (resource === 'pods' || amount <= 0) continue;
     const free = (state.allocatable.get(resource) ?? 0) - (state.requested.get(resource) ?? 0);
-    if (amount > free) reasons.push(`Insufficient ${resource}`);
+    if (amount > free) (reasons ??= []).push(`Insufficient ${resource}`);
   }
-  return reasons.length > 0 ? { reasons, unresolvable: false } : undefined;
+  return reasons ? { reasons, unresolvable: false } : undefined;
 }
 
 /**

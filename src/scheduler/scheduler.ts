@@ -11,6 +11,7 @@ import {
   feasibleNodesToFind,
   filterNode,
   fitErrorMessage,
+  podFilter,
   podRequest,
   selectHost,
   ZONE_LABEL,
@@ -68,6 +69,7 @@ export class Scheduler implements Controller {
   /** Pods that fit nowhere, with their attempt count and last attempt time. */
   private readonly unschedulable = new Map<string, { attempts: number; at: number }>();
   private readonly recorder;
+  private wakeScheduled = false;
 
   constructor(private readonly ctx: ControllerContext) {
     this.pods = ctx.informers.for(Gvrs.pods);
@@ -190,8 +192,20 @@ export class Scheduler implements Controller {
     if (!old || !deepEqual(relevant(old), relevant(node))) this.wakeUnschedulable();
   }
 
-  /** A cluster change that may let unschedulable pods fit: each goes back to the queue after its back-off. */
+  /**
+   * A cluster change that may let unschedulable pods fit: each goes back to the queue after its back-off.
+   * Changes that arrive together (a Job's pods finishing) move the pods once.
+   */
   private wakeUnschedulable(): void {
+    if (this.wakeScheduled || this.unschedulable.size === 0) return;
+    this.wakeScheduled = true;
+    queueMicrotask(() => {
+      this.wakeScheduled = false;
+      this.moveUnschedulable();
+    });
+  }
+
+  private moveUnschedulable(): void {
     const now = this.ctx.clock.now();
     for (const [key, u] of this.unschedulable) {
       const backoff = Math.min(INITIAL_BACKOFF_MS * 2 ** Math.max(0, u.attempts - 1), MAX_BACKOFF_MS);
@@ -215,7 +229,8 @@ export class Scheduler implements Controller {
     const pod = this.pods.get(key.slice(0, slash), key.slice(slash + 1));
     if (!pod || !this.isPending(pod) || this.assumed.has(key)) return;
     const request = podRequest(pod);
-    const order = this.nodeOrder().filter((n) => !this.states.get(n)!.node.metadata.deletionTimestamp);
+    const prepared = podFilter(pod);
+    const order = this.nodeOrder();
     const want = feasibleNodesToFind(order.length);
     const failures: FilterFailure[] = [];
     const feasible: NodeState[] = [];
@@ -223,7 +238,7 @@ export class Scheduler implements Controller {
     let checked = 0;
     for (; checked < order.length && feasible.length < want; checked++) {
       const state = this.states.get(order[(start + checked) % order.length]!)!;
-      const failure = filterNode(pod, request, state);
+      const failure = filterNode(prepared, request, state);
       if (failure) failures.push(failure);
       else feasible.push(state);
     }
