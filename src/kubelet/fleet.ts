@@ -454,7 +454,13 @@ export class KubeletFleet implements Controller, KubeletConnector {
     });
     if (!decision) return;
     if (decision.dueAt > now) return { requeueAfterMs: decision.dueAt - now };
-    const wrote = await this.apply(decision.stage, pod, agent, key);
+    let wrote: boolean;
+    try {
+      wrote = await this.apply(decision.stage, pod, agent, key);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 404) return; // deleted meanwhile: its DELETED event cleans up
+      throw err;
+    }
     // A stage that wrote nothing (Kill) brings no event back: look for the next one now.
     if (!wrote) return { requeueAfterMs: 0 };
   }
