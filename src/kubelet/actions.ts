@@ -65,7 +65,15 @@ export function crashLoopDelayMs(restartCount: number): number {
   return Math.min(10_000 * 2 ** (restartCount - 1), 300_000);
 }
 
-export const ENV_ANNOTATION_PREFIX = 'kube-sim.dev/env-';
+/**
+ * Where a container's environment at start is kept: kube-sim.dev/env-<container>. An annotation name may have
+ * 63 characters, a container name as many, so long names are shortened with a hash of the full name.
+ */
+export function envAnnotation(container: string): string {
+  const name = `env-${container}`;
+  if (name.length <= 63) return `kube-sim.dev/${name}`;
+  return `kube-sim.dev/${name.slice(0, 54)}-${createHash('sha256').update(container).digest('hex').slice(0, 8)}`;
+}
 export const LOG_ANNOTATION = 'kube-sim.dev/log';
 export const EXIT_CODE_SETTING = 'kube-sim.dev/exit-code';
 
@@ -330,7 +338,7 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
       const started = startContainer(withIP, c, prior, restartCount, ctx, now);
       result.events.push(...started.events);
       result.logs.push(...started.logs);
-      if (started.env) result.annotations![`${ENV_ANNOTATION_PREFIX}${String(c.name)}`] = JSON.stringify(Object.fromEntries(started.env));
+      if (started.env) result.annotations![envAnnotation(String(c.name))] = JSON.stringify(Object.fromEntries(started.env));
       return started.status;
     });
   }
@@ -412,7 +420,7 @@ function restart(pod: KubeObject, ctx: ActionContext): ActionResult {
     const started = startContainer(pod, c, { ...cs, lastState: last }, restarts, ctx, now);
     result.events.push(...started.events);
     result.logs.push(...started.logs);
-    if (started.env) result.annotations![`${ENV_ANNOTATION_PREFIX}${String(c.name)}`] = JSON.stringify(Object.fromEntries(started.env));
+    if (started.env) result.annotations![envAnnotation(String(c.name))] = JSON.stringify(Object.fromEntries(started.env));
     return started.status;
   });
   status.phase = phaseFromContainers(status, policy);

@@ -8,7 +8,7 @@ import { ignoreNotFound } from '../controllers/namespace.js';
 import { isTerminal, podNodeName as podNode } from '../controllers/pod-util.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';
-import { ENV_ANNOTATION_PREFIX, runAction, type ActionContext, type ActionLog, type ActionResult } from './actions.js';
+import { envAnnotation, runAction, type ActionContext, type ActionLog, type ActionResult } from './actions.js';
 import type { ExecTarget, KubeletConnector, LogSource } from './connector.js';
 import { runInContainer } from './exec-shell.js';
 import { LogStore } from './logs.js';
@@ -613,7 +613,7 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const sources = this.envSources(podNode(pod));
     let env: Map<string, string>;
     try {
-      env = new Map(Object.entries(JSON.parse(pod.metadata.annotations?.[`${ENV_ANNOTATION_PREFIX}${container}`] ?? 'null') as Record<string, string>));
+      env = new Map(Object.entries(JSON.parse(pod.metadata.annotations?.[envAnnotation(container)] ?? 'null') as Record<string, string>));
     } catch {
       env = new Map();
     }
