@@ -76,7 +76,7 @@ function requirementMatches(r: Requirement, value: string | undefined): boolean 
 }
 
 /** A NodeSelectorTerm: all its requirements hold; an empty term matches nothing. */
-function termMatches(term: Term, node: KubeObject): boolean {
+export function termMatches(term: Term, node: KubeObject): boolean {
   const exprs = term.matchExpressions ?? [];
   const fields = term.matchFields ?? [];
   if (exprs.length === 0 && fields.length === 0) return false;

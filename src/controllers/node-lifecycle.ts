@@ -5,7 +5,8 @@ import { Resources } from '../client/client.js';
 import { cacheKey } from '../client/informer.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
-import { taintsOf, tolerationsOf, toleratesTaint, type Taint } from '../scheduler/plugins.js';
+import { tolerationsOf } from '../scheduler/plugins.js';
+import { nodeTaints as taintsOf, tolerates, type Taint } from './node-fit.js';
 import { ignoreNotFound } from './namespace.js';
 import { podNodeName as nodeOf } from './pod-util.js';
 
@@ -61,7 +62,7 @@ export function evictionTime(pod: KubeObject, taints: ReadonlyArray<Taint & { ti
   let at: number | undefined;
   for (const taint of taints) {
     if (taint.effect !== 'NoExecute') continue;
-    const matching = tolerations.filter((t) => toleratesTaint(t, taint));
+    const matching = tolerations.filter((t) => tolerates(t, taint));
     if (matching.length === 0) return now;
     const seconds = matching.map((t) => (typeof t.tolerationSeconds === 'number' ? Math.max(0, t.tolerationSeconds) : Infinity));
     const min = Math.min(...seconds);

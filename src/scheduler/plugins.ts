@@ -1,5 +1,6 @@
 import { parseMilli } from '../api/quantity.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
+import { nodeTaints, termMatches, tolerates, untoleratedTaint, type Taint, type Toleration } from '../controllers/node-fit.js';
 
 /**
  * The default scheduler's filter and score plugins, as pure functions over a pod and a node's accounting
@@ -99,80 +100,16 @@ export function allocatableOf(node: KubeObject): Resources {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// taints and tolerations
+// taints, tolerations, node affinity: the rules node-fit.ts shares with the DaemonSet controller
 
-export interface Taint {
-  key: string;
-  value?: string;
-  effect: string;
-}
-
-export function taintsOf(node: KubeObject): Taint[] {
-  const spec = isPlainObject(node.spec) ? node.spec : {};
-  return Array.isArray(spec.taints) ? ((spec.taints as unknown[]).filter(isPlainObject) as unknown as Taint[]) : [];
-}
-
-export function tolerationsOf(pod: KubeObject): Obj[] {
+export function tolerationsOf(pod: KubeObject): Toleration[] {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  return Array.isArray(spec.tolerations) ? ((spec.tolerations as unknown[]).filter(isPlainObject) as Obj[]) : [];
-}
-
-/** v1.Toleration.ToleratesTaint. */
-export function toleratesTaint(t: Obj, taint: Taint): boolean {
-  if (t.effect !== undefined && t.effect !== '' && t.effect !== taint.effect) return false;
-  if (t.key !== undefined && t.key !== '' && t.key !== taint.key) return false;
-  const operator = t.operator ?? 'Equal';
-  if (operator === 'Exists') return true;
-  return operator === 'Equal' && (t.value ?? '') === (taint.value ?? '');
-}
-
-export function tolerates(tolerations: Obj[], taint: Taint): boolean {
-  return tolerations.some((t) => toleratesTaint(t, taint));
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// node selectors and affinity
-
-function requirementMatches(values: Record<string, string | undefined>, expr: Obj): boolean {
-  const key = String(expr.key ?? '');
-  const value = values[key];
-  const list = Array.isArray(expr.values) ? expr.values.map(String) : [];
-  switch (expr.operator) {
-    case 'In':
-      return value !== undefined && list.includes(value);
-    case 'NotIn':
-      return value === undefined || !list.includes(value);
-    case 'Exists':
-      return value !== undefined;
-    case 'DoesNotExist':
-      return value === undefined;
-    case 'Gt':
-    case 'Lt': {
-      if (value === undefined || list.length !== 1) return false;
-      const a = Number(value);
-      const b = Number(list[0]);
-      if (!Number.isInteger(a) || !Number.isInteger(b)) return false;
-      return expr.operator === 'Gt' ? a > b : a < b;
-    }
-    default:
-      return false;
-  }
-}
-
-/** One NodeSelectorTerm: all its label expressions and field expressions (metadata.name) hold. */
-export function termMatches(node: KubeObject, term: Obj): boolean {
-  const exprs = Array.isArray(term.matchExpressions) ? (term.matchExpressions.filter(isPlainObject) as Obj[]) : [];
-  const fields = Array.isArray(term.matchFields) ? (term.matchFields.filter(isPlainObject) as Obj[]) : [];
-  if (exprs.length === 0 && fields.length === 0) return false;
-  const labels = node.metadata.labels ?? {};
-  for (const e of exprs) if (!requirementMatches(labels, e)) return false;
-  for (const f of fields) if (!requirementMatches({ 'metadata.name': node.metadata.name }, f)) return false;
-  return true;
+  return Array.isArray(spec.tolerations) ? ((spec.tolerations as unknown[]).filter(isPlainObject) as Toleration[]) : [];
 }
 
 /** What the filters read from a pod, extracted once per scheduling attempt rather than once per node. */
 export interface PodFilter {
-  tolerations: Obj[];
+  tolerations: Toleration[];
   tolerates: (taint: Taint) => boolean;
   nodeName: string;
   nodeSelector: Array<[string, string]>;
@@ -187,7 +124,7 @@ export function podFilter(pod: KubeObject): PodFilter {
   const required = affinity && isPlainObject(affinity.requiredDuringSchedulingIgnoredDuringExecution) ? affinity.requiredDuringSchedulingIgnoredDuringExecution : undefined;
   return {
     tolerations,
-    tolerates: (taint) => tolerates(tolerations, taint),
+    tolerates: (taint) => tolerations.some((t) => tolerates(t, taint)),
     nodeName: typeof spec.nodeName === 'string' ? spec.nodeName : '',
     nodeSelector: isPlainObject(spec.nodeSelector) ? Object.entries(spec.nodeSelector).map(([k, v]) => [k, String(v)]) : [],
     requiredTerms: required ? (Array.isArray(required.nodeSelectorTerms) ? (required.nodeSelectorTerms.filter(isPlainObject) as Obj[]) : []) : undefined,
@@ -199,7 +136,7 @@ export function nodeAffinityMatches(pod: KubeObject | PodFilter, node: KubeObjec
   const f = 'metadata' in pod ? podFilter(pod) : pod;
   const labels = node.metadata.labels ?? {};
   for (const [k, v] of f.nodeSelector) if (labels[k] !== v) return false;
-  if (f.requiredTerms && !f.requiredTerms.some((t) => termMatches(node, t))) return false;
+  if (f.requiredTerms && !f.requiredTerms.some((t) => termMatches(t, node))) return false;
   return true;
 }
 
@@ -219,10 +156,8 @@ export function filterNode(pod: KubeObject | PodFilter, request: PodRequest, sta
   if (f.nodeName !== '' && f.nodeName !== state.name) return { reasons: ["node(s) didn't match the requested node name"], unresolvable: true };
   // TaintToleration: NoSchedule and NoExecute taints must be tolerated.
   if (Array.isArray(spec.taints)) {
-    for (const taint of taintsOf(node)) {
-      if (taint.effect !== 'NoSchedule' && taint.effect !== 'NoExecute') continue;
-      if (!f.tolerates(taint)) return { reasons: [`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`], unresolvable: true };
-    }
+    const taint = untoleratedTaint(nodeTaints(node), f.tolerations, (t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
+    if (taint) return { reasons: [`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`], unresolvable: true };
   }
   // NodeAffinity
   if (!nodeAffinityMatches(f, node)) return { reasons: ["node(s) didn't match Pod's node affinity/selector"], unresolvable: true };
@@ -291,14 +226,14 @@ export function preferredAffinityRaw(pod: KubeObject, node: KubeObject): number 
   const affinity = isPlainObject(spec.affinity) && isPlainObject(spec.affinity.nodeAffinity) ? spec.affinity.nodeAffinity : undefined;
   const preferred = affinity && Array.isArray(affinity.preferredDuringSchedulingIgnoredDuringExecution) ? (affinity.preferredDuringSchedulingIgnoredDuringExecution.filter(isPlainObject) as Obj[]) : [];
   let sum = 0;
-  for (const p of preferred) if (isPlainObject(p.preference) && termMatches(node, p.preference)) sum += typeof p.weight === 'number' ? p.weight : 0;
+  for (const p of preferred) if (isPlainObject(p.preference) && termMatches(p.preference, node)) sum += typeof p.weight === 'number' ? p.weight : 0;
   return sum;
 }
 
 /** PreferNoSchedule taints the pod does not tolerate (fewer is better). */
 export function intolerablePreferNoSchedule(pod: KubeObject, node: KubeObject): number {
   const tolerations = tolerationsOf(pod).filter((t) => t.effect === undefined || t.effect === '' || t.effect === 'PreferNoSchedule');
-  return taintsOf(node).filter((t) => t.effect === 'PreferNoSchedule' && !tolerates(tolerations, t)).length;
+  return nodeTaints(node).filter((t) => t.effect === 'PreferNoSchedule' && !tolerations.some((tol) => tolerates(tol, t))).length;
 }
 
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';
