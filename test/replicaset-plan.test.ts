@@ -3,9 +3,13 @@ import { describe, test } from 'node:test';
 import { selectorFromObject } from '../src/api/selectors.js';
 import type { KubeObject } from '../src/api/types.js';
 import { rfc3339 } from '../src/clock/clock.js';
-import { planClaims } from '../src/controllers/claims.js';
+import { childSelector, planClaims } from '../src/controllers/claims.js';
+import { isPodActive } from '../src/controllers/pod-util.js';
 import { podsToDelete, rankPodsForDeletion } from '../src/controllers/pod-ranking.js';
-import { planReplicaSet, podFromTemplate, slowStartBatch, withReplicaFailure } from '../src/controllers/replicaset.js';
+import { OwnedPodTally, summarizePods } from '../src/controllers/owned-pods.js';
+import { planReplicaSet, podFromTemplate, slowStartBatch, templateLabels, withReplicaFailure, type ReplicaSetPlan } from '../src/controllers/replicaset.js';
+import { cacheKey } from '../src/client/informer.js';
+import { SeededRandom } from '../src/clock/random.js';
 
 // The ReplicaSet controller's decisions are pure: these tests need no server. Times are on a fixed virtual day.
 const T0 = Date.UTC(2025, 0, 1, 12);
@@ -62,6 +66,11 @@ function replicaSet(replicas: number, extra: { minReadySeconds?: number; generat
 
 const names = (pods: readonly KubeObject[]): string[] => pods.map((p) => p.metadata.name!);
 
+/** planReplicaSet over a plain list of owned pods. */
+function planFor(rs: KubeObject, pods: readonly KubeObject[], now: number, options: { manage: boolean }): ReplicaSetPlan {
+  return planReplicaSet(rs, summarizePods(pods, templateLabels(rs)), () => [], now, options);
+}
+
 describe('pod ranking for deletion (ActivePodsWithRanks)', () => {
   test('unscheduled, then pending, then not ready go before ready running pods', () => {
     const ranked = rankPodsForDeletion(
@@ -116,14 +125,14 @@ describe('pod ranking for deletion (ActivePodsWithRanks)', () => {
 describe('planReplicaSet', () => {
   test('creates the missing pods, at most burstReplicas at a time', () => {
     const rs = replicaSet(5);
-    assert.equal(planReplicaSet(rs, [pod('a')], [], T0, { manage: true }).create, 4);
-    assert.equal(planReplicaSet(replicaSet(2000), [], [], T0, { manage: true }).create, 500);
-    assert.equal(planReplicaSet(rs, [], [], T0, { manage: false }).create, 0, 'nothing while expectations are pending');
+    assert.equal(planFor(rs, [pod('a')], T0, { manage: true }).create, 4);
+    assert.equal(planFor(replicaSet(2000), [], T0, { manage: true }).create, 500);
+    assert.equal(planFor(rs, [], T0, { manage: false }).create, 0, 'nothing while expectations are pending');
   });
 
   test('deletes the extra pods, least valuable first', () => {
     const rs = replicaSet(1);
-    const plan = planReplicaSet(rs, [pod('ready', { node: 'n1', ready: true }), pod('pending')], [], T0, { manage: true });
+    const plan = planFor(rs, [pod('ready', { node: 'n1', ready: true }), pod('pending')], T0, { manage: true });
     assert.deepEqual(names(plan.delete), ['pending']);
     assert.equal(plan.create, 0);
   });
@@ -137,14 +146,14 @@ describe('planReplicaSet', () => {
       pod('c', { node: 'n1', ready: true, readySince: T0 - 25 * S }),
       pod('d', { node: 'n1', ready: false, labels }),
     ];
-    const plan = planReplicaSet(rs, pods, [], T0, { manage: true });
+    const plan = planFor(rs, pods, T0, { manage: true });
     assert.deepEqual(plan.status, { replicas: 4, fullyLabeledReplicas: 3, readyReplicas: 3, availableReplicas: 1, observedGeneration: 3 });
     assert.equal(plan.requeueAfterMs, 5 * S, 'pod c becomes available in 5 s');
   });
 
   test('ReplicaFailure is set when writes fail, kept while they keep failing, removed once they succeed', () => {
     const rs = replicaSet(3);
-    const plan = planReplicaSet(rs, [], [], T0, { manage: true });
+    const plan = planFor(rs, [], T0, { manage: true });
     const failed = withReplicaFailure(plan.status, { replicas: 0 }, new Error('pods "web-abc-x" is forbidden: exceeded quota'), -3, T0);
     assert.deepEqual(failed.conditions, [
       { type: 'ReplicaFailure', status: 'True', lastTransitionTime: rfc3339(T0), reason: 'FailedCreate', message: 'pods "web-abc-x" is forbidden: exceeded quota' },
@@ -191,7 +200,7 @@ describe('claiming pods', () => {
     const orphan = pod('orphan');
     const foreign = pod('foreign', { labels: { app: 'nope' } });
     const dying = pod('dying', { deleting: true });
-    const claims = planClaims(rs, selector, [mine, strayed], [orphan, foreign, dying]);
+    const claims = planClaims(rs, childSelector(selector), [mine, strayed], [orphan, foreign, dying]);
     assert.deepEqual(names(claims.owned), ['mine']);
     assert.deepEqual(names(claims.release), ['strayed']);
     assert.deepEqual(names(claims.adopt), ['orphan']);
@@ -199,7 +208,59 @@ describe('claiming pods', () => {
 
   test('a ReplicaSet being deleted neither adopts nor releases', () => {
     const rs = replicaSet(3, { deleting: true });
-    const claims = planClaims(rs, selector, [pod('strayed', { owner: rs, labels: { app: 'other' } })], [pod('orphan')]);
+    const claims = planClaims(rs, childSelector(selector), [pod('strayed', { owner: rs, labels: { app: 'other' } })], [pod('orphan')]);
     assert.deepEqual(claims, { owned: [], adopt: [], release: [] });
   });
 });
+
+describe('the incremental tally of owned pods', () => {
+  test('agrees with recounting from scratch through a random history of pod events', () => {
+    const rng = new SeededRandom(7);
+    const rs = replicaSet(10);
+    const other = { ...replicaSet(1), metadata: { ...replicaSet(1).metadata, name: 'other', uid: 'other-uid' } };
+    const selector = childSelector(selectorFromObject({ matchLabels: { app: 'web' } }));
+    const labels = templateLabels(rs);
+    const cache = new Map<string, KubeObject>();
+    const tally = new OwnedPodTally('rs-uid');
+    const source = { get: (key: string) => cache.get(key), controlledKeys: () => [...cache.values()].filter((p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid').map(cacheKey) };
+    const touch = (p: KubeObject | undefined): void => {
+      if (p?.metadata.ownerReferences?.[0]?.uid === 'rs-uid') tally.touch(cacheKey(p));
+    };
+    for (let step = 0; step < 2000; step++) {
+      const name = `p${rng.int(40)}`;
+      const key = `default/${name}`;
+      const old = cache.get(key);
+      const roll = rng.next();
+      if (roll < 0.15) {
+        cache.delete(key);
+      } else {
+        const next = pod(name, {
+          owner: rng.next() < 0.8 ? rs : rng.next() < 0.5 ? other : undefined,
+          labels: rng.next() < 0.85 ? { app: 'web', ...(rng.next() < 0.7 ? { tier: 'front' } : {}) } : { app: 'elsewhere' },
+          ready: rng.next() < 0.6,
+          readySince: T0 - rng.int(100) * S,
+          phase: rng.next() < 0.1 ? 'Failed' : 'Running',
+          node: 'n1',
+          deleting: rng.next() < 0.05,
+        });
+        if (!next.metadata.ownerReferences) delete next.metadata.ownerReferences;
+        cache.set(key, next);
+        touch(next);
+      }
+      touch(old);
+      if (rng.next() < 0.3) {
+        tally.refresh(source, selector, labels);
+        const truth = [...cache.values()].filter((p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid' && isPodActive(p) && selector.matches(p));
+        const expected = summarizePods(truth, labels);
+        assert.deepEqual(
+          { count: tally.count, fullyLabeled: tally.fullyLabeled, ready: tally.ready, since: [...tally.readySince()].sort(), pods: names(tally.pods()).sort() },
+          { count: expected.count, fullyLabeled: expected.fullyLabeled, ready: expected.ready, since: [...expected.readySince()].sort(), pods: names(expected.pods()).sort() },
+          `step ${step}`,
+        );
+        const strays = [...cache.values()].filter((p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid' && isPodActive(p) && !selector.matches(p));
+        assert.deepEqual(names(tally.strays()).sort(), names(strays).sort());
+      }
+    }
+  });
+});
+

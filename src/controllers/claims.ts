@@ -16,18 +16,40 @@ export interface Claims {
   release: KubeObject[];
 }
 
-export function planClaims(owner: KubeObject, selector: LabelSelector, controlled: readonly KubeObject[], orphans: readonly KubeObject[]): Claims {
+/** What claiming asks of a selector; `childSelector` remembers each child's answer (cache objects never change). */
+export interface ChildSelector {
+  readonly empty: boolean;
+  matches(child: KubeObject): boolean;
+}
+
+const answers = new WeakMap<LabelSelector, WeakMap<KubeObject, boolean>>();
+
+export function childSelector(selector: LabelSelector): ChildSelector {
+  let memo = answers.get(selector);
+  if (!memo) answers.set(selector, (memo = new WeakMap()));
+  const known = memo;
+  return {
+    empty: selector.empty,
+    matches(child) {
+      let answer = known.get(child);
+      if (answer === undefined) known.set(child, (answer = selector.matches(child.metadata.labels)));
+      return answer;
+    },
+  };
+}
+
+export function planClaims(owner: KubeObject, selector: ChildSelector, controlled: readonly KubeObject[], orphans: readonly KubeObject[]): Claims {
   const deleting = owner.metadata.deletionTimestamp !== undefined;
   const claims: Claims = { owned: [], adopt: [], release: [] };
   for (const child of controlled) {
     if (controllerOf(child)?.uid !== owner.metadata.uid) continue;
-    if (selector.matches(child.metadata.labels)) claims.owned.push(child);
+    if (selector.matches(child)) claims.owned.push(child);
     else if (!deleting) claims.release.push(child);
   }
   if (deleting || selector.empty) return claims;
   for (const child of orphans) {
     if (controllerOf(child) !== undefined || child.metadata.deletionTimestamp !== undefined) continue;
-    if (child.metadata.namespace === owner.metadata.namespace && selector.matches(child.metadata.labels)) claims.adopt.push(child);
+    if (child.metadata.namespace === owner.metadata.namespace && selector.matches(child)) claims.adopt.push(child);
   }
   return claims;
 }

@@ -24,13 +24,12 @@ export const POD_DELETION_COST = 'controller.kubernetes.io/pod-deletion-cost';
 
 const PHASE_ORDINAL: Record<string, number> = { Pending: 0, Unknown: 1, Running: 2 };
 
-interface Ranked {
-  pod: KubeObject;
+/** What ranking reads of a pod, remembered per pod object (cache objects never change). */
+interface PodRank {
   node: string;
   phase: number;
   ready: boolean;
   cost: number;
-  colocated: number;
   readySince: number; // ms, 0 when unknown
   restarts: number;
   sidecarRestarts: number;
@@ -38,67 +37,137 @@ interface Ranked {
   uid: string;
 }
 
-/** The pods ordered least valuable first. `related` are the pods of every ReplicaSet sharing this one's owner. */
-export function rankPodsForDeletion(pods: readonly KubeObject[], related: readonly KubeObject[], now: number): KubeObject[] {
-  const onNode = new Map<string, number>();
-  for (const p of related) {
-    if (!isPodActive(p)) continue;
-    const node = nodeName(p);
-    onNode.set(node, (onNode.get(node) ?? 0) + 1);
-  }
-  const ranked = pods.map((pod): Ranked => {
+interface Ranked {
+  pod: KubeObject;
+  r: PodRank;
+  colocated: number;
+  readyBucket: number;
+  createdBucket: number;
+  index: number;
+}
+
+const ranks = new WeakMap<KubeObject, PodRank>();
+
+function rankOf(pod: KubeObject): PodRank {
+  let r = ranks.get(pod);
+  if (!r) {
     const ready = isPodReady(pod);
     const { regular, sidecar } = maxRestarts(pod);
-    const node = nodeName(pod);
-    return {
-      pod,
-      node,
+    r = {
+      node: nodeName(pod),
       phase: PHASE_ORDINAL[podPhase(pod)] ?? 0,
       ready,
       cost: deletionCost(pod),
-      colocated: onNode.get(node) ?? 0,
       readySince: ready ? timeOf(podCondition(pod, 'Ready')?.lastTransitionTime) : 0,
       restarts: regular,
       sidecarRestarts: sidecar,
       created: creationTime(pod),
       uid: pod.metadata.uid ?? '',
     };
-  });
-  // A stable sort, so pods the rules cannot tell apart keep the (deterministic) order they came in.
-  ranked.sort((a, b) => (less(a, b, now) ? -1 : less(b, a, now) ? 1 : 0));
-  return ranked.map((r) => r.pod);
+    ranks.set(pod, r);
+  }
+  return r;
 }
 
-/** getPodsToDelete: the first `count` of the ranking (no sorting when every pod goes). */
+function ranked(pods: readonly KubeObject[], related: readonly KubeObject[], now: number): Ranked[] {
+  const onNode = new Map<string, number>();
+  for (const p of related) {
+    if (!isPodActive(p)) continue;
+    const node = nodeName(p);
+    onNode.set(node, (onNode.get(node) ?? 0) + 1);
+  }
+  const out: Ranked[] = new Array(pods.length);
+  for (let index = 0; index < pods.length; index++) {
+    const pod = pods[index]!;
+    const r = rankOf(pod);
+    out[index] = { pod, r, index, colocated: onNode.get(r.node) ?? 0, readyBucket: logBucket(r.readySince, now), createdBucket: logBucket(r.created, now) };
+  }
+  return out;
+}
+
+/** The pods ordered least valuable first. `related` are the pods of every ReplicaSet sharing this one's owner. */
+export function rankPodsForDeletion(pods: readonly KubeObject[], related: readonly KubeObject[], now: number): KubeObject[] {
+  // A stable order: pods the rules cannot tell apart keep the (deterministic) order they came in.
+  return ranked(pods, related, now)
+    .sort((a, b) => (before(a, b) ? -1 : 1))
+    .map((r) => r.pod);
+}
+
+/**
+ * getPodsToDelete: the `count` least valuable pods, least valuable first (everything, unsorted, when all go).
+ * Selects with a bounded heap rather than sorting every pod: a big ReplicaSet scaled down a few pods at a time
+ * would otherwise sort all of them at each step.
+ */
 export function podsToDelete(pods: readonly KubeObject[], related: readonly KubeObject[], count: number, now: number): KubeObject[] {
   if (count <= 0) return [];
   if (count >= pods.length) return [...pods];
-  return rankPodsForDeletion(pods, related, now).slice(0, count);
+  const heap: Ranked[] = []; // max-heap on `before`: the most valuable of the chosen on top
+  for (const r of ranked(pods, related, now)) {
+    if (heap.length < count) {
+      heap.push(r);
+      siftUp(heap, heap.length - 1);
+    } else if (before(r, heap[0]!)) {
+      heap[0] = r;
+      siftDown(heap, 0);
+    }
+  }
+  return heap.sort((a, b) => (before(a, b) ? -1 : 1)).map((r) => r.pod);
 }
 
-function less(a: Ranked, b: Ranked, now: number): boolean {
+/** A total order: Kubernetes' rules, then the input order. */
+function before(a: Ranked, b: Ranked): boolean {
+  if (less(a, b)) return true;
+  if (less(b, a)) return false;
+  return a.index < b.index;
+}
+
+function siftUp(heap: Ranked[], i: number): void {
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (!before(heap[parent]!, heap[i]!)) break;
+    [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+    i = parent;
+  }
+}
+
+function siftDown(heap: Ranked[], i: number): void {
+  for (;;) {
+    const l = 2 * i + 1;
+    const r = l + 1;
+    let top = i;
+    if (l < heap.length && before(heap[top]!, heap[l]!)) top = l;
+    if (r < heap.length && before(heap[top]!, heap[r]!)) top = r;
+    if (top === i) return;
+    [heap[i], heap[top]] = [heap[top]!, heap[i]!];
+    i = top;
+  }
+}
+
+function less(x: Ranked, y: Ranked): boolean {
+  const a = x.r;
+  const b = y.r;
   if (a.node !== b.node && (a.node === '' || b.node === '')) return a.node === '';
   if (a.phase !== b.phase) return a.phase < b.phase;
   if (a.ready !== b.ready) return !a.ready;
   if (a.cost !== b.cost) return a.cost < b.cost;
-  if (a.colocated !== b.colocated) return a.colocated > b.colocated;
-  if (a.ready && b.ready && a.readySince !== b.readySince) return newerFirst(a.readySince, b.readySince, a.uid, b.uid, now);
+  if (x.colocated !== y.colocated) return x.colocated > y.colocated;
+  if (a.ready && b.ready && a.readySince !== b.readySince) return newerFirst(a.readySince, b.readySince, x.readyBucket, y.readyBucket, a.uid, b.uid);
   if (a.restarts !== b.restarts) return a.restarts > b.restarts;
   if (a.sidecarRestarts !== b.sidecarRestarts) return a.sidecarRestarts > b.sidecarRestarts;
-  if (a.created !== b.created) return newerFirst(a.created, b.created, a.uid, b.uid, now);
+  if (a.created !== b.created) return newerFirst(a.created, b.created, x.createdBucket, y.createdBucket, a.uid, b.uid);
   return false;
 }
 
 /** The more recent time first (a missing time counts as most recent), compared in log2 buckets of the age. */
-function newerFirst(t1: number, t2: number, uid1: string, uid2: string, now: number): boolean {
+function newerFirst(t1: number, t2: number, bucket1: number, bucket2: number, uid1: string, uid2: string): boolean {
   if (t1 === 0 || t2 === 0) return t1 === 0;
-  const diff = logBucket(now - t1) - logBucket(now - t2);
-  if (diff === 0) return uid1 < uid2;
-  return diff < 0;
+  if (bucket1 === bucket2) return uid1 < uid2;
+  return bucket1 < bucket2;
 }
 
 /** floor(log2(age in nanoseconds)), -1 for no age: Go's logarithmicRankDiff works on time.Duration. */
-function logBucket(ageMs: number): number {
+function logBucket(time: number, now: number): number {
+  const ageMs = now - time;
   return ageMs > 0 ? Math.floor(Math.log2(ageMs * 1e6)) : -1;
 }
 

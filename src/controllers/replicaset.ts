@@ -3,14 +3,16 @@ import { ApiError } from '../api/errors.js';
 import { selectorFromObject, type LabelSelector } from '../api/selectors.js';
 import { deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
 import { Resources } from '../client/client.js';
+import { cacheKey } from '../client/informer.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import type { EventRecorder } from '../runtime/events.js';
 import { Expectations } from '../runtime/expectations.js';
 import { controlledBy, controllerOf, indexByController, newControllerRef } from './controller-ref.js';
 import { ignoreNotFound } from './namespace.js';
-import { applyClaims, planClaims } from './claims.js';
+import { applyClaims, childSelector, planClaims } from './claims.js';
 import { podsToDelete } from './pod-ranking.js';
-import { isPodActive, isPodAvailable, isPodReady, msUntilAvailable } from './pod-util.js';
+import { isPodActive } from './pod-util.js';
+import { mattersToReplicaSet, OwnedPodTally, type PodSource, type PodSummary } from './owned-pods.js';
 
 /**
  * The ReplicaSet controller (pkg/controller/replicaset): keeps `spec.replicas` pods from the template, owning
@@ -74,7 +76,7 @@ export function replicaSetStatus(obj: KubeObject): ReplicaSetStatus {
   return { ...s, replicas: s.replicas ?? 0 };
 }
 
-function templateLabels(rs: KubeObject): Record<string, string> {
+export function templateLabels(rs: KubeObject): Record<string, string> {
   const spec = isPlainObject(rs.spec) ? rs.spec : {};
   const template = isPlainObject(spec.template) ? spec.template : {};
   const meta = isPlainObject(template.metadata) ? template.metadata : {};
@@ -82,48 +84,45 @@ function templateLabels(rs: KubeObject): Record<string, string> {
 }
 
 /**
- * The whole decision for one sync, from the pods this ReplicaSet controls (active ones only) and the pods of its
- * sibling ReplicaSets (for the "doubled up on a node" rank). `manage` is false while earlier creations or
- * deletions have not been observed yet, or while the ReplicaSet is being deleted: then only the status moves.
+ * The whole decision for one sync, from a summary of the pods this ReplicaSet owns (active ones its selector
+ * matches) and, for the "doubled up on a node" rank, the pods of its sibling ReplicaSets. `manage` is false while
+ * earlier creations or deletions have not been observed yet, or while the ReplicaSet is being deleted: then only
+ * the status moves.
  *
  * Example: replicas 5, 3 pods → create 2. Replicas 1, pods [running+ready, pending] → delete the pending one.
+ * minReadySeconds 30, a pod ready since 25 s → not available yet, look again in 5 s.
  */
 export function planReplicaSet(
   rs: KubeObject,
-  pods: readonly KubeObject[],
-  related: readonly KubeObject[],
+  pods: PodSummary,
+  related: () => readonly KubeObject[],
   now: number,
   options: { manage: boolean; burstReplicas?: number },
 ): ReplicaSetPlan {
   const burst = options.burstReplicas ?? BURST_REPLICAS;
-  const diff = pods.length - replicasOf(rs);
+  const diff = pods.count - replicasOf(rs);
   let create = 0;
   let remove: KubeObject[] = [];
   if (options.manage && diff < 0) create = Math.min(-diff, burst);
-  if (options.manage && diff > 0) remove = podsToDelete(pods, related, Math.min(diff, burst), now);
+  if (options.manage && diff > 0) remove = podsToDelete(pods.pods(), related(), Math.min(diff, burst), now);
 
-  const minReady = minReadySecondsOf(rs);
-  const labels = Object.entries(templateLabels(rs));
-  let fullyLabeled = 0;
-  let ready = 0;
-  let available = 0;
+  // IsPodAvailable: ready, for at least minReadySeconds.
+  const minReadyMs = minReadySecondsOf(rs) * 1000;
+  let available = pods.ready;
   let nextAvailable: number | undefined;
-  for (const pod of pods) {
-    const podLabels = pod.metadata.labels ?? {};
-    if (labels.every(([k, v]) => podLabels[k] === v)) fullyLabeled++;
-    if (!isPodReady(pod)) continue;
-    ready++;
-    if (isPodAvailable(pod, minReady, now)) available++;
-    else {
-      const wait = msUntilAvailable(pod, minReady, now);
-      if (wait !== undefined) nextAvailable = Math.min(nextAvailable ?? wait, wait);
+  if (minReadyMs > 0) {
+    available = 0;
+    for (const since of pods.readySince()) {
+      const wait = since + minReadyMs - now;
+      if (wait <= 0) available++;
+      else if (!Number.isNaN(wait)) nextAvailable = Math.min(nextAvailable ?? wait, wait);
     }
   }
   const previous = replicaSetStatus(rs);
   const status: ReplicaSetStatus = compactStatus({
-    replicas: pods.length,
-    fullyLabeledReplicas: fullyLabeled,
-    readyReplicas: ready,
+    replicas: pods.count,
+    fullyLabeledReplicas: pods.fullyLabeled,
+    readyReplicas: pods.ready,
     availableReplicas: available,
     observedGeneration: rs.metadata.generation,
     conditions: (previous.conditions ?? []).filter((c) => c.type !== REPLICA_FAILURE),
@@ -218,13 +217,21 @@ export function replicaSetController(ctx: ControllerContext): Controller {
 
   const keyOf = (rs: KubeObject): string => `${rs.metadata.namespace}/${rs.metadata.name}`;
 
+  // One LabelSelector per distinct selector (not per ReplicaSet version), so answers remembered per pod carry over.
+  const byText = new Map<string, LabelSelector>();
   const selectorOf = (rs: KubeObject): LabelSelector | undefined => {
     let s = selectors.get(rs);
     if (!s) {
-      try {
-        s = selectorFromObject((rs.spec as { selector?: unknown } | undefined)?.selector);
-      } catch {
-        return undefined;
+      const raw = (rs.spec as { selector?: unknown } | undefined)?.selector;
+      const text = JSON.stringify(raw ?? null);
+      s = byText.get(text);
+      if (!s) {
+        try {
+          s = selectorFromObject(raw);
+        } catch {
+          return undefined;
+        }
+        byText.set(text, s);
       }
       selectors.set(rs, s);
     }
@@ -245,6 +252,23 @@ export function replicaSetController(ctx: ControllerContext): Controller {
       return s !== undefined && !s.empty && s.matches(pod.metadata.labels);
     });
 
+  /** Each ReplicaSet's pods, counted as pod events come (keyed by ReplicaSet uid). */
+  const tallies = new Map<string, OwnedPodTally>();
+  const podSource: PodSource = {
+    get: (key) => {
+      const slash = key.indexOf('/');
+      return pods.get(key.slice(0, slash), key.slice(slash + 1));
+    },
+    controlledKeys: (uid) => controlledBy(pods, uid).map(cacheKey),
+  };
+  /** A pod event concerns the tallies of its old and new controllers. */
+  const touch = (...versions: KubeObject[]): void => {
+    for (const pod of versions) {
+      const ref = controllerOf(pod);
+      if (ref) tallies.get(ref.uid)?.touch(cacheKey(pod));
+    }
+  };
+
   const podDeleted = (pod: KubeObject): void => {
     const rs = resolve(pod.metadata.namespace, controllerOf(pod));
     if (!rs) return;
@@ -257,12 +281,14 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     update: (_old, rs) => loop.queue.add(keyOf(rs)),
     delete: (rs) => {
       expectations.forget(keyOf(rs));
+      tallies.delete(rs.metadata.uid!);
       loop.queue.add(keyOf(rs));
     },
   });
 
   pods.addEventHandler({
     add: (pod) => {
+      touch(pod);
       if (pod.metadata.deletionTimestamp) return podDeleted(pod);
       const ref = controllerOf(pod);
       if (ref) {
@@ -276,6 +302,10 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     },
     update: (old, pod) => {
       if (old.metadata.resourceVersion === pod.metadata.resourceVersion) return;
+      touch(old, pod);
+      // Scheduling and container states move a pod many times; a ReplicaSet only counts active, ready (since
+      // when) and labels, and claims by owner and labels. Other updates would make it sync to no effect.
+      if (!mattersToReplicaSet(old, pod)) return;
       const labelsChanged = !deepEqual(old.metadata.labels ?? {}, pod.metadata.labels ?? {});
       if (pod.metadata.deletionTimestamp) {
         podDeleted(pod);
@@ -296,7 +326,10 @@ export function replicaSetController(ctx: ControllerContext): Controller {
       }
       if (labelsChanged || refChanged) for (const rs of matchingReplicaSets(pod)) loop.queue.add(keyOf(rs));
     },
-    delete: (pod) => podDeleted(pod),
+    delete: (pod) => {
+      touch(pod);
+      podDeleted(pod);
+    },
   });
 
   async function reconcile(key: string): Promise<ReconcileResult | void> {
@@ -311,31 +344,61 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     if (!selector) return;
 
     const owned = await claim(rs, selector);
-    const related = relatedPods(rs);
     const now = ctx.clock.now();
     const manage = needsSync && rs.metadata.deletionTimestamp === undefined;
-    const plan = planReplicaSet(rs, owned, related, now, { manage });
+    const plan = planReplicaSet(rs, owned, () => relatedPods(rs), now, { manage });
 
     let error: Error | undefined;
     if (plan.create > 0) error = await createPods(rs, key, plan.create);
     else if (plan.delete.length > 0) error = await deletePods(rs, key, plan.delete);
 
     const previous = replicaSetStatus(rs);
-    const status = withReplicaFailure(plan.status, previous, error, owned.length - replicasOf(rs), now);
-    if (!deepEqual(compactStatus(previous), status)) {
-      await ignoreNotFound(ctx.client.updateStatus(Resources.replicasets, { ...rs, status }));
-    }
+    const status = withReplicaFailure(plan.status, previous, error, owned.count - replicasOf(rs), now);
+    if (!deepEqual(compactStatus(previous), status)) await writeStatus(rs, status);
     if (error) throw error;
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
   }
 
-  /** Owned pods after adoptions and releases (active pods only, as FilterActivePods before ClaimPods). */
-  async function claim(rs: KubeObject, selector: LabelSelector): Promise<KubeObject[]> {
-    const controlled = controlledBy(pods, rs.metadata.uid!).filter(isPodActive);
-    const orphans = pods.byIndex(ORPHAN_INDEX, rs.metadata.namespace ?? '').filter(isPodActive);
-    const claims = planClaims(rs, selector, controlled, orphans);
+  /**
+   * updateReplicaSetStatus: the status computed for the generation seen. If the ReplicaSet changed meanwhile (the
+   * deployment controller resized it), read it again and write once more, as Kubernetes does (statusUpdateRetries).
+   */
+  async function writeStatus(rs: KubeObject, status: ReplicaSetStatus): Promise<void> {
+    try {
+      await ctx.client.updateStatus(Resources.replicasets, { ...rs, status });
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 409)) {
+        if (err instanceof ApiError && err.code === 404) return;
+        throw err;
+      }
+      const fresh = await ignoreNotFound(ctx.client.get(Resources.replicasets, rs.metadata.namespace, rs.metadata.name!));
+      if (fresh && fresh.metadata.uid === rs.metadata.uid) await ignoreNotFound(ctx.client.updateStatus(Resources.replicasets, { ...fresh, status }));
+    }
+  }
+
+  /**
+   * ClaimPods over the tally: pods it controls but no longer matches are released, matching orphans adopted
+   * (re-reading the ReplicaSet first); the tally then counts the active pods it owns.
+   */
+  async function claim(rs: KubeObject, selector: LabelSelector): Promise<OwnedPodTally> {
+    const tally = tallyOf(rs, selector);
+    const matcher = childSelector(selector);
+    const labels = templateLabels(rs);
+    const orphans = selector.empty ? [] : pods.byIndex(ORPHAN_INDEX, rs.metadata.namespace ?? '').filter(isPodActive);
+    const claims = planClaims(rs, matcher, tally.strays(), orphans);
+    if (claims.adopt.length === 0 && claims.release.length === 0) return tally;
     const owned = await applyClaims(ctx.client, Resources.pods, Resources.replicasets, rs, newControllerRef(rs, 'apps/v1', 'ReplicaSet'), claims);
-    return owned.sort(byName);
+    for (const pod of owned) if (claims.adopt.some((o) => o.metadata.uid === pod.metadata.uid)) tally.adopted(cacheKey(pod), pod, matcher, labels);
+    return tally;
+  }
+
+  /** The tally of a ReplicaSet's pods, brought up to date. */
+  function tallyOf(rs: KubeObject, selector: LabelSelector): OwnedPodTally {
+    const uid = rs.metadata.uid!;
+    let tally = tallies.get(uid);
+    if (!tally) tallies.set(uid, (tally = new OwnedPodTally(uid)));
+    tally.refresh(podSource, childSelector(selector), templateLabels(rs));
+    return tally;
   }
 
   /** Pods of every ReplicaSet with the same controller as this one (getIndirectlyRelatedPods). */
@@ -343,7 +406,10 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     const owner = controllerOf(rs);
     const siblings = owner ? controlledBy(replicaSets, owner.uid) : [rs];
     const out: KubeObject[] = [];
-    for (const sibling of siblings) out.push(...controlledBy(pods, sibling.metadata.uid!));
+    for (const sibling of siblings) {
+      const selector = selectorOf(sibling);
+      if (selector) for (const pod of tallyOf(sibling, selector).pods()) out.push(pod);
+    }
     return out;
   }
 
@@ -390,10 +456,4 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     start: async () => loop.start(),
     stop: () => loop.stop(),
   };
-}
-
-function byName(a: KubeObject, b: KubeObject): number {
-  const x = a.metadata.name ?? '';
-  const y = b.metadata.name ?? '';
-  return x < y ? -1 : x > y ? 1 : 0;
 }

@@ -1,0 +1,170 @@
+import { deepEqual, type KubeObject } from '../api/types.js';
+import type { ChildSelector } from './claims.js';
+import { controllerOf } from './controller-ref.js';
+import { isPodActive, isPodReady, podCondition } from './pod-util.js';
+
+/**
+ * What a ReplicaSet's sync needs to know of its pods: how many it owns, how many carry the template's labels, how
+ * many are ready and since when, and — only when some must go — the pods themselves. `summarizePods` computes it
+ * from a list; `OwnedPodTally` keeps it up to date from pod events, so a sync costs the pods that changed since the
+ * last one rather than all of them (a 10,000-pod ReplicaSet syncs on every pod event).
+ */
+export interface PodSummary {
+  /** Active pods the ReplicaSet controls and its selector matches. */
+  readonly count: number;
+  /** Of those, the ones carrying every template label. */
+  readonly fullyLabeled: number;
+  readonly ready: number;
+  /** When each ready pod turned Ready (ms, NaN when unknown): availability after minReadySeconds. */
+  readySince(): Iterable<number>;
+  /** The pods, current versions (asked for only to choose which to delete). */
+  pods(): readonly KubeObject[];
+}
+
+interface PodFacts {
+  ready: boolean;
+  readySince: number;
+}
+
+const facts = new WeakMap<KubeObject, PodFacts>();
+
+/** Readiness facts, remembered per pod object (cache objects never change: an update is a new object). */
+export function podFacts(pod: KubeObject): PodFacts {
+  let f = facts.get(pod);
+  if (!f) {
+    const ready = isPodReady(pod);
+    const since = ready ? podCondition(pod, 'Ready')?.lastTransitionTime : undefined;
+    f = { ready, readySince: since ? Date.parse(since) : NaN };
+    facts.set(pod, f);
+  }
+  return f;
+}
+
+function carries(pod: KubeObject, labels: Readonly<Record<string, string>>): boolean {
+  const own = pod.metadata.labels ?? {};
+  for (const k in labels) if (own[k] !== labels[k]) return false;
+  return true;
+}
+
+/** The summary of a list of pods the ReplicaSet owns (all active, all matching). */
+export function summarizePods(pods: readonly KubeObject[], templateLabels: Readonly<Record<string, string>>): PodSummary {
+  let fullyLabeled = 0;
+  const since: number[] = [];
+  for (const pod of pods) {
+    if (carries(pod, templateLabels)) fullyLabeled++;
+    const f = podFacts(pod);
+    if (f.ready) since.push(f.readySince);
+  }
+  return { count: pods.length, fullyLabeled, ready: since.length, readySince: () => since, pods: () => pods };
+}
+
+/** Whether a pod update changes anything a ReplicaSet counts or claims by (other updates need no sync). */
+export function mattersToReplicaSet(old: KubeObject, pod: KubeObject): boolean {
+  const a = podFacts(old);
+  const b = podFacts(pod);
+  return (
+    a.ready !== b.ready ||
+    !(a.readySince === b.readySince || (Number.isNaN(a.readySince) && Number.isNaN(b.readySince))) ||
+    isPodActive(old) !== isPodActive(pod) ||
+    !deepEqual(old.metadata.labels ?? {}, pod.metadata.labels ?? {}) ||
+    !deepEqual(old.metadata.ownerReferences ?? [], pod.metadata.ownerReferences ?? [])
+  );
+}
+
+interface Entry {
+  pod: KubeObject;
+  owned: boolean;
+  fullyLabeled: boolean;
+  ready: boolean;
+}
+
+/** Where a tally reads pods: by cache key, and the keys of every pod the owner controls (for a full recount). */
+export interface PodSource {
+  get(key: string): KubeObject | undefined;
+  controlledKeys(ownerUid: string): Iterable<string>;
+}
+
+/**
+ * One ReplicaSet's pods, counted incrementally. Pod events `touch` the keys they concern (every event, so the pods
+ * it hands out are the current versions); `refresh` re-reads only those (everything on first use, or when the
+ * template's labels change). Equivalent to ClaimPods followed by summarizePods on the active pods the owner
+ * controls: matching ones are owned, the others are strays to release.
+ */
+export class OwnedPodTally implements PodSummary {
+  private readonly entries = new Map<string, Entry>();
+  private readonly strayKeys = new Set<string>();
+  private readonly readyTimes = new Map<string, number>();
+  private readonly dirty = new Set<string>();
+  private labelsKey?: string;
+  count = 0;
+  fullyLabeled = 0;
+  ready = 0;
+
+  constructor(readonly ownerUid: string) {}
+
+  touch(key: string): void {
+    this.dirty.add(key);
+  }
+
+  refresh(source: PodSource, selector: ChildSelector, templateLabels: Readonly<Record<string, string>>): void {
+    const labelsKey = JSON.stringify(templateLabels);
+    if (labelsKey !== this.labelsKey) {
+      this.labelsKey = labelsKey;
+      for (const key of this.entries.keys()) this.dirty.add(key);
+      for (const key of source.controlledKeys(this.ownerUid)) this.dirty.add(key);
+    }
+    for (const key of this.dirty) this.apply(key, source.get(key), selector, templateLabels);
+    this.dirty.clear();
+  }
+
+  /** Counts a pod this sync adopted (the patched object), before its event comes back. */
+  adopted(key: string, pod: KubeObject, selector: ChildSelector, templateLabels: Readonly<Record<string, string>>): void {
+    this.apply(key, pod, selector, templateLabels);
+  }
+
+  private apply(key: string, pod: KubeObject | undefined, selector: ChildSelector, templateLabels: Readonly<Record<string, string>>): void {
+    const before = this.entries.get(key);
+    if (before) {
+      if (before.owned) {
+        this.count--;
+        if (before.fullyLabeled) this.fullyLabeled--;
+        if (before.ready) this.ready--;
+      }
+      this.entries.delete(key);
+      this.strayKeys.delete(key);
+      this.readyTimes.delete(key);
+    }
+    if (!pod || controllerOf(pod)?.uid !== this.ownerUid || !isPodActive(pod)) return;
+    if (!selector.matches(pod)) {
+      this.entries.set(key, { pod, owned: false, fullyLabeled: false, ready: false });
+      this.strayKeys.add(key);
+      return;
+    }
+    const f = podFacts(pod);
+    const entry: Entry = { pod, owned: true, fullyLabeled: carries(pod, templateLabels), ready: f.ready };
+    this.entries.set(key, entry);
+    this.count++;
+    if (entry.fullyLabeled) this.fullyLabeled++;
+    if (entry.ready) {
+      this.ready++;
+      this.readyTimes.set(key, f.readySince);
+    }
+  }
+
+  readySince(): Iterable<number> {
+    return this.readyTimes.values();
+  }
+
+  pods(): KubeObject[] {
+    const out: KubeObject[] = [];
+    for (const entry of this.entries.values()) if (entry.owned) out.push(entry.pod);
+    return out;
+  }
+
+  /** Pods it controls that its selector no longer matches (to release). */
+  strays(): KubeObject[] {
+    const out: KubeObject[] = [];
+    for (const key of this.strayKeys) out.push(this.entries.get(key)!.pod);
+    return out;
+  }
+}
