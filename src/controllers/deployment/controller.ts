@@ -3,7 +3,7 @@ import { selectorFromObject, type LabelSelector } from '../../api/selectors.js';
 import { deepEqual, type KubeObject, type OwnerReference } from '../../api/types.js';
 import { Resources } from '../../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../../runtime/controller.js';
-import { applyClaims, planClaims } from '../claims.js';
+import { applyClaims, childSelector, planClaims } from '../claims.js';
 import { controlledBy, controllerOf, indexByController, newControllerRef } from '../controller-ref.js';
 import { ignoreNotFound } from '../namespace.js';
 import { deploymentSpec, deploymentStatus, hasProgressDeadline, templateOf } from './model.js';
@@ -116,28 +116,39 @@ export function deploymentController(ctx: ControllerContext): Controller {
       }
       return;
     }
-    const claims = planClaims(d, selector, controlledBy(replicaSets, d.metadata.uid!), replicaSets.byIndex(ORPHAN_INDEX, namespace));
-    const owned = await applyClaims(ctx.client, Resources.replicasets, Resources.deployments, d, newControllerRef(d, 'apps/v1', 'Deployment'), claims);
+    const claims = planClaims(d, childSelector(selector), controlledBy(replicaSets, d.metadata.uid!), replicaSets.byIndex(ORPHAN_INDEX, namespace));
+    // Without adoptions or releases there is nothing to wait for: the plan is made and written without yielding.
+    const owned =
+      claims.adopt.length + claims.release.length === 0
+        ? claims.owned
+        : await applyClaims(ctx.client, Resources.replicasets, Resources.deployments, d, newControllerRef(d, 'apps/v1', 'Deployment'), claims);
     const plan = planDeployment({ deployment: d, replicaSets: owned, podsOf: (uid) => controlledBy(pods, uid), now: ctx.clock.now() });
     const result = await apply(d, plan);
     if (result) return result;
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
   }
 
-  /** Writes a plan; a failed write stops the rest (the next sync plans again from what is there). */
+  /**
+   * Writes a plan: the new ReplicaSet first (the rest assumes it exists; a failure stops there), then every other
+   * write at once, so that all of them rest on the cache state the plan was made from instead of interleaving with
+   * the ReplicaSet controller's status writes. Each carries the resourceVersion it was decided on: a stale one
+   * fails with a conflict and the next sync plans again.
+   */
   async function apply(d: KubeObject, plan: DeploymentPlan): Promise<ReconcileResult | void> {
     if (plan.create) {
       const outcome = await createReplicaSet(d, plan.create);
       if (outcome) return outcome;
     }
+    const writes: Array<Promise<unknown>> = [];
     for (const write of plan.updates) {
-      await ctx.client.update(Resources.replicasets, write.rs);
-      for (const e of write.events) recorder.event(d, e.type, e.reason, e.message);
+      writes.push(ctx.client.update(Resources.replicasets, write.rs).then(() => write.events.forEach((e) => recorder.event(d, e.type, e.reason, e.message))));
     }
     for (const rs of plan.deletes) {
-      await ignoreNotFound(ctx.client.delete(Resources.replicasets, rs.metadata.namespace, rs.metadata.name!, { preconditions: { uid: rs.metadata.uid } }));
+      writes.push(ignoreNotFound(ctx.client.delete(Resources.replicasets, rs.metadata.namespace, rs.metadata.name!, { preconditions: { uid: rs.metadata.uid } })));
     }
-    if (plan.deployment) await ignoreNotFound(ctx.client.updateStatus(Resources.deployments, plan.deployment));
+    if (plan.deployment) writes.push(ignoreNotFound(ctx.client.updateStatus(Resources.deployments, plan.deployment)));
+    const failed = (await Promise.allSettled(writes)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /**
