@@ -143,6 +143,14 @@ export const Errors = {
     return new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ reason: '', message }] });
   },
 
+  /** storage.NewTooLargeResourceVersionError: a list or watch from a resourceVersion the server has not reached. */
+  resourceVersionTooLarge(requested: number, current: number): ApiError {
+    return new ApiError(504, 'Timeout', `Too large resource version: ${requested}, current: ${current}`, {
+      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+      retryAfterSeconds: 1,
+    });
+  },
+
   timeout(message: string): ApiError {
     return new ApiError(504, 'Timeout', message);
   },

@@ -10,6 +10,7 @@ export interface ServeOptions {
   port: number;
   host: string;
   data?: string;
+  repair?: boolean;
   clock: 'real' | 'virtual';
   seed?: number;
   watchHistory: number;
@@ -59,6 +60,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       watchHistory: options.watchHistory,
       eventTtlMs: parseDuration(options.eventTtl),
       dataPath: options.data,
+      repairData: options.repair,
       controllers: options.controllers,
       log: (level, message) => log.log(level, message),
       nodes: options.nodes,
@@ -71,6 +73,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     return;
   }
   const { cluster, controllers: manager } = sim;
+  for (const note of cluster.recoveryNotes) log.warn(note);
   let address = `${options.host}:${options.port}`;
   const app = buildServer(cluster, { ...sim.serverOptions, advertiseAddress: () => address, logger: log.error });
   try {

@@ -2,11 +2,13 @@ import { RealClock, VirtualClock, type Clock } from '../clock/clock.js';
 import { SeededRandom } from '../clock/random.js';
 import type { KubeObject } from '../api/types.js';
 import { builtinKinds } from '../registry/builtin/index.js';
+import { serveCustomResources } from '../registry/crd/serve.js';
 import { GenericStore } from '../registry/generic-store.js';
 import { Registry } from '../registry/registry.js';
 import { resourceKey, type KindInfo, type StrategyContext } from '../registry/types.js';
 import { MemoryStore } from '../storage/memory-store.js';
-import { SnapshotPersistence } from '../storage/snapshot.js';
+import { SnapshotFile } from '../storage/snapshot.js';
+import { dataPaths, scanWal, truncateWal, WriteAheadLog } from '../storage/wal.js';
 import { DEFAULT_EVENT_TTL_MS, EventExpiry } from './event-ttl.js';
 import { ClusterIPAllocator } from './ip-allocator.js';
 
@@ -17,8 +19,12 @@ export interface ClusterOptions {
   seed?: number;
   /** Events retained per resource for resuming watches. */
   watchHistory?: number;
-  /** lowdb snapshot file to keep the cluster in across restarts. */
+  /** Keep the cluster across restarts and crashes: a directory (snapshot.json + wal.log) or a snapshot file (+ FILE.wal). */
   dataPath?: string;
+  /** Truncate a corrupt write-ahead log at its first bad record instead of refusing to start. */
+  repairData?: boolean;
+  /** Compact the log into the snapshot once it passes this many bytes (default 64 MiB). */
+  walCompactBytes?: number;
   /** How long Events live after their last write (kube-apiserver --event-ttl; default 1 h). */
   eventTtlMs?: number;
 }
@@ -34,12 +40,14 @@ export class Cluster {
   readonly registry: Registry;
   readonly api: GenericStore;
   private closers: Array<() => Promise<void> | void> = [];
+  private wal: WriteAheadLog | undefined;
+  /** What start-up found in --data worth telling the user (a discarded torn record, a repair). */
+  readonly recoveryNotes: string[] = [];
 
   private constructor(
     readonly clock: Clock,
     readonly random: SeededRandom,
     readonly store: MemoryStore,
-    private readonly persistence: SnapshotPersistence | undefined,
     eventTtlMs: number = DEFAULT_EVENT_TTL_MS,
   ) {
     this.registry = new Registry(store);
@@ -47,6 +55,7 @@ export class Cluster {
     const ctx: StrategyContext = { clock, random, allocateClusterIP: () => ips.allocate() };
     this.api = new GenericStore(store, this.registry, ctx);
     for (const info of builtinKinds) this.registry.add(info);
+    serveCustomResources(this.registry, store, this.api);
     store.onChange((key, event) => {
       if (key !== '/services') return;
       const ip = (o: KubeObject | undefined): unknown => (o?.spec as { clusterIP?: unknown } | undefined)?.clusterIP;
@@ -63,22 +72,42 @@ export class Cluster {
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
     const clock: Clock = options.clock === 'virtual' ? new VirtualClock(options.startTime ?? DEFAULT_VIRTUAL_START) : new RealClock();
     const random = options.seed !== undefined ? new SeededRandom(options.seed) : SeededRandom.fromOs();
-    let persistence: SnapshotPersistence | undefined;
     let store: MemoryStore;
     if (options.dataPath) {
-      const probe = new MemoryStore(options.watchHistory);
-      const snapshot = await new SnapshotPersistence(options.dataPath, probe).read();
+      const paths = dataPaths(options.dataPath);
+      const snapshotFile = new SnapshotFile(paths.snapshot);
+      const snapshot = await snapshotFile.read();
+      const scan = scanWal(paths.wal, options.repairData ?? false);
       store = new MemoryStore(options.watchHistory, snapshot.revision);
-      persistence = new SnapshotPersistence(options.dataPath, store);
-      const cluster = new Cluster(clock, random, store, persistence, options.eventTtlMs);
-      persistence.restore(snapshot, new Set(store.resourceKeys()));
+      const cluster = new Cluster(clock, random, store, options.eventTtlMs);
+      const known = new Set(store.resourceKeys());
+      for (const [resource, objects] of Object.entries(snapshot.resources)) if (known.has(resource)) store.load(resource, objects);
+      // The log on top of the snapshot: objects, the revision counter and the watch history after the snapshot.
+      for (const r of scan.records) if (r.r > snapshot.revision) store.replay(r.k, r.t, r.r, r.o, r.n, r.m);
+      if (scan.discarded) {
+        const { offset, why, repaired } = scan.discarded;
+        truncateWal(paths.wal, scan.goodLength);
+        cluster.recoveryNotes.push(
+          repaired
+            ? `--repair: truncated ${paths.wal} at byte offset ${offset} (${why}); ${scan.size - offset} bytes dropped`
+            : `discarded a torn record at the end of ${paths.wal} (byte offset ${offset}, ${why}): a write that was never acknowledged`,
+        );
+      }
       for (const svc of store.all('/services')) cluster.ipAllocator.reserve((svc.spec as { clusterIP?: unknown }).clusterIP);
-      persistence.attach();
+      const wal = await WriteAheadLog.open(paths.wal, store.currentRevision, {
+        compactBytes: options.walCompactBytes ?? 64 * 1024 * 1024,
+        snapshot: () => snapshotFile.write(store),
+        onDurable: (revision) => store.releaseWatchEvents(revision),
+      });
+      cluster.wal = wal;
+      store.holdWatchEvents();
+      store.onChange((key, event) => wal.append(key, event));
+      if (scan.records.length > 0 || scan.discarded) await wal.requestCompaction();
       cluster.bootstrap();
       return cluster;
     }
     store = new MemoryStore(options.watchHistory);
-    const cluster = new Cluster(clock, random, store, undefined, options.eventTtlMs);
+    const cluster = new Cluster(clock, random, store, options.eventTtlMs);
     cluster.bootstrap();
     return cluster;
   }
@@ -112,15 +141,26 @@ export class Cluster {
     this.closers.push(fn);
   }
 
-  /** Stops everything attached, closes watches and flushes the data file. */
+  /** Stops everything attached, closes watches, commits the log and compacts it into the snapshot. */
   async close(): Promise<void> {
     for (const fn of this.closers.reverse()) await fn();
     this.closers = [];
     this.store.closeWatches();
-    await this.persistence?.flush();
+    const wal = this.wal;
+    this.wal = undefined;
+    await wal?.close();
+  }
+
+  /**
+   * With --data, a promise that resolves once every change up to `revision` (default: the latest) is fsynced
+   * in the write-ahead log; undefined when there is nothing to wait for (in memory, or already durable), so
+   * callers can skip the await: `const d = cluster.durable(rv); if (d) await d;`.
+   */
+  durable(revision: number = this.store.currentRevision): Promise<void> | undefined {
+    return this.wal?.whenDurable(revision);
   }
 
   async flush(): Promise<void> {
-    await this.persistence?.flush();
+    await this.durable();
   }
 }

@@ -433,6 +433,7 @@ export class GenericStore {
     }
     const from = Number(rv);
     if (!Number.isSafeInteger(from) || from < 0) throw Errors.badRequest(`invalid resource version: ${rv}`);
+    if (from > revision) throw Errors.resourceVersionTooLarge(from, revision);
     return { watch: this.store.watch(key, from, filter, sink), revision };
   }
 

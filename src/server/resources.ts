@@ -17,7 +17,7 @@ import { negotiate, type Negotiated } from './negotiation.js';
 import { podLog } from './pod-connect.js';
 import { decodeProtobuf } from './protobuf/decode.js';
 import { partialObjectMetadata, tableOf, type IncludeObject } from './table.js';
-import { httpTransport, plainEventEncoder, webSocketTransport, WatchStream, type EventEncoder, type Transport } from './watch-stream.js';
+import { gatedTransport, httpTransport, plainEventEncoder, webSocketTransport, WatchStream, type EventEncoder, type Transport } from './watch-stream.js';
 
 /** Where a request points: a kind, maybe a namespace, a name and a subresource. */
 export interface ResourceTarget {
@@ -185,7 +185,8 @@ export class ResourceHandler {
     return result;
   }
 
-  private list(info: KindInfo, namespace: string | undefined, query: Query, negotiated: Negotiated, reply: FastifyReply): void {
+  private list(info: KindInfo, namespace: string | undefined, query: Query, negotiated: Negotiated, reply: FastifyReply): void | Promise<void> {
+    this.checkResourceVersion(one(query, 'resourceVersion'));
     const list = this.cluster.api.list(info, namespace, listQuery(query));
     if (negotiated.transform === 'table') {
       const table = tableOf(info, list.items, this.cluster.clock.now(), includeObject(query), list.metadata);
@@ -195,11 +196,11 @@ export class ResourceHandler {
       const partial = { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: list.metadata, items: list.items.map(partialObjectMetadata) };
       return this.sendText(reply, 200, negotiated, JSON.stringify(partial), partial);
     }
-    this.sendText(reply, 200, negotiated, negotiated.format === 'json' ? listJson(list, list.items) : '', list);
+    return this.sendText(reply, 200, negotiated, negotiated.format === 'json' ? listJson(list, list.items) : '', list);
   }
 
   /** Answers with one object, transformed as the Accept header asks. */
-  send(reply: FastifyReply, code: number, obj: KubeObject, negotiated: Negotiated, info: KindInfo): void {
+  send(reply: FastifyReply, code: number, obj: KubeObject, negotiated: Negotiated, info: KindInfo): void | Promise<void> {
     if (negotiated.transform === 'table' && obj.kind === info.kind) {
       const table = tableOf(info, [obj], this.cluster.clock.now(), 'Metadata', { resourceVersion: obj.metadata.resourceVersion ?? '' });
       return this.sendText(reply, code, negotiated, JSON.stringify(table), table);
@@ -208,10 +209,20 @@ export class ResourceHandler {
       const partial = partialObjectMetadata(obj);
       return this.sendText(reply, code, negotiated, JSON.stringify(partial), partial);
     }
-    this.sendText(reply, code, negotiated, negotiated.format === 'json' ? jsonOf(obj) : '', obj);
+    return this.sendText(reply, code, negotiated, negotiated.format === 'json' ? jsonOf(obj) : '', obj);
   }
 
-  private sendText(reply: FastifyReply, code: number, negotiated: Negotiated, json: string, value: unknown): void {
+  /**
+   * Every answer with data goes out here, and with --data only once what it shows is durable: a write's
+   * response waits for its fsync (group commit), and so does a read of something not yet durable.
+   */
+  private sendText(reply: FastifyReply, code: number, negotiated: Negotiated, json: string, value: unknown): void | Promise<void> {
+    const durable = this.cluster.durable();
+    if (durable) return durable.then(() => this.sendNow(reply, code, negotiated, json, value));
+    this.sendNow(reply, code, negotiated, json, value);
+  }
+
+  private sendNow(reply: FastifyReply, code: number, negotiated: Negotiated, json: string, value: unknown): void {
     if (negotiated.format === 'yaml') {
       void reply.code(code).header('content-type', 'application/yaml').send(render(value, 'yaml'));
       return;
@@ -220,7 +231,7 @@ export class ResourceHandler {
   }
 
   /** GET/PUT/PATCH of the autoscaling/v1 Scale subresource, writing spec.replicas of the owner. */
-  private scale(info: KindInfo, namespace: string | undefined, name: string, request: FastifyRequest, reply: FastifyReply, negotiated: Negotiated): void {
+  private scale(info: KindInfo, namespace: string | undefined, name: string, request: FastifyRequest, reply: FastifyReply, negotiated: Negotiated): void | Promise<void> {
     const scaleSpec = info.scale!;
     const toScale = (obj: KubeObject): KubeObject => {
       const selector = field(obj, 'status.selector') ?? selectorText(field(obj, 'spec.selector'));
@@ -274,7 +285,7 @@ export class ResourceHandler {
       { dryRun: dryRun(query), fieldManager: one(query, 'fieldManager') || defaultFieldManager(request.headers['user-agent']), managedSubresource: 'scale' },
     );
     const scale = toScale(updated);
-    this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
+    return this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
   }
 
   /**
@@ -286,6 +297,17 @@ export class ResourceHandler {
     parseFieldSelector(one(query, 'fieldSelector'), this.cluster.registry.supportedFields(target.info));
     const rv = one(query, 'resourceVersion');
     if (rv !== undefined && rv !== '' && !/^\d+$/.test(rv)) throw Errors.badRequest(`invalid resource version: ${rv}`);
+    this.checkResourceVersion(rv);
+  }
+
+  /**
+   * A resourceVersion from the future (a client that saw revisions a crash lost, or another server's) gets
+   * kube-apiserver's answer, 504 with a ResourceVersionTooLarge cause, so that clients relist.
+   */
+  private checkResourceVersion(rv: string | undefined): void {
+    if (rv === undefined || !/^\d+$/.test(rv)) return;
+    const current = this.cluster.store.currentRevision;
+    if (Number(rv) > current) throw Errors.resourceVersionTooLarge(Number(rv), current);
   }
 
   private watchHttp(target: ResourceTarget, query: Query, negotiated: Negotiated, request: FastifyRequest, reply: FastifyReply): void {
@@ -318,6 +340,8 @@ export class ResourceHandler {
    */
   private startWatch(target: ResourceTarget, query: Query, negotiated: Negotiated, transport: Transport): void {
     const { info, namespace } = target;
+    const durable = this.cluster.durable();
+    if (durable) transport = gatedTransport(transport, durable);
     const encode = this.eventEncoder(info, negotiated, query);
     const format = `${negotiated.transform}:${includeObject(query)}`;
     const stream = new WatchStream(transport, format, encode);

@@ -55,6 +55,46 @@ export function webSocketTransport(ws: WebSocket): Transport {
 }
 
 /**
+ * Holds what is written until `until` settles (with --data: until the state a watch starts from is durable,
+ * so its initial events never show a revision a crash could lose), then passes everything through.
+ */
+export function gatedTransport(inner: Transport, until: Promise<void>): Transport {
+  let queue: string[] | undefined = [];
+  let queued = 0;
+  let ended = false;
+  until.then(
+    () => {
+      const texts = queue!;
+      queue = undefined;
+      for (const text of texts) inner.write(text);
+      if (ended) inner.end();
+    },
+    () => {
+      queue = undefined;
+      inner.destroy();
+    },
+  );
+  return {
+    write: (text) => {
+      if (!queue) return inner.write(text);
+      queue.push(text);
+      queued += text.length;
+      return true;
+    },
+    buffered: () => (queue ? queued : 0) + inner.buffered(),
+    end: () => {
+      if (queue) ended = true;
+      else inner.end();
+    },
+    destroy: () => {
+      queue = undefined;
+      inner.destroy();
+    },
+    onClose: (fn) => inner.onClose(fn),
+  };
+}
+
+/**
  * The server side of one watch: encodes events (once per event and format, shared across watchers),
  * writes them, sends bookmarks when asked, ends on timeout, and cuts off a client that stops reading.
  */

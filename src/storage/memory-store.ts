@@ -99,6 +99,9 @@ export class MemoryStore {
   private revision: number;
   private readonly tables = new Map<string, ResourceTable>();
   private readonly listeners: ChangeListener[] = [];
+  /** With a write-ahead log, watch events wait here until their revision is durable (see holdWatchEvents). */
+  private held: Array<{ table: ResourceTable; event: StoreEvent }> | undefined;
+  private heldHead = 0;
 
   constructor(
     private readonly historySize = 10_000,
@@ -301,8 +304,63 @@ export class MemoryStore {
   }
 
   private emit(table: ResourceTable, event: StoreEvent): void {
-    table.hub.record(event);
+    if (this.held) this.held.push({ table, event });
+    else table.hub.record(event);
     for (const listener of this.listeners) listener(table.spec.key, event);
+  }
+
+  /**
+   * From now on, changes reach the watch history and watchers only through releaseWatchEvents (called once
+   * their revision is durable), so no watcher sees a revision that a crash could lose and reuse.
+   */
+  holdWatchEvents(): void {
+    this.held ??= [];
+  }
+
+  /** Records and dispatches the held events up to `revision`, in order. */
+  releaseWatchEvents(revision: number): void {
+    const held = this.held;
+    if (!held) return;
+    while (this.heldHead < held.length && held[this.heldHead]!.event.revision <= revision) {
+      const { table, event } = held[this.heldHead]!;
+      held[this.heldHead++] = undefined!;
+      if (this.tables.get(table.spec.key) === table) table.hub.record(event);
+    }
+    if (this.heldHead === held.length) {
+      held.length = 0;
+      this.heldHead = 0;
+    } else if (this.heldHead > 1024 && this.heldHead * 2 > held.length) {
+      held.splice(0, this.heldHead);
+      this.heldHead = 0;
+    }
+  }
+
+  /**
+   * Re-applies one logged change at start-up (after the snapshot's load): the object state, the revision
+   * counter, and the watch history — so a watch from a resourceVersion before a crash resumes — but no listeners.
+   */
+  replay(resource: string, type: 'A' | 'M' | 'D', revision: number, obj: KubeObject | undefined, namespace?: string, name?: string): void {
+    this.revision = revision;
+    const table = this.tables.get(resource);
+    if (!table) return; // a resource this build no longer serves
+    if (type === 'D') {
+      const key = objectKey(namespace || undefined, name!);
+      const current = table.objects.get(key);
+      if (!current) return;
+      table.objects.delete(key);
+      table.order.remove(key);
+      table.index(key, current, false);
+      const last: KubeObject = { ...current, metadata: { ...current.metadata, resourceVersion: String(revision) } };
+      table.hub.record(new StoreEvent('DELETED', last, current, revision));
+      return;
+    }
+    const key = objectKey(obj!.metadata.namespace, obj!.metadata.name!);
+    const current = table.objects.get(key);
+    if (current) table.index(key, current, false);
+    else table.order.add(key);
+    table.objects.set(key, obj!);
+    table.index(key, obj!, true);
+    table.hub.record(new StoreEvent(current ? 'MODIFIED' : 'ADDED', obj!, current, revision));
   }
 }
 

@@ -1,79 +1,76 @@
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { Low } from 'lowdb';
-import { JSONFile } from 'lowdb/node';
+import { open, readFile, rename } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { Low, type Adapter } from 'lowdb';
 import type { KubeObject } from '../api/types.js';
 import type { MemoryStore } from './memory-store.js';
+import { fsyncDir } from './wal.js';
 
 /**
- * `--data PATH`: the cluster kept in a lowdb JSON file. Every change marks the snapshot dirty; one write runs
- * at a time and the next one picks up everything that changed meanwhile, so a burst of writes costs a few
- * file writes, not one each. (Crash-proof durability — a write-ahead log — is a later step.)
+ * The lowdb snapshot of `--data` (see wal.ts for the log replayed on top of it). The adapter writes a temporary
+ * file, fsyncs it, renames it over the snapshot and fsyncs the directory, so a crash leaves either the old
+ * snapshot or the new one, whole — lowdb's own JSONFile renames without fsync.
  */
-interface SnapshotData {
+export interface SnapshotData {
   revision: number;
   resources: Record<string, KubeObject[]>;
 }
 
-export class SnapshotPersistence {
-  private readonly db: Low<SnapshotData>;
-  private dirty = false;
-  private writing: Promise<void> | undefined;
+class DurableJSONFile<T> implements Adapter<T> {
+  constructor(private readonly path: string) {}
 
-  constructor(
-    path: string,
-    private readonly store: MemoryStore,
-  ) {
-    mkdirSync(dirname(path), { recursive: true });
-    this.db = new Low<SnapshotData>(new JSONFile<SnapshotData>(path), { revision: 0, resources: {} });
+  async read(): Promise<T | null> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      return JSON.parse(text) as T;
+    } catch (err) {
+      throw new Error(`snapshot ${this.path} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
-  /** Reads the snapshot; returns the revision to continue from. */
+  async write(data: T): Promise<void> {
+    const temp = join(dirname(this.path), `.${basename(this.path)}.tmp`);
+    const fh = await open(temp, 'w');
+    try {
+      await fh.writeFile(JSON.stringify(data));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(temp, this.path);
+    fsyncDir(dirname(this.path));
+  }
+}
+
+export class SnapshotFile {
+  private readonly db: Low<SnapshotData>;
+
+  constructor(readonly path: string) {
+    mkdirSync(dirname(path), { recursive: true });
+    this.db = new Low<SnapshotData>(new DurableJSONFile<SnapshotData>(path), { revision: 0, resources: {} });
+  }
+
   async read(): Promise<SnapshotData> {
     await this.db.read();
     return this.db.data;
   }
 
-  /** Loads what was read into the store (whose tables must already be registered). */
-  restore(data: SnapshotData, known: Set<string>): void {
-    for (const [resource, objects] of Object.entries(data.resources)) {
-      if (known.has(resource)) this.store.load(resource, objects);
+  /** Captures the store now (synchronously) and writes it; resolves with the captured revision once on disk. */
+  async write(store: MemoryStore): Promise<number> {
+    const resources: Record<string, KubeObject[]> = {};
+    for (const key of store.resourceKeys()) {
+      const all = store.all(key);
+      if (all.length > 0) resources[key] = all;
     }
-  }
-
-  attach(): void {
-    this.store.onChange(() => this.markDirty());
-  }
-
-  private markDirty(): void {
-    this.dirty = true;
-    if (!this.writing) this.writing = this.drain();
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (this.dirty) {
-        this.dirty = false;
-        await new Promise<void>((resolve) => setImmediate(resolve)); // let the rest of this burst land first
-        const resources: Record<string, KubeObject[]> = {};
-        for (const key of this.store.resourceKeys()) {
-          const all = this.store.all(key);
-          if (all.length > 0) resources[key] = all;
-        }
-        this.db.data = { revision: this.store.currentRevision, resources };
-        await this.db.write();
-      }
-    } finally {
-      this.writing = undefined;
-    }
-  }
-
-  /** Waits until everything written so far is on disk. */
-  async flush(): Promise<void> {
-    while (this.writing) await this.writing;
-    if (this.dirty) {
-      this.writing = this.drain();
-      await this.writing;
-    }
+    const revision = store.currentRevision;
+    this.db.data = { revision, resources };
+    await this.db.write();
+    return revision;
   }
 }

@@ -62,6 +62,8 @@ export type FieldsOf = (obj: KubeObject) => (field: string) => string | undefine
 
 export class Watch {
   closed = false;
+  /** Events at or below this revision are already reflected in what the watcher got (held events released late). */
+  after = 0;
   constructor(
     readonly filter: WatchFilter,
     readonly sink: WatchSink,
@@ -128,6 +130,7 @@ export class WatchHub {
       throw Errors.expired(`too old resource version: ${fromRevision} (${this.compactedThrough + 1})`);
     }
     const watch = this.add(filter, sink);
+    watch.after = fromRevision;
     for (let i = this.firstIndexAfter(fromRevision); i < this.size && !watch.closed; i++) {
       this.deliver(watch, this.ring[(this.start + i) % this.ring.length]!);
     }
@@ -183,7 +186,7 @@ export class WatchHub {
   }
 
   private deliver(watch: Watch, event: StoreEvent): void {
-    if (watch.closed) return;
+    if (watch.closed || event.revision <= watch.after) return;
     const nowPasses = this.passes(watch.filter, event.object);
     const type = transition(event, nowPasses, event.prevObject !== undefined && this.passes(watch.filter, event.prevObject));
     if (type && !watch.sink.send(type, event)) watch.stop();

@@ -1,0 +1,326 @@
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import * as zlib from 'node:zlib';
+import type { KubeObject } from '../api/types.js';
+import type { StoreEvent } from './watch.js';
+
+/**
+ * `--data PATH`'s write-ahead log. Every store change is one line, `CRC32HEX JSON\n`, where the JSON is
+ * `{"r":revision,"k":resource,"t":"A"|"M"|"D","o":object}` (a deletion carries `"n":namespace,"m":name` instead
+ * of the object). Lines are appended in revision order; a group commit writes everything that accumulated
+ * while the previous fsync ran, then fsyncs once, so many writes share one fsync and at most one is in flight.
+ */
+export interface WalRecord {
+  r: number;
+  k: string;
+  t: 'A' | 'M' | 'D';
+  o?: KubeObject;
+  n?: string;
+  m?: string;
+}
+
+/** Where the snapshot and the log live: PATH/ holding snapshot.json + wal.log, or (an existing file / *.json) PATH + PATH.wal. */
+export function dataPaths(path: string): { snapshot: string; wal: string } {
+  const isFile = existsSync(path) ? statSync(path).isFile() : path.endsWith('.json');
+  if (isFile) return { snapshot: path, wal: `${path}.wal` };
+  mkdirSync(path, { recursive: true });
+  return { snapshot: join(path, 'snapshot.json'), wal: join(path, 'wal.log') };
+}
+
+const CRC_TABLE = (() => {
+  const table = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c;
+  }
+  return table;
+})();
+
+/** CRC-32 (IEEE): node:zlib's when this Node has it (20.15+), else a table-driven one. */
+export const crc32: (data: Buffer) => number =
+  typeof (zlib as { crc32?: unknown }).crc32 === 'function'
+    ? (data) => zlib.crc32(data)
+    : (data) => {
+        let c = -1;
+        for (let i = 0; i < data.length; i++) c = CRC_TABLE[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
+        return (c ^ -1) >>> 0;
+      };
+
+export function encodeRecord(record: WalRecord): string {
+  const json = JSON.stringify(record);
+  return `${crc32(Buffer.from(json)).toString(16).padStart(8, '0')} ${json}\n`;
+}
+
+export function recordOf(resource: string, event: StoreEvent): WalRecord {
+  if (event.type === 'DELETED') return { r: event.revision, k: resource, t: 'D', n: event.object.metadata.namespace ?? '', m: event.object.metadata.name! };
+  return { r: event.revision, k: resource, t: event.type === 'ADDED' ? 'A' : 'M', o: event.object };
+}
+
+export class WalCorruptError extends Error {
+  constructor(
+    readonly file: string,
+    readonly offset: number,
+    readonly why: string,
+  ) {
+    super(
+      `write-ahead log ${file} is corrupt at byte offset ${offset} (${why}), and valid records follow it. ` +
+        `Start with \`sim serve --data … --repair\` to truncate the log at that offset (the records from there on are lost).`,
+    );
+    this.name = 'WalCorruptError';
+  }
+}
+
+export interface WalScan {
+  records: WalRecord[];
+  /** Bytes of valid records from the start; everything after is discarded (a torn tail) or repaired away. */
+  goodLength: number;
+  size: number;
+  /** Set when bytes after goodLength were discarded: why, and whether --repair was needed. */
+  discarded?: { offset: number; why: string; repaired: boolean };
+}
+
+function parseLine(buf: Buffer, start: number, end: number, after: number): WalRecord | string {
+  // start..end excludes the newline
+  if (end - start < 10 || buf[start + 8] !== 0x20) return 'malformed record';
+  const crcText = buf.toString('latin1', start, start + 8);
+  if (!/^[0-9a-f]{8}$/.test(crcText)) return 'malformed checksum';
+  const body = buf.subarray(start + 9, end);
+  if (crc32(body) !== parseInt(crcText, 16)) return 'checksum mismatch';
+  let record: WalRecord;
+  try {
+    record = JSON.parse(body.toString('utf8')) as WalRecord;
+  } catch {
+    return 'unparsable record';
+  }
+  if (typeof record.r !== 'number' || typeof record.k !== 'string' || (record.t !== 'D' && typeof record.o !== 'object')) return 'malformed record';
+  if (record.r <= after) return `revision ${record.r} does not follow ${after}`;
+  return record;
+}
+
+/**
+ * Reads the log. A bad record (partial line, bad checksum) followed by no valid record is a torn tail from a
+ * crash mid-write: it is discarded. A bad record with valid ones after it is corruption: WalCorruptError,
+ * unless `repair`, which keeps the records before it.
+ */
+export function scanWal(file: string, repair: boolean): WalScan {
+  if (!existsSync(file)) return { records: [], goodLength: 0, size: 0 };
+  const buf = readFileSync(file);
+  const records: WalRecord[] = [];
+  let pos = 0;
+  let last = 0;
+  let firstBad: { offset: number; why: string } | undefined;
+  let validAfterBad = false;
+  while (pos < buf.length) {
+    const nl = buf.indexOf(0x0a, pos);
+    const end = nl < 0 ? buf.length : nl;
+    const parsed = nl < 0 ? 'incomplete record' : parseLine(buf, pos, end, firstBad ? -1 : last);
+    if (typeof parsed === 'string') {
+      firstBad ??= { offset: pos, why: parsed };
+    } else if (firstBad) {
+      validAfterBad = true;
+      break;
+    } else {
+      records.push(parsed);
+      last = parsed.r;
+    }
+    pos = nl < 0 ? buf.length : nl + 1;
+  }
+  if (!firstBad) return { records, goodLength: buf.length, size: buf.length };
+  if (validAfterBad && !repair) throw new WalCorruptError(file, firstBad.offset, firstBad.why);
+  return { records, goodLength: firstBad.offset, size: buf.length, discarded: { ...firstBad, repaired: validAfterBad } };
+}
+
+/** Cuts the log to `length` bytes, durably. */
+export function truncateWal(file: string, length: number): void {
+  const fd = openSync(file, 'r+');
+  try {
+    ftruncateSync(fd, length);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** fsyncs a directory so a file created or renamed in it survives a crash. */
+export function fsyncDir(dir: string): void {
+  try {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // not every platform lets a directory be fsynced
+  }
+}
+
+interface Batch {
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+function newBatch(): Batch {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => undefined); // a batch nobody waits for must not be an unhandled rejection
+  return { promise, resolve, reject };
+}
+
+export interface WalOptions {
+  /** Compact (snapshot + empty log) once the log passes this many bytes. */
+  compactBytes: number;
+  /** Writes the snapshot of the current state (durably) and returns its revision. */
+  snapshot: () => Promise<number>;
+  /** Called after each fsync with the revision now durable (watch events up to it may be released). */
+  onDurable: (revision: number) => void;
+  onError?: (err: Error) => void;
+}
+
+/** The appending side: group commit, durability promises and compaction. */
+export class WriteAheadLog {
+  private pending: string[] = [];
+  private pendingRevision = 0;
+  private next: Batch | undefined;
+  private inFlight: { batch: Batch; revision: number } | undefined;
+  private durableRevision: number;
+  private size: number;
+  private failed: Error | undefined;
+  private running: Promise<void> | undefined;
+  private compactWanted = false;
+
+  private constructor(
+    private readonly file: string,
+    private readonly fh: FileHandle,
+    size: number,
+    revision: number,
+    private readonly options: WalOptions,
+  ) {
+    this.size = size;
+    this.durableRevision = revision;
+  }
+
+  static async open(file: string, revision: number, options: WalOptions): Promise<WriteAheadLog> {
+    mkdirSync(dirname(file), { recursive: true });
+    const fh = await open(file, 'a');
+    fsyncDir(dirname(file));
+    return new WriteAheadLog(file, fh, fstatSync(fh.fd).size, revision, options);
+  }
+
+  get path(): string {
+    return this.file;
+  }
+
+  get durable(): number {
+    return this.durableRevision;
+  }
+
+  /** Queues one change (called synchronously by the store, in revision order). */
+  append(resource: string, event: StoreEvent): void {
+    this.pending.push(encodeRecord(recordOf(resource, event)));
+    this.pendingRevision = event.revision;
+    this.kick();
+  }
+
+  /** undefined when `revision` is already durable; else a promise that settles when it is (or the log failed). */
+  whenDurable(revision: number): Promise<void> | undefined {
+    if (this.failed) return Promise.reject(this.failed);
+    if (revision <= this.durableRevision) return undefined;
+    if (this.inFlight && revision <= this.inFlight.revision) return this.inFlight.batch.promise;
+    this.next ??= newBatch();
+    this.kick();
+    return this.next.promise;
+  }
+
+  /** Asks for a compaction at the next opportunity (it runs between group commits). */
+  requestCompaction(): Promise<void> {
+    this.compactWanted = true;
+    this.kick();
+    return this.idle();
+  }
+
+  /** Resolves when nothing is queued or in flight. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private kick(): void {
+    if (!this.running && !this.failed) this.running = this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      await new Promise<void>((resolve) => setImmediate(resolve)); // let the rest of this tick's writes join
+      while (this.pending.length > 0 || this.compactWanted) {
+        if (this.pending.length > 0) await this.commit();
+        if (this.compactWanted || this.size > this.options.compactBytes) {
+          this.compactWanted = false;
+          await this.compact();
+        }
+      }
+      // Asked about a revision that needed no commit (nothing was queued): it is durable already.
+      if (this.next && this.pending.length === 0) {
+        this.next.resolve();
+        this.next = undefined;
+      }
+    } catch (err) {
+      this.fail(err instanceof Error ? err : new Error(String(err)));
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  private async commit(): Promise<void> {
+    const text = this.pending.join('');
+    const revision = this.pendingRevision;
+    const batch = this.next ?? newBatch();
+    this.pending = [];
+    this.next = undefined;
+    this.inFlight = { batch, revision };
+    const data = Buffer.from(text);
+    let written = 0;
+    while (written < data.length) written += (await this.fh.write(data, written, data.length - written)).bytesWritten;
+    await this.fh.datasync();
+    this.size += data.length;
+    this.durableRevision = revision;
+    this.inFlight = undefined;
+    this.options.onDurable(revision);
+    batch.resolve();
+  }
+
+  /**
+   * Snapshot, then an empty log. Runs between commits, so nothing is being appended to the file; changes made
+   * meanwhile wait in `pending` and go to the emptied log (those the snapshot already holds are skipped on replay).
+   */
+  private async compact(): Promise<void> {
+    await this.options.snapshot();
+    await this.fh.truncate(0);
+    await this.fh.sync();
+    this.size = 0;
+  }
+
+  private fail(err: Error): void {
+    this.failed = err;
+    this.inFlight?.batch.reject(err);
+    this.next?.reject(err);
+    this.options.onError?.(err);
+  }
+
+  /** Commits what is queued, compacts, and closes the file. */
+  async close(): Promise<void> {
+    await this.idle();
+    if (!this.failed) {
+      this.compactWanted = true;
+      this.kick();
+      await this.idle();
+    }
+    await this.fh.close();
+  }
+}
