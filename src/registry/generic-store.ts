@@ -238,14 +238,15 @@ export class GenericStore {
   private checkFields(info: KindInfo, obj: KubeObject, options: WriteOptions, current?: KubeObject): void {
     if (options.fieldValidation === undefined) return;
     const typeName = schemaNameForKind(info.group, info.version, info.kind);
-    if (!typeName) return;
-    const mismatch = typeMismatch(obj, typeName);
-    if (mismatch && (!current || typeMismatch(current, typeName) !== mismatch)) throw Errors.badRequest(`${info.kind} in version "${info.version}" cannot be handled as a ${info.kind}: ${mismatch}`);
-    let unknown = pruneUnknownFields(obj, typeName);
+    const prune = typeName ? (o: KubeObject) => pruneUnknownFields(o, typeName) : info.schema?.pruneUnknownFields;
+    if (!prune) return;
+    const mismatch = typeName && typeMismatch(obj, typeName);
+    if (typeName && mismatch && (!current || typeMismatch(current, typeName) !== mismatch)) throw Errors.badRequest(`${info.kind} in version "${info.version}" cannot be handled as a ${info.kind}: ${mismatch}`);
+    let unknown = prune(obj);
     if (unknown.length === 0) return;
     if (current) {
       // Undeclared fields an in-process writer stored are not the patch's doing.
-      const already = new Set(pruneUnknownFields(deepCopy(current), typeName));
+      const already = new Set(prune(deepCopy(current)));
       unknown = unknown.filter((f) => !already.has(f));
       if (unknown.length === 0) return;
     }
@@ -360,6 +361,7 @@ export class GenericStore {
     const preconditions = options.preconditions ?? {};
     const grace = this.gracePeriodFor(info, current, options);
     const finalizers = this.finalizersAfterDelete(current, options);
+    if (!current.metadata.deletionTimestamp) for (const f of info.strategy?.finalizersOnDelete?.(current) ?? []) if (!finalizers.includes(f)) finalizers.push(f);
     const held = (info.strategy?.specFinalizers?.(current) ?? []).length > 0;
     if (finalizers.length === 0 && grace === 0 && !held) {
       if (options.dryRun) return { body: current, gone: false };

@@ -46,6 +46,8 @@ export interface Strategy {
   keepsStatusOnCreate?: boolean;
   /** Called on the copy that records the start of a deletion (a namespace turns Terminating). */
   prepareForDelete?(obj: KubeObject): void;
+  /** Finalizers the server adds when a deletion starts (a CRD's customresourcecleanup). */
+  finalizersOnDelete?(obj: KubeObject): readonly string[];
 }
 
 export interface ScaleSubresource {
@@ -102,6 +104,11 @@ export interface KindInfo {
    * group and resource, and the conversions each object goes through on the way in and out.
    */
   storage?: { group: string; resource: string; toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
+  /**
+   * Kinds with a schema of their own instead of a built-in one (custom resources): the OpenAPI v3 schema published
+   * for the kind, and the pruning of undeclared fields (returning their paths) that field validation reports.
+   */
+  schema?: { openapi: Record<string, unknown>; pruneUnknownFields(obj: KubeObject): string[] };
 }
 
 /**

@@ -221,7 +221,7 @@ export class OpenApi {
       if (name) {
         roots.add(name);
         if (typeInfo(`${name}List`)) roots.add(`${name}List`);
-      } else loose[schemaName(info)] = looseSchema(info);
+      } else loose[schemaName(info)] = info.schema?.openapi ?? looseSchema(info);
       for (const sub of subresourcesOf(info)) {
         const subName = schemaNameForKind(sub.group ?? info.group, sub.version ?? info.version, sub.kind);
         if (subName) roots.add(subName);

@@ -1,4 +1,5 @@
 import type { KindInfo } from '../types.js';
+import { customResourceDefinitions } from '../crd/kind.js';
 import { authorizationKinds } from './authorization.js';
 import { clusterKinds } from './cluster.js';
 import { coreKinds } from './core.js';
@@ -7,4 +8,4 @@ import { quotaKinds } from './quota.js';
 import { workloadKinds } from './workloads.js';
 
 /** Every kind the simulator serves out of the box. */
-export const builtinKinds: readonly KindInfo[] = [...coreKinds, ...quotaKinds, ...workloadKinds, ...clusterKinds, eventsV1, ...authorizationKinds];
+export const builtinKinds: readonly KindInfo[] = [...coreKinds, ...quotaKinds, ...workloadKinds, ...clusterKinds, eventsV1, ...authorizationKinds, customResourceDefinitions];

@@ -1,0 +1,208 @@
+import { rfc3339 } from '../../clock/clock.js';
+import { FieldErrors, type StatusCause } from '../../api/errors.js';
+import { isPlainObject, type KubeObject } from '../../api/types.js';
+import { col } from '../printers.js';
+import type { KindInfo, StrategyContext } from '../types.js';
+import { validateStructural, type JSONSchemaProps } from './schema-validation.js';
+
+/**
+ * apiextensions.k8s.io/v1 CustomResourceDefinition as a built-in kind: defaults and validation with
+ * kube-apiserver's messages, names accepted and Established at once, and the CustomResourceCleanup finalizer
+ * with a Terminating condition when a deletion starts (serve.ts removes the instances, then the finalizer).
+ */
+export const CRD_GROUP = 'apiextensions.k8s.io';
+export const CLEANUP_FINALIZER = 'customresourcecleanup.apiextensions.k8s.io';
+
+export interface CrdVersion {
+  name: string;
+  served: boolean;
+  storage: boolean;
+  deprecated?: boolean;
+  deprecationWarning?: string;
+  schema?: { openAPIV3Schema?: JSONSchemaProps };
+  subresources?: { status?: object; scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string } };
+  additionalPrinterColumns?: Array<{ name: string; type: string; format?: string; description?: string; priority?: number; jsonPath: string }>;
+  selectableFields?: Array<{ jsonPath: string }>;
+}
+
+export interface CrdNames {
+  plural: string;
+  singular?: string;
+  kind: string;
+  listKind?: string;
+  shortNames?: string[];
+  categories?: string[];
+}
+
+export interface CrdSpec {
+  group: string;
+  names: CrdNames;
+  scope: 'Namespaced' | 'Cluster';
+  versions: CrdVersion[];
+}
+
+export function crdSpec(obj: KubeObject): CrdSpec {
+  return (isPlainObject(obj.spec) ? obj.spec : {}) as unknown as CrdSpec;
+}
+
+interface Condition {
+  type: string;
+  status: string;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+/** Sets (or replaces) a condition, keeping lastTransitionTime when the status did not change. */
+export function setCondition(obj: KubeObject, condition: Condition): void {
+  const status = (isPlainObject(obj.status) ? obj.status : (obj.status = {})) as { conditions?: Condition[] };
+  const list = Array.isArray(status.conditions) ? status.conditions : (status.conditions = []);
+  const i = list.findIndex((c) => c.type === condition.type);
+  if (i < 0) list.push(condition);
+  else list[i] = list[i]!.status === condition.status ? { ...condition, lastTransitionTime: list[i]!.lastTransitionTime } : condition;
+}
+
+const DNS1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS1035_MESSAGE = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_MESSAGE = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+function defaults(obj: KubeObject): void {
+  if (!isPlainObject(obj.spec)) return;
+  const spec = obj.spec as Record<string, unknown>;
+  if (isPlainObject(spec.names)) {
+    const names = spec.names as Record<string, unknown>;
+    if (!names.singular && typeof names.kind === 'string') names.singular = names.kind.toLowerCase();
+    if (!names.listKind && typeof names.kind === 'string' && names.kind) names.listKind = `${names.kind}List`;
+  }
+  if (!isPlainObject(spec.conversion)) spec.conversion = { strategy: 'None' };
+  for (const v of Array.isArray(spec.versions) ? spec.versions : []) {
+    if (!isPlainObject(v)) continue;
+    for (const c of Array.isArray(v.additionalPrinterColumns) ? v.additionalPrinterColumns : []) {
+      if (isPlainObject(c) && c.priority === undefined) c.priority = 0;
+    }
+  }
+}
+
+/** status as the apiextensions controllers leave it: names accepted, Established, the storage version recorded. */
+function acceptNames(obj: KubeObject, ctx: StrategyContext, initial: boolean): void {
+  const spec = crdSpec(obj);
+  const now = rfc3339(ctx.clock.now());
+  const status = (isPlainObject(obj.status) ? obj.status : (obj.status = {})) as Record<string, unknown>;
+  const { plural, singular, kind, listKind, shortNames, categories } = spec.names ?? ({} as CrdNames);
+  const accepted: Record<string, unknown> = { plural, singular, kind, listKind };
+  if (shortNames?.length) accepted.shortNames = shortNames;
+  if (categories?.length) accepted.categories = categories;
+  status.acceptedNames = accepted;
+  const storage = (spec.versions ?? []).find((v) => v.storage)?.name;
+  const stored = Array.isArray(status.storedVersions) ? (status.storedVersions as string[]) : [];
+  if (storage && !stored.includes(storage)) stored.push(storage);
+  status.storedVersions = stored;
+  setCondition(obj, { type: 'NamesAccepted', status: 'True', lastTransitionTime: now, reason: 'NoConflicts', message: 'no conflicts found' });
+  setCondition(obj, {
+    type: 'Established',
+    status: 'True',
+    lastTransitionTime: now,
+    reason: initial ? 'InitialNamesAccepted' : 'InitialNamesAccepted',
+    message: 'the initial names have been accepted',
+  });
+}
+
+export function validateCrd(obj: KubeObject): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const spec = crdSpec(obj);
+  const names = isPlainObject(spec.names) ? spec.names : ({} as CrdNames);
+  const group = typeof spec.group === 'string' ? spec.group : '';
+  if (obj.metadata.name && obj.metadata.name !== `${names.plural ?? ''}.${group}`) {
+    causes.push(FieldErrors.invalid('metadata.name', obj.metadata.name, 'must be spec.names.plural+"."+spec.group'));
+  }
+  if (!group) causes.push(FieldErrors.required('spec.group', ''));
+  else if (!DNS1123_SUBDOMAIN.test(group)) causes.push(FieldErrors.invalid('spec.group', group, DNS1123_MESSAGE));
+  else if (group.split('.').length < 2) causes.push(FieldErrors.invalid('spec.group', group, 'should be a domain with at least one dot'));
+  if (!spec.scope) causes.push(FieldErrors.required('spec.scope', ''));
+  else if (spec.scope !== 'Cluster' && spec.scope !== 'Namespaced') causes.push(FieldErrors.notSupported('spec.scope', spec.scope, ['Cluster', 'Namespaced']));
+  const versions = Array.isArray(spec.versions) ? spec.versions : [];
+  let storageCount = 0;
+  const seen = new Set<string>();
+  versions.forEach((v, i) => {
+    const at = `spec.versions[${i}]`;
+    if (v.storage) storageCount++;
+    if (!v.name) causes.push(FieldErrors.required(`${at}.name`, ''));
+    else if (!DNS1035.test(v.name)) causes.push(FieldErrors.invalid(`${at}.name`, v.name, DNS1035_MESSAGE));
+    else if (seen.has(v.name)) causes.push(FieldErrors.duplicate(`${at}.name`, v.name));
+    seen.add(v.name);
+    const schema = v.schema?.openAPIV3Schema;
+    if (!isPlainObject(schema)) causes.push(FieldErrors.required(`${at}.schema.openAPIV3Schema`, 'schemas are required'));
+    else causes.push(...validateStructural(schema, `${at}.schema.openAPIV3Schema`));
+    const scale = v.subresources?.scale;
+    if (scale) {
+      if (!scale.specReplicasPath) causes.push(FieldErrors.required(`${at}.subresources.scale.specReplicasPath`, ''));
+      else if (!scale.specReplicasPath.startsWith('.spec.')) causes.push(FieldErrors.invalid(`${at}.subresources.scale.specReplicasPath`, scale.specReplicasPath, 'should be a json path under .spec'));
+      if (!scale.statusReplicasPath) causes.push(FieldErrors.required(`${at}.subresources.scale.statusReplicasPath`, ''));
+      else if (!scale.statusReplicasPath.startsWith('.status.')) causes.push(FieldErrors.invalid(`${at}.subresources.scale.statusReplicasPath`, scale.statusReplicasPath, 'should be a json path under .status'));
+    }
+    (v.additionalPrinterColumns ?? []).forEach((c, j) => {
+      const cat = `${at}.additionalPrinterColumns[${j}]`;
+      if (!c.name) causes.push(FieldErrors.required(`${cat}.name`, ''));
+      if (!c.jsonPath) causes.push(FieldErrors.required(`${cat}.jsonPath`, ''));
+      if (!['integer', 'number', 'string', 'boolean', 'date'].includes(c.type)) causes.push(FieldErrors.notSupported(`${cat}.type`, c.type, ['integer', 'number', 'string', 'boolean', 'date']));
+    });
+  });
+  if (versions.length === 0) causes.push(FieldErrors.invalid('spec.versions', versions, 'must have exactly one version marked as storage version'));
+  else if (storageCount !== 1) causes.push(FieldErrors.invalid('spec.versions', versions, 'must have exactly one version marked as storage version'));
+  if (!names.plural) causes.push(FieldErrors.required('spec.names.plural', ''));
+  else if (!DNS1035.test(names.plural)) causes.push(FieldErrors.invalid('spec.names.plural', names.plural, DNS1035_MESSAGE));
+  if (names.singular && !DNS1035.test(names.singular)) causes.push(FieldErrors.invalid('spec.names.singular', names.singular, DNS1035_MESSAGE));
+  if (!names.kind) causes.push(FieldErrors.required('spec.names.kind', ''));
+  else if (!DNS1035.test(names.kind.toLowerCase())) causes.push(FieldErrors.invalid('spec.names.kind', names.kind, `may have mixed case, but should otherwise match: ${DNS1035_MESSAGE}`));
+  if (names.kind && names.kind === names.listKind) causes.push(FieldErrors.invalid('spec.names.listKind', names.listKind, 'kind and listKind may not be the same'));
+  (names.shortNames ?? []).forEach((s, i) => {
+    if (!DNS1035.test(s)) causes.push(FieldErrors.invalid(`spec.names.shortNames[${i}]`, s, DNS1035_MESSAGE));
+  });
+  return causes;
+}
+
+export const customResourceDefinitions: KindInfo = {
+  group: CRD_GROUP,
+  version: 'v1',
+  kind: 'CustomResourceDefinition',
+  resource: 'customresourcedefinitions',
+  singular: 'customresourcedefinition',
+  namespaced: false,
+  shortNames: ['crd', 'crds'],
+  categories: ['api-extensions'],
+  status: true,
+  generation: true,
+  columns: [col('Created At', (o) => o.metadata.creationTimestamp ?? '', { type: 'date', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' })],
+  noAge: true,
+  strategy: {
+    defaults,
+    prepareForCreate(obj, ctx) {
+      acceptNames(obj, ctx, true);
+    },
+    prepareForUpdate(next, old, ctx) {
+      if (!next.metadata.deletionTimestamp) acceptNames(next, ctx, false);
+      void old;
+    },
+    validate: validateCrd,
+    validateUpdate(next, old) {
+      const causes: StatusCause[] = [];
+      const a = crdSpec(next);
+      const b = crdSpec(old);
+      if (a.group !== b.group) causes.push(FieldErrors.invalid('spec.group', a.group, 'field is immutable'));
+      if (a.names?.plural !== b.names?.plural) causes.push(FieldErrors.invalid('spec.names.plural', a.names?.plural, 'field is immutable'));
+      if (a.scope !== b.scope) causes.push(FieldErrors.invalid('spec.scope', a.scope, 'field is immutable'));
+      return causes;
+    },
+    finalizersOnDelete: () => [CLEANUP_FINALIZER],
+    prepareForDelete(obj) {
+      setCondition(obj, {
+        type: 'Terminating',
+        status: 'True',
+        lastTransitionTime: obj.metadata.deletionTimestamp ?? '',
+        reason: 'InstanceDeletionPending',
+        message: 'CustomResourceDefinition marked for deletion; instance deletion is pending',
+      });
+    },
+  },
+};

@@ -1,0 +1,210 @@
+import { ApiError } from '../../api/errors.js';
+import { deepCopy, isPlainObject, type KubeObject } from '../../api/types.js';
+import { evaluateJsonPath } from '../../scenario/jsonpath.js';
+import type { MemoryStore } from '../../storage/memory-store.js';
+import type { GenericStore } from '../generic-store.js';
+import { humanDuration } from '../printers.js';
+import type { Registry } from '../registry.js';
+import { resourceKey, type KindInfo, type TableColumn } from '../types.js';
+import { CLEANUP_FINALIZER, crdSpec, customResourceDefinitions, setCondition, type CrdSpec, type CrdVersion } from './kind.js';
+import { applyDefaults, prune, validateSchema, type JSONSchemaProps } from './schema-validation.js';
+
+/**
+ * Serves the custom resources of every CustomResourceDefinition as registry rows, kept in step with the CRD
+ * table: a row per served version (objects stored once, under the storage version's table; the other versions
+ * are the same objects with their apiVersion rewritten — conversion strategy None), and, when a CRD is being
+ * deleted, the instance cleanup that ends with removing its customresourcecleanup finalizer.
+ */
+const CRD_KEY = resourceKey(customResourceDefinitions);
+const OBJECT_META_REF = '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta';
+
+export function serveCustomResources(registry: Registry, store: MemoryStore, api: GenericStore): void {
+  const rows = new Map<string, KindInfo[]>();
+  /** CRDs being deleted, by the table of their instances. */
+  const terminating = new Map<string, string>();
+  let pending = false;
+
+  const sync = (crd: KubeObject): void => {
+    const name = crd.metadata.name!;
+    const next = rowsOf(crd).filter((info) => {
+      const existing = registry.lookup(info.group, info.version, info.resource);
+      return !existing || (rows.get(name) ?? []).includes(existing);
+    });
+    // The storage version's row first: it registers the table the others share.
+    for (const info of next) registry.add(info);
+    for (const old of rows.get(name) ?? []) {
+      if (!next.some((n) => n.version === old.version && n.resource === old.resource)) registry.remove(old);
+    }
+    rows.set(name, next);
+    if (crd.metadata.deletionTimestamp && next[0]) terminating.set(resourceKey(next[0]), name);
+  };
+
+  const drop = (name: string): void => {
+    const old = rows.get(name) ?? [];
+    // Non-storage versions first, so the table goes with the last row.
+    for (const info of [...old].reverse()) registry.remove(info);
+    rows.delete(name);
+    for (const [key, crd] of terminating) if (crd === name) terminating.delete(key);
+  };
+
+  const cleanup = (): void => {
+    pending = false;
+    for (const name of new Set(terminating.values())) {
+      const crd = store.get(CRD_KEY, undefined, name);
+      if (!crd?.metadata.deletionTimestamp || !(crd.metadata.finalizers ?? []).includes(CLEANUP_FINALIZER)) continue;
+      const storage = rows.get(name)?.[0];
+      if (storage) {
+        for (const obj of store.all(resourceKey(storage))) {
+          if (obj.metadata.deletionTimestamp) continue;
+          try {
+            api.delete(storage, obj.metadata.namespace, obj.metadata.name!, {});
+          } catch (err) {
+            if (!(err instanceof ApiError && err.code === 404)) throw err;
+          }
+        }
+        // Instances held by finalizers of their own: the next change to the table looks again.
+        if (store.all(resourceKey(storage)).length > 0) continue;
+      }
+      api.writeUpdate(customResourceDefinitions, undefined, name, {}, (current) => {
+        const next = deepCopy(current);
+        next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== CLEANUP_FINALIZER);
+        setCondition(next, {
+          type: 'Terminating',
+          status: 'False',
+          lastTransitionTime: next.metadata.deletionTimestamp ?? '',
+          reason: 'InstanceDeletionCompleted',
+          message: 'removed all instances',
+        });
+        return next;
+      });
+    }
+  };
+
+  const schedule = (): void => {
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => {
+      try {
+        cleanup();
+      } catch {
+        // A conflicting write: the change it made brings us back here.
+      }
+    });
+  };
+
+  store.onChange((key, event) => {
+    if (key === CRD_KEY) {
+      if (event.type === 'DELETED') drop(event.object.metadata.name!);
+      else sync(event.object);
+      if (event.type !== 'DELETED' && event.object.metadata.deletionTimestamp) schedule();
+    } else if (terminating.has(key)) schedule();
+  });
+  for (const crd of store.all(CRD_KEY)) sync(crd);
+  if (terminating.size > 0) schedule();
+}
+
+/** The registry rows of a CRD: one per served version, the storage version's first. */
+export function rowsOf(crd: KubeObject): KindInfo[] {
+  const spec = crdSpec(crd);
+  const storage = spec.versions?.find((v) => v.storage);
+  if (!storage || !spec.names?.plural || !spec.names.kind) return [];
+  const served = spec.versions.filter((v) => v.served);
+  served.sort((a, b) => (a === storage ? -1 : b === storage ? 1 : 0));
+  return served.map((v) => rowOf(spec, v, v === storage ? undefined : storage.name));
+}
+
+function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | undefined): KindInfo {
+  const names = spec.names;
+  const schema: JSONSchemaProps = version.schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  const info: KindInfo = {
+    group: spec.group,
+    version: version.name,
+    kind: names.kind,
+    resource: names.plural,
+    singular: names.singular || names.kind.toLowerCase(),
+    namespaced: spec.scope !== 'Cluster',
+    generation: true,
+    strategy: {
+      defaults(obj) {
+        prune(obj, schema);
+        applyDefaults(obj, schema);
+      },
+      validate: (obj) => validateSchema(obj, schema),
+    },
+    schema: { openapi: openapiSchema(spec, version.name, schema), pruneUnknownFields: (obj) => prune(obj, schema) },
+  };
+  if (names.shortNames?.length) info.shortNames = names.shortNames;
+  if (names.categories?.length) info.categories = names.categories;
+  if (version.subresources?.status) info.status = true;
+  const scale = version.subresources?.scale;
+  if (scale) info.scale = { specReplicasPath: scale.specReplicasPath.replace(/^\./, ''), statusReplicasPath: scale.statusReplicasPath.replace(/^\./, '') };
+  if (version.additionalPrinterColumns?.length) {
+    info.columns = version.additionalPrinterColumns.map(printerColumn);
+    info.noAge = true;
+  }
+  if (storageVersion) {
+    const gv = (v: string): string => `${spec.group}/${v}`;
+    info.storage = {
+      group: spec.group,
+      resource: names.plural,
+      toStorage: (obj) => ({ ...obj, apiVersion: gv(storageVersion) }),
+      fromStorage: (obj) => ({ ...obj, apiVersion: gv(version.name) }),
+    };
+  }
+  return info;
+}
+
+/** An additionalPrinterColumn: its JSONPath's first value; dates as an age, as kube-apiserver's table convertor prints them. */
+function printerColumn(c: NonNullable<CrdVersion['additionalPrinterColumns']>[number]): TableColumn {
+  const type = (['integer', 'number', 'boolean', 'date'].includes(c.type) ? c.type : 'string') as TableColumn['type'];
+  const column: TableColumn = {
+    name: c.name,
+    type,
+    description: c.description ?? '',
+    cell(obj, now) {
+      let values: unknown[];
+      try {
+        values = evaluateJsonPath(obj, `{${c.jsonPath}}`);
+      } catch {
+        values = [];
+      }
+      const value = values[0];
+      if (value === undefined || value === null) return null as unknown as string;
+      if (type === 'date' && typeof value === 'string') {
+        const t = Date.parse(value);
+        return Number.isNaN(t) ? value : humanDuration(now - t);
+      }
+      if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
+      return JSON.stringify(value);
+    },
+  };
+  if (c.format) column.format = c.format;
+  if (c.priority) column.priority = c.priority;
+  return column;
+}
+
+/** The version's schema as /openapi/v3 publishes it (kubectl explain reads it): apiVersion, kind and metadata added. */
+function openapiSchema(spec: CrdSpec, version: string, schema: JSONSchemaProps): Record<string, unknown> {
+  const copy = deepCopy(schema) as Record<string, unknown>;
+  const properties = isPlainObject(copy.properties) ? copy.properties : {};
+  copy.properties = {
+    apiVersion: {
+      description:
+        'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
+      type: 'string',
+    },
+    kind: {
+      description:
+        'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
+      type: 'string',
+    },
+    metadata: {},
+    ...properties,
+  };
+  (copy.properties as Record<string, unknown>).metadata = {
+    description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    allOf: [{ $ref: OBJECT_META_REF }],
+  };
+  copy['x-kubernetes-group-version-kind'] = [{ group: spec.group, kind: spec.names.kind, version }];
+  return copy;
+}

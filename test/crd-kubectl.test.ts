@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { kubectl, kubectlMissing, type KubectlResult } from './helpers/kubectl.js';
+import { startServer, type SimServer } from './helpers/server.js';
+
+// Issue 10: a CustomResourceDefinition applied with the real kubectl serves its kind at once — discovery,
+// get by plural/short name/kind, printer columns, explain, schema validation (422), defaults, pruning, the
+// status and scale subresources, a second version converted by apiVersion — and deleting it removes the objects.
+
+const missing = kubectlMissing();
+
+const CRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    additionalPrinterColumns:
+    - {name: Spec, type: string, jsonPath: .spec.cronSpec}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            description: What the cron tab should run, and when.
+            required: [cronSpec]
+            properties:
+              cronSpec: {type: string, description: The schedule in cron format.}
+              image: {type: string}
+              replicas: {type: integer, minimum: 1, maximum: 10, default: 1}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`;
+
+const CRONTAB = `apiVersion: stable.example.com/v1
+kind: CronTab
+metadata: {name: nightly}
+spec: {cronSpec: "0 3 * * *", image: backup:1}
+`;
+
+describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
+  let server: SimServer;
+  const k = (args: string[], input?: string): Promise<KubectlResult> => kubectl(server.url, args, input === undefined ? {} : { input });
+  const ok = async (args: string[], input?: string): Promise<string> => {
+    const r = await k(args, input);
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}\n${server.stderr()}`);
+    return r.stdout;
+  };
+
+  before(async () => {
+    server = await startServer(['--nodes', '0']);
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('creates a CRD that becomes Established and is listed by api-resources', async () => {
+    assert.match(await ok(['apply', '-f', '-'], CRD), /customresourcedefinition.apiextensions.k8s.io\/crontabs.stable.example.com created/);
+    assert.match(await ok(['wait', '--for=condition=Established', 'crd/crontabs.stable.example.com', '--timeout=10s']), /condition met/);
+    assert.match(await ok(['get', 'crd']), /crontabs\.stable\.example\.com/);
+    assert.match(await ok(['api-resources', '--api-group=stable.example.com']), /crontabs\s+ct\s+stable\.example\.com\/v1\s+true\s+CronTab/);
+    const names = await ok(['get', 'crd', 'crontabs.stable.example.com', '-o', 'jsonpath={.status.conditions[?(@.type=="NamesAccepted")].status} {.status.acceptedNames.kind}']);
+    assert.equal(names, 'True CronTab');
+  });
+
+  it('creates, lists, patches custom objects, with defaults, printer columns and a second version', async () => {
+    await ok(['apply', '-f', '-'], CRONTAB);
+    for (const name of ['crontabs', 'ct', 'CronTab', 'crontab.stable.example.com']) {
+      const out = await ok(['get', name]);
+      assert.match(out, /^NAME\s+SPEC\s+REPLICAS\s+AGE\n/, name);
+      assert.match(out, /nightly\s+0 3 \* \* \*\s+1\s+\d+s/, name);
+    }
+    await ok(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"replicas":3}}']);
+    assert.equal(await ok(['get', 'ct', 'nightly', '-o', 'jsonpath={.spec.replicas} {.metadata.generation}']), '3 2');
+    assert.equal(await ok(['get', 'crontabs.v1beta1.stable.example.com', 'nightly', '-o', 'jsonpath={.apiVersion} {.spec.cronSpec}']), 'stable.example.com/v1beta1 0 3 * * *');
+    await ok(['scale', 'ct', 'nightly', '--replicas=5']);
+    assert.equal(await ok(['get', 'ct', 'nightly', '-o', 'jsonpath={.spec.replicas}']), '5');
+    await ok(['patch', 'ct', 'nightly', '--subresource=status', '--type=merge', '-p', '{"status":{"replicas":5}}']);
+    assert.equal(await ok(['get', 'ct', 'nightly', '-o', 'jsonpath={.status.replicas}']), '5');
+  });
+
+  it('rejects invalid objects with 422 and warns about unknown fields', async () => {
+    const bad = await k(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"replicas":11}}']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /The CronTab "nightly" is invalid: spec\.replicas: Invalid value: 11: spec\.replicas in body should be less than or equal to 10/);
+    const missingField = await k(['create', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: empty}\nspec: {image: x}\n');
+    assert.match(missingField.stderr, /The CronTab "empty" is invalid: spec\.cronSpec: Required value/);
+    const unknown = await k(['create', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: extra}\nspec: {cronSpec: "* * * * *", colour: red}\n');
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /unknown field "spec\.colour"/);
+    await ok(['create', '--validate=false', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: extra}\nspec: {cronSpec: "* * * * *", colour: red}\n');
+    assert.equal(await ok(['get', 'ct', 'extra', '-o', 'jsonpath={.spec}']), '{"cronSpec":"* * * * *","replicas":1}');
+  });
+
+  it('explains the custom kind from its schema', async () => {
+    const out = await ok(['explain', 'crontab.spec']);
+    assert.match(out, /KIND:\s+CronTab/);
+    assert.match(out, /What the cron tab should run, and when\./);
+    assert.match(out, /cronSpec\s+<string> -required-/);
+  });
+
+  it('deleting the CRD removes its objects and stops serving the kind', async () => {
+    assert.match(await ok(['delete', 'crd', 'crontabs.stable.example.com']), /deleted/);
+    const r = await k(['get', '--raw', '/apis/stable.example.com/v1/namespaces/default/crontabs']);
+    assert.notEqual(r.code, 0);
+    assert.doesNotMatch(await ok(['api-resources']), /crontabs/);
+    // Created again: the old objects are gone.
+    await ok(['apply', '-f', '-'], CRD);
+    await ok(['wait', '--for=condition=Established', 'crd/crontabs.stable.example.com', '--timeout=10s']);
+    assert.equal(await ok(['get', '--raw', '/apis/stable.example.com/v1/crontabs']).then((s) => (JSON.parse(s) as { items: unknown[] }).items.length), 0);
+  });
+});
