@@ -10,6 +10,9 @@ const SIM = fileURLToPath(new URL('../../../bin/sim.js', import.meta.url));
 export interface SimServer {
   url: string;
   port: number;
+  pid: number;
+  /** SIGKILL, as a crash: no shutdown, no flush; resolves once the process is gone. */
+  kill(): Promise<StopResult>;
   /** What the server wrote on stderr so far (its log), for failure messages. */
   stderr(): string;
   /** SIGTERM (a clean shutdown that flushes --data), SIGKILL if it hangs; resolves once the process is gone. */
@@ -72,7 +75,14 @@ export function startServer(args: string[] = []): Promise<SimServer> {
       child.stdout!.removeAllListeners('data');
       child.stdout!.resume(); // keep draining so the child never blocks on a full pipe
       const url = match[1]!;
-      resolve({ url, port: Number(new URL(url).port), stderr: () => err, stop });
+      const kill = async (): Promise<StopResult> => {
+        if (!exited(child)) {
+          child.kill('SIGKILL');
+          await exit;
+        }
+        return result();
+      };
+      resolve({ url, port: Number(new URL(url).port), pid: child.pid!, stderr: () => err, stop, kill });
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
