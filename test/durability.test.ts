@@ -203,3 +203,37 @@ test('a watcher that stops reading is disconnected once its buffer passes the bo
   assert.ok(received < written, `cut before the end: ${received} < ${written}`);
 });
 
+
+test('--data: CustomResourceDefinitions and their objects come back from the snapshot and from the log', async (t) => {
+  const { start } = dataDir(t);
+  const crd = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'widgets.example.com' },
+    spec: {
+      group: 'example.com',
+      scope: 'Namespaced',
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    },
+  };
+  const path = '/apis/example.com/v1/namespaces/default/widgets';
+  const widget = (name: string): object => ({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name }, spec: { size: name } });
+  const first = await start();
+  let api = new Api(first.url);
+  await api.create('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+  const inSnapshot = await api.create(path, widget('snap'));
+  assert.equal((await first.stop()).code, 0, 'a clean stop compacts the log into the snapshot');
+
+  const second = await start();
+  api = new Api(second.url);
+  assert.equal((await api.get(`${path}/snap`)).metadata.resourceVersion, inSnapshot.metadata.resourceVersion);
+  const inLog = await api.create(path, widget('logged'));
+  await second.kill();
+
+  const third = await start();
+  api = new Api(third.url);
+  assert.equal((await api.get(`${path}/snap`)).metadata.uid, inSnapshot.metadata.uid);
+  assert.equal((await api.get(`${path}/logged`)).metadata.resourceVersion, inLog.metadata.resourceVersion);
+  assert.doesNotMatch(third.stderr(), /dropped logged changes/);
+});

@@ -80,10 +80,14 @@ export class Cluster {
       const scan = scanWal(paths.wal, options.repairData ?? false);
       store = new MemoryStore(options.watchHistory, snapshot.revision);
       const cluster = new Cluster(clock, random, store, options.eventTtlMs);
-      const known = new Set(store.resourceKeys());
-      for (const [resource, objects] of Object.entries(snapshot.resources)) if (known.has(resource)) store.load(resource, objects);
+      // CustomResourceDefinitions first: loading one registers the table its objects go to.
+      const crds = 'apiextensions.k8s.io/customresourcedefinitions';
+      const resources = Object.entries(snapshot.resources).sort(([a], [b]) => Number(b === crds) - Number(a === crds));
+      for (const [resource, objects] of resources) if (store.resourceKeys().includes(resource)) store.load(resource, objects);
       // The log on top of the snapshot: objects, the revision counter and the watch history after the snapshot.
-      for (const r of scan.records) if (r.r > snapshot.revision) store.replay(r.k, r.t, r.r, r.o, r.n, r.m);
+      const unserved = new Set<string>();
+      for (const r of scan.records) if (r.r > snapshot.revision && !store.replay(r.k, r.t, r.r, r.o, r.n, r.m)) unserved.add(r.k);
+      if (unserved.size > 0) cluster.recoveryNotes.push(`dropped logged changes of resources this server does not serve: ${[...unserved].join(', ')}`);
       if (scan.discarded) {
         const { offset, why, repaired } = scan.discarded;
         truncateWal(paths.wal, scan.goodLength);

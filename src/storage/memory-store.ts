@@ -278,7 +278,10 @@ export class MemoryStore {
     return this.table(resource).hub.watchFrom(fromRevision, filter, sink);
   }
 
-  /** Restores objects read from disk without events (used once, before serving). */
+  /**
+   * Restores objects read from disk (used once, before serving) without watch events; change listeners hear
+   * them as ADDED, so state derived from objects (CRD kinds, Service IPs, Event expiry) is rebuilt.
+   */
   load(resource: string, objects: KubeObject[]): void {
     const table = this.table(resource);
     for (const obj of objects) {
@@ -286,7 +289,12 @@ export class MemoryStore {
       table.objects.set(key, obj);
       table.order.add(key);
       table.index(key, obj, true);
+      this.notify(resource, new StoreEvent('ADDED', obj, undefined, Number(obj.metadata.resourceVersion)));
     }
+  }
+
+  private notify(resource: string, event: StoreEvent): void {
+    for (const listener of this.listeners) listener(resource, event);
   }
 
   resourceKeys(): string[] {
@@ -337,22 +345,25 @@ export class MemoryStore {
 
   /**
    * Re-applies one logged change at start-up (after the snapshot's load): the object state, the revision
-   * counter, and the watch history — so a watch from a resourceVersion before a crash resumes — but no listeners.
+   * counter, the watch history — so a watch from a resourceVersion before a crash resumes — and the change
+   * listeners (as load does; a CRD's kind is registered before the records of its objects come).
    */
-  replay(resource: string, type: 'A' | 'M' | 'D', revision: number, obj: KubeObject | undefined, namespace?: string, name?: string): void {
+  replay(resource: string, type: 'A' | 'M' | 'D', revision: number, obj: KubeObject | undefined, namespace?: string, name?: string): boolean {
     this.revision = revision;
     const table = this.tables.get(resource);
-    if (!table) return; // a resource this build no longer serves
+    if (!table) return false; // a resource this build does not serve
     if (type === 'D') {
       const key = objectKey(namespace || undefined, name!);
       const current = table.objects.get(key);
-      if (!current) return;
+      if (!current) return true;
       table.objects.delete(key);
       table.order.remove(key);
       table.index(key, current, false);
       const last: KubeObject = { ...current, metadata: { ...current.metadata, resourceVersion: String(revision) } };
-      table.hub.record(new StoreEvent('DELETED', last, current, revision));
-      return;
+      const event = new StoreEvent('DELETED', last, current, revision);
+      table.hub.record(event);
+      this.notify(resource, event);
+      return true;
     }
     const key = objectKey(obj!.metadata.namespace, obj!.metadata.name!);
     const current = table.objects.get(key);
@@ -360,7 +371,10 @@ export class MemoryStore {
     else table.order.add(key);
     table.objects.set(key, obj!);
     table.index(key, obj!, true);
-    table.hub.record(new StoreEvent(current ? 'MODIFIED' : 'ADDED', obj!, current, revision));
+    const event = new StoreEvent(current ? 'MODIFIED' : 'ADDED', obj!, current, revision);
+    table.hub.record(event);
+    this.notify(resource, event);
+    return true;
   }
 }
 
