@@ -44,6 +44,20 @@ spec:
               cronSpec: {type: string, description: The schedule in cron format.}
               image: {type: string}
               replicas: {type: integer, minimum: 1, maximum: 10, default: 1}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
+              tags:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
           status:
             type: object
             properties:
@@ -115,6 +129,19 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     assert.equal(await ok(['get', 'ct', 'extra', '-o', 'jsonpath={.spec}']), '{"cronSpec":"* * * * *","replicas":1}');
   });
 
+  it('server-side apply merges list-type map and set lists by manager', async () => {
+    const applied = (ports: string, tags: string): string => `apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: merged}\nspec: {cronSpec: "* * * * *", ports: [${ports}], tags: [${tags}]}\n`;
+    await ok(['apply', '--server-side', '--field-manager=alice', '-f', '-'], applied('{name: http, port: 80}', 'a'));
+    await ok(['apply', '--server-side', '--field-manager=bob', '-f', '-'], applied('{name: metrics, port: 9090}', 'b'));
+    assert.equal(await ok(['get', 'ct', 'merged', '-o', 'jsonpath={.spec.ports[*].name} {.spec.tags}']), 'http metrics ["a","b"]');
+    const conflict = await k(['apply', '--server-side', '--field-manager=bob', '-f', '-'], applied('{name: http, port: 8080}', 'b'));
+    assert.notEqual(conflict.code, 0);
+    assert.match(conflict.stderr, /conflict with "alice" using stable\.example\.com\/v1: \.spec\.ports\[name="http"\]\.port/);
+    // alice stops applying her port: it goes, bob's stays.
+    await ok(['apply', '--server-side', '--field-manager=alice', '-f', '-'], applied('', 'a'));
+    assert.equal(await ok(['get', 'ct', 'merged', '-o', 'jsonpath={.spec.ports[*].name}']), 'metrics');
+  });
+
   it('explains the custom kind from its schema', async () => {
     const out = await ok(['explain', 'crontab.spec']);
     assert.match(out, /KIND:\s+CronTab/);
@@ -122,8 +149,23 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     assert.match(out, /cronSpec\s+<string> -required-/);
   });
 
+  it('refuses strategic merge patches, as kube-apiserver does for custom resources', async () => {
+    const r = await k(['patch', 'ct', 'nightly', '-p', '{"spec":{"replicas":2}}']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /application\/strategic-merge-patch\+json is not supported by stable\.example\.com\/v1, Kind=CronTab: the body of the request was in an unknown format - accepted media types include: application\/json-patch\+json, application\/merge-patch\+json, application\/apply-patch\+yaml/);
+  });
+
   it('deleting the CRD removes its objects and stops serving the kind', async () => {
-    assert.match(await ok(['delete', 'crd', 'crontabs.stable.example.com']), /deleted/);
+    await ok(['create', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: held, finalizers: [example.com/hold]}\nspec: {cronSpec: "* * * * *"}\n');
+    await ok(['delete', 'crd', 'crontabs.stable.example.com', '--wait=false']);
+    const crd = JSON.parse(await ok(['get', 'crd', 'crontabs.stable.example.com', '-o', 'json'])) as { metadata: { finalizers: string[] }; status: { conditions: Array<{ type: string; status: string; reason: string }> } };
+    assert.deepEqual(crd.metadata.finalizers, ['customresourcecleanup.apiextensions.k8s.io']);
+    assert.deepEqual(crd.status.conditions.find((c) => c.type === 'Terminating'), { ...crd.status.conditions.find((c) => c.type === 'Terminating'), status: 'True', reason: 'InstanceDeletionPending' });
+    assert.equal(await ok(['get', 'ct', '-o', 'name']), 'crontab.stable.example.com/held\n');
+    const refused = await k(['create', '-f', '-'], CRONTAB);
+    assert.match(refused.stderr, /create not allowed while custom resource definition is terminating/);
+    await ok(['patch', 'ct', 'held', '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+    assert.match(await ok(['wait', '--for=delete', 'crd/crontabs.stable.example.com', '--timeout=10s']), /deleted|^$/);
     const r = await k(['get', '--raw', '/apis/stable.example.com/v1/namespaces/default/crontabs']);
     assert.notEqual(r.code, 0);
     assert.doesNotMatch(await ok(['api-resources']), /crontabs/);

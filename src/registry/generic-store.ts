@@ -1,5 +1,5 @@
 import { rfc3339 } from '../clock/clock.js';
-import { Errors, FieldErrors, type StatusCause, type Status } from '../api/errors.js';
+import { ApiError, Errors, FieldErrors, type StatusCause, type Status } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type PatchType } from '../api/patch.js';
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
@@ -164,6 +164,10 @@ export class GenericStore {
     options: WriteOptions = {},
   ): KubeObject {
     if (type === 'apply') return this.apply(info, namespace, name, patch, options);
+    if (type === 'strategic' && info.schema) {
+      // Custom resources have no patch strategies: kube-apiserver refuses strategic merge patches for them.
+      throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
+    }
     const rvInPatch = type !== 'json' && isPlainObject(patch) && isPlainObject(patch.metadata) ? patch.metadata.resourceVersion : undefined;
     const preconditions: Preconditions = typeof rvInPatch === 'string' ? { resourceVersion: rvInPatch } : {};
     const typeName = schemaNameForKind(info.group, info.version, info.kind);
@@ -200,8 +204,9 @@ export class GenericStore {
     }
     applied.metadata.name = name;
     const typeName = schemaNameForKind(info.group, info.version, info.kind);
-    if (typeName && options.fieldValidation !== undefined) {
-      const unknown = pruneUnknownFields(applied, typeName);
+    const pruneApplied = typeName ? (o: KubeObject) => pruneUnknownFields(o, typeName) : info.schema?.pruneUnknownFields;
+    if (pruneApplied && options.fieldValidation !== undefined) {
+      const unknown = pruneApplied(applied);
       if (unknown.length > 0) {
         if (options.fieldValidation === 'Strict') {
           const where = `${applied.metadata.namespace ? `${applied.metadata.namespace}/` : ''}${name}; ${gv}, Kind=${info.kind}`;
@@ -259,7 +264,7 @@ export class GenericStore {
       manager: options.fieldManager!,
       apiVersion: groupVersion(info),
       time: rfc3339(this.ctx.clock.now()),
-      typeName: schemaNameForKind(info.group, info.version, info.kind),
+      typeName: schemaNameForKind(info.group, info.version, info.kind) ?? info.schema?.typeName,
       hasStatus: info.status === true,
       subresource: options.subresource === 'status' ? 'status' : options.managedSubresource,
     };

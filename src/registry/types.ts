@@ -106,9 +106,10 @@ export interface KindInfo {
   storage?: { group: string; resource: string; toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
   /**
    * Kinds with a schema of their own instead of a built-in one (custom resources): the OpenAPI v3 schema published
-   * for the kind, and the pruning of undeclared fields (returning their paths) that field validation reports.
+   * for the kind, the pruning of undeclared fields (returning their paths) that field validation reports, and the
+   * type server-side apply walks (api/schema's table).
    */
-  schema?: { openapi: Record<string, unknown>; pruneUnknownFields(obj: KubeObject): string[] };
+  schema?: { openapi: Record<string, unknown>; pruneUnknownFields(obj: KubeObject): string[]; typeName?: string };
 }
 
 /**

@@ -103,6 +103,17 @@ export function typeInfo(name: string): TypeInfo | undefined {
   return load().get(name);
 }
 
+/** Types defined at run time (custom resources' schemas, for server-side apply): added to the same table. */
+export function defineSchemaTypes(types: readonly TypeInfo[]): void {
+  const table = load();
+  for (const t of types) table.set(t.name, t);
+}
+
+export function forgetSchemaTypes(matches: (name: string) => boolean): void {
+  const table = load();
+  for (const name of [...table.keys()]) if (matches(name)) table.delete(name);
+}
+
 /** The schema name of a kind, e.g. ("apps", "v1", "Deployment") → io.k8s.api.apps.v1.Deployment. */
 export function schemaNameForKind(group: string, version: string, kind: string): string | undefined {
   load();

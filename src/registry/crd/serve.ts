@@ -7,6 +7,7 @@ import { humanDuration } from '../printers.js';
 import type { Registry } from '../registry.js';
 import { resourceKey, type KindInfo, type TableColumn } from '../types.js';
 import { CLEANUP_FINALIZER, crdSpec, customResourceDefinitions, setCondition, type CrdSpec, type CrdVersion } from './kind.js';
+import { defineCrdTypes, forgetCrdTypes } from './apply-types.js';
 import { applyDefaults, prune, validateSchema, type JSONSchemaProps } from './schema-validation.js';
 
 /**
@@ -33,7 +34,9 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
     // The storage version's row first: it registers the table the others share.
     for (const info of next) registry.add(info);
     for (const old of rows.get(name) ?? []) {
-      if (!next.some((n) => n.version === old.version && n.resource === old.resource)) registry.remove(old);
+      if (next.some((n) => n.version === old.version && n.resource === old.resource)) continue;
+      registry.remove(old);
+      if (!next.some((n) => n.version === old.version && n.kind === old.kind)) forgetCrdTypes(old.group, old.version, old.kind);
     }
     rows.set(name, next);
     if (crd.metadata.deletionTimestamp && next[0]) terminating.set(resourceKey(next[0]), name);
@@ -42,7 +45,10 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
   const drop = (name: string): void => {
     const old = rows.get(name) ?? [];
     // Non-storage versions first, so the table goes with the last row.
-    for (const info of [...old].reverse()) registry.remove(info);
+    for (const info of [...old].reverse()) {
+      registry.remove(info);
+      forgetCrdTypes(info.group, info.version, info.kind);
+    }
     rows.delete(name);
     for (const [key, crd] of terminating) if (crd === name) terminating.delete(key);
   };
@@ -110,10 +116,11 @@ export function rowsOf(crd: KubeObject): KindInfo[] {
   if (!storage || !spec.names?.plural || !spec.names.kind) return [];
   const served = spec.versions.filter((v) => v.served);
   served.sort((a, b) => (a === storage ? -1 : b === storage ? 1 : 0));
-  return served.map((v) => rowOf(spec, v, v === storage ? undefined : storage.name));
+  const terminating = crd.metadata.deletionTimestamp !== undefined;
+  return served.map((v) => rowOf(spec, v, v === storage ? undefined : storage.name, terminating));
 }
 
-function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | undefined): KindInfo {
+function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | undefined, terminating: boolean): KindInfo {
   const names = spec.names;
   const schema: JSONSchemaProps = version.schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
   const info: KindInfo = {
@@ -130,8 +137,15 @@ function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | unde
         applyDefaults(obj, schema);
       },
       validate: (obj) => validateSchema(obj, schema),
+      prepareForCreate() {
+        if (terminating) throw new ApiError(405, 'MethodNotAllowed', 'create not allowed while custom resource definition is terminating');
+      },
     },
-    schema: { openapi: openapiSchema(spec, version.name, schema), pruneUnknownFields: (obj) => prune(obj, schema) },
+    schema: {
+      openapi: openapiSchema(spec, version.name, schema),
+      pruneUnknownFields: (obj) => prune(obj, schema),
+      typeName: defineCrdTypes(spec.group, version.name, names.kind, schema),
+    },
   };
   if (names.shortNames?.length) info.shortNames = names.shortNames;
   if (names.categories?.length) info.categories = names.categories;
