@@ -32,6 +32,8 @@ spec:
     - {name: Spec, type: string, jsonPath: .spec.cronSpec}
     - {name: Replicas, type: integer, jsonPath: .spec.replicas}
     - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    selectableFields:
+    - jsonPath: .spec.image
     schema:
       openAPIV3Schema:
         type: object
@@ -110,6 +112,8 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     await ok(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"replicas":3}}']);
     assert.equal(await ok(['get', 'ct', 'nightly', '-o', 'jsonpath={.spec.replicas} {.metadata.generation}']), '3 2');
     assert.equal(await ok(['get', 'crontabs.v1beta1.stable.example.com', 'nightly', '-o', 'jsonpath={.apiVersion} {.spec.cronSpec}']), 'stable.example.com/v1beta1 0 3 * * *');
+    assert.equal(await ok(['get', 'ct', '--field-selector', 'spec.image=backup:1', '-o', 'name']), 'crontab.stable.example.com/nightly\n');
+    assert.equal(await ok(['get', 'ct', '--field-selector', 'spec.image=other', '-o', 'name']), '');
     await ok(['scale', 'ct', 'nightly', '--replicas=5']);
     assert.equal(await ok(['get', 'ct', 'nightly', '-o', 'jsonpath={.spec.replicas}']), '5');
     await ok(['patch', 'ct', 'nightly', '--subresource=status', '--type=merge', '-p', '{"status":{"replicas":5}}']);

@@ -3,7 +3,7 @@ import { deepCopy, isPlainObject, type KubeObject } from '../../api/types.js';
 import { evaluateJsonPath } from '../../scenario/jsonpath.js';
 import type { MemoryStore } from '../../storage/memory-store.js';
 import type { GenericStore } from '../generic-store.js';
-import { humanDuration } from '../printers.js';
+import { field, humanDuration } from '../printers.js';
 import type { Registry } from '../registry.js';
 import { resourceKey, type KindInfo, type TableColumn } from '../types.js';
 import { CLEANUP_FINALIZER, crdSpec, customResourceDefinitions, setCondition, type CrdSpec, type CrdVersion } from './kind.js';
@@ -152,6 +152,18 @@ function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | unde
   if (version.subresources?.status) info.status = true;
   const scale = version.subresources?.scale;
   if (scale) info.scale = { specReplicasPath: scale.specReplicasPath.replace(/^\./, ''), statusReplicasPath: scale.statusReplicasPath.replace(/^\./, '') };
+  if (version.selectableFields?.length) {
+    // `kubectl get --field-selector spec.color=blue` (CustomResourceFieldSelectors, on in 1.32).
+    info.selectableFields = Object.fromEntries(
+      version.selectableFields.map((f) => {
+        const path = f.jsonPath.replace(/^\./, '');
+        return [path, (obj: KubeObject) => {
+          const v = field(obj, path);
+          return v === undefined || v === null ? undefined : String(v);
+        }];
+      }),
+    );
+  }
   if (version.additionalPrinterColumns?.length) {
     info.columns = version.additionalPrinterColumns.map(printerColumn);
     info.noAge = true;
