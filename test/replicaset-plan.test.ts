@@ -5,7 +5,7 @@ import type { KubeObject } from '../src/api/types.js';
 import { rfc3339 } from '../src/clock/clock.js';
 import { childSelector, planClaims } from '../src/controllers/claims.js';
 import { isPodActive } from '../src/controllers/pod-util.js';
-import { podsToDelete, rankPodsForDeletion } from '../src/controllers/pod-ranking.js';
+import { podsPerNode, podsToDelete, rankPodsForDeletion } from '../src/controllers/pod-ranking.js';
 import { OwnedPodTally, summarizePods } from '../src/controllers/owned-pods.js';
 import { planReplicaSet, podFromTemplate, slowStartBatch, templateLabels, withReplicaFailure, type ReplicaSetPlan } from '../src/controllers/replicaset.js';
 import { cacheKey } from '../src/client/informer.js';
@@ -68,7 +68,7 @@ const names = (pods: readonly KubeObject[]): string[] => pods.map((p) => p.metad
 
 /** planReplicaSet over a plain list of owned pods. */
 function planFor(rs: KubeObject, pods: readonly KubeObject[], now: number, options: { manage: boolean }): ReplicaSetPlan {
-  return planReplicaSet(rs, summarizePods(pods, templateLabels(rs)), () => [], now, options);
+  return planReplicaSet(rs, summarizePods(pods, templateLabels(rs)), () => new Map(), now, options);
 }
 
 describe('pod ranking for deletion (ActivePodsWithRanks)', () => {
@@ -81,7 +81,7 @@ describe('pod ranking for deletion (ActivePodsWithRanks)', () => {
         pod('unscheduled'),
         pod('unknown', { node: 'n1', phase: 'Unknown' }),
       ],
-      [],
+      new Map(),
       T0,
     );
     assert.deepEqual(names(ranked), ['unscheduled', 'pending-scheduled', 'unknown', 'running-not-ready', 'running-ready']);
@@ -90,35 +90,35 @@ describe('pod ranking for deletion (ActivePodsWithRanks)', () => {
   test('lower pod-deletion-cost first, then doubled-up nodes first', () => {
     const a = pod('cheap', { node: 'n1', ready: true, cost: -10 });
     const b = pod('dear', { node: 'n1', ready: true, cost: 100 });
-    assert.deepEqual(names(rankPodsForDeletion([b, a], [], T0)), ['cheap', 'dear']);
+    assert.deepEqual(names(rankPodsForDeletion([b, a], new Map(), T0)), ['cheap', 'dear']);
     const crowded = pod('crowded', { node: 'n1', ready: true });
     const alone = pod('alone', { node: 'n2', ready: true });
     const related = [crowded, alone, pod('sibling-1', { node: 'n1', ready: true }), pod('sibling-2', { node: 'n1', ready: true })];
-    assert.deepEqual(names(rankPodsForDeletion([alone, crowded], related, T0)), ['crowded', 'alone']);
+    assert.deepEqual(names(rankPodsForDeletion([alone, crowded], podsPerNode(related), T0)), ['crowded', 'alone']);
   });
 
   test('ready for less time first, in log2 buckets; more restarts first; newest first', () => {
     // Ready 10 s ago (bucket 33) vs 100 s ago (bucket 36): the recent one goes first.
     const recent = pod('recent', { node: 'n1', ready: true, readySince: T0 - 10 * S });
     const older = pod('older', { node: 'n1', ready: true, readySince: T0 - 100 * S });
-    assert.deepEqual(names(rankPodsForDeletion([older, recent], [], T0)), ['recent', 'older']);
+    assert.deepEqual(names(rankPodsForDeletion([older, recent], new Map(), T0)), ['recent', 'older']);
     // Same readiness bucket: 70 s and 90 s are both bucket 36, so the uids decide.
     const x = pod('x', { node: 'n1', ready: true, readySince: T0 - 90 * S, uid: 'aaa' });
     const y = pod('y', { node: 'n1', ready: true, readySince: T0 - 70 * S, uid: 'bbb' });
-    assert.deepEqual(names(rankPodsForDeletion([y, x], [], T0)), ['x', 'y']);
+    assert.deepEqual(names(rankPodsForDeletion([y, x], new Map(), T0)), ['x', 'y']);
     const crashy = pod('crashy', { node: 'n1', ready: false, restarts: 5 });
     const calm = pod('calm', { node: 'n1', ready: false, restarts: 0 });
-    assert.deepEqual(names(rankPodsForDeletion([calm, crashy], [], T0)), ['crashy', 'calm']);
+    assert.deepEqual(names(rankPodsForDeletion([calm, crashy], new Map(), T0)), ['crashy', 'calm']);
     const young = pod('young', { created: T0 - 5 * S });
     const old = pod('old', { created: T0 - 500 * S });
-    assert.deepEqual(names(rankPodsForDeletion([old, young], [], T0)), ['young', 'old']);
+    assert.deepEqual(names(rankPodsForDeletion([old, young], new Map(), T0)), ['young', 'old']);
   });
 
   test('podsToDelete takes the least valuable, and everything when all go', () => {
     const pods = [pod('a', { node: 'n1', ready: true }), pod('b'), pod('c', { node: 'n1', ready: false })];
-    assert.deepEqual(names(podsToDelete(pods, [], 2, T0)), ['b', 'c']);
-    assert.deepEqual(names(podsToDelete(pods, [], 5, T0)), ['a', 'b', 'c']);
-    assert.deepEqual(podsToDelete(pods, [], 0, T0), []);
+    assert.deepEqual(names(podsToDelete(pods, new Map(), 2, T0)), ['b', 'c']);
+    assert.deepEqual(names(podsToDelete(pods, new Map(), 5, T0)), ['a', 'b', 'c']);
+    assert.deepEqual(podsToDelete(pods, new Map(), 0, T0), []);
   });
 });
 
@@ -240,7 +240,7 @@ describe('the incremental tally of owned pods', () => {
           ready: rng.next() < 0.6,
           readySince: T0 - rng.int(100) * S,
           phase: rng.next() < 0.1 ? 'Failed' : 'Running',
-          node: 'n1',
+          node: rng.next() < 0.1 ? undefined : `n${rng.int(4)}`,
           deleting: rng.next() < 0.05,
         });
         if (!next.metadata.ownerReferences) delete next.metadata.ownerReferences;
@@ -257,6 +257,7 @@ describe('the incremental tally of owned pods', () => {
           { count: expected.count, fullyLabeled: expected.fullyLabeled, ready: expected.ready, since: [...expected.readySince()].sort(), pods: names(expected.pods()).sort() },
           `step ${step}`,
         );
+        assert.deepEqual([...tally.podsPerNode()].sort(), [...podsPerNode(truth)].sort());
         const strays = [...cache.values()].filter((p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid' && isPodActive(p) && !selector.matches(p));
         assert.deepEqual(names(tally.strays()).sort(), names(strays).sort());
       }

@@ -1,6 +1,7 @@
 import { deepEqual, type KubeObject } from '../api/types.js';
 import type { ChildSelector } from './claims.js';
 import { controllerOf } from './controller-ref.js';
+import { nodeName } from './pod-ranking.js';
 import { isPodActive, isPodReady, podCondition } from './pod-util.js';
 
 /**
@@ -73,6 +74,7 @@ export function mattersToReplicaSet(old: KubeObject, pod: KubeObject): boolean {
 
 interface Entry {
   pod: KubeObject;
+  node: string;
   owned: boolean;
   fullyLabeled: boolean;
   ready: boolean;
@@ -95,6 +97,7 @@ export class OwnedPodTally implements PodSummary {
   private readonly strayKeys = new Set<string>();
   private readonly readyTimes = new Map<string, number>();
   private readonly dirty = new Set<string>();
+  private readonly perNode = new Map<string, number>();
   private labelsKey?: string;
   count = 0;
   fullyLabeled = 0;
@@ -129,20 +132,25 @@ export class OwnedPodTally implements PodSummary {
         this.count--;
         if (before.fullyLabeled) this.fullyLabeled--;
         if (before.ready) this.ready--;
+        const n = this.perNode.get(before.node)! - 1;
+        if (n === 0) this.perNode.delete(before.node);
+        else this.perNode.set(before.node, n);
       }
       this.entries.delete(key);
       this.strayKeys.delete(key);
       this.readyTimes.delete(key);
     }
     if (!pod || controllerOf(pod)?.uid !== this.ownerUid || !isPodActive(pod)) return;
+    const node = nodeName(pod);
     if (!selector.matches(pod)) {
-      this.entries.set(key, { pod, owned: false, fullyLabeled: false, ready: false });
+      this.entries.set(key, { pod, node, owned: false, fullyLabeled: false, ready: false });
       this.strayKeys.add(key);
       return;
     }
     const f = podFacts(pod);
-    const entry: Entry = { pod, owned: true, fullyLabeled: carries(pod, templateLabels), ready: f.ready };
+    const entry: Entry = { pod, node, owned: true, fullyLabeled: carries(pod, templateLabels), ready: f.ready };
     this.entries.set(key, entry);
+    this.perNode.set(node, (this.perNode.get(node) ?? 0) + 1);
     this.count++;
     if (entry.fullyLabeled) this.fullyLabeled++;
     if (entry.ready) {
@@ -159,6 +167,11 @@ export class OwnedPodTally implements PodSummary {
     const out: KubeObject[] = [];
     for (const entry of this.entries.values()) if (entry.owned) out.push(entry.pod);
     return out;
+  }
+
+  /** Owned pods per node (unscheduled ones under ""). */
+  podsPerNode(): ReadonlyMap<string, number> {
+    return this.perNode;
   }
 
   /** Pods it controls that its selector no longer matches (to release). */

@@ -69,13 +69,18 @@ function rankOf(pod: KubeObject): PodRank {
   return r;
 }
 
-function ranked(pods: readonly KubeObject[], related: readonly KubeObject[], now: number): Ranked[] {
+/** Active pods per node (unscheduled ones under ""): how "doubled up" each pod of a ReplicaSet is. */
+export function podsPerNode(related: readonly KubeObject[]): Map<string, number> {
   const onNode = new Map<string, number>();
   for (const p of related) {
     if (!isPodActive(p)) continue;
     const node = nodeName(p);
     onNode.set(node, (onNode.get(node) ?? 0) + 1);
   }
+  return onNode;
+}
+
+function ranked(pods: readonly KubeObject[], onNode: ReadonlyMap<string, number>, now: number): Ranked[] {
   const out: Ranked[] = new Array(pods.length);
   for (let index = 0; index < pods.length; index++) {
     const pod = pods[index]!;
@@ -85,10 +90,13 @@ function ranked(pods: readonly KubeObject[], related: readonly KubeObject[], now
   return out;
 }
 
-/** The pods ordered least valuable first. `related` are the pods of every ReplicaSet sharing this one's owner. */
-export function rankPodsForDeletion(pods: readonly KubeObject[], related: readonly KubeObject[], now: number): KubeObject[] {
+/**
+ * The pods ordered least valuable first. `onNode` counts, per node, the active pods of every ReplicaSet sharing
+ * this one's owner (podsPerNode of them).
+ */
+export function rankPodsForDeletion(pods: readonly KubeObject[], onNode: ReadonlyMap<string, number>, now: number): KubeObject[] {
   // A stable order: pods the rules cannot tell apart keep the (deterministic) order they came in.
-  return ranked(pods, related, now)
+  return ranked(pods, onNode, now)
     .sort((a, b) => (before(a, b) ? -1 : 1))
     .map((r) => r.pod);
 }
@@ -98,11 +106,11 @@ export function rankPodsForDeletion(pods: readonly KubeObject[], related: readon
  * Selects with a bounded heap rather than sorting every pod: a big ReplicaSet scaled down a few pods at a time
  * would otherwise sort all of them at each step.
  */
-export function podsToDelete(pods: readonly KubeObject[], related: readonly KubeObject[], count: number, now: number): KubeObject[] {
+export function podsToDelete(pods: readonly KubeObject[], onNode: ReadonlyMap<string, number>, count: number, now: number): KubeObject[] {
   if (count <= 0) return [];
   if (count >= pods.length) return [...pods];
   const heap: Ranked[] = []; // max-heap on `before`: the most valuable of the chosen on top
-  for (const r of ranked(pods, related, now)) {
+  for (const r of ranked(pods, onNode, now)) {
     if (heap.length < count) {
       heap.push(r);
       siftUp(heap, heap.length - 1);
@@ -171,7 +179,7 @@ function logBucket(time: number, now: number): number {
   return ageMs > 0 ? Math.floor(Math.log2(ageMs * 1e6)) : -1;
 }
 
-function nodeName(pod: KubeObject): string {
+export function nodeName(pod: KubeObject): string {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};
   return typeof spec.nodeName === 'string' ? spec.nodeName : '';
 }

@@ -85,7 +85,7 @@ export function templateLabels(rs: KubeObject): Record<string, string> {
 
 /**
  * The whole decision for one sync, from a summary of the pods this ReplicaSet owns (active ones its selector
- * matches) and, for the "doubled up on a node" rank, the pods of its sibling ReplicaSets. `manage` is false while
+ * matches) and, for the "doubled up on a node" rank, how many pods its sibling ReplicaSets have on each node. `manage` is false while
  * earlier creations or deletions have not been observed yet, or while the ReplicaSet is being deleted: then only
  * the status moves.
  *
@@ -95,7 +95,7 @@ export function templateLabels(rs: KubeObject): Record<string, string> {
 export function planReplicaSet(
   rs: KubeObject,
   pods: PodSummary,
-  related: () => readonly KubeObject[],
+  related: () => ReadonlyMap<string, number>,
   now: number,
   options: { manage: boolean; burstReplicas?: number },
 ): ReplicaSetPlan {
@@ -346,7 +346,7 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     const owned = await claim(rs, selector);
     const now = ctx.clock.now();
     const manage = needsSync && rs.metadata.deletionTimestamp === undefined;
-    const plan = planReplicaSet(rs, owned, () => relatedPods(rs), now, { manage });
+    const plan = planReplicaSet(rs, owned, () => relatedPodsPerNode(rs), now, { manage });
 
     let error: Error | undefined;
     if (plan.create > 0) error = await createPods(rs, key, plan.create);
@@ -401,14 +401,15 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     return tally;
   }
 
-  /** Pods of every ReplicaSet with the same controller as this one (getIndirectlyRelatedPods). */
-  function relatedPods(rs: KubeObject): KubeObject[] {
+  /** Pods per node of every ReplicaSet with the same controller as this one (getIndirectlyRelatedPods). */
+  function relatedPodsPerNode(rs: KubeObject): Map<string, number> {
     const owner = controllerOf(rs);
     const siblings = owner ? controlledBy(replicaSets, owner.uid) : [rs];
-    const out: KubeObject[] = [];
+    const out = new Map<string, number>();
     for (const sibling of siblings) {
       const selector = selectorOf(sibling);
-      if (selector) for (const pod of tallyOf(sibling, selector).pods()) out.push(pod);
+      if (!selector) continue;
+      for (const [node, n] of tallyOf(sibling, selector).podsPerNode()) out.set(node, (out.get(node) ?? 0) + n);
     }
     return out;
   }
