@@ -104,6 +104,8 @@ export class Cluster {
         onDurable: (revision) => store.releaseWatchEvents(revision),
       });
       cluster.wal = wal;
+      // On a virtual clock, time does not move on while watch events wait for their fsync.
+      if (clock instanceof VirtualClock) clock.addIdleCheck(() => !wal.busy);
       store.holdWatchEvents();
       store.onChange((key, event) => wal.append(key, event));
       if (scan.records.length > 0 || scan.discarded) await wal.requestCompaction();

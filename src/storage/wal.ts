@@ -3,6 +3,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as zlib from 'node:zlib';
 import type { KubeObject } from '../api/types.js';
+import { jsonOf } from '../server/encoding.js';
 import type { StoreEvent } from './watch.js';
 
 /**
@@ -10,7 +11,15 @@ import type { StoreEvent } from './watch.js';
  * `{"r":revision,"k":resource,"t":"A"|"M"|"D","o":object}` (a deletion carries `"n":namespace,"m":name` instead
  * of the object). Lines are appended in revision order; a group commit writes everything that accumulated
  * while the previous fsync ran, then fsyncs once, so many writes share one fsync and at most one is in flight.
+ * Each commit starts with a marker line `{"t":"B","r":<revision before it>}`: only the last commit can be torn
+ * by a crash (the ones before it were fsynced before it was written), so damage followed by valid records of
+ * that same commit is a torn tail, while damage followed by a later commit's marker is corruption.
  */
+export interface WalMarker {
+  t: 'B';
+  r: number;
+}
+
 export interface WalRecord {
   r: number;
   k: string;
@@ -48,8 +57,9 @@ export const crc32: (data: Buffer) => number =
         return (c ^ -1) >>> 0;
       };
 
-export function encodeRecord(record: WalRecord): string {
-  const json = JSON.stringify(record);
+export function encodeRecord(record: WalRecord | WalMarker): string {
+  // The object's JSON goes through the shared cache, so the write's response (and watch events) reuse it.
+  const json = record.t !== 'B' && record.o ? `${JSON.stringify({ ...record, o: undefined }).slice(0, -1)},"o":${jsonOf(record.o)}}` : JSON.stringify(record);
   return `${crc32(Buffer.from(json)).toString(16).padStart(8, '0')} ${json}\n`;
 }
 
@@ -65,7 +75,7 @@ export class WalCorruptError extends Error {
     readonly why: string,
   ) {
     super(
-      `write-ahead log ${file} is corrupt at byte offset ${offset} (${why}), and valid records follow it. ` +
+      `write-ahead log ${file} is corrupt at byte offset ${offset} (${why}), and later commits follow it. ` +
         `Start with \`sim serve --data … --repair\` to truncate the log at that offset (the records from there on are lost).`,
     );
     this.name = 'WalCorruptError';
@@ -81,28 +91,30 @@ export interface WalScan {
   discarded?: { offset: number; why: string; repaired: boolean };
 }
 
-function parseLine(buf: Buffer, start: number, end: number, after: number): WalRecord | string {
+function parseLine(buf: Buffer, start: number, end: number, after: number): WalRecord | WalMarker | string {
   // start..end excludes the newline
   if (end - start < 10 || buf[start + 8] !== 0x20) return 'malformed record';
   const crcText = buf.toString('latin1', start, start + 8);
   if (!/^[0-9a-f]{8}$/.test(crcText)) return 'malformed checksum';
   const body = buf.subarray(start + 9, end);
   if (crc32(body) !== parseInt(crcText, 16)) return 'checksum mismatch';
-  let record: WalRecord;
+  let parsed: WalRecord | WalMarker;
   try {
-    record = JSON.parse(body.toString('utf8')) as WalRecord;
+    parsed = JSON.parse(body.toString('utf8')) as WalRecord | WalMarker;
   } catch {
     return 'unparsable record';
   }
+  if (parsed.t === 'B') return typeof parsed.r === 'number' ? parsed : 'malformed commit marker';
+  const record = parsed;
   if (typeof record.r !== 'number' || typeof record.k !== 'string' || (record.t !== 'D' && typeof record.o !== 'object')) return 'malformed record';
   if (record.r <= after) return `revision ${record.r} does not follow ${after}`;
   return record;
 }
 
 /**
- * Reads the log. A bad record (partial line, bad checksum) followed by no valid record is a torn tail from a
- * crash mid-write: it is discarded. A bad record with valid ones after it is corruption: WalCorruptError,
- * unless `repair`, which keeps the records before it.
+ * Reads the log. A bad record (partial line, bad checksum) followed by no later commit is a torn tail from a
+ * crash mid-write: it and the rest of its commit are discarded. A bad record with a later commit after it is
+ * corruption: WalCorruptError, unless `repair`, which keeps the records before it.
  */
 export function scanWal(file: string, repair: boolean): WalScan {
   if (!existsSync(file)) return { records: [], goodLength: 0, size: 0 };
@@ -119,9 +131,12 @@ export function scanWal(file: string, repair: boolean): WalScan {
     if (typeof parsed === 'string') {
       firstBad ??= { offset: pos, why: parsed };
     } else if (firstBad) {
-      validAfterBad = true;
-      break;
-    } else {
+      // Valid records of the damaged commit itself are part of its torn tail; a later commit means corruption.
+      if (parsed.t === 'B') {
+        validAfterBad = true;
+        break;
+      }
+    } else if (parsed.t !== 'B') {
       records.push(parsed);
       last = parsed.r;
     }
@@ -222,6 +237,11 @@ export class WriteAheadLog {
     return this.durableRevision;
   }
 
+  /** Changes queued or being committed (whose watch events are still held). */
+  get busy(): boolean {
+    return this.running !== undefined || this.pending.length > 0;
+  }
+
   /** Queues one change (called synchronously by the store, in revision order). */
   append(resource: string, event: StoreEvent): void {
     this.pending.push(encodeRecord(recordOf(resource, event)));
@@ -278,7 +298,7 @@ export class WriteAheadLog {
   }
 
   private async commit(): Promise<void> {
-    const text = this.pending.join('');
+    const text = encodeRecord({ t: 'B', r: this.durableRevision }) + this.pending.join('');
     const revision = this.pendingRevision;
     const batch = this.next ?? newBatch();
     this.pending = [];
