@@ -42,9 +42,11 @@ spec:
             type: object
             description: What the cron tab should run, and when.
             required: [cronSpec]
+            x-kubernetes-validations:
+            - {rule: "self.cronSpec != '@never'", message: "cronSpec must be a schedule"}
             properties:
               cronSpec: {type: string, description: The schedule in cron format.}
-              image: {type: string}
+              image: {type: string, x-kubernetes-validations: [{rule: self == oldSelf, message: image is immutable}]}
               replicas: {type: integer, minimum: 1, maximum: 10, default: 1}
               ports:
                 type: array
@@ -124,6 +126,10 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     const bad = await k(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"replicas":11}}']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /The CronTab "nightly" is invalid: spec\.replicas: Invalid value: 11: spec\.replicas in body should be less than or equal to 10/);
+    const immutable = await k(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"image":"backup:2"}}']);
+    assert.match(immutable.stderr, /The CronTab "nightly" is invalid: spec\.image: Invalid value: "string": image is immutable/);
+    const never = await k(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"cronSpec":"@never"}}']);
+    assert.match(never.stderr, /The CronTab "nightly" is invalid: spec: Invalid value: "object": cronSpec must be a schedule/);
     const missingField = await k(['create', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: empty}\nspec: {image: x}\n');
     assert.match(missingField.stderr, /The CronTab "empty" is invalid: spec\.cronSpec: Required value/);
     const unknown = await k(['create', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: extra}\nspec: {cronSpec: "* * * * *", colour: red}\n');

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { validateCrd } from '../src/registry/crd/kind.js';
 import { rowsOf } from '../src/registry/crd/serve.js';
 import { applyDefaults, prune, validateSchema, type JSONSchemaProps } from '../src/registry/crd/schema-validation.js';
+import { validateRules } from '../src/registry/crd/cel.js';
 import type { KubeObject } from '../src/api/types.js';
 
 // CRD structural schemas: pruning, defaulting and validation with kube-apiserver's field paths and messages,
@@ -118,5 +119,55 @@ describe('CustomResourceDefinition validation', () => {
     assert.equal(rows[1]!.storage!.fromStorage(obj).apiVersion, 'example.com/v1beta1');
     assert.equal(rows[1]!.storage!.toStorage({ ...obj, apiVersion: 'example.com/v1beta1' }).apiVersion, 'example.com/v1');
     assert.deepEqual(rows[0]!.shortNames, ['wd']);
+  });
+});
+
+describe('CEL x-kubernetes-validations', () => {
+  const ruled: JSONSchemaProps = {
+    type: 'object',
+    properties: {
+      spec: {
+        type: 'object',
+        'x-kubernetes-validations': [
+          { rule: '!has(self.minReplicas) || self.minReplicas <= self.replicas', message: 'minReplicas must not exceed replicas' },
+          { rule: 'self.replicas < 100' },
+          { rule: "self.name.startsWith('x')", messageExpression: "'name ' + self.name + ' must start with x'", fieldPath: '.name' },
+        ],
+        properties: {
+          replicas: { type: 'integer' },
+          minReplicas: { type: 'integer' },
+          name: { type: 'string', 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'name is immutable' }] },
+          items: {
+            type: 'array',
+            'x-kubernetes-list-type': 'map',
+            'x-kubernetes-list-map-keys': ['id'],
+            items: { type: 'object', properties: { id: { type: 'string' }, size: { type: 'integer', 'x-kubernetes-validations': [{ rule: 'self >= oldSelf', message: 'size may only grow' }] } } },
+          },
+        },
+      },
+    },
+  };
+  const run = (obj: unknown, old?: unknown): string[] => validateRules(obj, ruled, old).map((c) => `${c.field}: ${c.message}`);
+
+  it("reports a failed rule with its message, messageExpression or the rule, at the rule's node or fieldPath", () => {
+    assert.deepEqual(run({ spec: { replicas: 2, name: 'xa' } }), []);
+    assert.deepEqual(run({ spec: { replicas: 2, minReplicas: 3, name: 'xa' } }), ['spec: Invalid value: "object": minReplicas must not exceed replicas']);
+    assert.deepEqual(run({ spec: { replicas: 200, name: 'ya' } }), ['spec: Invalid value: "object": failed rule: self.replicas < 100', 'spec.name: Invalid value: "object": name ya must start with x']);
+  });
+
+  it('runs transition rules only on updates, with oldSelf (keyed list items correlated by key)', () => {
+    assert.deepEqual(run({ spec: { replicas: 1, name: 'xb' } }, { spec: { replicas: 1, name: 'xb' } }), []);
+    assert.deepEqual(run({ spec: { replicas: 1, name: 'xc' } }, { spec: { replicas: 1, name: 'xb' } }), ['spec.name: Invalid value: "string": name is immutable']);
+    const items = (a: number, b: number): unknown => ({ spec: { replicas: 1, name: 'x', items: [{ id: 'a', size: a }, { id: 'b', size: b }] } });
+    assert.deepEqual(run(items(2, 1), items(1, 1)), []);
+    assert.deepEqual(run(items(2, 0), items(1, 1)), ['spec.items[1].size: Invalid value: "integer": size may only grow']);
+  });
+
+  it('rejects rules that do not compile in the CRD', () => {
+    const bad = { ...good, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-validations': [{ rule: 'self.replicas <' }] } } }] };
+    const causes = validateCrd(crd(bad));
+    assert.equal(causes.length, 1);
+    assert.equal(causes[0]!.field, 'spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule');
+    assert.match(causes[0]!.message, /^Invalid value: "self.replicas <": compilation failed: /);
   });
 });

@@ -3,6 +3,7 @@ import { FieldErrors, type StatusCause } from '../../api/errors.js';
 import { isPlainObject, type KubeObject } from '../../api/types.js';
 import { col } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
+import { validateRuleSyntax } from './cel.js';
 import { validateStructural, type JSONSchemaProps } from './schema-validation.js';
 
 /**
@@ -133,7 +134,7 @@ export function validateCrd(obj: KubeObject): StatusCause[] {
     seen.add(v.name);
     const schema = v.schema?.openAPIV3Schema;
     if (!isPlainObject(schema)) causes.push(FieldErrors.required(`${at}.schema.openAPIV3Schema`, 'schemas are required'));
-    else causes.push(...validateStructural(schema, `${at}.schema.openAPIV3Schema`));
+    else causes.push(...validateStructural(schema, `${at}.schema.openAPIV3Schema`), ...validateRuleSyntax(schema, `${at}.schema.openAPIV3Schema`));
     const scale = v.subresources?.scale;
     if (scale) {
       if (!scale.specReplicasPath) causes.push(FieldErrors.required(`${at}.subresources.scale.specReplicasPath`, ''));

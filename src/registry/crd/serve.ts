@@ -8,6 +8,7 @@ import type { Registry } from '../registry.js';
 import { resourceKey, type KindInfo, type TableColumn } from '../types.js';
 import { CLEANUP_FINALIZER, crdSpec, customResourceDefinitions, setCondition, type CrdSpec, type CrdVersion } from './kind.js';
 import { defineCrdTypes, forgetCrdTypes } from './apply-types.js';
+import { hasRules, validateRules } from './cel.js';
 import { applyDefaults, prune, validateSchema, type JSONSchemaProps } from './schema-validation.js';
 
 /**
@@ -123,6 +124,7 @@ export function rowsOf(crd: KubeObject): KindInfo[] {
 function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | undefined, terminating: boolean): KindInfo {
   const names = spec.names;
   const schema: JSONSchemaProps = version.schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  const rules = hasRules(schema);
   const info: KindInfo = {
     group: spec.group,
     version: version.name,
@@ -136,7 +138,11 @@ function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | unde
         prune(obj, schema);
         applyDefaults(obj, schema);
       },
-      validate: (obj) => validateSchema(obj, schema),
+      validate: (obj) => {
+        const causes = validateSchema(obj, schema);
+        return rules && causes.length === 0 ? validateRules(obj, schema) : causes;
+      },
+      validateUpdate: (next, old) => (rules ? validateRules(next, schema, old) : []),
       prepareForCreate() {
         if (terminating) throw new ApiError(405, 'MethodNotAllowed', 'create not allowed while custom resource definition is terminating');
       },
