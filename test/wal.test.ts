@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Cluster } from '../src/cluster/cluster.js';
+import { encodeRecord, scanWal, WalCorruptError } from '../src/storage/wal.js';
+
+// The write-ahead log in process: compaction while running, replay on top of a snapshot, and the scan rules.
+
+test('in memory, durable() has nothing to wait for', async () => {
+  const cluster = await Cluster.start({ clock: 'virtual', seed: 1 });
+  assert.equal(cluster.durable(), undefined);
+  await cluster.close();
+});
+
+test('in-process writes are logged, compacted into the snapshot while running, and replayed on top of it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kube-sim-wal-unit-'));
+  const clusters: Cluster[] = [];
+  t.after(async () => {
+    for (const c of clusters.reverse()) await c.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const data = join(dir, 'data');
+  const first = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data, walCompactBytes: 20_000 });
+  clusters.push(first);
+  const cms = first.kind('', 'v1', 'configmaps');
+  const written = new Map<string, string>();
+  for (let i = 0; i < 200; i++) {
+    const obj = first.api.create(cms, 'default', { metadata: { name: `cm-${i}` }, data: { i: String(i), pad: 'p'.repeat(200) } });
+    written.set(obj.metadata.name!, obj.metadata.resourceVersion!);
+    if (i % 10 === 9) await first.durable(); // batches of ten, some of them past the compaction threshold
+  }
+  const updated = first.api.patch(cms, 'default', 'cm-3', 'merge', { data: { i: 'three' } }, {});
+  written.set('cm-3', updated.metadata.resourceVersion!);
+  first.api.delete(cms, 'default', 'cm-4', {});
+  written.delete('cm-4');
+  await first.durable();
+  const revision = first.store.currentRevision;
+  const snapshot = JSON.parse(readFileSync(join(data, 'snapshot.json'), 'utf8')) as { revision: number };
+  assert.ok(snapshot.revision > 0 && snapshot.revision < revision, `compacted while running (snapshot at ${snapshot.revision} of ${revision})`);
+  assert.ok(statSync(join(data, 'wal.log')).size < 40_000, 'the log was emptied by compaction');
+
+  // A second start on the same directory without closing the first: as after a crash.
+  const second = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data });
+  clusters.push(second);
+  assert.equal(second.store.currentRevision, revision, 'the revision counter is restored exactly');
+  const found = new Map(second.store.all('/configmaps').filter((o) => o.metadata.name!.startsWith('cm-')).map((o) => [o.metadata.name!, o.metadata.resourceVersion!]));
+  assert.deepEqual(found, written);
+  assert.deepEqual((second.store.get('/configmaps', 'default', 'cm-3')!.data as Record<string, string>).i, 'three');
+});
+
+test('scanWal: clean, torn tail, hole in the last commit, corruption before a later commit, repair', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kube-sim-wal-scan-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'wal.log');
+  const cm = (name: string, rv: number) => ({ r: rv, k: '/configmaps', t: 'A' as const, o: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', resourceVersion: String(rv) } } });
+  const commit1 = encodeRecord({ t: 'B', r: 0 }) + encodeRecord(cm('a', 1)) + encodeRecord(cm('b', 2));
+  const commit2 = encodeRecord({ t: 'B', r: 2 }) + encodeRecord(cm('c', 3)) + encodeRecord(cm('d', 4));
+
+  writeFileSync(file, commit1 + commit2);
+  assert.deepEqual(scanWal(file, false).records.map((r) => r.r), [1, 2, 3, 4]);
+
+  writeFileSync(file, commit1 + commit2.slice(0, -20));
+  const torn = scanWal(file, false);
+  assert.deepEqual(torn.records.map((r) => r.r), [1, 2, 3]);
+  assert.equal(torn.goodLength, Buffer.byteLength(commit1 + commit2) - Buffer.byteLength(encodeRecord(cm('d', 4))));
+
+  const holed = commit2.replace('"c"', '"x"'); // checksum mismatch inside the last commit, a valid record after it
+  writeFileSync(file, commit1 + holed);
+  assert.deepEqual(scanWal(file, false).records.map((r) => r.r), [1, 2]);
+
+  const corrupt = commit1.replace('"b"', '"x"');
+  writeFileSync(file, corrupt + commit2);
+  const offset = Buffer.byteLength(encodeRecord({ t: 'B', r: 0 }) + encodeRecord(cm('a', 1)));
+  assert.throws(() => scanWal(file, false), (err: Error) => err instanceof WalCorruptError && err.offset === offset && err.message.includes(`${file} is corrupt at byte offset ${offset}`));
+  const repaired = scanWal(file, true);
+  assert.deepEqual(repaired.records.map((r) => r.r), [1]);
+  assert.deepEqual(repaired.discarded, { offset, why: 'checksum mismatch', repaired: true });
+});
