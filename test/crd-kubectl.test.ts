@@ -102,6 +102,14 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     assert.match(await ok(['api-resources', '--api-group=stable.example.com']), /crontabs\s+ct\s+stable\.example\.com\/v1\s+true\s+CronTab/);
     const names = await ok(['get', 'crd', 'crontabs.stable.example.com', '-o', 'jsonpath={.status.conditions[?(@.type=="NamesAccepted")].status} {.status.acceptedNames.kind}']);
     assert.equal(names, 'True CronTab');
+    // Applied again with a change (client-side apply computes its patch from the CRD kind's OpenAPI schema), then
+    // server-side: no warnings.
+    const again = await k(['apply', '-f', '-'], CRD.replace('shortNames: [ct]', 'shortNames: [ct]\n    categories: [cron]'));
+    assert.deepEqual([again.code, again.stderr], [0, '']);
+    assert.match(again.stdout, /configured/);
+    const ssa = await k(['apply', '--server-side', '--force-conflicts', '-f', '-'], CRD);
+    assert.deepEqual([ssa.code, ssa.stderr], [0, '']);
+    assert.match(await ok(['explain', 'crd.spec.names']), /plural\s+<string> -required-/);
   });
 
   it('creates, lists, patches custom objects, with defaults, printer columns and a second version', async () => {

@@ -164,7 +164,7 @@ export class GenericStore {
     options: WriteOptions = {},
   ): KubeObject {
     if (type === 'apply') return this.apply(info, namespace, name, patch, options);
-    if (type === 'strategic' && info.schema) {
+    if (type === 'strategic' && info.schema?.strategicMergePatch === false) {
       // Custom resources have no patch strategies: kube-apiserver refuses strategic merge patches for them.
       throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
     }

@@ -107,9 +107,9 @@ export interface KindInfo {
   /**
    * Kinds with a schema of their own instead of a built-in one (custom resources): the OpenAPI v3 schema published
    * for the kind, the pruning of undeclared fields (returning their paths) that field validation reports, and the
-   * type server-side apply walks (api/schema's table).
+   * type server-side apply walks (api/schema's table); `strategicMergePatch: false` refuses strategic merge patches.
    */
-  schema?: { openapi: Record<string, unknown>; pruneUnknownFields(obj: KubeObject): string[]; typeName?: string };
+  schema?: { openapi: Record<string, unknown>; pruneUnknownFields(obj: KubeObject): string[]; typeName?: string; strategicMergePatch?: boolean };
 }
 
 /**

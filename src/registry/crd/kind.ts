@@ -163,6 +163,71 @@ export function validateCrd(obj: KubeObject): StatusCause[] {
   return causes;
 }
 
+/**
+ * The CRD kind's schema in /openapi/v3, to the depth kubectl needs (explain, client-side apply's patches); the
+ * JSONSchemaProps inside versions[].schema are left open.
+ */
+const str = (description: string): Record<string, unknown> => ({ type: 'string', description });
+const strings = (description: string): Record<string, unknown> => ({ type: 'array', description, items: { type: 'string', default: '' }, 'x-kubernetes-list-type': 'atomic' });
+const open = (description: string): Record<string, unknown> => ({ type: 'object', description, 'x-kubernetes-preserve-unknown-fields': true });
+const CRD_OPENAPI: Record<string, unknown> = {
+  description: 'CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>.',
+  type: 'object',
+  required: ['spec'],
+  properties: {
+    apiVersion: str('APIVersion defines the versioned schema of this representation of an object.'),
+    kind: str('Kind is a string value representing the REST resource this object represents.'),
+    metadata: { description: "Standard object's metadata.", allOf: [{ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' }], default: {} },
+    spec: {
+      description: 'spec describes how the user wants the resources to appear',
+      type: 'object',
+      required: ['group', 'names', 'scope', 'versions'],
+      properties: {
+        group: str('group is the API group of the defined custom resource. The custom resources are served under `/apis/<group>/...`. Must match the name of the CustomResourceDefinition (in the form `<names.plural>.<group>`).'),
+        names: {
+          description: 'names specify the resource and kind names for the custom resource.',
+          type: 'object',
+          required: ['plural', 'kind'],
+          properties: {
+            categories: strings('categories is a list of grouped resources this custom resource belongs to (e.g. \'all\').'),
+            kind: str('kind is the serialized kind of the resource. It is normally CamelCase and singular.'),
+            listKind: str('listKind is the serialized kind of the list for this resource. Defaults to "`kind`List".'),
+            plural: str('plural is the plural name of the resource to serve. The custom resources are served under `/apis/<group>/<version>/.../<plural>`.'),
+            shortNames: strings('shortNames are short names for the resource, exposed in API discovery documents.'),
+            singular: str('singular is the singular name of the resource. It must be all lowercase. Defaults to lowercased `kind`.'),
+          },
+        },
+        scope: str('scope indicates whether the defined custom resource is cluster- or namespace-scoped. Allowed values are `Cluster` and `Namespaced`.'),
+        versions: {
+          description: 'versions is the list of all API versions of the defined custom resource.',
+          type: 'array',
+          'x-kubernetes-list-type': 'atomic',
+          items: {
+            type: 'object',
+            default: {},
+            required: ['name', 'served', 'storage'],
+            properties: {
+              additionalPrinterColumns: { type: 'array', description: 'additionalPrinterColumns specifies additional columns returned in Table output.', 'x-kubernetes-list-type': 'atomic', items: open('CustomResourceColumnDefinition specifies a column for server side printing.') },
+              deprecated: { type: 'boolean', description: 'deprecated indicates this version of the custom resource API is deprecated.' },
+              deprecationWarning: str('deprecationWarning overrides the default warning returned to API clients.'),
+              name: str('name is the version name, e.g. "v1", "v2beta1", etc.'),
+              schema: open('schema describes the schema used for validation, pruning, and defaulting of this version of the custom resource.'),
+              selectableFields: { type: 'array', description: 'selectableFields specifies paths to fields that may be used as field selectors.', 'x-kubernetes-list-type': 'atomic', items: open('SelectableField specifies the JSON path of a field that may be used with field selectors.') },
+              served: { type: 'boolean', description: 'served is a flag enabling/disabling this version from being served via REST APIs' },
+              storage: { type: 'boolean', description: 'storage indicates this version should be used when persisting custom resources to storage. There must be exactly one version with storage=true.' },
+              subresources: open('subresources specify what subresources this version of the defined custom resource have.'),
+            },
+          },
+        },
+        conversion: open('conversion defines conversion settings for the CRD.'),
+        preserveUnknownFields: { type: 'boolean', description: 'preserveUnknownFields indicates that object fields which are not specified in the OpenAPI schema should be preserved when persisting to storage.' },
+      },
+    },
+    status: open('status indicates the actual state of the CustomResourceDefinition'),
+  },
+  'x-kubernetes-group-version-kind': [{ group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition', version: 'v1' }],
+};
+
 export const customResourceDefinitions: KindInfo = {
   group: CRD_GROUP,
   version: 'v1',
@@ -176,6 +241,7 @@ export const customResourceDefinitions: KindInfo = {
   generation: true,
   columns: [col('Created At', (o) => o.metadata.creationTimestamp ?? '', { type: 'date', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' })],
   noAge: true,
+  schema: { openapi: CRD_OPENAPI, pruneUnknownFields: () => [] },
   strategy: {
     defaults,
     prepareForCreate(obj, ctx) {

@@ -151,6 +151,7 @@ function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | unde
       openapi: openapiSchema(spec, version.name, schema),
       pruneUnknownFields: (obj) => prune(obj, schema),
       typeName: defineCrdTypes(spec.group, version.name, names.kind, schema),
+      strategicMergePatch: false,
     },
   };
   if (names.shortNames?.length) info.shortNames = names.shortNames;
