@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { kubectl, kubectlMissing, type KubectlResult } from './helpers/kubectl.js';
 import { startServer, type SimServer } from './helpers/server.js';
@@ -191,5 +194,28 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     await ok(['apply', '-f', '-'], CRD);
     await ok(['wait', '--for=condition=Established', 'crd/crontabs.stable.example.com', '--timeout=10s']);
     assert.equal(await ok(['get', '--raw', '/apis/stable.example.com/v1/crontabs']).then((s) => (JSON.parse(s) as { items: unknown[] }).items.length), 0);
+  });
+});
+
+describe('CustomResourceDefinitions with --data', { skip: missing }, () => {
+  it('serves the kind and its objects again after a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kube-sim-crd-'));
+    let server = await startServer(['--nodes', '0', '--data', dir]);
+    try {
+      const ok = async (args: string[], input?: string): Promise<string> => {
+        const r = await kubectl(server.url, args, input === undefined ? {} : { input });
+        assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}\n${server.stderr()}`);
+        return r.stdout;
+      };
+      await ok(['apply', '-f', '-'], CRD);
+      await ok(['apply', '-f', '-'], CRONTAB);
+      await server.stop();
+      server = await startServer(['--nodes', '0', '--data', dir]);
+      assert.match(await ok(['get', 'ct']), /nightly\s+0 3 \* \* \*\s+1\s+/);
+      assert.equal(await ok(['get', 'crontabs.v1beta1.stable.example.com', 'nightly', '-o', 'jsonpath={.apiVersion}']), 'stable.example.com/v1beta1');
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
