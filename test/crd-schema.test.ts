@@ -100,6 +100,9 @@ describe('CustomResourceDefinition validation', () => {
   it("rejects the common mistakes with kube-apiserver's messages", () => {
     assert.deepEqual(check(good, 'widget.example.com'), ['metadata.name: Invalid value: "widget.example.com": must be spec.names.plural+"."+spec.group']);
     assert.deepEqual(check({ ...good, group: 'example' }, 'widgets.example'), ['spec.group: Invalid value: "example": should be a domain with at least one dot']);
+    assert.deepEqual(check({ ...good, group: 'example.k8s.io' }, 'widgets.example.k8s.io'), [
+      'metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111',
+    ]);
     assert.deepEqual(check({ ...good, scope: 'Global' }), ['spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced"']);
     const twoStorage = good.versions.map((v) => ({ ...v, storage: true }));
     assert.match(check({ ...good, versions: twoStorage })[0]!, /^spec\.versions: Invalid value: .*: must have exactly one version marked as storage version$/);

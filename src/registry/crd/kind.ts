@@ -120,6 +120,15 @@ export function validateCrd(obj: KubeObject): StatusCause[] {
   if (!group) causes.push(FieldErrors.required('spec.group', ''));
   else if (!DNS1123_SUBDOMAIN.test(group)) causes.push(FieldErrors.invalid('spec.group', group, DNS1123_MESSAGE));
   else if (group.split('.').length < 2) causes.push(FieldErrors.invalid('spec.group', group, 'should be a domain with at least one dot'));
+  // Kubernetes' own groups need the API review's approval (KEP 1111).
+  if (/(^|\.)(k8s|kubernetes)\.io$/.test(group) && !obj.metadata.annotations?.['api-approved.kubernetes.io']) {
+    causes.push(
+      FieldErrors.required(
+        'metadata.annotations[api-approved.kubernetes.io]',
+        'protected groups must have approval annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111',
+      ),
+    );
+  }
   if (!spec.scope) causes.push(FieldErrors.required('spec.scope', ''));
   else if (spec.scope !== 'Cluster' && spec.scope !== 'Namespaced') causes.push(FieldErrors.notSupported('spec.scope', spec.scope, ['Cluster', 'Namespaced']));
   const versions = Array.isArray(spec.versions) ? spec.versions : [];
