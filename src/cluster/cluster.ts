@@ -78,7 +78,15 @@ export class Cluster {
       const snapshotFile = new SnapshotFile(paths.snapshot);
       const snapshot = await snapshotFile.read();
       const scan = scanWal(paths.wal, options.repairData ?? false);
+      if (scan.discarded) truncateWal(paths.wal, scan.goodLength);
       store = new MemoryStore(options.watchHistory, snapshot.revision);
+      const wal = await WriteAheadLog.open(paths.wal, {
+        compactBytes: options.walCompactBytes ?? 64 * 1024 * 1024,
+        snapshot: () => snapshotFile.write(store),
+        onDurable: (revision) => store.releaseWatchEvents(revision),
+      });
+      // From here to the log's attachment nothing awaits: a write that restoring triggers (a listener's
+      // microtask) finds the log attached.
       const cluster = new Cluster(clock, random, store, options.eventTtlMs);
       // CustomResourceDefinitions first: loading one registers the table its objects go to.
       const crds = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -90,7 +98,6 @@ export class Cluster {
       if (unserved.size > 0) cluster.recoveryNotes.push(`dropped logged changes of resources this server does not serve: ${[...unserved].join(', ')}`);
       if (scan.discarded) {
         const { offset, why, repaired } = scan.discarded;
-        truncateWal(paths.wal, scan.goodLength);
         cluster.recoveryNotes.push(
           repaired
             ? `--repair: truncated ${paths.wal} at byte offset ${offset} (${why}); ${scan.size - offset} bytes dropped`
@@ -98,11 +105,7 @@ export class Cluster {
         );
       }
       for (const svc of store.all('/services')) cluster.ipAllocator.reserve((svc.spec as { clusterIP?: unknown }).clusterIP);
-      const wal = await WriteAheadLog.open(paths.wal, store.currentRevision, {
-        compactBytes: options.walCompactBytes ?? 64 * 1024 * 1024,
-        snapshot: () => snapshotFile.write(store),
-        onDurable: (revision) => store.releaseWatchEvents(revision),
-      });
+      wal.startAt(store.currentRevision);
       cluster.wal = wal;
       // On a virtual clock, time does not move on while watch events wait for their fsync.
       if (clock instanceof VirtualClock) clock.addIdleCheck(() => !wal.busy);

@@ -222,11 +222,16 @@ export class WriteAheadLog {
     this.durableRevision = revision;
   }
 
-  static async open(file: string, revision: number, options: WalOptions): Promise<WriteAheadLog> {
+  static async open(file: string, options: WalOptions): Promise<WriteAheadLog> {
     mkdirSync(dirname(file), { recursive: true });
     const fh = await open(file, 'a');
     fsyncDir(dirname(file));
-    return new WriteAheadLog(file, fh, fstatSync(fh.fd).size, revision, options);
+    return new WriteAheadLog(file, fh, fstatSync(fh.fd).size, 0, options);
+  }
+
+  /** The revision the restored state is at (everything up to it is on disk), before the first append. */
+  startAt(revision: number): void {
+    this.durableRevision = revision;
   }
 
   get path(): string {
