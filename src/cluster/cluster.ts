@@ -25,6 +25,8 @@ export interface ClusterOptions {
   repairData?: boolean;
   /** Compact the log into the snapshot once it passes this many bytes (default 64 MiB). */
   walCompactBytes?: number;
+  /** Where a failure of the data files (a full disk) is reported. */
+  log?: (level: 'error' | 'warn' | 'info' | 'debug', message: string) => void;
   /** How long Events live after their last write (kube-apiserver --event-ttl; default 1 h). */
   eventTtlMs?: number;
 }
@@ -84,6 +86,7 @@ export class Cluster {
         compactBytes: options.walCompactBytes ?? 64 * 1024 * 1024,
         snapshot: () => snapshotFile.write(store),
         onDurable: (revision) => store.releaseWatchEvents(revision),
+        onError: (err) => options.log?.('error', `--data: writing ${paths.wal} failed (${err.message}); writes are no longer acknowledged`),
       });
       // From here to the log's attachment nothing awaits: a write that restoring triggers (a listener's
       // microtask) finds the log attached.
