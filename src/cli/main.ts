@@ -33,6 +33,7 @@ program
   .option('--stages <file>', 'pod lifecycle stages (replaces fixtures/stages/default.yaml)')
   .option('--startup-delay <duration>', 'default kube-sim.dev/startup-delay: ContainerCreating → Running')
   .option('--ready-delay <duration>', 'default kube-sim.dev/ready-delay: Running → Ready')
+  .option('--stop-delay <duration>', 'default kube-sim.dev/stop-delay: how long containers take to exit after SIGTERM (default: the whole grace period)')
   .option('--cluster-cidr <cidr>', 'pod IP range; each node gets a /24 of it', '10.244.0.0/16')
   .option('--scheduler', 'run the default scheduler (the default when --nodes > 0)')
   .option('--no-scheduler', 'do not run the default scheduler')

@@ -22,6 +22,7 @@ export interface ServeOptions {
   nodeCapacity?: string;
   stages?: string;
   startupDelay?: string;
+  stopDelay?: string;
   readyDelay?: string;
   clusterCidr: string;
   scheduler?: boolean;
@@ -35,7 +36,7 @@ function kubeletOptions(options: ServeOptions): SimulatorOptions['kubelet'] {
     profile = { ...profile, capacity, allocatable: profile.allocatable ? { ...profile.allocatable, ...parseCapacity(options.nodeCapacity) } : undefined };
   }
   const settings: Record<string, string> = {};
-  for (const [flag, key, value] of [['--startup-delay', 'kube-sim.dev/startup-delay', options.startupDelay], ['--ready-delay', 'kube-sim.dev/ready-delay', options.readyDelay]] as const) {
+  for (const [flag, key, value] of [['--startup-delay', 'kube-sim.dev/startup-delay', options.startupDelay], ['--ready-delay', 'kube-sim.dev/ready-delay', options.readyDelay], ['--stop-delay', 'kube-sim.dev/stop-delay', options.stopDelay]] as const) {
     if (value === undefined) continue;
     try {
       parseDuration(value);
