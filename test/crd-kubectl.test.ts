@@ -170,6 +170,13 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     assert.match(out, /cronSpec\s+<string> -required-/);
   });
 
+  it('applies a default added to the schema later when objects are read', async () => {
+    await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], CRD.replace('              image: {type: string,', '              timezone: {type: string, default: UTC}\n              image: {type: string,'));
+    assert.equal(await ok(['get', 'ct', 'nightly', '-o', 'jsonpath={.spec.timezone}']), 'UTC');
+    assert.match(await ok(['get', 'ct', '-o', 'json']), /"timezone": "UTC"/);
+    await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], CRD);
+  });
+
   it('refuses strategic merge patches, as kube-apiserver does for custom resources', async () => {
     const r = await k(['patch', 'ct', 'nightly', '-p', '{"spec":{"replicas":2}}']);
     assert.notEqual(r.code, 0);

@@ -101,7 +101,7 @@ export class GenericStore {
       apiVersion: groupVersion(info),
       kind: `${info.kind}List`,
       metadata: { resourceVersion: String(revision) },
-      items: info.storage ? result.items.map((o) => fromStorage(info, o)) : result.items,
+      items: info.storage || info.onRead ? result.items.map((o) => fromStorage(info, o)) : result.items,
     };
     if (result.continueAfter !== undefined) {
       list.metadata.continue = encodeContinue(revision, result.continueAfter);
@@ -426,7 +426,7 @@ export class GenericStore {
     };
     const key = resourceKey(info);
     const rv = query.resourceVersion;
-    if (info.storage) sink = convertingSink(info, sink);
+    if (info.storage || info.onRead) sink = convertingSink(info, sink);
     const revision = this.store.currentRevision;
     if (rv === undefined || rv === '' || rv === '0' || query.sendInitialEvents) {
       const current = this.store.list(key, { namespace: filter.namespace, label: filter.label, field: filter.field });
@@ -551,7 +551,8 @@ function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeNa
 
 /** An object of a kind served from another's storage, as the client sees it (and back). */
 function fromStorage(info: KindInfo, obj: KubeObject): KubeObject {
-  return info.storage ? info.storage.fromStorage(obj) : obj;
+  const converted = info.storage ? info.storage.fromStorage(obj) : obj;
+  return info.onRead ? info.onRead(converted) : converted;
 }
 
 function toStorage(info: KindInfo, obj: KubeObject): KubeObject {

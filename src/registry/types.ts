@@ -104,6 +104,8 @@ export interface KindInfo {
    * group and resource, and the conversions each object goes through on the way in and out.
    */
   storage?: { group: string; resource: string; toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
+  /** Applied to every object read (get, list, watch, and the current object of an update): custom resources' defaults. */
+  onRead?(obj: KubeObject): KubeObject;
   /**
    * Kinds with a schema of their own instead of a built-in one (custom resources): the OpenAPI v3 schema published
    * for the kind, the pruning of undeclared fields (returning their paths) that field validation reports, and the

@@ -86,7 +86,7 @@ function defaults(obj: KubeObject): void {
 }
 
 /** status as the apiextensions controllers leave it: names accepted, Established, the storage version recorded. */
-function acceptNames(obj: KubeObject, ctx: StrategyContext, initial: boolean): void {
+function acceptNames(obj: KubeObject, ctx: StrategyContext): void {
   const spec = crdSpec(obj);
   const now = rfc3339(ctx.clock.now());
   const status = (isPlainObject(obj.status) ? obj.status : (obj.status = {})) as Record<string, unknown>;
@@ -104,7 +104,7 @@ function acceptNames(obj: KubeObject, ctx: StrategyContext, initial: boolean): v
     type: 'Established',
     status: 'True',
     lastTransitionTime: now,
-    reason: initial ? 'InitialNamesAccepted' : 'InitialNamesAccepted',
+    reason: 'InitialNamesAccepted',
     message: 'the initial names have been accepted',
   });
 }
@@ -254,11 +254,10 @@ export const customResourceDefinitions: KindInfo = {
   strategy: {
     defaults,
     prepareForCreate(obj, ctx) {
-      acceptNames(obj, ctx, true);
+      acceptNames(obj, ctx);
     },
-    prepareForUpdate(next, old, ctx) {
-      if (!next.metadata.deletionTimestamp) acceptNames(next, ctx, false);
-      void old;
+    prepareForUpdate(next, _old, ctx) {
+      if (!next.metadata.deletionTimestamp) acceptNames(next, ctx);
     },
     validate: validateCrd,
     validateUpdate(next, old) {

@@ -95,6 +95,14 @@ export function applyDefaults(value: unknown, schema: JSONSchemaProps | undefine
   if (isPlainObject(schema.additionalProperties)) for (const key of Object.keys(value)) applyDefaults(value[key], schema.additionalProperties);
 }
 
+/** Whether any node of the schema has a default (most have none: reads then skip defaulting). */
+export function hasDefaults(schema: JSONSchemaProps | undefined): boolean {
+  if (!schema) return false;
+  if (Object.values(schema.properties ?? {}).some((p) => p.default !== undefined || hasDefaults(p))) return true;
+  if (isPlainObject(schema.additionalProperties) && hasDefaults(schema.additionalProperties)) return true;
+  return hasDefaults(schema.items);
+}
+
 /** The type name kube-openapi's validator reports for a value (`must be of type integer: "string"`). */
 function typeOf(value: unknown): string {
   if (value === null || value === undefined) return 'null';

@@ -1,5 +1,5 @@
 import { ApiError } from '../../api/errors.js';
-import { deepCopy, isPlainObject, type KubeObject } from '../../api/types.js';
+import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
 import { evaluateJsonPath } from '../../scenario/jsonpath.js';
 import type { MemoryStore } from '../../storage/memory-store.js';
 import type { GenericStore } from '../generic-store.js';
@@ -9,7 +9,7 @@ import { resourceKey, type KindInfo, type TableColumn } from '../types.js';
 import { CLEANUP_FINALIZER, crdSpec, customResourceDefinitions, setCondition, type CrdSpec, type CrdVersion } from './kind.js';
 import { defineCrdTypes, forgetCrdTypes } from './apply-types.js';
 import { hasRules, validateRules } from './cel.js';
-import { applyDefaults, prune, validateSchema, type JSONSchemaProps } from './schema-validation.js';
+import { applyDefaults, hasDefaults, prune, validateSchema, type JSONSchemaProps } from './schema-validation.js';
 
 /**
  * Serves the custom resources of every CustomResourceDefinition as registry rows, kept in step with the CRD
@@ -159,6 +159,14 @@ function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | unde
   if (version.subresources?.status) info.status = true;
   const scale = version.subresources?.scale;
   if (scale) info.scale = { specReplicasPath: scale.specReplicasPath.replace(/^\./, ''), statusReplicasPath: scale.statusReplicasPath.replace(/^\./, '') };
+  if (hasDefaults(schema)) {
+    // Defaults apply on read too: objects stored before a default was added show it.
+    info.onRead = (obj) => {
+      const copy = deepCopy(obj);
+      applyDefaults(copy, schema);
+      return deepEqual(copy, obj) ? obj : copy;
+    };
+  }
   if (version.selectableFields?.length) {
     // `kubectl get --field-selector spec.color=blue` (CustomResourceFieldSelectors, on in 1.32).
     info.selectableFields = Object.fromEntries(
