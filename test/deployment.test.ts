@@ -77,7 +77,7 @@ class AutoKubelet {
   }
 }
 
-function deploymentYaml(name: string, o: { replicas: number; image?: string; surge?: number | string; unavailable?: number | string; strategy?: 'Recreate' }): string {
+function deploymentYaml(name: string, o: { replicas: number; image?: string; surge?: number | string; unavailable?: number | string; strategy?: 'Recreate'; grace?: number }): string {
   const strategy =
     o.strategy === 'Recreate'
       ? '  strategy:\n    type: Recreate\n'
@@ -94,7 +94,7 @@ ${strategy}  template:
     metadata:
       labels: {app: ${name}}
     spec:
-      containers:
+${o.grace !== undefined ? `      terminationGracePeriodSeconds: ${o.grace}\n` : ''}      containers:
       - name: app
         image: ${o.image ?? 'nginx:1.25'}
 `;
@@ -349,3 +349,37 @@ spec:
     });
   }
 });
+
+// The same rolling update against the node simulator (scheduler and kubelets), when this build has it.
+describe('a rolling update on simulated nodes', { skip: missing ?? (NO_NODES.length === 0 ? 'sim serve has no --nodes in this build' : undefined) }, () => {
+  test('stays within maxSurge and maxUnavailable at every pod event, old pods terminating through the kubelet', async (t) => {
+    const server = await startServer(['--nodes', '3']);
+    t.after(() => server.stop());
+    const api = new Api(server.url);
+    const k = async (args: string[], input?: string): Promise<string> => {
+      const r = await kubectl(server.url, args, { input, timeoutMs: 30_000 });
+      assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed (${r.code}):\n${r.stderr}\n${r.stdout}`);
+      return r.stdout;
+    };
+    await k(['apply', '-f', '-'], deploymentYaml('web', { replicas: 12, surge: '25%', unavailable: '25%', grace: 1 }));
+    assert.match(await k(['rollout', 'status', 'deploy/web', '--timeout=30s']), /successfully rolled out/);
+    assert.match(await k(['get', 'pods', '-o', 'wide']), /Running\s+0\s+\S+\s+10\.244\.\d+\.\d+\s+node-\d/);
+    const list = await api.list('/api/v1/namespaces/default/pods');
+    const watch = await httpWatch(server.url, `/api/v1/namespaces/default/pods?watch=true&resourceVersion=${list.metadata.resourceVersion}`);
+    t.after(() => watch.close());
+    await k(['set', 'image', 'deploy/web', 'app=nginx:1.26']);
+    assert.match(await k(['rollout', 'status', 'deploy/web', '--timeout=30s']), /successfully rolled out/);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const { final } = boundsOver(list.items, watch.events);
+      if (final.length === 12 && final.every((p) => JSON.stringify(p.spec).includes('nginx:1.26'))) break;
+      if (Date.now() > deadline) assert.fail(`old pods not gone: ${final.map((p) => p.metadata.name).join(', ')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const { maxPods, minAvailable } = boundsOver(list.items, watch.events);
+    assert.ok(maxPods <= 12 + 3, `${maxPods} pods > 12 + 3`);
+    assert.ok(minAvailable >= 12 - 3, `${minAvailable} ready < 12 - 3`);
+    assert.ok(watch.events.some((e) => e.type === 'MODIFIED' && e.object.metadata.deletionTimestamp), 'old pods went through Terminating');
+  });
+});
+
