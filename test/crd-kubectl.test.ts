@@ -201,6 +201,12 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     await ok(['apply', '-f', '-'], CRD);
     await ok(['wait', '--for=condition=Established', 'crd/crontabs.stable.example.com', '--timeout=10s']);
     assert.equal(await ok(['get', '--raw', '/apis/stable.example.com/v1/crontabs']).then((s) => (JSON.parse(s) as { items: unknown[] }).items.length), 0);
+    // The garbage collector watches the kind served again: an object whose owner goes is collected.
+    await ok(['create', 'configmap', 'owner']);
+    const uid = await ok(['get', 'configmap', 'owner', '-o', 'jsonpath={.metadata.uid}']);
+    await ok(['create', '-f', '-'], `apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: owned, ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: owner, uid: ${uid}}]}\nspec: {cronSpec: "* * * * *"}\n`);
+    await ok(['delete', 'configmap', 'owner']);
+    assert.match(await ok(['wait', '--for=delete', 'crontab/owned', '--timeout=10s']), /deleted|^$/);
   });
 });
 

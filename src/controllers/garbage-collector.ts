@@ -165,11 +165,22 @@ export function garbageCollector(ctx: ControllerContext): Controller {
     start: async () => {
       for (const r of ctx.resources.all()) watch(r);
       await Promise.all([...informers.values()].map((i) => i.start()));
+      // Kinds come and go at run time (CRDs): a kind no longer served stops its informer, which starts again
+      // (relisting) if the kind is served again.
+      const dormant = new Set<string>();
       ctx.resources.onChange(() => {
+        const served = new Set<string>();
         for (const r of ctx.resources.all()) {
+          const key = `${r.gvr.group}/${r.gvr.resource}`;
+          served.add(key);
           const before = informers.size;
           watch(r);
-          if (informers.size > before) void informers.get(`${r.gvr.group}/${r.gvr.resource}`)!.start();
+          if (informers.size > before || dormant.delete(key)) void informers.get(key)?.start().catch(() => undefined);
+        }
+        for (const [key, informer] of informers) {
+          if (served.has(key) || dormant.has(key)) continue;
+          informer.stop();
+          dormant.add(key);
         }
       });
       loop.start();
