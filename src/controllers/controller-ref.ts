@@ -1,5 +1,7 @@
 import type { KubeObject, OwnerReference } from '../api/types.js';
 import type { Informer } from '../client/informer.js';
+import type { Expectations } from '../runtime/expectations.js';
+import { isTerminating } from './pod-util.js';
 
 /**
  * Controller owner references, shared by the workload controllers (StatefulSet, DaemonSet, Job, CronJob and
@@ -38,4 +40,36 @@ export function controlledBy(informer: Informer, uid: string): KubeObject[] {
 export function ownerKey(obj: KubeObject, kind: string): string | undefined {
   const ref = controllerOf(obj);
   return ref && ref.kind === kind ? `${obj.metadata.namespace}/${ref.name}` : undefined;
+}
+
+/**
+ * The pod handlers every workload controller shares: a pod event wakes the controller that owns the pod,
+ * and tells its expectations that a creation or deletion it asked for has been observed.
+ */
+export function wakeOwnerOnPodEvents(
+  pods: Informer,
+  ownerKind: string,
+  queue: { add(key: string): void },
+  expectations: Expectations,
+): void {
+  pods.addEventHandler({
+    add: (pod) => {
+      const key = ownerKey(pod, ownerKind);
+      if (!key) return;
+      expectations.creationObserved(key);
+      queue.add(key);
+    },
+    update: (old, pod) => {
+      const key = ownerKey(pod, ownerKind);
+      if (!key) return;
+      if (isTerminating(pod) && !isTerminating(old)) expectations.deletionObserved(key, pod.metadata.uid!);
+      queue.add(key);
+    },
+    delete: (pod) => {
+      const key = ownerKey(pod, ownerKind);
+      if (!key) return;
+      expectations.deletionObserved(key, pod.metadata.uid!);
+      queue.add(key);
+    },
+  });
 }

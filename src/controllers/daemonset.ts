@@ -3,7 +3,7 @@ import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/type
 import { Resources } from '../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { Expectations } from '../runtime/expectations.js';
-import { controlledBy, controllerOf, indexByController, newControllerRef, ownerKey } from './controller-ref.js';
+import { controlledBy, controllerOf, indexByController, newControllerRef, wakeOwnerOnPodEvents } from './controller-ref.js';
 import { CONTROLLER_REVISION_HASH_LABEL, newRevision, nextRevisionNumber, planUpdateRevision, revisionsToTruncate, templatePatch } from './history.js';
 import { ignoreNotFound } from './namespace.js';
 import { fitsNodeAffinity, nodeTaints, targetNodeName, untoleratedTaint, type Toleration } from './node-fit.js';
@@ -295,26 +295,7 @@ export function daemonSetController(ctx: ControllerContext): Controller {
     update: (_o, s) => loop.queue.add(keyOf(s)),
     delete: (s) => expectations.forget(keyOf(s)),
   });
-  pods.addEventHandler({
-    add: (pod) => {
-      const key = ownerKey(pod, 'DaemonSet');
-      if (!key) return;
-      expectations.creationObserved(key);
-      loop.queue.add(key);
-    },
-    update: (old, pod) => {
-      const key = ownerKey(pod, 'DaemonSet');
-      if (!key) return;
-      if (isTerminating(pod) && !isTerminating(old)) expectations.deletionObserved(key, pod.metadata.uid!);
-      loop.queue.add(key);
-    },
-    delete: (pod) => {
-      const key = ownerKey(pod, 'DaemonSet');
-      if (!key) return;
-      expectations.deletionObserved(key, pod.metadata.uid!);
-      loop.queue.add(key);
-    },
-  });
+  wakeOwnerOnPodEvents(pods, 'DaemonSet', loop.queue, expectations);
   nodes.addEventHandler({
     add: enqueueAll,
     delete: enqueueAll,

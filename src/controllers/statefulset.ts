@@ -3,7 +3,7 @@ import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReferenc
 import { Resources } from '../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { Expectations } from '../runtime/expectations.js';
-import { controlledBy, controllerOf, indexByController, newControllerRef, ownerKey } from './controller-ref.js';
+import { controlledBy, controllerOf, indexByController, newControllerRef, ownerKey, wakeOwnerOnPodEvents } from './controller-ref.js';
 import {
   CONTROLLER_REVISION_HASH_LABEL,
   newRevision,
@@ -332,26 +332,7 @@ export function statefulSetController(ctx: ControllerContext): Controller {
     update: (_o, s) => loop.queue.add(keyOf(s)),
     delete: (s) => expectations.forget(keyOf(s)),
   });
-  pods.addEventHandler({
-    add: (pod) => {
-      const key = ownerKey(pod, 'StatefulSet');
-      if (!key) return;
-      expectations.creationObserved(key);
-      loop.queue.add(key);
-    },
-    update: (old, pod) => {
-      const key = ownerKey(pod, 'StatefulSet');
-      if (!key) return;
-      if (isTerminating(pod) && !isTerminating(old)) expectations.deletionObserved(key, pod.metadata.uid!);
-      loop.queue.add(key);
-    },
-    delete: (pod) => {
-      const key = ownerKey(pod, 'StatefulSet');
-      if (!key) return;
-      expectations.deletionObserved(key, pod.metadata.uid!);
-      loop.queue.add(key);
-    },
-  });
+  wakeOwnerOnPodEvents(pods, 'StatefulSet', loop.queue, expectations);
   revisions.addEventHandler({ delete: (r) => { const key = ownerKey(r, 'StatefulSet'); if (key) loop.queue.add(key); } });
 
   async function reconcile(key: string): Promise<ReconcileResult | void> {

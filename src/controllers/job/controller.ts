@@ -3,8 +3,7 @@ import { deepCopy, isPlainObject, type KubeObject } from '../../api/types.js';
 import { Resources } from '../../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../../runtime/controller.js';
 import { Expectations } from '../../runtime/expectations.js';
-import { controlledBy, indexByController, newControllerRef, ownerKey } from '../controller-ref.js';
-import { isTerminating } from '../pod-util.js';
+import { controlledBy, indexByController, newControllerRef, wakeOwnerOnPodEvents } from '../controller-ref.js';
 import { NO_BACKOFF, type BackoffRecord } from './backoff.js';
 import { COMPLETION_INDEX } from './indexes.js';
 import { JOB_TRACKING_FINALIZER, jobSpec, planJob, statusChanged, type JobStatus } from './plan.js';
@@ -31,26 +30,7 @@ export function jobController(ctx: ControllerContext): Controller {
       backoffs.delete(job.metadata.uid!);
     },
   });
-  pods.addEventHandler({
-    add: (pod) => {
-      const key = ownerKey(pod, 'Job');
-      if (!key) return;
-      expectations.creationObserved(key);
-      loop.queue.add(key);
-    },
-    update: (old, pod) => {
-      const key = ownerKey(pod, 'Job');
-      if (!key) return;
-      if (isTerminating(pod) && !isTerminating(old)) expectations.deletionObserved(key, pod.metadata.uid!);
-      loop.queue.add(key);
-    },
-    delete: (pod) => {
-      const key = ownerKey(pod, 'Job');
-      if (!key) return;
-      expectations.deletionObserved(key, pod.metadata.uid!);
-      loop.queue.add(key);
-    },
-  });
+  wakeOwnerOnPodEvents(pods, 'Job', loop.queue, expectations);
 
   async function reconcile(key: string): Promise<ReconcileResult | void> {
     const [namespace, name] = key.split('/') as [string, string];
