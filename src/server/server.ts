@@ -45,6 +45,23 @@ export function toApiError(err: unknown): ApiError {
   return Errors.internal(e.message ?? 'unknown error');
 }
 
+const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
+
+/** Reads and discards what is left of a request body; destroys the connection past `limit` bytes. */
+function drainRequest(raw: IncomingMessage, limit: number): Promise<void> {
+  if (raw.readableEnded || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    raw.on('data', (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > limit) raw.destroy();
+    });
+    raw.once('end', () => resolve());
+    raw.once('close', () => resolve());
+    raw.resume();
+  });
+}
+
 function splitPath(path: string): string[] {
   const segments = path.split('/').filter((s) => s !== '');
   try {
@@ -67,9 +84,12 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
 
-  app.setErrorHandler((err, _request, reply) => {
+  app.setErrorHandler(async (err, request, reply) => {
     const apiError = toApiError(err);
     if (apiError.code >= 500) options.logger?.(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    // A client still sending an oversized body would see its connection reset instead of the 413: read the
+    // rest (up to a bound; beyond it the connection is dropped) so that it gets the Status.
+    if (apiError.code === 413) await drainRequest(request.raw, MAX_DRAIN_BYTES);
     sendError(reply, apiError);
   });
   app.setNotFoundHandler((_request, reply) => sendError(reply, Errors.pathNotFound()));
