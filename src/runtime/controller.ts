@@ -99,6 +99,10 @@ export class ReconcileLoop {
         this.active--;
         this.queue.done(key);
       }
+      // In-process writes and watch deliveries resolve as microtasks, so without this a cascade (a ReplicaSet
+      // creating 500 pods, each scheduled and started) would run for seconds without the event loop turning:
+      // no HTTP request served, no watch stream drained (and cut as a slow reader). Yield between reconciles.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 }
