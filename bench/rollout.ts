@@ -1,0 +1,247 @@
+/**
+ * `node dist/bench/rollout.js [--replicas 1000] [--nodes 20] [--surge 25%] [--unavailable 25%] [--runs 1] [--watch-history N]`
+ *
+ * A Deployment of `replicas` pods on `nodes` simulated nodes (`sim serve --nodes`, real clock, the default
+ * kubelet stages): how long until it is Available, then how long a full rolling update (a new image) takes —
+ * until the Deployment reports every replica updated and available, and until the last old pod is gone (old
+ * pods terminate with their 30 s grace period). Every pod watch event is replayed to check maxSurge and
+ * maxUnavailable at each instant: pods not terminating ≤ replicas + maxSurge, of them ready ≥ replicas −
+ * maxUnavailable. Also reports the server's CPU time and peak RSS. Prints a Markdown table row per run.
+ * The pod watch resumes from its last resourceVersion if the server ends it; `--watch-history` (passed to the
+ * server) makes sure that is possible at very large sizes, at the cost of memory.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { resolveFenceposts } from '../src/controllers/deployment/fenceposts.js';
+
+interface Options {
+  replicas: number;
+  nodes: number;
+  surge: number | string;
+  unavailable: number | string;
+  runs: number;
+  watchHistory?: string;
+}
+
+function parseArgs(argv: string[]): Options {
+  const value = (flag: string, fallback: string): string => {
+    const i = argv.indexOf(flag);
+    return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
+  };
+  const intOrPercent = (v: string): number | string => (v.endsWith('%') ? v : Number(v));
+  return {
+    replicas: Number(value('--replicas', '1000')),
+    nodes: Number(value('--nodes', '20')),
+    surge: intOrPercent(value('--surge', '25%')),
+    unavailable: intOrPercent(value('--unavailable', '25%')),
+    runs: Number(value('--runs', '1')),
+    watchHistory: argv.includes('--watch-history') ? value('--watch-history', '') : undefined,
+  };
+}
+
+interface Obj {
+  metadata: { name: string; resourceVersion: string; deletionTimestamp?: string; generation?: number };
+  spec?: { containers?: Array<{ image: string }> };
+  status?: Record<string, unknown>;
+}
+
+const SIM = fileURLToPath(new URL('../../bin/sim.js', import.meta.url));
+
+const servers = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of servers) child.kill('SIGKILL');
+});
+
+async function startServer(nodes: number, watchHistory?: string): Promise<{ url: string; child: ChildProcess }> {
+  const args = [SIM, 'serve', '--port', '0', '--nodes', String(nodes), '--log-level', 'warn', ...(watchHistory ? ['--watch-history', watchHistory] : [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  servers.add(child);
+  child.once('exit', () => servers.delete(child));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+      const m = /serving on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`sim serve exited ${code}`)));
+  });
+  child.stdout!.resume();
+  return { url, child };
+}
+
+async function call<T>(url: string, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
+  const res = await fetch(url + path, { method, headers: body ? { 'content-type': contentType } : {}, body: body ? JSON.stringify(body) : undefined });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+/**
+ * Follows the pods from a list through a watch, re-watching from the last resourceVersion if the server ends the
+ * stream, and keeps the worst instant as it goes: most pods not terminating, fewest of them ready.
+ */
+class PodTracker {
+  readonly pods = new Map<string, { live: boolean; ready: boolean; image?: string }>();
+  live = 0;
+  ready = 0;
+  maxLive = 0;
+  minReady = Number.MAX_SAFE_INTEGER;
+  events = 0;
+  /** How many times the server ended the watch and it was resumed. */
+  resumed = 0;
+  private req?: http.ClientRequest;
+  private stopped = false;
+
+  constructor(
+    private readonly url: string,
+    items: readonly Obj[],
+    private resourceVersion: string,
+  ) {
+    for (const p of items) this.apply('ADDED', p);
+    this.maxLive = this.live;
+    this.minReady = this.ready;
+    this.watch();
+  }
+
+  private watch(): void {
+    const path = `/api/v1/namespaces/default/pods?watch=true&resourceVersion=${this.resourceVersion}`;
+    this.req = http.get(this.url + path, { agent: false }, (res) => {
+      res.setEncoding('utf8');
+      let buffer = '';
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let nl: number;
+        while ((nl = buffer.indexOf('\n')) >= 0) {
+          const line = buffer.slice(0, nl).trim();
+          buffer = buffer.slice(nl + 1);
+          if (!line) continue;
+          const e = JSON.parse(line) as { type: string; object: Obj };
+          if (e.type === 'ERROR') throw new Error(`watch: ${line}`);
+          this.resourceVersion = e.object.metadata.resourceVersion;
+          if (e.type !== 'BOOKMARK') this.apply(e.type, e.object);
+        }
+      });
+      // 'close' comes whether the server ended the stream or cut the connection (a reader too far behind).
+      res.on('close', () => {
+        if (this.stopped) return;
+        this.resumed++;
+        if (process.env.ROLLOUT_DEBUG) process.stderr.write(`watch ended after ${this.events} events; resuming from ${this.resourceVersion}\n`);
+        this.watch();
+      });
+    });
+    this.req.on('error', () => undefined);
+  }
+
+  private apply(type: string, p: Obj): void {
+    this.events++;
+    const before = this.pods.get(p.metadata.name);
+    if (before) {
+      if (before.live) this.live--;
+      if (before.live && before.ready) this.ready--;
+      this.pods.delete(p.metadata.name);
+    }
+    if (type !== 'DELETED') {
+      const entry = { live: !p.metadata.deletionTimestamp, ready: ready(p), image: p.spec?.containers?.[0]?.image };
+      this.pods.set(p.metadata.name, entry);
+      if (entry.live) this.live++;
+      if (entry.live && entry.ready) this.ready++;
+    }
+    this.maxLive = Math.max(this.maxLive, this.live);
+    this.minReady = Math.min(this.minReady, this.ready);
+  }
+
+  only(image: string): boolean {
+    for (const p of this.pods.values()) if (p.image !== image) return false;
+    return true;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.req?.destroy();
+  }
+}
+
+const ready = (p: Obj): boolean => ((p.status?.conditions as Array<{ type: string; status: string }> | undefined) ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+
+/** Polls the Deployment until `done` holds. */
+async function until(url: string, path: string, done: (d: Obj) => boolean, timeoutMs = 600_000): Promise<Obj> {
+  const start = performance.now();
+  for (;;) {
+    const d = await call<Obj>(url, 'GET', path);
+    if (done(d)) return d;
+    if (performance.now() - start > timeoutMs) throw new Error(`timed out: ${JSON.stringify(d.status)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function serverCpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+function peakRssMiB(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
+
+async function run(o: Options): Promise<string> {
+  const { surge, unavailable } = resolveFenceposts(o.surge, o.unavailable, o.replicas);
+  const { url, child } = await startServer(o.nodes, o.watchHistory);
+  try {
+    const ns = '/apis/apps/v1/namespaces/default/deployments';
+    const path = `${ns}/web`;
+    const template = (image: string): unknown => ({ metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'app', image }] } });
+    const complete = (d: Obj): boolean => {
+      const s = d.status as { observedGeneration?: number; updatedReplicas?: number; replicas?: number; availableReplicas?: number } | undefined;
+      return (s?.observedGeneration ?? 0) >= (d.metadata.generation ?? 1) && s?.updatedReplicas === o.replicas && s.replicas === o.replicas && s.availableReplicas === o.replicas;
+    };
+
+    let t0 = performance.now();
+    await call(url, 'POST', ns, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web' },
+      spec: {
+        replicas: o.replicas,
+        selector: { matchLabels: { app: 'web' } },
+        strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: o.surge, maxUnavailable: o.unavailable } },
+        template: template('nginx:1.25'),
+      },
+    });
+    await until(url, path, complete);
+    const availableMs = performance.now() - t0;
+    const cpuCreate = serverCpuSeconds(child.pid!);
+
+    const list = await call<{ metadata: { resourceVersion: string }; items: Obj[] }>(url, 'GET', '/api/v1/namespaces/default/pods');
+    const tracker = new PodTracker(url, list.items, list.metadata.resourceVersion);
+    t0 = performance.now();
+    await call(url, 'PATCH', path, { spec: { template: template('nginx:1.26') } }, 'application/merge-patch+json');
+    await until(url, path, complete);
+    const rolledMs = performance.now() - t0;
+    while (!tracker.only('nginx:1.26')) await new Promise((r) => setTimeout(r, 100));
+    const drainedMs = performance.now() - t0;
+    tracker.stop();
+    if (tracker.resumed > 0) process.stderr.write(`the pod watch was resumed ${tracker.resumed} time(s)\n`);
+    const maxPods = tracker.maxLive;
+    const minReady = tracker.minReady;
+    const ok = maxPods <= o.replicas + surge && minReady >= o.replicas - unavailable;
+    const cpu = serverCpuSeconds(child.pid!);
+    const row = `| ${o.replicas} | ${o.nodes} | ${o.surge} / ${o.unavailable} (${surge} / ${unavailable}) | ${(availableMs / 1000).toFixed(1)} s | ${(rolledMs / 1000).toFixed(1)} s | ${(drainedMs / 1000).toFixed(1)} s | ${tracker.events} | ${maxPods} ≤ ${o.replicas + surge}, ${minReady} ≥ ${o.replicas - unavailable} ${ok ? '✓' : '✗'} | ${cpuCreate.toFixed(1)} + ${(cpu - cpuCreate).toFixed(1)} s | ${peakRssMiB(child.pid!)} MiB |`;
+    if (!ok) process.exitCode = 1;
+    return row;
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+process.on('uncaughtException', (err) => {
+  console.error(err);
+  process.exit(1);
+});
+const options = parseArgs(process.argv.slice(2));
+console.log('| replicas | nodes | maxSurge / maxUnavailable | Available after | rolled out after | old pods gone after | pod events | worst instant (pods, ready) | server CPU (create + update) | peak RSS |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
+for (let i = 0; i < options.runs; i++) console.log(await run(options));
