@@ -383,3 +383,25 @@ describe('a rolling update on simulated nodes', { skip: missing ?? (NO_NODES.len
   });
 });
 
+describe('progress deadline on a virtual clock', { skip: missing }, () => {
+  test('no progress for progressDeadlineSeconds: Progressing False ProgressDeadlineExceeded, and kubectl rollout status fails', async (t) => {
+    const server = await startServer(['--clock', 'virtual', ...NO_NODES]);
+    t.after(() => server.stop());
+    const api = new Api(server.url);
+    const yaml = deploymentYaml('stuck', { replicas: 2 }).replace('  replicas: 2\n', '  replicas: 2\n  progressDeadlineSeconds: 30\n');
+    assert.equal((await kubectl(server.url, ['apply', '-f', '-'], { input: yaml })).code, 0);
+    const advance = (by: string): Promise<unknown> => api.expect(200, '/sim/v1/clock/advance', { method: 'POST', body: { by } });
+    const progressing = async (): Promise<{ status: string; reason: string; message: string; lastUpdateTime: string }> =>
+      ((await api.get('/apis/apps/v1/namespaces/default/deployments/stuck')).status as { conditions: Array<{ type: string; status: string; reason: string; message: string; lastUpdateTime: string }> }).conditions.find((c) => c.type === 'Progressing')!;
+    await advance('29s');
+    assert.equal((await progressing()).status, 'True', 'not yet: the deadline has not passed');
+    await advance('5s');
+    const c = await progressing();
+    assert.deepEqual([c.status, c.reason], ['False', 'ProgressDeadlineExceeded']);
+    assert.match(c.message, /^ReplicaSet "stuck-[a-z0-9]+" has timed out progressing\.$/);
+    const status = await kubectl(server.url, ['rollout', 'status', 'deploy/stuck', '--timeout=10s']);
+    assert.equal(status.code, 1);
+    assert.match(status.stderr, /error: deployment "stuck" exceeded its progress deadline/);
+  });
+});
+
