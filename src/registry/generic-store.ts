@@ -119,8 +119,16 @@ export class GenericStore {
 
   private createDecoded(info: KindInfo, obj: KubeObject, options: WriteOptions, managedFields?: (obj: KubeObject) => unknown[]): KubeObject {
     const meta = obj.metadata;
-    // names.SimpleNameGenerator: the base is cut to 58 characters so the name fits 63.
-    if (!meta.name && meta.generateName) meta.name = `${meta.generateName.slice(0, 58)}${this.ctx.random.alphanumeric(5)}`;
+    if (!meta.name && meta.generateName) {
+      // names.SimpleNameGenerator: the base is cut to 58 characters so the name fits 63. A generated name that is
+      // taken is drawn again, up to 7 times, as kube-apiserver does since RetryGenerateName (GA in 1.32): with 5
+      // characters of 27, a namespace of a few thousand pods of one ReplicaSet would otherwise see collisions.
+      const base = meta.generateName.slice(0, 58);
+      for (let attempt = 0; attempt < 8; attempt++) {
+        meta.name = `${base}${this.ctx.random.alphanumeric(5)}`;
+        if (!this.store.get(resourceKey(info), scoped(info, meta.namespace), meta.name)) break;
+      }
+    }
     if (info.namespaced) this.checkNamespaceAcceptsContent(info, obj);
     const now = this.ctx.clock.now();
     meta.uid = this.ctx.random.uuid();
