@@ -149,17 +149,104 @@ function computeLeaves(obj: KubeObject, typeName: string | undefined, scope: 'ma
   return out;
 }
 
-/** A set of paths as fieldsV1 (a trie whose leaves are {}). */
+/**
+ * The fieldsV1 of every field of a new object — what a create's manager owns — built in one walk: the same set
+ * as toFieldsV1(leavesOf(obj)), without the path strings, their splitting and a sort of the whole trie.
+ */
+function fieldsOfNewObject(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean): Record<string, unknown> {
+  const root: Record<string, unknown> = {};
+  const rootNode: Node = typeName ? { shape: { kind: 'ref', name: typeName } } : {};
+  for (const k of Object.keys(obj).sort()) {
+    if (k === 'apiVersion' || k === 'kind') continue;
+    if (scope === 'status' ? k !== 'status' : k === 'status' && hasStatus) continue;
+    const v = obj[k];
+    const node = childNode(rootNode, k);
+    if (k === 'metadata' && isPlainObject(v)) {
+      const meta: Record<string, unknown> = {};
+      for (const mk of Object.keys(v).sort()) {
+        const mv = v[mk];
+        if (!IGNORED_META.has(mk) && mv !== undefined) addFields(mv, childNode(node, mk), meta, `f:${mk}`);
+      }
+      if (hasAnyKey(meta)) root['f:metadata'] = meta;
+      continue;
+    }
+    addFields(v, node, root, `f:${k}`);
+  }
+  return root;
+}
+
+function hasAnyKey(obj: Record<string, unknown>): boolean {
+  for (const _ in obj) return true;
+  return false;
+}
+
+/** walk(…, apply = false) into a sorted trie: adds `value`'s fields under parent[element] (created only when non-empty). */
+function addFields(value: unknown, node: Node, parent: Record<string, unknown>, element: string): void {
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value);
+    if (keys.length === 0 || isAtomic(node)) return addLeaf(parent, element);
+    const own = childOf(parent, element);
+    if (node.shape?.kind === 'map' && !node.required) own['.'] = {};
+    keys.sort();
+    for (const k of keys) addFields(value[k], childNode(node, k), own, `f:${k}`);
+    if (hasAnyKey(own)) parent[element] = own;
+    return;
+  }
+  if (Array.isArray(value) && value.length > 0) {
+    const type = listType(node);
+    if (type === 'map') {
+      const items: Node = node.shape?.kind === 'list' ? { shape: node.shape.items } : {};
+      const keyed: Array<[string, Record<string, unknown>]> = [];
+      for (const item of value) if (isPlainObject(item)) keyed.push([keyElement(item, node.meta!.mapKeys!), item]);
+      keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      const own = childOf(parent, element);
+      if (!node.required) own['.'] = {};
+      for (let i = 0; i < keyed.length; i++) {
+        const [el, item] = keyed[i]!;
+        const itemFields = childOf(own, el);
+        itemFields['.'] = {};
+        for (const k of Object.keys(item).sort()) addFields(item[k], childNode(items, k), itemFields, `f:${k}`);
+        // Items with the same key share one node, filled out of order: sort it as toFieldsV1 would have.
+        own[el] = i > 0 && keyed[i - 1]![0] === el ? sortKeys(itemFields) : itemFields;
+      }
+      if (hasAnyKey(own)) parent[element] = own;
+      return;
+    }
+    if (type === 'set') {
+      const own = childOf(parent, element);
+      for (const el of value.map((item) => `v:${JSON.stringify(item)}`).sort()) if (!isPlainObject(own[el])) own[el] = {};
+      parent[element] = own;
+      return;
+    }
+  }
+  addLeaf(parent, element);
+}
+
+function addLeaf(parent: Record<string, unknown>, element: string): void {
+  if (!isPlainObject(parent[element])) parent[element] = {};
+}
+
+function childOf(parent: Record<string, unknown>, element: string): Record<string, unknown> {
+  const existing = parent[element];
+  return isPlainObject(existing) ? existing : {};
+}
+
+/**
+ * A set of paths as fieldsV1 (a trie whose leaves are {}), its keys in sorted order. The paths are sorted first:
+ * since SEP sorts before every other character, the paths through a node then come in the order of that node's
+ * children, so the trie is built in order instead of being rebuilt by a sort afterwards.
+ */
 export function toFieldsV1(paths: Iterable<string>): Record<string, unknown> {
   const root: Record<string, unknown> = {};
-  for (const path of paths) {
+  const sorted = [...paths].sort();
+  for (const path of sorted) {
     let node = root;
     for (const el of path.split(SEP)) {
       if (!isPlainObject(node[el])) node[el] = {};
       node = node[el] as Record<string, unknown>;
     }
   }
-  return sortKeys(root) as Record<string, unknown>;
+  return root;
 }
 
 function sortKeys(value: unknown): unknown {
@@ -258,7 +345,11 @@ function upsert(entries: ManagedFieldsEntry[], entry: ManagedFieldsEntry): Manag
 }
 
 function entry(ctx: WriteContext, operation: 'Apply' | 'Update', paths: Iterable<string>): ManagedFieldsEntry {
-  const e: ManagedFieldsEntry = { manager: ctx.manager, operation, apiVersion: ctx.apiVersion, time: ctx.time, fieldsType: 'FieldsV1', fieldsV1: toFieldsV1(paths) };
+  return entryOf(ctx, operation, toFieldsV1(paths));
+}
+
+function entryOf(ctx: WriteContext, operation: 'Apply' | 'Update', fieldsV1: Record<string, unknown>): ManagedFieldsEntry {
+  const e: ManagedFieldsEntry = { manager: ctx.manager, operation, apiVersion: ctx.apiVersion, time: ctx.time, fieldsType: 'FieldsV1', fieldsV1 };
   if (ctx.subresource) e.subresource = ctx.subresource;
   return e;
 }
@@ -275,7 +366,12 @@ export function managedFieldsAfterUpdate(old: KubeObject | undefined, next: Kube
     else return requested.filter(isPlainObject) as unknown as ManagedFieldsEntry[];
   }
   const scope = scopeOf(ctx);
-  const before = old ? leavesOf(old, ctx.typeName, scope, ctx.hasStatus) : new Map<string, unknown>();
+  if (!old) {
+    // A new object: its manager owns every field of it.
+    const fields = fieldsOfNewObject(next, ctx.typeName, scope, ctx.hasStatus);
+    return hasAnyKey(fields) ? [entryOf(ctx, 'Update', fields)] : [];
+  }
+  const before = leavesOf(old, ctx.typeName, scope, ctx.hasStatus);
   const after = leavesOf(next, ctx.typeName, scope, ctx.hasStatus);
   const changed = new Set<string>();
   for (const [path, value] of after) {
