@@ -101,9 +101,18 @@ export const Errors = {
     return new ApiError(400, 'BadRequest', message);
   },
 
+  /** apierrors.NewForbidden: `pods "x" is forbidden: …`, `pods is forbidden: …`, and `forbidden: …` without a resource (a path). */
   forbidden(gr: GroupResource, name: string, why: string): ApiError {
+    if (!gr.resource) return new ApiError(403, 'Forbidden', `forbidden: ${why}`, {});
     const target = name ? `${qualifiedResource(gr)} "${name}"` : qualifiedResource(gr);
-    return new ApiError(403, 'Forbidden', `${target} is forbidden: ${why}`, detailsFor(gr, name));
+    const details = detailsFor(gr, name);
+    if (!name) delete details.name;
+    return new ApiError(403, 'Forbidden', `${target} is forbidden: ${why}`, details);
+  },
+
+  /** 401 for a request without valid credentials where anonymous access is not allowed. */
+  unauthorized(): ApiError {
+    return new ApiError(401, 'Unauthorized', 'Unauthorized');
   },
 
   methodNotAllowed(): ApiError {

@@ -1,16 +1,11 @@
-/**
- * A kubeconfig with one cluster, user and context named kube-sim. For a plain-http server it says
- * insecure-skip-tls-verify: @kubernetes/client-node (1.0 on) refuses http:// clusters without it, and kubectl
- * ignores it when there is no TLS.
- */
+/** A kubeconfig with one cluster, user and context named kube-sim. */
 export function kubeconfigYaml(server: string): string {
-  const skipVerify = server.startsWith('http:') ? '\n    insecure-skip-tls-verify: true' : '';
   return `apiVersion: v1
 kind: Config
 clusters:
 - name: kube-sim
   cluster:
-    server: ${server}${skipVerify}
+    server: ${server}
 users:
 - name: kube-sim
   user: {}

@@ -37,6 +37,8 @@ program
   .option('--cluster-cidr <cidr>', 'pod IP range; each node gets a /24 of it', '10.244.0.0/16')
   .option('--scheduler', 'run the default scheduler (the default when --nodes > 0)')
   .option('--no-scheduler', 'do not run the default scheduler')
+  .option('--auth', 'require authentication (bearer tokens) and authorize with RBAC; prints an admin token')
+  .option('--token-auth-file <file>', 'with --auth: static tokens, kube-apiserver CSV format token,user,uid,"group1,group2"')
   .action(async (opts) => {
     await serve(opts);
   });

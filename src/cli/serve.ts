@@ -1,9 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { parseDuration } from '../clock/clock.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
 import { defaultProfile, loadNodeProfile, parseCapacity } from '../kubelet/node.js';
 import { loadStageFile } from '../kubelet/stages.js';
 import { buildServer } from '../server/server.js';
+import { ApiAuth } from '../auth/api-auth.js';
+import { loadTokenFile } from '../auth/token-file.js';
+import type { UserInfo } from '../auth/user.js';
+import type { Cluster } from '../cluster/cluster.js';
 import { Logger, type LogLevel } from './logger.js';
 
 export interface ServeOptions {
@@ -26,6 +31,8 @@ export interface ServeOptions {
   readyDelay?: string;
   clusterCidr: string;
   scheduler?: boolean;
+  auth?: boolean;
+  tokenAuthFile?: string;
 }
 
 /** The node simulator's options from the flags; throws with a message for the user. */
@@ -48,6 +55,30 @@ function kubeletOptions(options: ServeOptions): SimulatorOptions['kubelet'] {
   const kubelet: SimulatorOptions['kubelet'] = { profile, settings, clusterCidr: options.clusterCidr };
   if (options.stages) kubelet!.stages = loadStageFile(options.stages);
   return kubelet;
+}
+
+const ADMIN_USER = 'kubernetes-admin';
+
+interface ServeSecurity {
+  auth: ApiAuth;
+  adminToken: string;
+}
+
+/**
+ * --auth: static tokens from --token-auth-file plus a fresh admin token (system:masters), printed at start.
+ * The admin token comes from the OS's secure random source, not the seeded RNG: --seed must not make it guessable.
+ */
+function serveSecurity(cluster: Cluster, options: ServeOptions, log: Logger): ServeSecurity {
+  if (!options.auth) throw new Error('--token-auth-file needs --auth');
+  const tokens = new Map<string, UserInfo>();
+  if (options.tokenAuthFile) {
+    const file = loadTokenFile(options.tokenAuthFile);
+    for (const warning of file.warnings) log.warn(warning);
+    for (const [token, user] of file.users) tokens.set(token, user);
+  }
+  const adminToken = randomBytes(32).toString('base64url');
+  tokens.set(adminToken, { username: ADMIN_USER, groups: ['system:masters'] });
+  return { auth: new ApiAuth(cluster, tokens), adminToken };
 }
 
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
@@ -75,8 +106,17 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
   const { cluster, controllers: manager } = sim;
   for (const note of cluster.recoveryNotes) log.warn(note);
+  let security: ServeSecurity | undefined;
+  try {
+    security = options.auth || options.tokenAuthFile ? serveSecurity(cluster, options, log) : undefined;
+  } catch (err) {
+    log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
+    await cluster.close();
+    process.exitCode = 1;
+    return;
+  }
   let address = `${options.host}:${options.port}`;
-  const app = buildServer(cluster, { ...sim.serverOptions, advertiseAddress: () => address, logger: log.error });
+  const app = buildServer(cluster, { ...sim.serverOptions, advertiseAddress: () => address, logger: log.error, auth: security?.auth });
   try {
     await app.listen({ port: options.port, host: options.host });
   } catch (err) {
@@ -89,7 +129,10 @@ export async function serve(options: ServeOptions): Promise<void> {
   address = `${options.host}:${port}`;
   const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
   process.stdout.write(`kube-sim serving on ${url}\n`);
-  process.stdout.write(
+  if (security) {
+    process.stdout.write(`auth on: admin token (user ${ADMIN_USER}, group system:masters): ${security.adminToken}\n`);
+    process.stdout.write(`point kubectl at it: kubectl --server ${url} --token ${security.adminToken} get ns   (or: sim kubeconfig --server ${url} --token ${security.adminToken} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`);
+  } else process.stdout.write(
     port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')
       ? `kubectl finds it without a kubeconfig (its default is localhost:8080); or: kubectl --server ${url} get ns\n`
       : `point kubectl at it: kubectl --server ${url} get ns   (or: sim kubeconfig --server ${url} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`,

@@ -1,4 +1,5 @@
 import type { ControllerFactory } from '../runtime/manager.js';
+import { clusterRoleAggregationController } from './clusterrole-aggregation.js';
 import { configWatcher } from './configwatcher.js';
 import { cronJobController } from './cronjob/controller.js';
 import { daemonSetController } from './daemonset.js';
@@ -29,6 +30,7 @@ export const CONTROLLER_NAMES = [
   'nodelifecycle',
   'podgc',
   'configwatcher',
+  'clusterrole-aggregation',
 ] as const;
 
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
@@ -44,4 +46,5 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['ttl-after-finished', ttlAfterFinishedController],
   ['nodelifecycle', nodeLifecycleController],
   ['podgc', podGarbageCollector],
+  ['clusterrole-aggregation', clusterRoleAggregationController],
 ]);

@@ -10,6 +10,7 @@ import { schemaNameForKind } from '../api/schema/schema.js';
 import type { MemoryStore, Preconditions } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
 import type { Registry } from './registry.js';
+import type { Requester } from '../auth/api-auth.js';
 import { groupVersion, resourceKey, type KindInfo, type StrategyContext } from './types.js';
 
 export interface ListQuery {
@@ -42,6 +43,8 @@ export interface WriteOptions {
   created?: boolean;
   /** The subresource a managedFields entry records for a write through it (scale); status is `subresource`. */
   managedSubresource?: string;
+  /** Who sent the request, with --auth (access reviews answer for them). */
+  requester?: Requester;
 }
 
 export interface DeleteOptions {
@@ -113,7 +116,7 @@ export class GenericStore {
   create(info: KindInfo, namespace: string | undefined, body: unknown, options: WriteOptions = {}): KubeObject {
     const obj = this.decodeBody(info, namespace, body);
     this.checkFields(info, obj, options);
-    if (info.ephemeral) return info.ephemeral(obj, this.ctx);
+    if (info.ephemeral) return info.ephemeral(obj, this.ctx, options.requester);
     return this.createDecoded(info, obj, options);
   }
 

@@ -5,6 +5,7 @@ import type { KubeObject } from '../api/types.js';
 import type { NameRule } from '../api/validation.js';
 import type { Status } from '../api/errors.js';
 import type { GenericStore } from './generic-store.js';
+import type { Requester } from '../auth/api-auth.js';
 
 /** What a strategy may use besides the object: cluster time, the seeded RNG, and allocators. */
 export interface StrategyContext {
@@ -98,7 +99,7 @@ export interface KindInfo {
    * Create-only kinds that are never stored (SelfSubjectAccessReview, SelfSubjectReview …): the answer to a POST,
    * computed from the decoded request object.
    */
-  ephemeral?(obj: KubeObject, ctx: StrategyContext): KubeObject;
+  ephemeral?(obj: KubeObject, ctx: StrategyContext, requester?: Requester): KubeObject;
   /**
    * Served from another kind's storage (events.k8s.io/v1 Event is stored as core/v1 Event): the stored kind's
    * group and resource, and the conversions each object goes through on the way in and out.
@@ -124,7 +125,7 @@ export interface ExtraSubresource {
   group?: string;
   version?: string;
   verbs: string[];
-  create?(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): Status;
+  create?(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): Status | KubeObject;
 }
 
 export function groupVersion(info: Pick<KindInfo, 'group' | 'version'>): string {

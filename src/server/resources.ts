@@ -11,6 +11,7 @@ import { parseFieldValidation } from '../api/schema/field-validation.js';
 import { field } from '../registry/printers.js';
 import { groupVersion, type KindInfo } from '../registry/types.js';
 import type { KubeletConnector } from '../kubelet/connector.js';
+import { requesterOf } from '../auth/api-auth.js';
 import { decodeBody } from './body.js';
 import { jsonOf, listJson, render } from './encoding.js';
 import { negotiate, type Negotiated } from './negotiation.js';
@@ -401,6 +402,8 @@ function writeOptions(request: FastifyRequest, query: Query, subresource?: 'stat
   if (manager !== undefined && manager.length > 128) throw Errors.badRequest('fieldManager: Too long: must have at most 128 bytes');
   const options: WriteOptions = { dryRun: dryRun(query), fieldManager: manager || defaultFieldManager(request.headers['user-agent']), fieldValidation, force: boolParam(query, 'force') };
   if (subresource) options.subresource = subresource;
+  const requester = requesterOf(request.raw);
+  if (requester) options.requester = requester;
   return options;
 }
 

@@ -11,6 +11,7 @@ import { Discovery, KUBERNETES_VERSION } from './discovery.js';
 import { parseMediaTypes } from './negotiation.js';
 import { OpenApi } from './openapi.js';
 import type { KubeletConnector } from '../kubelet/connector.js';
+import type { ApiAuth } from '../auth/api-auth.js';
 import { ExecServer } from './pod-connect.js';
 import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources.js';
 
@@ -20,6 +21,8 @@ export interface ServerOptions {
   logger?: (line: string) => void;
   /** The simulated kubelets, for pods/log, pods/exec and /sim/v1/nodes faults. */
   kubelet?: KubeletConnector;
+  /** `--auth`: authenticate, impersonate and authorize every request (HTTP and WebSocket) before it is served. */
+  auth?: ApiAuth;
 }
 
 /** Writes a Status as the body, with its code. */
@@ -93,6 +96,8 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
     sendError(reply, apiError);
   });
   app.setNotFoundHandler((_request, reply) => sendError(reply, Errors.pathNotFound()));
+  const auth = options.auth;
+  if (auth) app.addHook('onRequest', async (request) => void auth.check(request.raw));
 
   const json = (reply: FastifyReply, text: string, contentType = 'application/json'): void => {
     void reply.code(200).header('content-type', contentType).send(text);
@@ -176,7 +181,7 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   app.route({ method: [...methods], url: '/apis/*', handler: (req, reply) => handleApi(req, reply, false) });
 
   registerSimRoutes(app, cluster, options.kubelet);
-  attachWebSockets(app, cluster, resources, new ExecServer(cluster, options.kubelet));
+  attachWebSockets(app, cluster, resources, new ExecServer(cluster, options.kubelet), auth);
   return app;
 }
 
@@ -214,7 +219,7 @@ function registerSimRoutes(app: FastifyInstance, cluster: Cluster, kubelet: Kube
 }
 
 /** Watches over WebSocket on the same URLs as HTTP watches, and pods/exec. */
-function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: ResourceHandler, exec: ExecServer): void {
+function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: ResourceHandler, exec: ExecServer, auth: ApiAuth | undefined): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
   const reject = (socket: Duplex, err: ApiError, contentType = 'application/json'): void => {
     const body = contentType === 'application/json' ? JSON.stringify(err.toStatus()) : err.message;
@@ -222,6 +227,7 @@ function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: Res
   };
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     try {
+      auth?.check(req);
       const url = new URL(req.url ?? '/', 'http://localhost');
       const segments = splitPath(url.pathname);
       let target: ResourceTarget | undefined;

@@ -15,6 +15,8 @@ export interface SimServer {
   kill(): Promise<StopResult>;
   /** What the server wrote on stderr so far (its log), for failure messages. */
   stderr(): string;
+  /** What the server printed on stdout up to its URL line and after (e.g. the --auth admin token). */
+  stdout(): string;
   /** SIGTERM (a clean shutdown that flushes --data), SIGKILL if it hangs; resolves once the process is gone. */
   stop(): Promise<StopResult>;
 }
@@ -73,7 +75,7 @@ export function startServer(args: string[] = []): Promise<SimServer> {
       if (!match) return;
       clearTimeout(timer);
       child.stdout!.removeAllListeners('data');
-      child.stdout!.resume(); // keep draining so the child never blocks on a full pipe
+      child.stdout!.on('data', (more: string) => (out += more)); // keep draining so the child never blocks on a full pipe
       const url = match[1]!;
       const kill = async (): Promise<StopResult> => {
         if (!exited(child)) {
@@ -82,7 +84,7 @@ export function startServer(args: string[] = []): Promise<SimServer> {
         }
         return result();
       };
-      resolve({ url, port: Number(new URL(url).port), pid: child.pid!, stderr: () => err, stop, kill });
+      resolve({ url, port: Number(new URL(url).port), pid: child.pid!, stderr: () => err, stdout: () => out, stop, kill });
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);

@@ -1,4 +1,5 @@
 import { FieldErrors, type StatusCause } from '../../api/errors.js';
+import { createServiceAccountToken } from '../../auth/service-account-tokens.js';
 import { isPlainObject, type KubeObject } from '../../api/types.js';
 import { checkConfigMapKey } from '../../api/validation.js';
 import { ageOf, col, field, num, orNone, str } from '../printers.js';
@@ -327,6 +328,7 @@ const serviceaccounts: KindInfo = {
   singular: 'serviceaccount',
   namespaced: true,
   shortNames: ['sa'],
+  extraSubresources: [{ name: 'token', kind: 'TokenRequest', group: 'authentication.k8s.io', version: 'v1', verbs: ['create'], create: createServiceAccountToken }],
   columns: [col('Secrets', (o) => (Array.isArray(o.secrets) ? o.secrets.length : 0), { type: 'integer', description: 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.' })],
 };
 

@@ -1,0 +1,89 @@
+import type { IncomingMessage } from 'node:http';
+import { Errors } from '../api/errors.js';
+import type { Cluster } from '../cluster/cluster.js';
+import { resourceKey } from '../registry/types.js';
+import { forbidden, UnionAuthorizer, type Authorizer } from './authorizer.js';
+import { bootstrapClusterRoleBindings, bootstrapClusterRoles } from './bootstrap-policy.js';
+import { impersonate } from './impersonation.js';
+import { RbacAuthorizer } from './rbac.js';
+import { requestAttributes } from './request-info.js';
+import { serviceAccountTokens, type ServiceAccountTokens } from './service-account-tokens.js';
+import { ALL_UNAUTHENTICATED, ANONYMOUS_USER, withAuthenticatedGroup, type UserInfo } from './user.js';
+
+/** Who a request acts as and the evaluator that judged it: what access reviews answer from. */
+export interface Requester {
+  user: UserInfo;
+  authorizer: Authorizer;
+}
+
+const requesters = new WeakMap<IncomingMessage, Requester>();
+
+/** The requester an authenticated request was found to be (undefined when the server runs without --auth). */
+export function requesterOf(req: IncomingMessage): Requester | undefined {
+  return requesters.get(req);
+}
+
+/**
+ * Paths anonymous requests may reach (kube-apiserver's AuthenticationConfiguration `anonymous.conditions`): the
+ * health and version endpoints system:public-info-viewer opens. Anything else without a valid token is a 401.
+ */
+const ANONYMOUS_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version', '/version/']);
+
+/** The bearer token of an Authorization header, as bearertoken.go reads it (no opinion on anything else). */
+function bearerToken(header: string | undefined): string | undefined {
+  const parts = (header ?? '').trim().split(' ');
+  if (parts.length < 2 || parts[0]!.toLowerCase() !== 'bearer' || parts[1] === '') return undefined;
+  return parts[1];
+}
+
+/**
+ * `sim serve --auth`: authentication (static tokens, ServiceAccount tokens), impersonation and RBAC authorization
+ * for every HTTP request, in kube-apiserver's order — 401 before anything else, then 403 before routing.
+ */
+export class ApiAuth {
+  readonly authorizer: Authorizer;
+  private readonly tokens: ServiceAccountTokens;
+
+  constructor(
+    private readonly cluster: Cluster,
+    private readonly staticTokens: ReadonlyMap<string, UserInfo>,
+  ) {
+    this.bootstrapPolicy();
+    this.authorizer = new UnionAuthorizer(new RbacAuthorizer(cluster.store));
+    this.tokens = serviceAccountTokens(cluster.api);
+  }
+
+  /** Creates the default ClusterRoles and bindings that are missing (a restart with --data keeps the ones there). */
+  private bootstrapPolicy(): void {
+    for (const [resource, objects] of [['clusterroles', bootstrapClusterRoles], ['clusterrolebindings', bootstrapClusterRoleBindings]] as const) {
+      const info = this.cluster.kind('rbac.authorization.k8s.io', 'v1', resource);
+      for (const obj of objects) {
+        if (!this.cluster.store.get(resourceKey(info), undefined, obj.metadata.name!)) this.cluster.api.create(info, undefined, structuredClone(obj));
+      }
+    }
+  }
+
+  authenticate(req: IncomingMessage): UserInfo {
+    const token = bearerToken(req.headers.authorization);
+    if (token === undefined) {
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+      if (ANONYMOUS_PATHS.has(path)) return { username: ANONYMOUS_USER, groups: [ALL_UNAUTHENTICATED] };
+      throw Errors.unauthorized();
+    }
+    const user = this.staticTokens.get(token) ?? this.tokens.authenticate(token);
+    if (!user) throw Errors.unauthorized();
+    return withAuthenticatedGroup(user);
+  }
+
+  /** Authenticates, applies impersonation and authorizes one request; throws the 401/403 Status to answer. */
+  check(req: IncomingMessage): Requester {
+    const authenticated = this.authenticate(req);
+    const user = impersonate(req, authenticated, this.authorizer);
+    const attributes = requestAttributes(req.method ?? 'GET', req.url ?? '/');
+    const decision = this.authorizer.authorize(user, attributes);
+    if (!decision.allowed) throw forbidden(user.username, attributes, decision.reason);
+    const requester = { user, authorizer: this.authorizer };
+    requesters.set(req, requester);
+    return requester;
+  }
+}

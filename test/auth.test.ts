@@ -1,0 +1,342 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { request, type Reply, type StatusBody } from './helpers/http.js';
+import { serverFor, startServer, type SimServer } from './helpers/server.js';
+
+// `sim serve --auth` over plain HTTP (curl-like requests): 401s, RBAC and its 403 messages, wildcards,
+// aggregation, impersonation, TokenRequest tokens, and the access reviews; and that nothing changes without it.
+
+const ADMIN = 'admin-token';
+const TOKENS = [`${ADMIN},admin,uid-admin,system:masters`, 'alice-token,alice,uid-alice,"dev,qa"', 'bob-token,bob,uid-bob'].join('\n');
+
+type Json = Record<string, unknown>;
+
+let server: SimServer;
+let dir: string;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'kube-sim-auth-'));
+  writeFileSync(join(dir, 'tokens.csv'), TOKENS);
+  server = await startServer(['--auth', '--token-auth-file', join(dir, 'tokens.csv'), '--nodes', '0', '--clock', 'virtual']);
+});
+
+after(async () => {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function as(token: string | undefined, path: string, options: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
+  const headers = { ...(options.headers ?? {}) };
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
+  return request(server.url, path, { ...options, headers });
+}
+
+const admin = (path: string, options: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> => as(ADMIN, path, options);
+
+async function create(path: string, body: Json): Promise<Json> {
+  const reply = await admin(path, { method: 'POST', body });
+  assert.equal(reply.status, 201, reply.text);
+  return reply.body as Json;
+}
+
+function forbidden(reply: Reply, message: string, details: Json): void {
+  assert.equal(reply.status, 403, reply.text);
+  assert.deepEqual(reply.body, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason: 'Forbidden', code: 403, details });
+}
+
+const UNAUTHORIZED = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 };
+
+/** Binds a ClusterRole (created with these rules) to a user, cluster-wide or in a namespace. */
+async function grant(name: string, user: string, rules: Json[], namespace?: string): Promise<void> {
+  await create('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name }, rules });
+  const binding = { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' }] };
+  if (namespace) await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`, binding);
+  else await create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', binding);
+}
+
+/** SubjectAccessReview for `user` (with system:authenticated, as an authenticated request would have). */
+async function review(user: string, attributes: Json): Promise<{ allowed: boolean; reason?: string }> {
+  const spec = 'path' in attributes ? { nonResourceAttributes: attributes } : { resourceAttributes: attributes };
+  const reply = await admin('/apis/authorization.k8s.io/v1/subjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { ...spec, user, groups: ['system:authenticated'] } } });
+  assert.equal(reply.status, 201, reply.text);
+  return (reply.body as { status: { allowed: boolean; reason?: string } }).status;
+}
+
+async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+describe('authentication', () => {
+  test('no token, a wrong token or a non-bearer scheme get the 401 Status, on resources and discovery alike', async () => {
+    for (const path of ['/api/v1/pods', '/api', '/apis', '/apis/apps/v1', '/openapi/v3', '/sim/v1/clock']) {
+      const reply = await as(undefined, path);
+      assert.equal(reply.status, 401, path);
+      assert.deepEqual(reply.body, UNAUTHORIZED);
+    }
+    assert.deepEqual((await as('not-a-token', '/api/v1/namespaces')).body, UNAUTHORIZED);
+    assert.deepEqual((await request(server.url, '/api/v1/namespaces', { headers: { authorization: 'Basic YWRtaW46YWRtaW4=' } })).body, UNAUTHORIZED);
+    // A 401 comes before anything is decoded: even a garbage body to an unknown resource.
+    assert.equal((await as('nope', '/api/v1/namespaces/default/whatever', { method: 'POST', body: 'not json' })).status, 401);
+  });
+
+  test('health and version stay open to anonymous requests (system:public-info-viewer)', async () => {
+    for (const path of ['/healthz', '/livez', '/readyz']) assert.equal((await as(undefined, path)).text, 'ok');
+    assert.equal((await as(undefined, '/version')).status, 200);
+  });
+
+  test('token-file users are who the file says, in system:authenticated', async () => {
+    const reply = await as('alice-token', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+    assert.equal(reply.status, 201, reply.text);
+    assert.deepEqual((reply.body as Json).status, { userInfo: { username: 'alice', uid: 'uid-alice', groups: ['dev', 'qa', 'system:authenticated'] } });
+  });
+
+  test('sim serve --auth prints an admin token that works', async () => {
+    const printed = /admin token \(user kubernetes-admin, group system:masters\): (\S+)/.exec(server.stdout());
+    assert.ok(printed, server.stdout());
+    const reply = await as(printed[1], '/api/v1/namespaces');
+    assert.equal(reply.status, 200, reply.text);
+  });
+
+  test('a token file line with fewer than 3 columns stops the server with kube-apiserver\'s message', async () => {
+    writeFileSync(join(dir, 'bad.csv'), 'only-token,user\n');
+    await assert.rejects(startServer(['--auth', '--token-auth-file', join(dir, 'bad.csv'), '--nodes', '0']), /must have at least 3 columns \(token, user name, user uid\), found 2/);
+  });
+});
+
+describe('RBAC', () => {
+  test('403 messages: namespaced, cluster-scoped, named with a subresource, non-resource path', async () => {
+    forbidden(await as('bob-token', '/api/v1/namespaces/default/pods'), 'pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the namespace "default"', { kind: 'pods' });
+    forbidden(await as('bob-token', '/apis/apps/v1/deployments?watch=true'), 'deployments.apps is forbidden: User "bob" cannot watch resource "deployments" in API group "apps" at the cluster scope', { group: 'apps', kind: 'deployments' });
+    forbidden(await as('bob-token', '/api/v1/namespaces/default/pods/web/log'), 'pods "web" is forbidden: User "bob" cannot get resource "pods/log" in API group "" in the namespace "default"', { name: 'web', kind: 'pods' });
+    forbidden(await as('bob-token', '/api/v1/namespaces/default/configmaps/x', { method: 'DELETE' }), 'configmaps "x" is forbidden: User "bob" cannot delete resource "configmaps" in API group "" in the namespace "default"', { name: 'x', kind: 'configmaps' });
+    forbidden(await as('bob-token', '/api/v1/namespaces/default/configmaps', { method: 'DELETE' }), 'configmaps is forbidden: User "bob" cannot deletecollection resource "configmaps" in API group "" in the namespace "default"', { kind: 'configmaps' });
+    forbidden(await as('bob-token', '/foo/bar'), 'forbidden: User "bob" cannot get path "/foo/bar"', {});
+    forbidden(await as('bob-token', '/sim/v1/clock/advance', { method: 'POST', body: { by: '1s' } }), 'forbidden: User "bob" cannot post path "/sim/v1/clock/advance"', {});
+    // A namespace is its own namespace: get namespaces/x is checked in namespace x.
+    forbidden(await as('bob-token', '/api/v1/namespaces/kube-system'), 'namespaces "kube-system" is forbidden: User "bob" cannot get resource "namespaces" in API group "" in the namespace "kube-system"', { name: 'kube-system', kind: 'namespaces' });
+    // Authorization comes before routing: an unknown resource is a 403 for bob, a 404 for the admin.
+    assert.equal((await as('bob-token', '/api/v1/nosuchthings')).status, 403);
+    assert.equal((await admin('/api/v1/nosuchthings')).status, 404);
+    // Discovery is open to every authenticated user (system:discovery).
+    assert.equal((await as('bob-token', '/apis')).status, 200);
+  });
+
+  test('a binding to a missing role adds RBAC\'s reason to the 403', async () => {
+    await create('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', { metadata: { name: 'dangling' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'nope' }, subjects: [{ kind: 'User', name: 'carol' }] });
+    const decision = await review('carol', { namespace: 'default', verb: 'get', resource: 'pods' });
+    assert.deepEqual(decision, { allowed: false, reason: 'RBAC: role.rbac.authorization.k8s.io "nope" not found' });
+  });
+
+  test('wildcards: verbs, groups and resources "*", "*/subresource", resourceNames, non-resource "prefix*"', async () => {
+    await grant('wild-any', 'wanda', [{ apiGroups: ['*'], resources: ['deployments'], verbs: ['*'] }]);
+    assert.equal((await review('wanda', { verb: 'delete', group: 'apps', resource: 'deployments', namespace: 'x' })).allowed, true);
+    assert.equal((await review('wanda', { verb: 'escalate', group: 'example.com', resource: 'deployments' })).allowed, true);
+    assert.equal((await review('wanda', { verb: 'get', group: 'apps', resource: 'deployments', subresource: 'scale' })).allowed, false, 'a resource does not cover its subresources');
+
+    await grant('wild-sub', 'sam', [{ apiGroups: [''], resources: ['*/log', 'pods/*'], verbs: ['get'] }]);
+    assert.equal((await review('sam', { verb: 'get', resource: 'pods', subresource: 'log', name: 'p' })).allowed, true);
+    assert.equal((await review('sam', { verb: 'get', resource: 'widgets', subresource: 'log', name: 'p' })).allowed, true);
+    assert.equal((await review('sam', { verb: 'get', resource: 'pods', subresource: 'exec', name: 'p' })).allowed, false, '"pods/*" is not a wildcard in Kubernetes');
+    assert.equal((await review('sam', { verb: 'get', resource: 'pods', name: 'p' })).allowed, false);
+
+    await grant('named', 'nina', [{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['settings'], verbs: ['get', 'list', 'watch'] }], 'default');
+    assert.equal((await review('nina', { namespace: 'default', verb: 'get', resource: 'configmaps', name: 'settings' })).allowed, true);
+    assert.equal((await review('nina', { namespace: 'default', verb: 'get', resource: 'configmaps', name: 'other' })).allowed, false);
+    assert.equal((await review('nina', { namespace: 'default', verb: 'list', resource: 'configmaps' })).allowed, false);
+    assert.equal((await review('nina', { namespace: 'other', verb: 'get', resource: 'configmaps', name: 'settings' })).allowed, false, 'a RoleBinding grants in its namespace only');
+    // A list narrowed to the name by a field selector is a request on that name, so resourceNames allow it.
+    await create('/api/v1/namespaces/default/configmaps', { metadata: { name: 'settings' } });
+    const asNina = { headers: { 'impersonate-user': 'nina' } };
+    const narrowed = await admin('/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dsettings', asNina);
+    assert.equal(narrowed.status, 200, narrowed.text);
+    assert.deepEqual((narrowed.body as { items: Array<{ metadata: Json }> }).items.map((i) => i.metadata.name), ['settings']);
+    assert.equal((await admin('/api/v1/namespaces/default/configmaps', asNina)).status, 403);
+
+    await grant('paths', 'pat', [{ nonResourceURLs: ['/metrics', '/logs/*'], verbs: ['get'] }]);
+    assert.equal((await review('pat', { path: '/logs/kube-apiserver.log', verb: 'get' })).allowed, true);
+    assert.equal((await review('pat', { path: '/metrics', verb: 'get' })).allowed, true);
+    assert.equal((await review('pat', { path: '/metrics/x', verb: 'get' })).allowed, false);
+    assert.equal((await review('pat', { path: '/logs/x', verb: 'post' })).allowed, false);
+  });
+
+  test('a request allowed by a RoleBinding reaches the resource; the review names the binding', async () => {
+    await grant('cm-reader', 'alice', [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }], 'default');
+    assert.equal((await as('alice-token', '/api/v1/namespaces/default/configmaps')).status, 200);
+    assert.equal((await as('alice-token', '/api/v1/namespaces/default/configmaps/missing')).status, 404);
+    assert.equal((await as('alice-token', '/api/v1/namespaces/kube-system/configmaps')).status, 403);
+    assert.deepEqual(await review('alice', { namespace: 'default', verb: 'list', resource: 'configmaps' }), {
+      allowed: true,
+      reason: 'RBAC: allowed by RoleBinding "cm-reader/default" of ClusterRole "cm-reader" to User "alice"',
+    });
+    // Groups bind too: alice is in "qa".
+    await create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', { metadata: { name: 'qa-nodes' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' }, subjects: [{ kind: 'Group', name: 'qa' }] });
+    assert.equal((await as('alice-token', '/api/v1/namespaces/kube-system/pods')).status, 200);
+    // Deleting the binding takes the access away at once.
+    assert.equal((await admin('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/qa-nodes', { method: 'DELETE' })).status, 200);
+    assert.equal((await as('alice-token', '/api/v1/namespaces/kube-system/pods')).status, 403);
+  });
+
+  test('aggregation: a ClusterRole with an aggregationRule holds the rules of the roles it selects, kept current', async () => {
+    await create('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'monitoring' }, aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'example.com/aggregate-to-monitoring': 'true' } }] } });
+    await create('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'monitoring-endpoints', labels: { 'example.com/aggregate-to-monitoring': 'true' } }, rules: [{ apiGroups: [''], resources: ['endpoints'], verbs: ['get'] }] });
+    const rulesOf = async (name: string): Promise<unknown> => ((await admin(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${name}`)).body as Json).rules;
+    await eventually('monitoring to aggregate', async () => JSON.stringify(await rulesOf('monitoring')) === JSON.stringify([{ apiGroups: [''], resources: ['endpoints'], verbs: ['get'] }]));
+    await create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', { metadata: { name: 'mon' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'monitoring' }, subjects: [{ kind: 'User', name: 'mo' }] });
+    assert.equal((await review('mo', { verb: 'get', resource: 'endpoints', namespace: 'a' })).allowed, true);
+    await create('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'monitoring-pods', labels: { 'example.com/aggregate-to-monitoring': 'true' } }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }] });
+    await eventually('the new role to join', async () => (await review('mo', { verb: 'list', resource: 'pods' })).allowed);
+    assert.equal((await admin('/apis/rbac.authorization.k8s.io/v1/clusterroles/monitoring-endpoints', { method: 'DELETE' })).status, 200);
+    await eventually('the deleted role to leave', async () => !(await review('mo', { verb: 'get', resource: 'endpoints', namespace: 'a' })).allowed);
+    // The bootstrap roles aggregate the same way: admin ⊃ edit ⊃ view.
+    await grant('placeholder', 'nobody', []);
+    await create('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', { metadata: { name: 'ed' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' }, subjects: [{ kind: 'User', name: 'ed' }] });
+    assert.equal((await review('ed', { namespace: 'default', verb: 'delete', group: 'apps', resource: 'deployments' })).allowed, true, 'from edit');
+    assert.equal((await review('ed', { namespace: 'default', verb: 'watch', group: 'batch', resource: 'jobs' })).allowed, true, 'from view');
+    assert.equal((await review('ed', { namespace: 'default', verb: 'create', group: 'rbac.authorization.k8s.io', resource: 'rolebindings' })).allowed, true, 'admin\'s own');
+    assert.equal((await review('ed', { verb: 'list', resource: 'nodes' })).allowed, false);
+  });
+});
+
+describe('impersonation', () => {
+  const whoami = async (token: string, headers: Record<string, string>): Promise<Reply> =>
+    as(token, '/apis/authentication.k8s.io/v1/selfsubjectreviews', { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, headers });
+
+  test('an admin may act as a ServiceAccount (with its groups) or a user with groups', async () => {
+    let reply = await whoami(ADMIN, { 'impersonate-user': 'system:serviceaccount:default:robot' });
+    assert.deepEqual((reply.body as Json).status, { userInfo: { username: 'system:serviceaccount:default:robot', groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated'] } });
+    reply = await whoami(ADMIN, { 'impersonate-user': 'jane', 'impersonate-group': 'devs', 'impersonate-uid': 'u-1' });
+    assert.deepEqual((reply.body as Json).status, { userInfo: { username: 'jane', uid: 'u-1', groups: ['devs', 'system:authenticated'] } });
+    // …and is then judged as them.
+    forbidden(await as(ADMIN, '/api/v1/namespaces/default/secrets', { headers: { 'impersonate-user': 'jane' } }), 'secrets is forbidden: User "jane" cannot list resource "secrets" in API group "" in the namespace "default"', { kind: 'secrets' });
+  });
+
+  test('others get a 403 naming what they may not impersonate, until RBAC grants it', async () => {
+    forbidden(await whoami('bob-token', { 'impersonate-user': 'jane' }), 'users "jane" is forbidden: User "bob" cannot impersonate resource "users" in API group "" at the cluster scope', { name: 'jane', kind: 'users' });
+    forbidden(
+      await whoami('bob-token', { 'impersonate-user': 'system:serviceaccount:ops:deployer' }),
+      'serviceaccounts "deployer" is forbidden: User "bob" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "ops"',
+      { name: 'deployer', kind: 'serviceaccounts' },
+    );
+    await grant('impersonate-jane', 'bob', [{ apiGroups: [''], resources: ['users'], resourceNames: ['jane'], verbs: ['impersonate'] }]);
+    assert.equal((await whoami('bob-token', { 'impersonate-user': 'jane' })).status, 201);
+    forbidden(await whoami('bob-token', { 'impersonate-user': 'jane', 'impersonate-group': 'system:masters' }), 'groups "system:masters" is forbidden: User "bob" cannot impersonate resource "groups" in API group "" at the cluster scope', {
+      name: 'system:masters',
+      kind: 'groups',
+    });
+    assert.notEqual((await whoami(ADMIN, { 'impersonate-group': 'devs' })).status, 201, 'a group without a user is refused');
+  });
+});
+
+describe('ServiceAccount tokens (TokenRequest)', () => {
+  const tokenFor = async (name: string, spec: Json = {}): Promise<Reply> => admin(`/api/v1/namespaces/default/serviceaccounts/${name}/token`, { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec } });
+
+  test('a token names the ServiceAccount, expires with the clock, and dies with the account', async () => {
+    await create('/api/v1/namespaces/default/serviceaccounts', { metadata: { name: 'robot' } });
+    const reply = await tokenFor('robot');
+    assert.equal(reply.status, 201, reply.text);
+    const tr = reply.body as { metadata: Json; spec: Json; status: { token: string; expirationTimestamp: string } };
+    assert.deepEqual(tr.spec, { audiences: ['https://kubernetes.default.svc.cluster.local'], expirationSeconds: 3600, boundObjectRef: null });
+    assert.deepEqual(tr.metadata, { name: 'robot', namespace: 'default', creationTimestamp: '2025-01-01T00:00:00Z' });
+    assert.equal(tr.status.expirationTimestamp, '2025-01-01T01:00:00Z');
+    const [, payload] = tr.status.token.split('.');
+    const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString()) as Json;
+    assert.equal(claims.sub, 'system:serviceaccount:default:robot');
+    assert.deepEqual(claims.aud, ['https://kubernetes.default.svc.cluster.local']);
+
+    const me = await as(tr.status.token, '/apis/authentication.k8s.io/v1/selfsubjectreviews', { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+    const userInfo = ((me.body as Json).status as { userInfo: Json }).userInfo;
+    assert.equal(userInfo.username, 'system:serviceaccount:default:robot');
+    assert.deepEqual(userInfo.groups, ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated']);
+    forbidden(await as(tr.status.token, '/api/v1/namespaces/default/pods'), 'pods is forbidden: User "system:serviceaccount:default:robot" cannot list resource "pods" in API group "" in the namespace "default"', { kind: 'pods' });
+
+    // A token for another audience is not for the API server.
+    const foreign = ((await tokenFor('robot', { audiences: ['vault'] })).body as { status: { token: string } }).status.token;
+    assert.deepEqual((await as(foreign, '/api')).body, UNAUTHORIZED);
+    // A tampered token fails its signature.
+    const [h, , s] = tr.status.token.split('.');
+    const forged = `${h}.${Buffer.from(JSON.stringify({ ...claims, sub: 'system:serviceaccount:kube-system:admin' })).toString('base64url')}.${s}`;
+    assert.deepEqual((await as(forged, '/api')).body, UNAUTHORIZED);
+
+    // Recreated with the same name, the account has a new uid: old tokens stop working.
+    assert.equal((await admin('/api/v1/namespaces/default/serviceaccounts/robot', { method: 'DELETE' })).status, 200);
+    await create('/api/v1/namespaces/default/serviceaccounts', { metadata: { name: 'robot' } });
+    assert.deepEqual((await as(tr.status.token, '/api')).body, UNAUTHORIZED);
+
+    // Expiry follows the cluster clock (virtual here).
+    const fresh = ((await tokenFor('robot', { expirationSeconds: 600 })).body as { status: { token: string } }).status.token;
+    assert.equal((await as(fresh, '/api')).status, 200);
+    assert.equal((await admin('/sim/v1/clock/advance', { method: 'POST', body: { by: '601s' } })).status, 200);
+    assert.deepEqual((await as(fresh, '/api')).body, UNAUTHORIZED);
+  });
+
+  test('TokenRequest validation and a missing ServiceAccount', async () => {
+    const short = await tokenFor('robot', { expirationSeconds: 60 });
+    assert.equal(short.status, 422);
+    assert.equal((short.body as StatusBody).message, 'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes');
+    const missing = await tokenFor('ghost');
+    assert.equal(missing.status, 404);
+    assert.equal((missing.body as StatusBody).message, 'serviceaccounts "ghost" not found');
+  });
+});
+
+describe('access reviews', () => {
+  test('SelfSubjectAccessReview answers for the requester, SubjectAccessReview for the spec\'s user', async () => {
+    const ssar = async (token: string, attributes: Json): Promise<Json> => {
+      const reply = await as(token, '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: attributes } } });
+      assert.equal(reply.status, 201, reply.text);
+      return (reply.body as Json).status as Json;
+    };
+    assert.deepEqual(await ssar('bob-token', { namespace: 'default', verb: 'list', resource: 'pods' }), { allowed: false });
+    assert.deepEqual(await ssar(ADMIN, { namespace: 'default', verb: 'list', resource: 'pods' }), { allowed: true });
+    // SubjectAccessReview needs the right to create it: bob has not.
+    const denied = await as('bob-token', '/apis/authorization.k8s.io/v1/subjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: 'x', resourceAttributes: { verb: 'get', resource: 'pods' } } } });
+    assert.equal(denied.status, 403);
+    // Validation.
+    const noUser = await admin('/apis/authorization.k8s.io/v1/subjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { resourceAttributes: { verb: 'get', resource: 'pods' } } } });
+    assert.equal(noUser.status, 422);
+    assert.match((noUser.body as StatusBody).message!, /spec.user: Invalid value: "": at least one of user or group must be specified/);
+    const neither = await admin('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: {} } });
+    assert.equal(neither.status, 422);
+    assert.match((neither.body as StatusBody).message!, /exactly one of nonResourceAttributes or resourceAttributes must be specified/);
+    // LocalSubjectAccessReview: the namespace of the URL.
+    const local = await admin('/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'LocalSubjectAccessReview', metadata: { namespace: 'default' }, spec: { user: 'alice', resourceAttributes: { namespace: 'default', verb: 'get', resource: 'configmaps' } } } });
+    assert.equal(local.status, 201, local.text);
+    assert.equal(((local.body as Json).status as Json).allowed, true);
+  });
+
+  test('SelfSubjectRulesReview lists what RBAC grants in the namespace (system:masters: everything)', async () => {
+    const rules = async (token: string, namespace: string): Promise<Json> => {
+      const reply = await as(token, '/apis/authorization.k8s.io/v1/selfsubjectrulesreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace } } });
+      assert.equal(reply.status, 201, reply.text);
+      return (reply.body as Json).status as Json;
+    };
+    const bob = await rules('bob-token', 'default');
+    // ClusterRoleBindings in name order: impersonate-jane, then system:basic-user.
+    assert.deepEqual(bob.resourceRules, [
+      { verbs: ['impersonate'], apiGroups: [''], resources: ['users'], resourceNames: ['jane'] },
+      { verbs: ['create'], apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'] },
+      { verbs: ['create'], apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'] },
+    ]);
+    assert.equal(bob.incomplete, false);
+    const adminRules = await rules(ADMIN, 'default');
+    assert.deepEqual((adminRules.resourceRules as Json[])[0], { verbs: ['*'], apiGroups: ['*'], resources: ['*'] });
+  });
+});
+
+test('without --auth nothing changes: no token needed, every review allowed, no bootstrap roles', async (t) => {
+  const open = await serverFor(t, ['--nodes', '0']);
+  assert.equal((await request(open.url, '/api/v1/namespaces/default/pods')).status, 200);
+  assert.equal((await request(open.url, '/api/v1/namespaces/default/pods', { headers: { authorization: 'Bearer whatever' } })).status, 200);
+  const list = await request<{ items: unknown[] }>(open.url, '/apis/rbac.authorization.k8s.io/v1/clusterroles');
+  assert.deepEqual(list.body.items, []);
+  const reply = await request(open.url, '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { verb: 'delete', resource: 'nodes' } } } });
+  assert.equal(((reply.body as Json).status as Json).allowed, true);
+  assert.doesNotMatch(open.stdout(), /token/);
+});
