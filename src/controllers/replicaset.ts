@@ -1,7 +1,7 @@
 import { rfc3339 } from '../clock/clock.js';
 import { ApiError } from '../api/errors.js';
 import { selectorFromObject, type LabelSelector } from '../api/selectors.js';
-import { deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
+import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { cacheKey } from '../client/informer.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
@@ -173,7 +173,7 @@ export function podFromTemplate(rs: KubeObject, controllerRef: OwnerReference): 
   if (isPlainObject(meta.labels)) metadata.labels = { ...(meta.labels as Record<string, string>) };
   if (isPlainObject(meta.annotations)) metadata.annotations = { ...(meta.annotations as Record<string, string>) };
   if (Array.isArray(meta.finalizers) && meta.finalizers.length > 0) metadata.finalizers = [...(meta.finalizers as string[])];
-  return { apiVersion: 'v1', kind: 'Pod', metadata, spec: structuredClone(template.spec ?? {}) };
+  return { apiVersion: 'v1', kind: 'Pod', metadata, spec: deepCopy(template.spec ?? {}) };
 }
 
 /** `<name>-`, unless that would be too long for a name, then the name itself (getPodsPrefix). */

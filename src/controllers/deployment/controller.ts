@@ -1,6 +1,6 @@
 import { ApiError } from '../../api/errors.js';
 import { selectorFromObject, type LabelSelector } from '../../api/selectors.js';
-import { deepEqual, type KubeObject, type OwnerReference } from '../../api/types.js';
+import { deepCopy, deepEqual, type KubeObject, type OwnerReference } from '../../api/types.js';
 import { Resources } from '../../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../../runtime/controller.js';
 import { applyClaims, childSelector, planClaims } from '../claims.js';
@@ -174,7 +174,7 @@ export function deploymentController(ctx: ControllerContext): Controller {
       if ((err.details?.causes ?? []).some((c) => c.reason === 'NamespaceTerminating')) throw err;
       const message = `Failed to create new replica set "${write.rs.metadata.name}": ${err.message}`;
       if (hasProgressDeadline(d)) {
-        const status = structuredClone(deploymentStatus(d));
+        const status = deepCopy(deploymentStatus(d));
         setCondition(status, newCondition(PROGRESSING, 'False', Reasons.failedRSCreate, message, ctx.clock.now()));
         await ctx.client.updateStatus(Resources.deployments, { ...d, status }).catch(() => undefined);
       }
