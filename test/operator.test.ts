@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { OwnerReference } from '../src/api/types.js';
+import { kubectl, kubectlMissing, type KubectlResult } from './helpers/kubectl.js';
+import { track } from './helpers/processes.js';
+import { ROOT, startServer, type SimServer } from './helpers/server.js';
+
+// Issue 10: the example Operator in fixtures/operator runs as separate processes against one `sim serve`, with
+// the real kubectl driving everything: two replicas elect a leader on a Lease and only the leader reconciles a
+// Website into a ConfigMap and a Deployment whose pods become ready; its status shows in the printer columns;
+// kill -9 of the leader hands the Lease to the other replica after the lease duration, which then reconciles a
+// change made meanwhile; deleting the Website (background and foreground) removes its children through the
+// garbage collector.
+
+const missing = kubectlMissing();
+const OPERATOR = join(ROOT, 'dist/fixtures/operator/main.js');
+const CRD_FILE = join(ROOT, 'fixtures/operator/website-crd.yaml');
+const WEBSITE_FILE = join(ROOT, 'fixtures/operator/website.yaml');
+// Short, so fail-over takes seconds: client-go's rule leaseDuration > renewDeadline > 1.2 × retryPeriod holds.
+const ELECTION = ['--lease-duration', '2', '--renew-deadline', '1.5', '--retry-period', '0.5'];
+const WAIT_TIMEOUT = '--timeout=30s';
+
+/** One replica of the Operator: a child process whose log (stdout) can be awaited. */
+class Replica {
+  log = '';
+  private waiters: Array<() => void> = [];
+  readonly child: ChildProcess;
+
+  constructor(
+    readonly id: string,
+    kubeconfig: string,
+  ) {
+    this.child = track(spawn(process.execPath, [OPERATOR, '--id', id, ...ELECTION], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'pipe', 'pipe'] }));
+    const append = (chunk: string): void => {
+      this.log += chunk;
+      for (const wake of this.waiters.splice(0)) wake();
+    };
+    this.child.stdout!.setEncoding('utf8').on('data', append);
+    this.child.stderr!.setEncoding('utf8').on('data', append);
+    this.child.on('exit', () => append(''));
+  }
+
+  /** Resolves once the log matches; fails after 30 s, or at once if the process has exited. */
+  until(pattern: RegExp): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`operator ${this.id}: no log line matching ${pattern} within 30 s; log:\n${this.log}`)), 30_000);
+      const check = (): void => {
+        if (pattern.test(this.log)) {
+          clearTimeout(timer);
+          resolve();
+        } else if (this.child.exitCode !== null || this.child.signalCode !== null) {
+          clearTimeout(timer);
+          reject(new Error(`operator ${this.id} exited (${this.child.exitCode ?? this.child.signalCode}) before logging ${pattern}; log:\n${this.log}`));
+        } else this.waiters.push(check);
+      };
+      check();
+    });
+  }
+
+  async kill(signal: NodeJS.Signals): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill(signal);
+    await exited;
+  }
+}
+
+describe('the example Website Operator (fixtures/operator)', { skip: missing }, () => {
+  let server: SimServer;
+  let dir: string;
+  let kubeconfig: string;
+  const replicas: Replica[] = [];
+  let leader: Replica;
+  let standby: Replica;
+
+  const k = (args: string[], input?: string): Promise<KubectlResult> => kubectl(server.url, args, input === undefined ? {} : { input, timeoutMs: 40_000 });
+  const ok = async (args: string[], input?: string): Promise<string> => {
+    const r = await k(args, input);
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}\n${server.stderr()}\n${replicas.map((o) => `--- operator ${o.id}:\n${o.log}`).join('\n')}`);
+    return r.stdout;
+  };
+  const json = async <T>(args: string[]): Promise<T> => JSON.parse(await ok([...args, '-o', 'json'])) as T;
+
+  before(async () => {
+    // Containers stop as soon as they are told to, so deleted pods go without waiting out their grace period.
+    server = await startServer(['--stop-delay', '0s']);
+    dir = mkdtempSync(join(tmpdir(), 'kube-sim-operator-'));
+    kubeconfig = join(dir, 'kubeconfig');
+    // The kubeconfig a user would make: `sim kubeconfig --server URL > kubeconfig`.
+    writeFileSync(kubeconfig, execFileSync(process.execPath, [join(ROOT, 'bin/sim.js'), 'kubeconfig', '--server', server.url], { encoding: 'utf8' }));
+  });
+  after(async () => {
+    await Promise.all(replicas.map((r) => r.kill('SIGKILL')));
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('applies the Website CRD with kubectl, which explains the kind', async () => {
+    assert.match(await ok(['apply', '-f', CRD_FILE]), /customresourcedefinition.apiextensions.k8s.io\/websites.example.kube-sim.dev created/);
+    await ok(['wait', '--for=condition=Established', 'crd/websites.example.kube-sim.dev', WAIT_TIMEOUT]);
+    const explained = await ok(['explain', 'website.spec']);
+    assert.match(explained, /content\s+<string> -required-/);
+    assert.match(explained, /The page, served as index\.html\./);
+  });
+
+  it('starts two replicas, of which one takes the Lease and the other stands by', async () => {
+    replicas.push(new Replica('alpha', kubeconfig), new Replica('bravo', kubeconfig));
+    // Each replica logs whom it found leading: itself ("I am the leader") or the other ("new leader elected: X").
+    await Promise.all(replicas.map((r) => r.until(/I am the leader|new leader elected: \w+/)));
+    const lease = await json<{ spec: Record<string, unknown> }>(['get', 'lease', 'website-operator']);
+    const holder = replicas.find((r) => r.id === lease.spec.holderIdentity);
+    assert.ok(holder, `Lease holder ${String(lease.spec.holderIdentity)} is one of the replicas`);
+    leader = holder;
+    standby = replicas.find((r) => r !== holder)!;
+    assert.match(leader.log, /successfully acquired lease default\/website-operator/);
+    assert.match(standby.log, new RegExp(`new leader elected: ${leader.id}`));
+    assert.doesNotMatch(standby.log, /became leader/);
+    assert.equal(lease.spec.leaseDurationSeconds, 2);
+    assert.equal(lease.spec.leaseTransitions, 0);
+    // MicroTime, as client-go writes it.
+    assert.match(String(lease.spec.acquireTime), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    assert.match(String(lease.spec.renewTime), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  });
+
+  it('reconciles a Website into a ConfigMap and a Deployment whose pods become ready, and reports status', async () => {
+    await ok(['apply', '-f', WEBSITE_FILE]);
+    await ok(['wait', '--for=condition=Ready', 'website/hello', WAIT_TIMEOUT]);
+    const site = await json<{ metadata: { uid: string; generation: number }; spec: { image: string }; status: Record<string, unknown> }>(['get', 'website', 'hello']);
+    assert.equal(site.spec.image, 'nginx:1.27', 'the schema default');
+    assert.deepEqual({ ...site.status, conditions: undefined }, {
+      observedGeneration: 1,
+      replicas: 2,
+      readyReplicas: 2,
+      selector: 'app.kubernetes.io/name=website,app.kubernetes.io/instance=hello',
+      conditions: undefined,
+    });
+    // The printer columns show the status.
+    assert.match(await ok(['get', 'websites']), /^NAME\s+REPLICAS\s+READY\s+IMAGE\s+STATUS\s+AGE\nhello\s+2\s+2\s+nginx:1\.27\s+Available\s+\d+s\n$/);
+
+    const expectedOwner: OwnerReference = { apiVersion: 'example.kube-sim.dev/v1', kind: 'Website', name: 'hello', uid: site.metadata.uid, controller: true, blockOwnerDeletion: true };
+    const cm = await json<{ data: Record<string, string>; metadata: { ownerReferences: OwnerReference[] } }>(['get', 'configmap', 'hello-content']);
+    assert.deepEqual(cm.data, { 'index.html': '<h1>Hello from kube-sim</h1>\n' });
+    assert.deepEqual(cm.metadata.ownerReferences, [expectedOwner]);
+    const deploy = await json<{ metadata: { ownerReferences: OwnerReference[]; managedFields: Array<{ manager: string }> }; status: { readyReplicas: number } }>(['get', 'deployment', 'hello', '--show-managed-fields']);
+    assert.deepEqual(deploy.metadata.ownerReferences, [expectedOwner]);
+    assert.ok(deploy.metadata.managedFields.some((f) => f.manager === 'website-operator'), 'the Operator writes as field manager website-operator');
+    assert.equal(deploy.status.readyReplicas, 2);
+    const pods = await ok(['get', 'pods', '-l', 'app.kubernetes.io/instance=hello', '-o', 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}']);
+    assert.equal(pods, 'True\nTrue\n');
+    // The kubelet mounts the ConfigMap where the web server reads its page.
+    assert.equal(await ok(['exec', 'deploy/hello', '--', 'cat', '/usr/share/nginx/html/index.html']), '<h1>Hello from kube-sim</h1>\n');
+
+    // Only the Lease holder acted: its log and the Events name it; the standby never reconciled.
+    assert.match(leader.log, /reconciled default\/hello: created ConfigMap hello-content; created Deployment hello/);
+    assert.doesNotMatch(standby.log, /reconciled/);
+    const events = await ok(['get', 'events', '--field-selector', 'involvedObject.kind=Website,involvedObject.name=hello', '-o', 'jsonpath={range .items[*]}{.reason} {.reportingInstance} {.source.host}{"\\n"}{end}']);
+    assert.match(events, new RegExp(`^Synced ${leader.id} ${leader.id}\\n$`));
+    // kubectl describe names the component (source.component); the replica is in source.host / reportingInstance.
+    assert.match(await ok(['describe', 'website', 'hello']), /Normal\s+Synced\s+\S+\s+website-operator\s+Website synced successfully: created ConfigMap hello-content; created Deployment hello\n/);
+  });
+
+  it('fails over when the leader is killed: the standby takes the expired Lease and reconciles what changed meanwhile', async () => {
+    await leader.kill('SIGKILL');
+    // A change nobody is there to act on yet.
+    assert.match(await ok(['scale', 'website', 'hello', '--replicas=3']), /website.example.kube-sim.dev\/hello scaled/);
+    await ok(['wait', 'lease/website-operator', `--for=jsonpath={.spec.holderIdentity}=${standby.id}`, WAIT_TIMEOUT]);
+    await standby.until(/became leader: starting informers/);
+    await ok(['wait', 'website/hello', '--for=jsonpath={.status.readyReplicas}=3', WAIT_TIMEOUT]);
+    await ok(['wait', '--for=condition=Ready', 'website/hello', WAIT_TIMEOUT]);
+    assert.equal(await ok(['get', 'deployment', 'hello', '-o', 'jsonpath={.spec.replicas} {.status.readyReplicas}']), '3 3');
+    assert.match(standby.log, /reconciled default\/hello: updated Deployment hello \(replicas 3, image nginx:1\.27\)/);
+    const lease = await json<{ spec: { holderIdentity: string; leaseTransitions: number } }>(['get', 'lease', 'website-operator']);
+    assert.deepEqual([lease.spec.holderIdentity, lease.spec.leaseTransitions], [standby.id, 1]);
+    const reporters = await ok(['get', 'events', '--field-selector', 'involvedObject.kind=Website,involvedObject.name=hello', '-o', 'jsonpath={range .items[*]}{.reportingInstance}{"\\n"}{end}']);
+    assert.deepEqual(reporters.trim().split('\n').sort(), [leader.id, standby.id].sort());
+    assert.match(await ok(['get', 'website', 'hello']), /hello\s+3\s+3\s+nginx:1\.27\s+Available/);
+  });
+
+  it('kubectl delete of the Website removes its ConfigMap, Deployment and pods through the garbage collector', async () => {
+    assert.match(await ok(['delete', 'website', 'hello']), /website.example.kube-sim.dev "hello" deleted/);
+    await ok(['wait', '--for=delete', 'deployment/hello', 'configmap/hello-content', WAIT_TIMEOUT]);
+    await ok(['wait', '--for=delete', 'pods', '-l', 'app.kubernetes.io/instance=hello', WAIT_TIMEOUT]);
+    assert.equal(await ok(['get', 'deployments,replicasets,pods,configmaps', '-l', 'app.kubernetes.io/instance=hello', '-o', 'name']), '');
+  });
+
+  it('foreground deletion keeps the Website until the garbage collector has removed what it owns', async () => {
+    await ok(['create', '-f', '-'], 'apiVersion: example.kube-sim.dev/v1\nkind: Website\nmetadata: {name: fg}\nspec: {replicas: 1, content: bye}\n');
+    await ok(['wait', '--for=condition=Ready', 'website/fg', WAIT_TIMEOUT]);
+    // kubectl waits for the Website to be gone; in foreground its blocking dependents (blockOwnerDeletion) go first.
+    await ok(['delete', 'website', 'fg', '--cascade=foreground', WAIT_TIMEOUT]);
+    assert.equal(await ok(['get', 'deployments,replicasets,pods,configmaps', '-l', 'app.kubernetes.io/instance=fg', '-o', 'name']), '');
+    // The Operator left the terminating Website alone rather than re-creating what was being deleted.
+    assert.equal(standby.log.match(/reconciled default\/fg: created/g)?.length, 1);
+  });
+});
