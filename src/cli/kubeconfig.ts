@@ -6,7 +6,7 @@
 export function kubeconfigYaml(server: string, token?: string): string {
   const skipVerify = server.startsWith('http:') ? '\n    insecure-skip-tls-verify: true' : '';
   // A bearer token (sim serve --auth); kubectl sends it over TLS only.
-  const user = token === undefined ? '{}' : `\n    token: ${JSON.stringify(token)}`;
+  const user = token === undefined ? ' {}' : `\n    token: ${JSON.stringify(token)}`;
   return `apiVersion: v1
 kind: Config
 clusters:
@@ -15,7 +15,7 @@ clusters:
     server: ${server}${skipVerify}
 users:
 - name: kube-sim
-  user: ${user}
+  user:${user}
 contexts:
 - name: kube-sim
   context:

@@ -47,8 +47,9 @@ program
   .command('kubeconfig')
   .description('print a kubeconfig that points kubectl at a kube-sim server')
   .option('--server <url>', 'server URL', 'http://127.0.0.1:8080')
-  .action((opts: { server: string }) => {
-    process.stdout.write(kubeconfigYaml(opts.server));
+  .option('--token <token>', 'a bearer token for the user (the admin token sim serve --auth prints)')
+  .action((opts: { server: string; token?: string }) => {
+    process.stdout.write(kubeconfigYaml(opts.server, opts.token));
   });
 
 program

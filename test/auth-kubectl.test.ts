@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { kubectl, kubectlMissing, spawnKubectl, type KubectlResult } from './helpers/kubectl.js';
+import { ROOT, startServer, type SimServer } from './helpers/server.js';
+import { tlsProxy } from './helpers/tls-proxy.js';
+
+// The real kubectl against `sim serve --auth`: tokens from `kubectl create token`, impersonation with --as,
+// `auth can-i [--list]`, `auth whoami`, and the seed's rbac.yaml giving the config-watcher ServiceAccount exactly
+// what it grants. kubectl sends credentials only over TLS, so it talks through a TLS-terminating proxy.
+
+const ADMIN = 'admin-token';
+const SA = 'system:serviceaccount:default:config-watcher-controller';
+const missing = kubectlMissing();
+
+describe('kubectl with --auth', { skip: missing }, () => {
+  let server: SimServer;
+  let proxy: { url: string; close(): Promise<void> };
+  let dir: string;
+  let saToken: string;
+
+  const run = (token: string | undefined, args: string[], input?: string): Promise<KubectlResult> =>
+    kubectl(proxy.url, ['--insecure-skip-tls-verify', ...(token === undefined ? [] : ['--token', token]), ...args], input === undefined ? {} : { input });
+  const ok = async (token: string | undefined, args: string[], input?: string): Promise<string> => {
+    const result = await run(token, args, input);
+    assert.equal(result.code, 0, `kubectl ${args.join(' ')}: ${result.stderr}`);
+    return result.stdout;
+  };
+  const refused = async (token: string | undefined, args: string[], message: string): Promise<void> => {
+    const result = await run(token, args);
+    assert.equal(result.code, 1, `kubectl ${args.join(' ')} should fail: ${result.stdout}`);
+    assert.equal(result.stderr.trim(), message);
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kube-sim-auth-kubectl-'));
+    writeFileSync(join(dir, 'tokens.csv'), `${ADMIN},admin,uid-admin,system:masters\nbob-token,bob,uid-bob\n`);
+    server = await startServer(['--auth', '--token-auth-file', join(dir, 'tokens.csv'), '--nodes', '0']);
+    proxy = await tlsProxy(server.url);
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a wrong token: "You must be logged in to the server (Unauthorized)"; no token: kubectl asks for credentials', async () => {
+    const wrong = await run('wrong', ['get', 'configmaps']);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /error: You must be logged in to the server \(the server has asked for the client to provide credentials\)\n$/);
+    // With no credentials at all, kubectl answers a 401 by prompting for a username (stdin is empty here).
+    const none = await run(undefined, ['get', 'configmaps']);
+    assert.equal(none.code, 1);
+    assert.match(none.stdout + none.stderr, /Please enter Username: error: EOF/);
+  });
+
+  test('the seed: rbac.yaml lets the config-watcher ServiceAccount watch ConfigMaps and delete pods, and nothing more', async () => {
+    assert.match(await ok(ADMIN, ['apply', '-f', join(ROOT, 'fixtures/seed/rbac.yaml')]), /serviceaccount\/config-watcher-controller created/);
+    saToken = (await ok(ADMIN, ['create', 'token', 'config-watcher-controller'])).trim();
+    assert.match(saToken, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+    assert.match(await ok(saToken, ['auth', 'whoami']), new RegExp(`Username\\s+${SA}\\n`));
+
+    // Watch ConfigMaps: sees one the admin creates.
+    const watch = spawnKubectl(proxy.url, ['--insecure-skip-tls-verify', '--token', saToken, 'get', 'configmaps', '-w', '-o', 'name']);
+    try {
+      await ok(ADMIN, ['create', 'configmap', 'app-config', '--from-literal=greeting=hello']);
+      await watch.until((out) => out.includes('configmap/app-config'), 'the watch to see app-config');
+    } finally {
+      await watch.stop();
+    }
+    assert.match(await ok(saToken, ['get', 'configmap', 'app-config', '-o', 'jsonpath={.data.greeting}']), /^hello$/);
+
+    // Delete pods in its namespace.
+    await ok(ADMIN, ['run', 'web', '--image=nginx']);
+    await ok(ADMIN, ['run', 'api', '--image=nginx']);
+    assert.match(await ok(saToken, ['get', 'pods']), /^NAME\s+READY/);
+    assert.match(await ok(saToken, ['delete', 'pod', 'web', '--wait=false']), /pod "web" deleted/);
+
+    // Nothing more.
+    const no = (verb: string, resource: string, scope = 'in the namespace "default"', group = '') =>
+      `User "${SA}" cannot ${verb} resource "${resource}" in API group "${group}" ${scope}`;
+    await refused(saToken, ['delete', 'configmap', 'app-config'], `Error from server (Forbidden): configmaps "app-config" is forbidden: ${no('delete', 'configmaps')}`);
+    await refused(saToken, ['get', 'secrets'], `Error from server (Forbidden): secrets is forbidden: ${no('list', 'secrets')}`);
+    await refused(saToken, ['get', 'configmaps', '-n', 'kube-system'], `Error from server (Forbidden): configmaps is forbidden: ${no('list', 'configmaps', 'in the namespace "kube-system"')}`);
+    await refused(saToken, ['create', 'configmap', 'mine'], `error: failed to create configmap: configmaps is forbidden: ${no('create', 'configmaps')}`);
+    await refused(saToken, ['get', 'nodes'], `Error from server (Forbidden): nodes is forbidden: ${no('list', 'nodes', 'at the cluster scope')}`);
+    await refused(saToken, ['get', 'deployments'], `Error from server (Forbidden): deployments.apps is forbidden: ${no('list', 'deployments', 'in the namespace "default"', 'apps')}`);
+    await refused(saToken, ['logs', 'api'], `Error from server (Forbidden): pods "api" is forbidden: ${no('get', 'pods/log')}`);
+
+    // can-i answers from the same evaluator, for the token's user or an impersonated one.
+    const canI = async (token: string, args: string[]): Promise<string> => (await run(token, ['auth', 'can-i', ...args])).stdout.trim();
+    assert.equal(await canI(saToken, ['watch', 'configmaps']), 'yes');
+    assert.equal(await canI(saToken, ['watch', 'pods']), 'no', 'rbac.yaml gives pods get, list and delete only');
+    assert.equal(await canI(ADMIN, ['delete', 'pods', `--as=${SA}`]), 'yes');
+    assert.equal(await canI(ADMIN, ['delete', 'pods', `--as=${SA}`, '-n', 'kube-system']), 'no');
+    assert.equal(await canI(ADMIN, ['delete', 'configmaps', `--as=${SA}`]), 'no');
+    assert.equal((await run(ADMIN, ['auth', 'can-i', 'delete', 'configmaps', `--as=${SA}`])).code, 1);
+
+    const list = await ok(ADMIN, ['auth', 'can-i', '--list', `--as=${SA}`]);
+    const resources = list
+      .split('\n')
+      .slice(1)
+      .filter((line) => line !== '' && !line.startsWith(' '))
+      .map((line) => line.split(/\s{2,}/))
+      .map(([resource, , , verbs]) => `${resource} ${verbs}`)
+      .sort();
+    assert.deepEqual(resources, [
+      'configmaps [get list watch]',
+      'pods [get list delete]',
+      'selfsubjectaccessreviews.authorization.k8s.io [create]',
+      'selfsubjectreviews.authentication.k8s.io [create]',
+      'selfsubjectrulesreviews.authorization.k8s.io [create]',
+    ]);
+  });
+
+  test('kubectl create token: a token for another ServiceAccount carries only that one\'s rights; --duration is checked', async () => {
+    await ok(ADMIN, ['create', 'serviceaccount', 'idle']);
+    const token = (await ok(ADMIN, ['create', 'token', 'idle', '--duration=20m'])).trim();
+    assert.match(await ok(token, ['auth', 'whoami']), /Username\s+system:serviceaccount:default:idle\n/);
+    assert.equal((await run(token, ['auth', 'can-i', 'get', 'configmaps'])).stdout.trim(), 'no');
+    await refused(ADMIN, ['create', 'token', 'idle', '--duration=1m'], 'error: failed to create token: TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes');
+  });
+
+  test('impersonation: admins may --as, others get the 403', async () => {
+    assert.match(await ok(ADMIN, ['auth', 'whoami', `--as=${SA}`]), /Groups\s+\[system:serviceaccounts system:serviceaccounts:default system:authenticated\]/);
+    await refused('bob-token', ['get', 'pods', `--as=${SA}`], `Error from server (Forbidden): serviceaccounts "config-watcher-controller" is forbidden: User "bob" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "default"`);
+  });
+
+  test('the kubeconfig sim kubeconfig --token writes works as is', async () => {
+    const out = join(dir, 'kubeconfig');
+    const sim = await import('node:child_process');
+    const yaml = sim.execFileSync(process.execPath, [join(ROOT, 'bin/sim.js'), 'kubeconfig', '--server', proxy.url, '--token', ADMIN], { encoding: 'utf8' });
+    writeFileSync(out, yaml.replace(/insecure-skip-tls-verify: true\n?/, '').replace(/(server: .*)\n/, '$1\n    insecure-skip-tls-verify: true\n'));
+    const result = await kubectl(proxy.url, ['--kubeconfig', out, 'auth', 'whoami'], { env: { KUBECONFIG: out } });
+    assert.equal(result.code, 0, result.stderr + readFileSync(out, 'utf8'));
+    assert.match(result.stdout, /Username\s+admin\n/);
+  });
+});
