@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
 import { request, type Reply, type StatusBody } from './helpers/http.js';
 import { serverFor, startServer, type SimServer } from './helpers/server.js';
 
@@ -84,6 +85,26 @@ describe('authentication', () => {
     assert.deepEqual((await request(server.url, '/api/v1/namespaces', { headers: { authorization: 'Basic YWRtaW46YWRtaW4=' } })).body, UNAUTHORIZED);
     // A 401 comes before anything is decoded: even a garbage body to an unknown resource.
     assert.equal((await as('nope', '/api/v1/namespaces/default/whatever', { method: 'POST', body: 'not json' })).status, 401);
+  });
+
+  test('WebSocket watches are authenticated and authorized too', async () => {
+    const open = (token: string | undefined, path: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(server.url.replace(/^http/, 'ws') + path, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+        ws.once('open', () => {
+          ws.terminate();
+          resolve(101);
+        });
+        ws.once('unexpected-response', (_req, res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+          ws.terminate();
+        });
+        ws.once('error', reject);
+      });
+    assert.equal(await open(undefined, '/api/v1/namespaces/default/configmaps?watch=true'), 401);
+    assert.equal(await open('bob-token', '/api/v1/namespaces/default/configmaps?watch=true'), 403);
+    assert.equal(await open(ADMIN, '/api/v1/namespaces/default/configmaps?watch=true'), 101);
   });
 
   test('health and version stay open to anonymous requests (system:public-info-viewer)', async () => {

@@ -131,7 +131,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   process.stdout.write(`kube-sim serving on ${url}\n`);
   if (security) {
     process.stdout.write(`auth on: admin token (user ${ADMIN_USER}, group system:masters): ${security.adminToken}\n`);
-    process.stdout.write(`point kubectl at it: kubectl --server ${url} --token ${security.adminToken} get ns   (or: sim kubeconfig --server ${url} --token ${security.adminToken} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`);
+    process.stdout.write(`try it: curl -H 'Authorization: Bearer ${security.adminToken}' ${url}/api/v1/namespaces   (kubectl sends tokens over TLS only: sim kubeconfig --server https://… --token ${security.adminToken})\n`);
   } else process.stdout.write(
     port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')
       ? `kubectl finds it without a kubeconfig (its default is localhost:8080); or: kubectl --server ${url} get ns\n`
