@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
+import { requestAttributes } from '../src/auth/request-info.js';
+import { parseCsv } from '../src/auth/token-file.js';
 import { request, type Reply, type StatusBody } from './helpers/http.js';
 import { serverFor, startServer, type SimServer } from './helpers/server.js';
 
@@ -297,11 +299,34 @@ describe('ServiceAccount tokens (TokenRequest)', () => {
     assert.deepEqual((await as(fresh, '/api')).body, UNAUTHORIZED);
   });
 
+  test('a token bound to a Pod names it and dies with it; binding is checked', async () => {
+    await create('/api/v1/namespaces/default/pods', { metadata: { name: 'runner' }, spec: { serviceAccountName: 'robot', containers: [{ name: 'c', image: 'busybox' }] } });
+    const reply = await tokenFor('robot', { boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'runner' } });
+    assert.equal(reply.status, 201, reply.text);
+    const token = (reply.body as { status: { token: string } }).status.token;
+    const me = await as(token, '/apis/authentication.k8s.io/v1/selfsubjectreviews', { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+    const extra = (((me.body as Json).status as { userInfo: Json }).userInfo.extra ?? {}) as Record<string, string[]>;
+    assert.deepEqual(extra['authentication.kubernetes.io/pod-name'], ['runner']);
+    assert.equal(extra['authentication.kubernetes.io/pod-uid']?.length, 1);
+    assert.equal((await admin('/api/v1/namespaces/default/pods/runner?gracePeriodSeconds=0', { method: 'DELETE' })).status, 200);
+    assert.deepEqual((await as(token, '/api')).body, UNAUTHORIZED);
+
+    await create('/api/v1/namespaces/default/pods', { metadata: { name: 'other' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+    const wrongAccount = await tokenFor('robot', { boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'other' } });
+    assert.equal(wrongAccount.status, 400);
+    assert.equal((wrongAccount.body as StatusBody).message, 'cannot bind token for serviceaccount "robot" to pod running with different serviceaccount name.');
+    const wrongKind = await tokenFor('robot', { boundObjectRef: { apiVersion: 'v1', kind: 'ConfigMap', name: 'x' } });
+    assert.equal((wrongKind.body as StatusBody).message, 'cannot bind token to object of type /v1, Kind=ConfigMap');
+    const gone = await tokenFor('robot', { boundObjectRef: { apiVersion: 'v1', kind: 'Secret', name: 'nope' } });
+    assert.equal(gone.status, 404);
+  });
+
   test('TokenRequest validation and a missing ServiceAccount', async () => {
     const short = await tokenFor('robot', { expirationSeconds: 60 });
     assert.equal(short.status, 422);
     assert.equal((short.body as StatusBody).message, 'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes');
-    const missing = await tokenFor('ghost');
+    assert.equal((await tokenFor('robot', { expirationSeconds: 0 })).status, 422, 'an explicit 0 is not the default');
+    const missing = await tokenFor('ghost', { expirationSeconds: 60 });
     assert.equal(missing.status, 404);
     assert.equal((missing.body as StatusBody).message, 'serviceaccounts "ghost" not found');
   });
@@ -360,4 +385,49 @@ test('without --auth nothing changes: no token needed, every review allowed, no 
   const reply = await request(open.url, '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { verb: 'delete', resource: 'nodes' } } } });
   assert.equal(((reply.body as Json).status as Json).allowed, true);
   assert.doesNotMatch(open.stdout(), /token/);
+});
+
+describe('request attributes (RequestInfoFactory) and the token file format', () => {
+  const attrs = (method: string, url: string) => {
+    const a = requestAttributes(method, url);
+    return a.resourceRequest ? `${a.verb} ${a.apiGroup}/${a.apiVersion} ns=${a.namespace} ${a.resource}${a.subresource ? `/${a.subresource}` : ''} name=${a.name}` : `${a.verb} path ${a.path}`;
+  };
+
+  test('verbs from the method and the URL', () => {
+    assert.equal(attrs('GET', '/api/v1/pods'), 'list /v1 ns= pods name=');
+    assert.equal(attrs('GET', '/api/v1/namespaces/a/pods?watch=true'), 'watch /v1 ns=a pods name=');
+    assert.equal(attrs('GET', '/api/v1/namespaces/a/pods?watch=1'), 'watch /v1 ns=a pods name=');
+    assert.equal(attrs('GET', '/api/v1/namespaces/a/pods?watch=false'), 'list /v1 ns=a pods name=');
+    assert.equal(attrs('GET', '/api/v1/watch/namespaces/a/pods/p'), 'watch /v1 ns=a pods name=p');
+    assert.equal(attrs('GET', '/api/v1/namespaces/a/pods?fieldSelector=metadata.name%3Dp'), 'list /v1 ns=a pods name=p');
+    assert.equal(attrs('GET', '/api/v1/namespaces/a/pods?fieldSelector=metadata.name%3Dp,spec.nodeName%3Dn'), 'list /v1 ns=a pods name=p');
+    assert.equal(attrs('DELETE', '/apis/apps/v1/namespaces/a/deployments'), 'deletecollection apps/v1 ns=a deployments name=');
+    assert.equal(attrs('DELETE', '/apis/apps/v1/namespaces/a/deployments/d'), 'delete apps/v1 ns=a deployments name=d');
+    assert.equal(attrs('PATCH', '/apis/apps/v1/namespaces/a/deployments/d/scale'), 'patch apps/v1 ns=a deployments/scale name=d');
+    assert.equal(attrs('POST', '/api/v1/namespaces/a/serviceaccounts/sa/token'), 'create /v1 ns=a serviceaccounts/token name=sa');
+    assert.equal(attrs('HEAD', '/api/v1/nodes/n'), 'get /v1 ns= nodes name=n');
+  });
+
+  test('namespaces: a namespace is its own namespace; status and finalize are its subresources', () => {
+    assert.equal(attrs('GET', '/api/v1/namespaces'), 'list /v1 ns= namespaces name=');
+    assert.equal(attrs('GET', '/api/v1/namespaces/a'), 'get /v1 ns=a namespaces name=a');
+    assert.equal(attrs('PUT', '/api/v1/namespaces/a/finalize'), 'update /v1 ns=a namespaces/finalize name=a');
+  });
+
+  test('non-resource paths: discovery, health, anything outside /api and /apis', () => {
+    assert.equal(attrs('GET', '/api'), 'get path /api');
+    assert.equal(attrs('GET', '/api/v1'), 'get path /api/v1');
+    assert.equal(attrs('GET', '/apis/apps'), 'get path /apis/apps');
+    assert.equal(attrs('GET', '/apis/apps/v1'), 'get path /apis/apps/v1');
+    assert.equal(attrs('POST', '/sim/v1/clock/advance'), 'post path /sim/v1/clock/advance');
+    assert.equal(attrs('GET', '/healthz?verbose'), 'get path /healthz');
+  });
+
+  test('token file CSV: quoted groups, quotes, blank lines', () => {
+    assert.deepEqual(parseCsv('t1,alice,u1,"a,b"\n\nt2,bob,u2\r\nt3,"say ""hi""",u3\n'), [
+      ['t1', 'alice', 'u1', 'a,b'],
+      ['t2', 'bob', 'u2'],
+      ['t3', 'say "hi"', 'u3'],
+    ]);
+  });
 });

@@ -11,6 +11,14 @@ export const ISSUER = 'https://kubernetes.default.svc.cluster.local';
 const DEFAULT_EXPIRATION_SECONDS = 3600;
 const MIN_EXPIRATION_SECONDS = 600;
 
+/** A Pod, Secret or Node a token is bound to: the token dies with it (deleted, or recreated with another uid). */
+interface BoundObject {
+  name: string;
+  uid: string;
+}
+
+type BoundKind = 'pod' | 'secret' | 'node';
+
 interface Claims {
   aud: string[];
   exp: number;
@@ -19,8 +27,10 @@ interface Claims {
   iss: string;
   jti: string;
   sub: string;
-  'kubernetes.io': { namespace: string; serviceaccount: { name: string; uid: string } };
+  'kubernetes.io': { namespace: string; serviceaccount: BoundObject; pod?: BoundObject; secret?: BoundObject; node?: BoundObject };
 }
+
+const BOUND_RESOURCES: Record<BoundKind, string> = { pod: 'pods', secret: 'secrets', node: 'nodes' };
 
 const base64url = (data: Buffer | string): string => Buffer.from(data).toString('base64url');
 
@@ -43,7 +53,7 @@ export class ServiceAccountTokens {
     return this.keys;
   }
 
-  issue(serviceAccount: KubeObject, audiences: string[], expirationSeconds: number): { token: string; expiresAt: number } {
+  issue(serviceAccount: KubeObject, audiences: string[], expirationSeconds: number, bound: Partial<Record<BoundKind, BoundObject>> = {}): { token: string; expiresAt: number } {
     const { privateKey, kid } = this.keyPair();
     const now = Math.floor(this.api.ctx.clock.now() / 1000);
     const namespace = serviceAccount.metadata.namespace!;
@@ -56,7 +66,7 @@ export class ServiceAccountTokens {
       iss: ISSUER,
       jti: this.api.ctx.random.uuid(),
       sub: serviceAccountUsername(namespace, name),
-      'kubernetes.io': { namespace, serviceaccount: { name, uid: serviceAccount.metadata.uid ?? '' } },
+      'kubernetes.io': { namespace, serviceaccount: { name, uid: serviceAccount.metadata.uid ?? '' }, ...bound },
     };
     const signingInput = `${base64url(JSON.stringify({ alg: 'ES256', kid }))}.${base64url(JSON.stringify(claims))}`;
     const signature = sign('sha256', Buffer.from(signingInput), { key: privateKey, dsaEncoding: 'ieee-p1363' });
@@ -89,12 +99,27 @@ export class ServiceAccountTokens {
     if (!isPlainObject(k8s) || typeof k8s.namespace !== 'string' || !isPlainObject(k8s.serviceaccount)) return undefined;
     const { name, uid } = k8s.serviceaccount as { name?: unknown; uid?: unknown };
     if (typeof name !== 'string' || typeof uid !== 'string') return undefined;
-    const info = this.api.registry.lookup('', 'v1', 'serviceaccounts');
-    const current = info ? this.api.store.get(resourceKey(info), k8s.namespace, name) : undefined;
-    if (!current || current.metadata.uid !== uid || current.metadata.deletionTimestamp) return undefined;
+    if (!this.alive('serviceaccounts', k8s.namespace, { name, uid })) return undefined;
+    const extra: Record<string, string[]> = {};
+    for (const kind of ['pod', 'secret', 'node'] as const) {
+      const ref = k8s[kind];
+      if (ref === undefined) continue;
+      if (!isPlainObject(ref) || typeof ref.name !== 'string' || typeof ref.uid !== 'string') return undefined;
+      if (!this.alive(BOUND_RESOURCES[kind], kind === 'node' ? undefined : k8s.namespace, { name: ref.name, uid: ref.uid })) return undefined;
+      if (kind !== 'secret') extra[`authentication.kubernetes.io/${kind}-name`] = [ref.name];
+      if (kind !== 'secret') extra[`authentication.kubernetes.io/${kind}-uid`] = [ref.uid];
+    }
+    if (typeof c.jti === 'string') extra['authentication.kubernetes.io/credential-id'] = [`JTI=${c.jti}`];
     const user: UserInfo = { username: serviceAccountUsername(k8s.namespace, name), uid, groups: serviceAccountGroups(k8s.namespace) };
-    if (typeof c.jti === 'string') user.extra = { 'authentication.kubernetes.io/credential-id': [`JTI=${c.jti}`] };
+    if (Object.keys(extra).length > 0) user.extra = extra;
     return user;
+  }
+
+  /** The object still exists with that uid and is not being deleted. */
+  private alive(resource: string, namespace: string | undefined, ref: BoundObject): boolean {
+    const info = this.api.registry.lookup('', 'v1', resource);
+    const current = info ? this.api.store.get(resourceKey(info), namespace, ref.name) : undefined;
+    return current !== undefined && current.metadata.uid === ref.uid && !current.metadata.deletionTimestamp;
   }
 }
 
@@ -107,36 +132,74 @@ export function serviceAccountTokens(api: GenericStore): ServiceAccountTokens {
   return tokens;
 }
 
+/** TokenRequest's spec.boundObjectRef: the Pod (running as this ServiceAccount), Secret or Node the token dies with. */
+function boundObject(api: GenericStore, saName: string, namespace: string | undefined, ref: Record<string, unknown>): Partial<Record<BoundKind, BoundObject>> {
+  const kind = String(ref.kind ?? '');
+  const apiVersion = String(ref.apiVersion ?? '');
+  const name = String(ref.name ?? '');
+  const kinds: Record<string, BoundKind> = { Pod: 'pod', Secret: 'secret', Node: 'node' };
+  const bound = kinds[kind];
+  if (!bound || apiVersion.includes('/')) {
+    const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : '';
+    const version = apiVersion.includes('/') ? apiVersion.split('/')[1] : apiVersion;
+    throw Errors.badRequest(`cannot bind token to object of type ${group}/${version}, Kind=${kind}`);
+  }
+  const info = api.registry.lookup('', 'v1', BOUND_RESOURCES[bound])!;
+  const obj = api.store.get(resourceKey(info), bound === 'node' ? undefined : namespace, name);
+  if (!obj) throw Errors.notFound({ group: '', resource: BOUND_RESOURCES[bound] }, name);
+  if (bound === 'pod' && (obj.spec as { serviceAccountName?: unknown } | undefined)?.serviceAccountName !== saName) {
+    throw Errors.badRequest(`cannot bind token for serviceaccount ${JSON.stringify(saName)} to pod running with different serviceaccount name.`);
+  }
+  const uid = obj.metadata.uid ?? '';
+  if (typeof ref.uid === 'string' && ref.uid !== '' && ref.uid !== uid) {
+    throw Errors.conflict({ group: '', resource: kind }, name, `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`);
+  }
+  const result: Partial<Record<BoundKind, BoundObject>> = { [bound]: { name, uid } };
+  // A pod-bound token also names the pod's node (ServiceAccountTokenPodNodeInfo).
+  const nodeName = bound === 'pod' ? (obj.spec as { nodeName?: unknown } | undefined)?.nodeName : undefined;
+  if (typeof nodeName === 'string' && nodeName !== '') {
+    const node = api.store.get(resourceKey(api.registry.lookup('', 'v1', 'nodes')!), undefined, nodeName);
+    if (node) result.node = { name: nodeName, uid: node.metadata.uid ?? '' };
+  }
+  return result;
+}
+
 /**
- * POST serviceaccounts/NAME/token (TokenRequest, authentication.k8s.io/v1): a token for the ServiceAccount, valid
- * for spec.expirationSeconds (default 1 h, at least 10 minutes) and spec.audiences (default the API server's).
+ * POST serviceaccounts/NAME/token (TokenRequest, authentication.k8s.io/v1), in TokenREST.Create's order: the
+ * names in the body must match the URL, the ServiceAccount must exist, then spec.expirationSeconds (default 1 h)
+ * must be at least 10 minutes; spec.audiences default to the API server's; spec.boundObjectRef ties the token
+ * to a Pod, Secret or Node.
  */
 export function createServiceAccountToken(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): KubeObject {
   if (!isPlainObject(body)) throw Errors.badRequest("Object 'TokenRequest' is not a JSON object");
   if (body.kind !== undefined && body.kind !== 'TokenRequest') throw Errors.badRequest(`the body of a serviceaccounts/token request must be a TokenRequest, not ${String(body.kind)}`);
   const spec = isPlainObject(body.spec) ? body.spec : {};
   const meta = isPlainObject(body.metadata) ? body.metadata : {};
-  const requested = spec.expirationSeconds;
-  const expirationSeconds = requested === undefined || requested === null || requested === 0 ? DEFAULT_EXPIRATION_SECONDS : requested;
-  const causes = [];
-  if (typeof expirationSeconds !== 'number' || !Number.isInteger(expirationSeconds)) causes.push(FieldErrors.invalid('spec.expirationSeconds', expirationSeconds, 'must be an integer'));
-  else if (expirationSeconds < MIN_EXPIRATION_SECONDS) causes.push(FieldErrors.invalid('spec.expirationSeconds', expirationSeconds, 'may not specify a duration less than 10 minutes'));
-  else if (expirationSeconds > 2 ** 32) causes.push(FieldErrors.invalid('spec.expirationSeconds', expirationSeconds, 'may not specify a duration larger than 2^32 seconds'));
-  const audiences = Array.isArray(spec.audiences) && spec.audiences.length > 0 ? spec.audiences : [ISSUER];
-  audiences.forEach((a, i) => {
-    if (typeof a !== 'string' || a === '') causes.push(FieldErrors.invalid(`spec.audiences[${i}]`, a, 'must be a non-empty string'));
-  });
-  if (causes.length > 0) throw Errors.invalid('authentication.k8s.io', 'TokenRequest', typeof meta.name === 'string' ? meta.name : '', causes);
-  // Binding a token to a Pod or Secret (invalidated with it) is not simulated: refuse rather than ignore it.
-  if (spec.boundObjectRef !== undefined && spec.boundObjectRef !== null) throw Errors.badRequest('spec.boundObjectRef: kube-sim does not bind tokens to objects; omit it');
+  if (typeof meta.name === 'string' && meta.name !== '' && meta.name !== name) {
+    throw Errors.invalid('authentication.k8s.io', 'TokenRequest', name, [FieldErrors.invalid('metadata.name', meta.name, 'must match the service account name if specified')]);
+  }
+  if (typeof meta.namespace === 'string' && meta.namespace !== '' && meta.namespace !== namespace) {
+    throw Errors.invalid('authentication.k8s.io', 'TokenRequest', name, [FieldErrors.invalid('metadata.namespace', meta.namespace, 'must match the service account namespace if specified')]);
+  }
   const serviceAccount = api.store.get(resourceKey(info), namespace, name);
   if (!serviceAccount) throw Errors.notFound({ group: '', resource: 'serviceaccounts' }, name);
-  const { token, expiresAt } = options.dryRun ? { token: '', expiresAt: api.ctx.clock.now() + (expirationSeconds as number) * 1000 } : serviceAccountTokens(api).issue(serviceAccount, audiences as string[], expirationSeconds as number);
+  // SetDefaults_TokenRequestSpec: an unset expirationSeconds is an hour (an explicit 0 is invalid).
+  const expirationSeconds = spec.expirationSeconds === undefined || spec.expirationSeconds === null ? DEFAULT_EXPIRATION_SECONDS : spec.expirationSeconds;
+  if (typeof expirationSeconds !== 'number' || !Number.isInteger(expirationSeconds)) throw Errors.badRequest('spec.expirationSeconds must be an integer');
+  const audiences = Array.isArray(spec.audiences) && spec.audiences.length > 0 ? spec.audiences : [ISSUER];
+  if (!audiences.every((a): a is string => typeof a === 'string')) throw Errors.badRequest('spec.audiences must be a list of strings');
+  const causes = [];
+  if (expirationSeconds < MIN_EXPIRATION_SECONDS) causes.push(FieldErrors.invalid('spec.expirationSeconds', expirationSeconds, 'may not specify a duration less than 10 minutes'));
+  if (expirationSeconds > 2 ** 32) causes.push(FieldErrors.invalid('spec.expirationSeconds', expirationSeconds, 'may not specify a duration larger than 2^32 seconds'));
+  if (causes.length > 0) throw Errors.invalid('authentication.k8s.io', 'TokenRequest', '', causes);
+  const bound = isPlainObject(spec.boundObjectRef) ? boundObject(api, name, namespace, spec.boundObjectRef) : {};
+  const now = api.ctx.clock.now();
+  const { token, expiresAt } = options.dryRun ? { token: '', expiresAt: now + expirationSeconds * 1000 } : serviceAccountTokens(api).issue(serviceAccount, audiences, expirationSeconds, bound);
   return {
     kind: 'TokenRequest',
     apiVersion: 'authentication.k8s.io/v1',
-    metadata: { name, namespace, creationTimestamp: rfc3339(api.ctx.clock.now()) },
-    spec: { audiences, expirationSeconds, boundObjectRef: null },
+    metadata: { name, namespace, creationTimestamp: rfc3339(now) },
+    spec: { audiences, expirationSeconds, boundObjectRef: isPlainObject(spec.boundObjectRef) ? spec.boundObjectRef : null },
     status: { token, expirationTimestamp: rfc3339(expiresAt) },
   };
 }
