@@ -1,11 +1,16 @@
 /**
- * `npm run bench [-- --quick] [-- --only create|list] [-- --objects N] [-- --out FILE]`
+ * `npm run bench [-- --quick] [-- --only create|list|fanout|density|startup] [-- --objects N] [-- --nodes N --pods N] [-- --out FILE]`
  *
  * 1. Create throughput over HTTP: 32 keep-alive connections POSTing ~1.5 KB ConfigMaps and Pods
  *    (metadata.generateName) to a kube-sim server in this process, next to an empty fastify route in the same
  *    process that parses the same body and echoes it. The load generator runs on a worker thread.
  * 2. List latency over 100,000 ConfigMaps (100 namespaces): full list, one namespace, a label selector
  *    matching 100 objects, and a limit=500 paginated walk; plus memory after loading.
+ * 3. Watch fan-out over HTTP and WebSocket (bench/fanout.ts): 100 watchers that all match at 500 writes/s, 1,000
+ *    watchers that each match a slice at 1,000 writes/s; delays, events lost, deliveries/s against a raw loop.
+ * 4. Density (bench/density.ts): 5,000 nodes and 150,000 pods (--quick: 300 and 6,000): creation time, RSS,
+ *    list pods -A, a label-selected list, Lease renew periods.
+ * 5. Start-up (bench/startup.ts): sim serve to listening and to the first kubectl get nodes.
  *
  * Every measurement waits for the rest of the machine to be quiet and is repeated when other processes used
  * CPU during it (the figures say how many runs were undisturbed). Prints tables and writes bench-results.json
@@ -26,14 +31,25 @@ import { buildServer } from '../src/server/server.js';
 import { configMapBody, LIST_NAMESPACES, listNamespace, listObject, podBody } from './payloads.js';
 import type { LatencyJob, LatencyResult, PaginateJob, PaginateResult, ThroughputJob, ThroughputResult, WorkerMessage, Job, JobResult } from './protocol.js';
 import { fmt, median, mib, round, summarize, table, type Summary } from './stats.js';
+import { measureDensity, printDensity } from './density.js';
+import { measureFanout, printFanout } from './fanout.js';
+import { measureStartup, printStartup } from './startup.js';
+import { childrenCpuMs } from './server-process.js';
+
+const SECTIONS = ['create', 'list', 'fanout', 'density', 'startup'] as const;
+type Section = (typeof SECTIONS)[number];
+const KUBECTL = process.env.KUBE_SIM_KUBECTL ?? '/usr/bin/kubectl';
 
 // ---------------------------------------------------------------------------------------------------------
 // options
 
 interface Options {
   quick: boolean;
-  only?: 'create' | 'list';
+  only?: Section;
   objects: number;
+  /** Density: simulated nodes and pods. */
+  densityNodes: number;
+  densityPods: number;
   connections: number;
   warmupMs: number;
   durationMs: number;
@@ -53,13 +69,15 @@ function parseArgs(argv: string[]): Options {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const only = value('--only');
-  if (only !== undefined && only !== 'create' && only !== 'list') throw new Error(`--only must be create or list, not ${only}`);
+  if (only !== undefined && !(SECTIONS as readonly string[]).includes(only)) throw new Error(`--only must be one of ${SECTIONS.join(', ')}, not ${only}`);
   const objects = Number(value('--objects') ?? 100_000);
   if (!Number.isInteger(objects) || objects < LIST_NAMESPACES) throw new Error(`--objects must be an integer ≥ ${LIST_NAMESPACES}`);
   return {
     quick,
-    only,
+    only: only as Section | undefined,
     objects,
+    densityNodes: Number(value('--nodes') ?? (quick ? 300 : 5000)),
+    densityPods: Number(value('--pods') ?? (quick ? 6000 : 150_000)),
     connections: 32,
     warmupMs: quick ? 500 : 1000,
     durationMs: quick ? 1500 : 5000,
@@ -148,13 +166,15 @@ function stolenMs(): number {
 class CpuWindow {
   private readonly wall = performance.now();
   private readonly own = process.cpuUsage();
+  private readonly children = childrenCpuMs();
   private readonly machine = machineBusyMs();
   private readonly stolen = stolenMs();
 
+  /** processCpu: this process and the servers it spawned (bench/server-process.ts), in cores. */
   stop(): { processCpu: number; otherCpu: number } {
     const wallMs = performance.now() - this.wall;
     const used = process.cpuUsage(this.own);
-    const ownMs = (used.user + used.system) / 1000;
+    const ownMs = (used.user + used.system) / 1000 + (childrenCpuMs() - this.children);
     const machineMs = machineBusyMs() - this.machine;
     const stolen = stolenMs() - this.stolen;
     return { processCpu: ownMs / wallMs, otherCpu: (Math.max(0, machineMs - ownMs) + stolen) / wallMs };
@@ -641,17 +661,47 @@ async function main(): Promise<void> {
     options: { ...options, out: undefined },
   };
   try {
-    if (options.only !== 'list') {
+    const runs = (section: Section): boolean => options.only === undefined || options.only === section;
+    if (runs('create')) {
       process.stderr.write('create throughput…\n');
       const creates = await measureCreates(options, load);
       results.create = creates;
       printCreates(creates, options);
     }
-    if (options.only !== 'create') {
+    if (runs('list')) {
       process.stderr.write('list latency…\n');
       const lists = await measureLists(options, load);
       results.list = lists;
       printLists(lists);
+    }
+    if (runs('fanout')) {
+      process.stderr.write('watch fan-out…\n');
+      await waitForQuiet(options);
+      const cpu = new CpuWindow();
+      const fanoutOptions = { quick: options.quick, durationMs: options.quick ? 2000 : 10_000 };
+      const fanout = await measureFanout(fanoutOptions);
+      const { otherCpu } = cpu.stop();
+      results.fanout = { ...fanout, otherCpu };
+      printFanout(fanout, fanoutOptions);
+      console.log(`other processes used ${fmt(otherCpu, 2)} cores on average during the fan-out measurements`);
+    }
+    if (runs('density')) {
+      process.stderr.write(`density, ${options.densityNodes} nodes and ${options.densityPods} pods…\n`);
+      await waitForQuiet(options);
+      const cpu = new CpuWindow();
+      const density = await measureDensity({ nodes: options.densityNodes, pods: options.densityPods, quick: options.quick, kubectl: KUBECTL });
+      const { otherCpu } = cpu.stop();
+      results.density = { ...density, otherCpu };
+      printDensity(density);
+      console.log(`other processes used ${fmt(otherCpu, 2)} cores on average during the density run`);
+    }
+    if (runs('startup')) {
+      process.stderr.write('start-up…\n');
+      await waitForQuiet(options);
+      const startupOptions = { reps: options.quick ? 3 : 10, nodeCounts: [3, 100], kubectl: KUBECTL };
+      const startup = await measureStartup(startupOptions);
+      results.startup = startup;
+      printStartup(startup, startupOptions);
     }
   } finally {
     await load.close();
