@@ -253,7 +253,18 @@ describe('impersonation', () => {
       name: 'system:masters',
       kind: 'groups',
     });
-    assert.notEqual((await whoami(ADMIN, { 'impersonate-group': 'devs' })).status, 201, 'a group without a user is refused');
+    const groupOnly = await whoami(ADMIN, { 'impersonate-group': 'devs' });
+    assert.equal(groupOnly.status, 500, 'a group without a user is refused (kube-apiserver answers 500 too)');
+    assert.match((groupOnly.body as StatusBody).message!, /requested group "devs" without impersonating a user/);
+    // Extra keys are percent-decoded.
+    const reply = await whoami(ADMIN, { 'impersonate-user': 'jane', 'impersonate-extra-scopes%2Fv1': 'read' });
+    assert.deepEqual((reply.body as Json).status, { userInfo: { username: 'jane', groups: ['system:authenticated'], extra: { 'scopes/v1': ['read'] } } });
+    // Asking for system:unauthenticated keeps system:authenticated out, and with it system:basic-user's rights.
+    forbidden(
+      await whoami(ADMIN, { 'impersonate-user': 'jane', 'impersonate-group': 'system:unauthenticated' }),
+      'selfsubjectreviews.authentication.k8s.io is forbidden: User "jane" cannot create resource "selfsubjectreviews" in API group "authentication.k8s.io" at the cluster scope',
+      { group: 'authentication.k8s.io', kind: 'selfsubjectreviews' },
+    );
   });
 });
 

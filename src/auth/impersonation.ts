@@ -10,6 +10,15 @@ function values(req: IncomingMessage, name: string): string[] {
   return (req.headersDistinct[name] ?? []).map((v) => v.trim()).filter((v) => v !== '');
 }
 
+/** Extra keys are percent-encoded in header names (unescapeExtraKey); a malformed escape is kept as it is. */
+function unescapeExtraKey(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}
+
 function impersonateAttributes(partial: Partial<RequestAttributes>): RequestAttributes {
   return { resourceRequest: true, path: '', verb: 'impersonate', apiGroup: '', apiVersion: '', namespace: '', resource: '', subresource: '', name: '', ...partial };
 }
@@ -26,13 +35,13 @@ export function impersonate(req: IncomingMessage, requester: UserInfo, authorize
   const extra: Record<string, string[]> = {};
   for (const header of Object.keys(req.headersDistinct)) {
     if (!header.startsWith(EXTRA_PREFIX)) continue;
-    const key = decodeURIComponent(header.slice(EXTRA_PREFIX.length));
+    const key = unescapeExtraKey(header.slice(EXTRA_PREFIX.length));
     extra[key] = values(req, header);
   }
   const hasExtra = Object.keys(extra).length > 0;
   if (username === undefined) {
     if (groups.length > 0 || uid !== undefined || hasExtra) {
-      throw new ApiError(500, 'InternalError', `Internal error occurred: requested impersonation of groups, uid or extra without impersonating a user`);
+      throw new ApiError(500, 'InternalError', `Internal error occurred: requested ${[...groups.map((g) => `group ${JSON.stringify(g)}`), ...(uid === undefined ? [] : [`uid ${JSON.stringify(uid)}`]), ...(hasExtra ? ['user extra'] : [])].join(', ')} without impersonating a user`);
     }
     return requester;
   }
@@ -48,8 +57,11 @@ export function impersonate(req: IncomingMessage, requester: UserInfo, authorize
     if (!decision.allowed) throw forbidden(requester.username, attributes, decision.reason);
   }
   const actingGroups = groups.length > 0 || !serviceAccount ? [...groups] : serviceAccountGroups(serviceAccount.namespace);
-  const added = username === ANONYMOUS_USER ? ALL_UNAUTHENTICATED : ALL_AUTHENTICATED;
-  if (!actingGroups.includes(added)) actingGroups.push(added);
+  // A non-anonymous user gets system:authenticated unless either all-users group was asked for; anonymous gets
+  // system:unauthenticated.
+  if (username === ANONYMOUS_USER) {
+    if (!actingGroups.includes(ALL_UNAUTHENTICATED)) actingGroups.push(ALL_UNAUTHENTICATED);
+  } else if (!actingGroups.includes(ALL_AUTHENTICATED) && !actingGroups.includes(ALL_UNAUTHENTICATED)) actingGroups.push(ALL_AUTHENTICATED);
   const user: UserInfo = { username, groups: actingGroups };
   if (uid !== undefined) user.uid = uid;
   if (hasExtra) user.extra = extra;
