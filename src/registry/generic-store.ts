@@ -43,6 +43,8 @@ export interface WriteOptions {
   created?: boolean;
   /** The subresource a managedFields entry records for a write through it (scale); status is `subresource`. */
   managedSubresource?: string;
+  /** The body was decoded for this request alone (HTTP): the store keeps it as the new object instead of a copy. */
+  takeBody?: boolean;
   /** Who sent the request, with --auth (access reviews answer for them). */
   requester?: Requester;
 }
@@ -114,7 +116,7 @@ export class GenericStore {
   }
 
   create(info: KindInfo, namespace: string | undefined, body: unknown, options: WriteOptions = {}): KubeObject {
-    const obj = this.decodeBody(info, namespace, body);
+    const obj = this.decodeBody(info, namespace, body, options.takeBody);
     this.checkFields(info, obj, options);
     if (info.ephemeral) return info.ephemeral(obj, this.ctx, options.requester);
     return this.createDecoded(info, obj, options);
@@ -156,7 +158,7 @@ export class GenericStore {
 
   /** PUT: replace the object (or its status), optimistic-locked on the body's resourceVersion when it has one. */
   update(info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: WriteOptions = {}): KubeObject {
-    const incoming = this.decodeBody(info, namespace, body);
+    const incoming = this.decodeBody(info, namespace, body, options.takeBody);
     this.checkFields(info, incoming, options);
     if (incoming.metadata.name !== name) {
       throw Errors.badRequest(`the name of the object (${incoming.metadata.name ?? ''}) does not match the name on the URL (${name})`);
@@ -493,10 +495,13 @@ export class GenericStore {
     }
   }
 
-  /** Checks a request body is an object of this kind and gives it its apiVersion, kind and namespace. */
-  decodeBody(info: KindInfo, namespace: string | undefined, body: unknown): KubeObject {
+  /**
+   * Checks a request body is an object of this kind and gives it its apiVersion, kind and namespace: on a copy,
+   * unless `take` says the caller hands the body over (a freshly decoded request body; no copy to make).
+   */
+  decodeBody(info: KindInfo, namespace: string | undefined, body: unknown, take = false): KubeObject {
     if (!isPlainObject(body)) throw Errors.badRequest(`Object '${info.kind}' is not a JSON object`);
-    const obj = deepCopy(body) as KubeObject;
+    const obj = (take ? body : deepCopy(body)) as KubeObject;
     const gv = groupVersion(info);
     if (obj.kind !== undefined && obj.kind !== '' && obj.kind !== info.kind) {
       throw Errors.badRequest(`the kind in the body (${String(obj.kind)}) does not match the kind of the resource (${info.kind})`);
