@@ -19,6 +19,8 @@ function text(body: Buffer): string {
 
 /** Nesting depth of a JSON text, counted without parsing (so a hostile body cannot exhaust the stack later). */
 function checkDepth(source: string): void {
+  // Each level opens with a character of its own: a text this short cannot nest too deep (most bodies).
+  if (source.length <= MAX_JSON_DEPTH) return;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < source.length; i++) {
