@@ -1,7 +1,7 @@
 import { deepEqual, type KubeObject } from '../api/types.js';
 import type { ChildSelector } from './claims.js';
 import { controllerOf } from './controller-ref.js';
-import { nodeName } from './pod-ranking.js';
+import { computeRank, nodeName, type PodRank, type RankedPod } from './pod-ranking.js';
 import { isPodActive, isPodReady, podCondition } from './pod-util.js';
 
 /**
@@ -20,6 +20,8 @@ export interface PodSummary {
   readySince(): Iterable<number>;
   /** The pods, current versions (asked for only to choose which to delete). */
   pods(): readonly KubeObject[];
+  /** The same pods with their deletion ranks, in the same order. */
+  candidates(): Iterable<RankedPod>;
 }
 
 interface PodFacts {
@@ -56,7 +58,7 @@ export function summarizePods(pods: readonly KubeObject[], templateLabels: Reado
     const f = podFacts(pod);
     if (f.ready) since.push(f.readySince);
   }
-  return { count: pods.length, fullyLabeled, ready: since.length, readySince: () => since, pods: () => pods };
+  return { count: pods.length, fullyLabeled, ready: since.length, readySince: () => since, pods: () => pods, candidates: () => pods.map((pod) => new Entry(pod, '', true, false, false)) };
 }
 
 /** Whether a pod update changes anything a ReplicaSet counts or claims by (other updates need no sync). */
@@ -72,12 +74,21 @@ export function mattersToReplicaSet(old: KubeObject, pod: KubeObject): boolean {
   );
 }
 
-interface Entry {
-  pod: KubeObject;
-  node: string;
-  owned: boolean;
-  fullyLabeled: boolean;
-  ready: boolean;
+/** A pod as a tally counts it; its deletion rank is computed on first use and kept with it. */
+class Entry implements RankedPod {
+  private computed?: PodRank;
+
+  constructor(
+    readonly pod: KubeObject,
+    readonly node: string,
+    readonly owned: boolean,
+    readonly fullyLabeled: boolean,
+    readonly ready: boolean,
+  ) {}
+
+  rank(): PodRank {
+    return (this.computed ??= computeRank(this.pod));
+  }
 }
 
 /** Where a tally reads pods: by cache key, and the keys of every pod the owner controls (for a full recount). */
@@ -143,12 +154,12 @@ export class OwnedPodTally implements PodSummary {
     if (!pod || controllerOf(pod)?.uid !== this.ownerUid || !isPodActive(pod)) return;
     const node = nodeName(pod);
     if (!selector.matches(pod)) {
-      this.entries.set(key, { pod, node, owned: false, fullyLabeled: false, ready: false });
+      this.entries.set(key, new Entry(pod, node, false, false, false));
       this.strayKeys.add(key);
       return;
     }
     const f = podFacts(pod);
-    const entry: Entry = { pod, node, owned: true, fullyLabeled: carries(pod, templateLabels), ready: f.ready };
+    const entry = new Entry(pod, node, true, carries(pod, templateLabels), f.ready);
     this.entries.set(key, entry);
     this.perNode.set(node, (this.perNode.get(node) ?? 0) + 1);
     this.count++;
@@ -167,6 +178,10 @@ export class OwnedPodTally implements PodSummary {
     const out: KubeObject[] = [];
     for (const entry of this.entries.values()) if (entry.owned) out.push(entry.pod);
     return out;
+  }
+
+  *candidates(): Iterable<RankedPod> {
+    for (const entry of this.entries.values()) if (entry.owned) yield entry;
   }
 
   /** Owned pods per node (unscheduled ones under ""). */
