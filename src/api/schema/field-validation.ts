@@ -1,5 +1,5 @@
 import { isPlainObject } from '../types.js';
-import { typeInfo, type Shape } from './schema.js';
+import { typeInfo, type Shape, type TypeInfo } from './schema.js';
 
 /**
  * Server-side field validation (the `fieldValidation` query parameter): a built-in kind is decoded into its Go
@@ -14,60 +14,154 @@ export function parseFieldValidation(value: string | undefined): FieldValidation
   return undefined;
 }
 
+/** What one walk of a decoded object against its type's schema finds. */
+export interface FieldCheck {
+  /** Undeclared fields, removed from the object, in kube-apiserver's notation (`spec.foo`, `spec.containers[0].bar`), in document order. */
+  unknown: string[];
+  /** The first value whose JSON type does not fit the schema, worded as the Go JSON decoder words it. */
+  mismatch: string | undefined;
+}
+
 /**
- * Removes the fields the schema of `typeName` does not declare from `obj` (in place) and returns their paths in
- * kube-apiserver's notation (`spec.foo`, `spec.template.spec.containers[0].bar`), in document order.
+ * Field validation of a decoded object in one walk: removes (in place) the fields the schema of `typeName` does not
+ * declare, and finds the first value whose JSON type does not fit (`json: cannot unmarshal string into Go struct
+ * field DeploymentSpec.spec.replicas of type int32`), on which decoding fails whatever fieldValidation says.
+ * Paths are only spelt out for what is reported.
  */
-export function pruneUnknownFields(obj: Record<string, unknown>, typeName: string): string[] {
-  const unknown: string[] = [];
-  pruneObject(obj, typeName, '', unknown);
-  return unknown;
-}
-
-function pruneObject(obj: Record<string, unknown>, typeName: string, path: string, unknown: string[]): void {
+export function validateFields(obj: Record<string, unknown>, typeName: string): FieldCheck {
+  const walk = new FieldWalk(true);
   const t = typeInfo(typeName);
-  if (!t || t.scalar) return;
-  for (const key of Object.keys(obj)) {
-    const child = path === '' ? key : `${path}.${key}`;
-    const prop = t.properties.get(key);
-    if (!prop) {
-      unknown.push(child);
-      delete obj[key];
-      continue;
+  if (t && !t.scalar) walk.object(obj, t);
+  return { unknown: walk.unknown, mismatch: walk.mismatch };
+}
+
+/** Removes the fields the schema of `typeName` does not declare from `obj` (in place) and returns their paths. */
+export function pruneUnknownFields(obj: Record<string, unknown>, typeName: string): string[] {
+  return validateFields(obj, typeName).unknown;
+}
+
+/** The first value whose JSON type does not fit the schema (the object is left as it is), or undefined. */
+export function typeMismatch(obj: Record<string, unknown>, typeName: string): string | undefined {
+  const walk = new FieldWalk(false);
+  const t = typeInfo(typeName);
+  if (t && !t.scalar) walk.object(obj, t);
+  return walk.mismatch;
+}
+
+/** Where a FieldWalk is: a struct field, a map key or a list index. */
+const enum Step {
+  Field,
+  MapKey,
+  Index,
+}
+
+class FieldWalk {
+  readonly unknown: string[] = [];
+  mismatch: string | undefined;
+  private readonly names: Array<string | number> = [];
+  private readonly steps: Step[] = [];
+
+  constructor(private readonly prune: boolean) {}
+
+  object(obj: Record<string, unknown>, t: TypeInfo): void {
+    for (const key of Object.keys(obj)) {
+      const prop = t.properties.get(key);
+      if (!prop) {
+        if (this.prune) {
+          this.unknown.push(this.prunedPath(key));
+          delete obj[key];
+        }
+        continue;
+      }
+      this.enter(key, Step.Field);
+      this.value(obj[key], prop.shape, t);
+      this.leave();
     }
-    pruneValue(obj[key], prop.shape, child, unknown);
+  }
+
+  /** `owner`: the struct whose field holds the value, which the Go decoder names in a mismatch. */
+  private value(value: unknown, shape: Shape, owner: TypeInfo): void {
+    if (value === null || value === undefined) return;
+    switch (shape.kind) {
+      case 'scalar':
+        if (!scalarFits(value, shape)) this.wrong(value, shape, owner);
+        return;
+      case 'list':
+        if (!Array.isArray(value)) return this.wrong(value, shape, owner);
+        for (let i = 0; i < value.length; i++) {
+          this.enter(i, Step.Index);
+          this.value(value[i], shape.items, owner);
+          this.leave();
+        }
+        return;
+      case 'map':
+        if (!isPlainObject(value)) return this.wrong(value, shape, owner);
+        for (const key of Object.keys(value)) {
+          this.enter(key, Step.MapKey);
+          this.value(value[key], shape.values, owner);
+          this.leave();
+        }
+        return;
+      case 'ref': {
+        const t = typeInfo(shape.name);
+        if (!t) return;
+        if (t.scalar === 'quantity' || t.scalar === 'int-or-string') {
+          if (typeof value !== 'string' && typeof value !== 'number') this.wrong(value, shape, owner);
+          return;
+        }
+        if (t.scalar === 'date-time') {
+          if (typeof value !== 'string') this.wrong(value, shape, owner);
+          return;
+        }
+        if (t.scalar) return;
+        if (!isPlainObject(value)) return this.wrong(value, shape, owner);
+        this.object(value, t);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private enter(name: string | number, step: Step): void {
+    this.names.push(name);
+    this.steps.push(step);
+  }
+
+  private leave(): void {
+    this.names.pop();
+    this.steps.pop();
+  }
+
+  /** kube-apiserver's path of an unknown field: fields and map keys joined by dots, list indices in brackets. */
+  private prunedPath(last: string): string {
+    let path = '';
+    for (let i = 0; i < this.names.length; i++) {
+      const name = this.names[i]!;
+      path += this.steps[i] === Step.Index ? `[${name}]` : path === '' ? String(name) : `.${name}`;
+    }
+    return path === '' ? last : `${path}.${last}`;
+  }
+
+  private wrong(value: unknown, shape: Shape, owner: TypeInfo): void {
+    if (this.mismatch !== undefined) return;
+    // The Go decoder's path has the struct fields only (no map keys or list indices).
+    const fields = this.names.filter((_, i) => this.steps[i] === Step.Field).join('.');
+    const struct = owner.name.slice(owner.name.lastIndexOf('.') + 1);
+    this.mismatch = `json: cannot unmarshal ${jsonType(value)} into Go struct field ${struct}.${fields} of type ${goType(shape)}`;
   }
 }
 
-function pruneValue(value: unknown, shape: Shape, path: string, unknown: string[]): void {
-  if (value === null || value === undefined) return;
-  switch (shape.kind) {
-    case 'ref':
-      if (isPlainObject(value)) pruneObject(value, shape.name, path, unknown);
-      return;
-    case 'list':
-      if (Array.isArray(value)) value.forEach((item, i) => pruneValue(item, shape.items, `${path}[${i}]`, unknown));
-      return;
-    case 'map':
-      if (isPlainObject(value)) for (const [k, v] of Object.entries(value)) pruneValue(v, shape.values, `${path}.${k}`, unknown);
-      return;
-    default:
-      return;
-  }
+function scalarFits(value: unknown, shape: Shape & { kind: 'scalar' }): boolean {
+  if (shape.type === 'integer') return typeof value === 'number' && Number.isInteger(value);
+  if (shape.type === 'number') return typeof value === 'number';
+  if (shape.type === 'boolean') return typeof value === 'boolean';
+  return typeof value === 'string';
 }
 
 /** The message of a Strict failure, as kube-apiserver words it. */
 export function strictDecodingMessage(kind: string, version: string, unknown: readonly string[]): string {
   return `${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(', ')}`;
-}
-
-/**
- * The first value whose JSON type does not fit the schema, worded as the Go JSON decoder kube-apiserver uses
- * words it (`json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`), or
- * undefined when every value fits. Decoding fails on it whatever fieldValidation says.
- */
-export function typeMismatch(obj: Record<string, unknown>, typeName: string): string | undefined {
-  return mismatchInObject(obj, typeName, '');
 }
 
 function jsonType(value: unknown): string {
@@ -94,56 +188,5 @@ function goType(shape: Shape): string {
     }
     default:
       return 'interface {}';
-  }
-}
-
-function mismatchInObject(obj: Record<string, unknown>, typeName: string, path: string): string | undefined {
-  const t = typeInfo(typeName);
-  if (!t || t.scalar) return undefined;
-  const struct = typeName.split('.').pop()!;
-  for (const [key, value] of Object.entries(obj)) {
-    const prop = t.properties.get(key);
-    if (!prop) continue;
-    const child = path === '' ? key : `${path}.${key}`;
-    const found = mismatchInValue(value, prop.shape, child, struct);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-function mismatchInValue(value: unknown, shape: Shape, path: string, struct: string): string | undefined {
-  if (value === null || value === undefined) return undefined;
-  const wrong = (): string => `json: cannot unmarshal ${jsonType(value)} into Go struct field ${struct}.${path} of type ${goType(shape)}`;
-  switch (shape.kind) {
-    case 'scalar':
-      if (shape.type === 'integer') return typeof value === 'number' && Number.isInteger(value) ? undefined : wrong();
-      if (shape.type === 'number') return typeof value === 'number' ? undefined : wrong();
-      if (shape.type === 'boolean') return typeof value === 'boolean' ? undefined : wrong();
-      return typeof value === 'string' ? undefined : wrong();
-    case 'list':
-      if (!Array.isArray(value)) return wrong();
-      for (const item of value) {
-        const found = mismatchInValue(item, shape.items, path, struct);
-        if (found) return found;
-      }
-      return undefined;
-    case 'map':
-      if (!isPlainObject(value)) return wrong();
-      for (const v of Object.values(value)) {
-        const found = mismatchInValue(v, shape.values, path, struct);
-        if (found) return found;
-      }
-      return undefined;
-    case 'ref': {
-      const t = typeInfo(shape.name);
-      if (!t) return undefined;
-      if (t.scalar === 'quantity' || t.scalar === 'int-or-string') return typeof value === 'string' || typeof value === 'number' ? undefined : wrong();
-      if (t.scalar === 'date-time') return typeof value === 'string' ? undefined : wrong();
-      if (t.scalar) return undefined;
-      if (!isPlainObject(value)) return wrong();
-      return mismatchInObject(value, shape.name, path);
-    }
-    default:
-      return undefined;
   }
 }
