@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { OwnerReference } from '../src/api/types.js';
-import { kubectl, kubectlMissing, type KubectlResult } from './helpers/kubectl.js';
+import { kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
 import { track } from './helpers/processes.js';
 import { ROOT, startServer, type SimServer } from './helpers/server.js';
 
@@ -77,12 +77,9 @@ describe('the example Website Operator (fixtures/operator)', { skip: missing }, 
   let leader: Replica;
   let standby: Replica;
 
-  const k = (args: string[], input?: string): Promise<KubectlResult> => kubectl(server.url, args, input === undefined ? {} : { input, timeoutMs: 40_000 });
-  const ok = async (args: string[], input?: string): Promise<string> => {
-    const r = await k(args, input);
-    assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}\n${server.stderr()}\n${replicas.map((o) => `--- operator ${o.id}:\n${o.log}`).join('\n')}`);
-    return r.stdout;
-  };
+  const operatorLogs = (): string => replicas.map((r) => `--- operator ${r.id}:\n${r.log}`).join('\n');
+  // `kubectl wait --timeout=30s` needs more than kubectl()'s default 20 s before it is killed.
+  const ok = (args: string[], input?: string): Promise<string> => kubectlAgainst(server, operatorLogs).ok(args, input, 40_000);
   const json = async <T>(args: string[]): Promise<T> => JSON.parse(await ok([...args, '-o', 'json'])) as T;
 
   before(async () => {

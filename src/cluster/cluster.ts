@@ -2,6 +2,7 @@ import { RealClock, VirtualClock, type Clock } from '../clock/clock.js';
 import { SeededRandom } from '../clock/random.js';
 import type { KubeObject } from '../api/types.js';
 import { builtinKinds } from '../registry/builtin/index.js';
+import { customResourceDefinitions, type CrdNamesLookup } from '../registry/crd/kind.js';
 import { serveCustomResources } from '../registry/crd/serve.js';
 import { GenericStore } from '../registry/generic-store.js';
 import { Registry } from '../registry/registry.js';
@@ -54,7 +55,14 @@ export class Cluster {
   ) {
     this.registry = new Registry(store);
     const ips = new ClusterIPAllocator(random);
-    const ctx: StrategyContext = { clock, random, allocateClusterIP: () => ips.allocate() };
+    const crdKey = resourceKey(customResourceDefinitions);
+    const ctx: StrategyContext & CrdNamesLookup = {
+      clock,
+      random,
+      allocateClusterIP: () => ips.allocate(),
+      // CRD writes are rare and CRDs few: a scan per CRD write, as kube-apiserver's naming controller lists them.
+      crdsOfGroup: (group) => store.all(crdKey).filter((crd) => (crd.spec as { group?: unknown } | undefined)?.group === group),
+    };
     this.api = new GenericStore(store, this.registry, ctx);
     for (const info of builtinKinds) this.registry.add(info);
     serveCustomResources(this.registry, store, this.api);

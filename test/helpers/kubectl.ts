@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,6 +73,21 @@ export function kubectl(server: string, args: string[], options: KubectlOptions 
     child.stdin.on('error', () => undefined);
     child.stdin.end(options.input ?? '');
   });
+}
+
+/**
+ * kubectl bound to one server: `run` resolves with the result; `ok` asserts exit code 0 — failing with kubectl's
+ * stderr, the server's log and `context()` (e.g. other processes' logs) — and resolves with stdout.
+ */
+export function kubectlAgainst(server: { url: string; stderr(): string }, context: () => string = () => '') {
+  const run = (args: string[], input?: string, timeoutMs?: number): Promise<KubectlResult> =>
+    kubectl(server.url, args, { ...(input === undefined ? {} : { input }), ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+  const ok = async (args: string[], input?: string, timeoutMs?: number): Promise<string> => {
+    const r = await run(args, input, timeoutMs);
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}\n${server.stderr()}\n${context()}`);
+    return r.stdout;
+  };
+  return { run, ok };
 }
 
 /** A long-running kubectl (e.g. `get -w`) whose output can be awaited line by line. */

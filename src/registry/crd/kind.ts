@@ -1,6 +1,6 @@
 import { rfc3339 } from '../../clock/clock.js';
 import { FieldErrors, type StatusCause } from '../../api/errors.js';
-import { isPlainObject, type KubeObject } from '../../api/types.js';
+import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
 import { col } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
 import { validateRuleSyntax } from './cel.js';
@@ -85,28 +85,113 @@ function defaults(obj: KubeObject): void {
   }
 }
 
-/** status as the apiextensions controllers leave it: names accepted, Established, the storage version recorded. */
+/**
+ * What the CRD strategy needs besides StrategyContext: the stored CRDs of a group, whose status.acceptedNames
+ * are the names taken there. The cluster's strategy context provides it.
+ */
+export interface CrdNamesLookup {
+  crdsOfGroup(group: string): readonly KubeObject[];
+}
+
+function hasNamesLookup(ctx: StrategyContext): ctx is StrategyContext & CrdNamesLookup {
+  return typeof (ctx as Partial<CrdNamesLookup>).crdsOfGroup === 'function';
+}
+
+/** CustomResourceDefinitionNames as Go serialises it: plural and kind always, the rest when set. */
+function namesJson(names: Partial<CrdNames>): Record<string, unknown> {
+  const out: Record<string, unknown> = { plural: names.plural ?? '' };
+  if (names.singular) out.singular = names.singular;
+  if (names.shortNames?.length) out.shortNames = names.shortNames;
+  out.kind = names.kind ?? '';
+  if (names.listKind) out.listKind = names.listKind;
+  if (names.categories?.length) out.categories = names.categories;
+  return out;
+}
+
+/** equalToAcceptedOrFresh: a requested name is fine if it is already ours or nobody in the group has it. */
+function nameConflict(requested: string | undefined, accepted: string | undefined, used: ReadonlySet<string>): string | undefined {
+  if ((requested ?? '') === (accepted ?? '')) return undefined;
+  return used.has(requested ?? '') ? `"${requested ?? ''}" is already in use` : undefined;
+}
+
+/**
+ * status as the apiextensions controllers leave it: the names granted (NamingConditionController: a name another
+ * CRD of the group was granted — its plural, singular or a short name; its kind or list kind — is refused, the
+ * rest granted, and NamesAccepted says which conflict came last), Established once the names were accepted (at
+ * once here, where kube-apiserver's establishing controller takes a moment), the storage version recorded.
+ * Established, once True, stays True: the CRD keeps serving under the names it was granted.
+ */
 function acceptNames(obj: KubeObject, ctx: StrategyContext): void {
   const spec = crdSpec(obj);
   const now = rfc3339(ctx.clock.now());
-  const status = (isPlainObject(obj.status) ? obj.status : (obj.status = {})) as Record<string, unknown>;
-  const { plural, singular, kind, listKind, shortNames, categories } = spec.names ?? ({} as CrdNames);
-  const accepted: Record<string, unknown> = { plural, singular, kind, listKind };
-  if (shortNames?.length) accepted.shortNames = shortNames;
-  if (categories?.length) accepted.categories = categories;
-  status.acceptedNames = accepted;
+  // A copy: on update the generic store hands over the stored object's status itself, which must not change.
+  const status = (isPlainObject(obj.status) ? deepCopy(obj.status) : {}) as Record<string, unknown>;
+  obj.status = status;
   const storage = (spec.versions ?? []).find((v) => v.storage)?.name;
   const stored = Array.isArray(status.storedVersions) ? (status.storedVersions as string[]) : [];
   if (storage && !stored.includes(storage)) stored.push(storage);
   status.storedVersions = stored;
-  setCondition(obj, { type: 'NamesAccepted', status: 'True', lastTransitionTime: now, reason: 'NoConflicts', message: 'no conflicts found' });
-  setCondition(obj, {
-    type: 'Established',
-    status: 'True',
-    lastTransitionTime: now,
-    reason: 'InitialNamesAccepted',
-    message: 'the initial names have been accepted',
-  });
+
+  const requested = (isPlainObject(spec.names) ? spec.names : {}) as Partial<CrdNames>;
+  const accepted = (isPlainObject(status.acceptedNames) ? status.acceptedNames : {}) as Partial<CrdNames>;
+  if (deepEqual(namesJson(requested), namesJson(accepted)) && isPlainObject(status.acceptedNames)) return;
+
+  // Every CRD of the group counts, this one included (its stored self), as in kube-apiserver.
+  const resources = new Set<string>();
+  const kinds = new Set<string>();
+  for (const other of hasNamesLookup(ctx) ? ctx.crdsOfGroup(spec.group) : []) {
+    const names = (isPlainObject(other.status) && isPlainObject(other.status.acceptedNames) ? other.status.acceptedNames : {}) as Partial<CrdNames>;
+    for (const n of [names.plural, names.singular, ...(names.shortNames ?? [])]) resources.add(n ?? '');
+    kinds.add(names.kind ?? '');
+    kinds.add(names.listKind ?? '');
+  }
+
+  const granted: Partial<CrdNames> = { ...accepted };
+  let conflict: { reason: string; message: string } | undefined;
+  const check = (field: 'plural' | 'singular' | 'kind' | 'listKind', used: ReadonlySet<string>, reason: string): void => {
+    const message = nameConflict(requested[field], accepted[field], used);
+    if (message) conflict = { reason, message };
+    else granted[field] = requested[field] as string;
+  };
+  check('plural', resources, 'PluralConflict');
+  check('singular', resources, 'SingularConflict');
+  if (!deepEqual(requested.shortNames ?? [], accepted.shortNames ?? [])) {
+    const ours = new Set(accepted.shortNames ?? []);
+    const taken = (requested.shortNames ?? []).flatMap((short) => {
+      // Already ours, or our own plural/singular (which the set above holds because it includes us): no conflict.
+      if (ours.has(short) || short === accepted.plural || short === accepted.singular) return [];
+      const message = nameConflict(short, '', resources);
+      return message ? [message] : [];
+    });
+    // utilerrors.NewAggregate: one error as is, several as a bracketed list.
+    if (taken.length > 0) conflict = { reason: 'ShortNamesConflict', message: taken.length === 1 ? taken[0]! : `[${taken.join(', ')}]` };
+    else granted.shortNames = requested.shortNames;
+  }
+  check('kind', kinds, 'KindConflict');
+  check('listKind', kinds, 'ListKindConflict');
+  granted.categories = requested.categories;
+  status.acceptedNames = namesJson(granted);
+
+  setCondition(obj, conflict
+    ? { type: 'NamesAccepted', status: 'False', lastTransitionTime: now, ...conflict }
+    : { type: 'NamesAccepted', status: 'True', lastTransitionTime: now, reason: 'NoConflicts', message: 'no conflicts found' });
+  const established = (status.conditions as Condition[] | undefined)?.find((c) => c.type === 'Established');
+  if (established?.status === 'True') return;
+  setCondition(obj, conflict
+    ? { type: 'Established', status: 'False', lastTransitionTime: now, reason: 'NotAccepted', message: 'not all names are accepted' }
+    : { type: 'Established', status: 'True', lastTransitionTime: now, reason: 'InitialNamesAccepted', message: 'the initial names have been accepted' });
+}
+
+/** Whether kube-apiserver serves the CRD's kind: Established, or at least its names accepted. */
+export function isServed(crd: KubeObject): boolean {
+  const conditions = (isPlainObject(crd.status) && Array.isArray(crd.status.conditions) ? crd.status.conditions : []) as Condition[];
+  return conditions.some((c) => (c.type === 'Established' || c.type === 'NamesAccepted') && c.status === 'True');
+}
+
+/** The names a CRD is served under: status.acceptedNames once granted (spec.names for a CRD not stored yet). */
+export function servedNames(crd: KubeObject): CrdNames {
+  const status = isPlainObject(crd.status) ? crd.status : {};
+  return (isPlainObject(status.acceptedNames) ? status.acceptedNames : crdSpec(crd).names) as unknown as CrdNames;
 }
 
 export function validateCrd(obj: KubeObject): StatusCause[] {

@@ -6,7 +6,7 @@ import type { GenericStore } from '../generic-store.js';
 import { field, humanDuration } from '../printers.js';
 import type { Registry } from '../registry.js';
 import { resourceKey, type KindInfo, type TableColumn } from '../types.js';
-import { CLEANUP_FINALIZER, crdSpec, customResourceDefinitions, setCondition, type CrdSpec, type CrdVersion } from './kind.js';
+import { CLEANUP_FINALIZER, crdSpec, customResourceDefinitions, isServed, servedNames, setCondition, type CrdNames, type CrdSpec, type CrdVersion } from './kind.js';
 import { defineCrdTypes, forgetCrdTypes } from './apply-types.js';
 import { hasRules, validateRules } from './cel.js';
 import { applyDefaults, hasDefaults, prune, validateSchema, type JSONSchemaProps } from './schema-validation.js';
@@ -22,13 +22,16 @@ const OBJECT_META_REF = '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.
 
 export function serveCustomResources(registry: Registry, store: MemoryStore, api: GenericStore): void {
   const rows = new Map<string, KindInfo[]>();
-  /** CRDs being deleted, by the table of their instances. */
+  /** CRDs being deleted, by the table of their instances (a change there may let the cleanup finish). */
   const terminating = new Map<string, string>();
+  /** Every CRD being deleted, served or not (one never Established has no table). */
+  const deleting = new Set<string>();
   let pending = false;
 
   const sync = (crd: KubeObject): void => {
     const name = crd.metadata.name!;
-    const next = rowsOf(crd).filter((info) => {
+    // Not served until its names are accepted (a conflict with another CRD of the group keeps it off).
+    const next = (isServed(crd) ? rowsOf(crd) : []).filter((info) => {
       const existing = registry.lookup(info.group, info.version, info.resource);
       return !existing || (rows.get(name) ?? []).includes(existing);
     });
@@ -40,7 +43,10 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
       if (!next.some((n) => n.version === old.version && n.kind === old.kind)) forgetCrdTypes(old.group, old.version, old.kind);
     }
     rows.set(name, next);
-    if (crd.metadata.deletionTimestamp && next[0]) terminating.set(resourceKey(next[0]), name);
+    if (crd.metadata.deletionTimestamp) {
+      deleting.add(name);
+      if (next[0]) terminating.set(resourceKey(next[0]), name);
+    }
   };
 
   const drop = (name: string): void => {
@@ -51,12 +57,13 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
       forgetCrdTypes(info.group, info.version, info.kind);
     }
     rows.delete(name);
+    deleting.delete(name);
     for (const [key, crd] of terminating) if (crd === name) terminating.delete(key);
   };
 
   const cleanup = (): void => {
     pending = false;
-    for (const name of new Set(terminating.values())) {
+    for (const name of [...deleting]) {
       const crd = store.get(CRD_KEY, undefined, name);
       if (!crd?.metadata.deletionTimestamp || !(crd.metadata.finalizers ?? []).includes(CLEANUP_FINALIZER)) continue;
       const storage = rows.get(name)?.[0];
@@ -75,13 +82,9 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
       api.writeUpdate(customResourceDefinitions, undefined, name, {}, (current) => {
         const next = deepCopy(current);
         next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== CLEANUP_FINALIZER);
-        setCondition(next, {
-          type: 'Terminating',
-          status: 'False',
-          lastTransitionTime: next.metadata.deletionTimestamp ?? '',
-          reason: 'InstanceDeletionCompleted',
-          message: 'removed all instances',
-        });
+        // Never served (its names refused): no instances to remove, as kube-apiserver's finalizer says.
+        const outcome = storage ? { reason: 'InstanceDeletionCompleted', message: 'removed all instances' } : { reason: 'NeverEstablished', message: 'resource was never established' };
+        setCondition(next, { type: 'Terminating', status: 'False', lastTransitionTime: next.metadata.deletionTimestamp ?? '', ...outcome });
         return next;
       });
     }
@@ -99,30 +102,57 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
     });
   };
 
+  /**
+   * Names another CRD of the group gave up (it went, or was granted other names) may be what a waiting CRD
+   * asked for: its strategy looks again (NamingConditionController's requeueAllOtherGroupCRDs). A CRD whose
+   * names are all granted is left alone, so the no-op writes end there.
+   */
+  const reconsiderGroup = (group: string, except: string): void => {
+    queueMicrotask(() => {
+      for (const crd of store.all(CRD_KEY)) {
+        const name = crd.metadata.name!;
+        if (name === except || crdSpec(crd).group !== group || crd.metadata.deletionTimestamp) continue;
+        if (deepEqual(servedNames(crd), crdSpec(crd).names)) continue;
+        try {
+          api.writeUpdate(customResourceDefinitions, undefined, name, {}, (current) => deepCopy(current));
+        } catch (err) {
+          // Gone meanwhile: nothing to reconsider.
+          if (!(err instanceof ApiError && err.code === 404)) throw err;
+        }
+      }
+    });
+  };
+
   store.onChange((key, event) => {
     if (key === CRD_KEY) {
       if (event.type === 'DELETED') drop(event.object.metadata.name!);
       else sync(event.object);
       if (event.type !== 'DELETED' && event.object.metadata.deletionTimestamp) schedule();
+      const released = event.type === 'DELETED' || (event.prevObject !== undefined && !deepEqual(acceptedNamesOf(event.prevObject), acceptedNamesOf(event.object)));
+      if (released) reconsiderGroup(crdSpec(event.object).group, event.object.metadata.name!);
     } else if (terminating.has(key)) schedule();
   });
   for (const crd of store.all(CRD_KEY)) sync(crd);
-  if (terminating.size > 0) schedule();
+  if (deleting.size > 0) schedule();
 }
 
-/** The registry rows of a CRD: one per served version, the storage version's first. */
+function acceptedNamesOf(crd: KubeObject): unknown {
+  return isPlainObject(crd.status) ? crd.status.acceptedNames : undefined;
+}
+
+/** The registry rows of a CRD, under the names it was granted: one per served version, the storage version's first. */
 export function rowsOf(crd: KubeObject): KindInfo[] {
   const spec = crdSpec(crd);
+  const names = servedNames(crd);
   const storage = spec.versions?.find((v) => v.storage);
-  if (!storage || !spec.names?.plural || !spec.names.kind) return [];
+  if (!storage || !names?.plural || !names.kind) return [];
   const served = spec.versions.filter((v) => v.served);
   served.sort((a, b) => (a === storage ? -1 : b === storage ? 1 : 0));
   const terminating = crd.metadata.deletionTimestamp !== undefined;
-  return served.map((v) => rowOf(spec, v, v === storage ? undefined : storage.name, terminating));
+  return served.map((v) => rowOf(spec, names, v, v === storage ? undefined : storage.name, terminating));
 }
 
-function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | undefined, terminating: boolean): KindInfo {
-  const names = spec.names;
+function rowOf(spec: CrdSpec, names: CrdNames, version: CrdVersion, storageVersion: string | undefined, terminating: boolean): KindInfo {
   const schema: JSONSchemaProps = version.schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
   const rules = hasRules(schema);
   const info: KindInfo = {
@@ -148,7 +178,7 @@ function rowOf(spec: CrdSpec, version: CrdVersion, storageVersion: string | unde
       },
     },
     schema: {
-      openapi: openapiSchema(spec, version.name, schema),
+      openapi: openapiSchema(spec.group, names.kind, version.name, schema),
       pruneUnknownFields: (obj) => prune(obj, schema),
       typeName: defineCrdTypes(spec.group, version.name, names.kind, schema),
       strategicMergePatch: false,
@@ -225,7 +255,7 @@ function printerColumn(c: NonNullable<CrdVersion['additionalPrinterColumns']>[nu
 }
 
 /** The version's schema as /openapi/v3 publishes it (kubectl explain reads it): apiVersion, kind and metadata added. */
-function openapiSchema(spec: CrdSpec, version: string, schema: JSONSchemaProps): Record<string, unknown> {
+function openapiSchema(group: string, kind: string, version: string, schema: JSONSchemaProps): Record<string, unknown> {
   const copy = deepCopy(schema) as Record<string, unknown>;
   const properties = isPlainObject(copy.properties) ? copy.properties : {};
   copy.properties = {
@@ -246,6 +276,6 @@ function openapiSchema(spec: CrdSpec, version: string, schema: JSONSchemaProps):
     description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
     allOf: [{ $ref: OBJECT_META_REF }],
   };
-  copy['x-kubernetes-group-version-kind'] = [{ group: spec.group, kind: spec.names.kind, version }];
+  copy['x-kubernetes-group-version-kind'] = [{ group, kind, version }];
   return copy;
 }
