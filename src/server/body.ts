@@ -44,7 +44,34 @@ export function parseJson(source: string): unknown {
   }
 }
 
+/**
+ * The yaml library exhausts memory (a fatal V8 error, not an exception) on flow collections nested about a
+ * thousand deep, so YAML's `[`/`{` nesting is bounded before parsing; brackets inside quotes or comments are
+ * counted too, which only errs on the safe side. Block nesting ends in a catchable stack overflow instead.
+ */
+const MAX_YAML_FLOW_DEPTH = 256;
+
+function checkYamlFlowDepth(source: string): void {
+  let depth = 0;
+  for (let i = 0; i < source.length; i++) {
+    const c = source.charCodeAt(i);
+    if (c === 123 || c === 91) {
+      if (++depth > MAX_YAML_FLOW_DEPTH) throw Errors.badRequest(`yaml: exceeded max depth of ${MAX_YAML_FLOW_DEPTH}`);
+    } else if ((c === 125 || c === 93) && depth > 0) depth--;
+  }
+}
+
 function parseYamlBody(source: string): unknown {
+  // JSON is YAML, and what kubectl sends for server-side apply: parse it as JSON, with JSON's own depth bound.
+  if (/^\s*[[{]/.test(source)) {
+    checkDepth(source);
+    try {
+      return JSON.parse(source);
+    } catch {
+      // YAML flow syntax that is not JSON: parsed as YAML below.
+    }
+  }
+  checkYamlFlowDepth(source);
   const docs = parseAllDocuments(source);
   if (Array.isArray(docs) && docs.length > 1) throw Errors.badRequest('the request body must contain a single YAML document');
   try {
