@@ -151,6 +151,32 @@ describe('RBAC', () => {
     assert.equal((await as('bob-token', '/apis')).status, 200);
   });
 
+  test('RBAC objects are validated and defaulted as kube-apiserver does', async () => {
+    const invalid = async (path: string, body: Json, message: string): Promise<void> => {
+      const reply = await admin(path, { method: 'POST', body });
+      assert.equal(reply.status, 422, reply.text);
+      assert.equal((reply.body as StatusBody).message, message);
+    };
+    await invalid('/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', { metadata: { name: 'r' }, rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }] }, 'Role.rbac.authorization.k8s.io "r" is invalid: rules[0].nonResourceURLs: Invalid value: ["/metrics"]: namespaced rules cannot apply to non-resource URLs');
+    await invalid('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'r' }, rules: [{ resources: ['pods'] }] }, 'ClusterRole.rbac.authorization.k8s.io "r" is invalid: [rules[0].verbs: Required value: verbs must contain at least one value, rules[0].apiGroups: Required value: resource rules must supply at least one api group]');
+    await invalid(
+      '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+      { metadata: { name: 'b' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' }, subjects: [{ kind: 'ServiceAccount', name: 'x' }] },
+      'ClusterRoleBinding.rbac.authorization.k8s.io "b" is invalid: subjects[0].namespace: Required value',
+    );
+    await invalid(
+      '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+      { metadata: { name: 'b' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' }, subjects: [{ kind: 'Robot', name: 'x' }] },
+      'ClusterRoleBinding.rbac.authorization.k8s.io "b" is invalid: subjects[0].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"',
+    );
+    const created = await create('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
+      metadata: { name: 'defaults' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+      subjects: [{ kind: 'User', name: 'u' }, { kind: 'ServiceAccount', name: 'sa' }],
+    });
+    assert.deepEqual(created.subjects, [{ kind: 'User', name: 'u', apiGroup: 'rbac.authorization.k8s.io' }, { kind: 'ServiceAccount', name: 'sa' }]);
+  });
+
   test('a binding to a missing role adds RBAC\'s reason to the 403', async () => {
     await create('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', { metadata: { name: 'dangling' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'nope' }, subjects: [{ kind: 'User', name: 'carol' }] });
     const decision = await review('carol', { namespace: 'default', verb: 'get', resource: 'pods' });
@@ -224,6 +250,42 @@ describe('RBAC', () => {
     assert.equal((await review('ed', { namespace: 'default', verb: 'watch', group: 'batch', resource: 'jobs' })).allowed, true, 'from view');
     assert.equal((await review('ed', { namespace: 'default', verb: 'create', group: 'rbac.authorization.k8s.io', resource: 'rolebindings' })).allowed, true, 'admin\'s own');
     assert.equal((await review('ed', { verb: 'list', resource: 'nodes' })).allowed, false);
+  });
+});
+
+describe('escalation prevention', () => {
+  const asDana = (path: string, body: Json, method = 'POST'): Promise<Reply> => admin(path, { method, body, headers: { 'impersonate-user': 'dana' } });
+  const roles = '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles';
+  const bindings = '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings';
+  const nodeReader = { metadata: { name: 'node-reader' }, rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['list', 'get'] }] };
+  const bindTo = (name: string, kind: string, role: string): Json => ({ metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name: role }, subjects: [{ kind: 'User', name: 'someone' }] });
+
+  test('a namespace admin may grant what they hold, and nothing more', async () => {
+    await create(bindings, bindTo('dana-admin', 'ClusterRole', 'admin'));
+    await admin(bindings + '/dana-admin', { method: 'PATCH', body: { subjects: [{ kind: 'User', name: 'dana' }] }, headers: { 'content-type': 'application/merge-patch+json' } });
+    assert.equal((await asDana(roles, { metadata: { name: 'pod-reader' }, rules: [{ apiGroups: [''], resources: ['pods', 'pods/log'], verbs: ['get', 'list'] }] })).status, 201);
+    assert.equal((await asDana(bindings, bindTo('viewers', 'ClusterRole', 'view'))).status, 201, 'admin holds everything view has');
+    forbidden(
+      await asDana(roles, nodeReader),
+      'roles.rbac.authorization.k8s.io "node-reader" is forbidden: user "dana" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["nodes"], Verbs:["list" "get"]}',
+      { name: 'node-reader', group: 'rbac.authorization.k8s.io', kind: 'roles' },
+    );
+    const clusterAdmin = await asDana(bindings, bindTo('root', 'ClusterRole', 'cluster-admin'));
+    assert.equal(clusterAdmin.status, 403);
+    assert.match((clusterAdmin.body as StatusBody).message!, /^rolebindings.rbac.authorization.k8s.io "root" is forbidden: user "dana" .* is attempting to grant RBAC permissions not currently held:\n\{APIGroups:\["\*"\], Resources:\["\*"\], Verbs:\["\*"\]\}\n\{NonResourceURLs:\["\*"\], Verbs:\["\*"\]\}$/);
+    // Updating a role she may not grant (a label that would feed an aggregation, say) is refused the same way.
+    await create(roles, nodeReader);
+    const relabel = await admin(roles + '/node-reader', { method: 'PATCH', body: { metadata: { labels: { team: 'x' } } }, headers: { 'content-type': 'application/merge-patch+json', 'impersonate-user': 'dana' } });
+    assert.equal(relabel.status, 403, relabel.text);
+  });
+
+  test('`escalate` on roles and `bind` on a role lift the check', async () => {
+    await grant('dana-escalate', 'dana', [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles'], verbs: ['escalate'] }]);
+    assert.equal((await asDana(roles, { ...nodeReader, metadata: { name: 'node-reader-2' } })).status, 201);
+    await grant('dana-bind', 'dana', [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: ['cluster-admin'], verbs: ['bind'] }]);
+    assert.equal((await asDana(bindings, bindTo('root', 'ClusterRole', 'cluster-admin'))).status, 201);
+    const missingRole = await asDana(bindings, bindTo('ghost', 'Role', 'no-such-role'));
+    forbidden(missingRole, 'rolebindings.rbac.authorization.k8s.io "ghost" is forbidden: role.rbac.authorization.k8s.io "no-such-role" not found', { name: 'ghost', group: 'rbac.authorization.k8s.io', kind: 'rolebindings' });
   });
 });
 

@@ -1,7 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import { Errors } from '../api/errors.js';
 import type { Cluster } from '../cluster/cluster.js';
-import { resourceKey } from '../registry/types.js';
+import type { KubeObject } from '../api/types.js';
+import { resourceKey, type KindInfo } from '../registry/types.js';
+import { checkRbacWrite } from './escalation.js';
 import { forbidden, UnionAuthorizer, type Authorizer } from './authorizer.js';
 import { bootstrapClusterRoleBindings, bootstrapClusterRoles } from './bootstrap-policy.js';
 import { impersonate } from './impersonation.js';
@@ -14,6 +16,11 @@ import { ALL_UNAUTHENTICATED, ANONYMOUS_USER, withAuthenticatedGroup, type UserI
 export interface Requester {
   user: UserInfo;
   authorizer: Authorizer;
+  /**
+   * Checks the object a write of theirs is about to store (after defaults and validation): RBAC's escalation
+   * prevention for Roles, ClusterRoles and bindings. Throws the 403 to answer.
+   */
+  admit?(info: KindInfo, obj: KubeObject, old: KubeObject | undefined): void;
 }
 
 const requesters = new WeakMap<IncomingMessage, Requester>();
@@ -42,6 +49,7 @@ function bearerToken(header: string | undefined): string | undefined {
  */
 export class ApiAuth {
   readonly authorizer: Authorizer;
+  private readonly rbac: RbacAuthorizer;
   private readonly tokens: ServiceAccountTokens;
 
   constructor(
@@ -49,7 +57,8 @@ export class ApiAuth {
     private readonly staticTokens: ReadonlyMap<string, UserInfo>,
   ) {
     this.bootstrapPolicy();
-    this.authorizer = new UnionAuthorizer(new RbacAuthorizer(cluster.store));
+    this.rbac = new RbacAuthorizer(cluster.store);
+    this.authorizer = new UnionAuthorizer(this.rbac);
     this.tokens = serviceAccountTokens(cluster.api);
   }
 
@@ -82,7 +91,13 @@ export class ApiAuth {
     const attributes = requestAttributes(req.method ?? 'GET', req.url ?? '/');
     const decision = this.authorizer.authorize(user, attributes);
     if (!decision.allowed) throw forbidden(user.username, attributes, decision.reason);
-    const requester = { user, authorizer: this.authorizer };
+    const requester: Requester = {
+      user,
+      authorizer: this.authorizer,
+      admit: (info, obj, old) => {
+        if (info.group === 'rbac.authorization.k8s.io') checkRbacWrite(info.resource, obj, old, requester, (kind, name, namespace) => this.rbac.roleRules(kind, name, namespace));
+      },
+    };
     requesters.set(req, requester);
     return requester;
   }

@@ -260,6 +260,11 @@ export class RbacAuthorizer implements Authorizer {
     }
   }
 
+  /** The rules of the role a roleRef names (a Role in `namespace`, or a ClusterRole); undefined when it does not exist. */
+  roleRules(kind: string, name: string, namespace: string): PolicyRule[] | undefined {
+    return kind === 'ClusterRole' ? this.clusterRoles.get(name) : kind === 'Role' ? this.roles.get(`${namespace}/${name}`) : undefined;
+  }
+
   authorize(user: UserInfo, attributes: RequestAttributes): Decision {
     let reason: string | undefined;
     const errors: string[] = [];

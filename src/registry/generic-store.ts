@@ -5,7 +5,7 @@ import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { validateObjectMeta } from '../api/validation.js';
 import { managedFieldsAfterUpdate, serverSideApply, type WriteContext } from '../api/managed-fields.js';
-import { pruneUnknownFields, strictDecodingMessage, typeMismatch, type FieldValidation } from '../api/schema/field-validation.js';
+import { pruneUnknownFields, strictDecodingMessage, typeMismatch, validateFields, type FieldValidation } from '../api/schema/field-validation.js';
 import { schemaNameForKind } from '../api/schema/schema.js';
 import type { MemoryStore, Preconditions } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
@@ -152,6 +152,7 @@ export class GenericStore {
     if (managedFields) setManagedFields(obj, managedFields(obj));
     else if (options.fieldManager) setManagedFields(obj, managedFieldsAfterUpdate(undefined, obj, meta.managedFields, this.writeContext(info, options)));
     this.validate(info, obj);
+    options.requester?.admit?.(info, obj, undefined);
     if (options.dryRun) return obj;
     return fromStorage(info, this.store.create(resourceKey(info), toStorage(info, obj)));
   }
@@ -165,7 +166,8 @@ export class GenericStore {
     }
     const preconditions: Preconditions = { resourceVersion: incoming.metadata.resourceVersion };
     if (incoming.metadata.uid) preconditions.uid = incoming.metadata.uid;
-    return this.writeUpdate(info, namespace, name, preconditions, () => deepCopy(incoming), options);
+    // decodeBody made `incoming` a private copy and produce runs once: no second copy.
+    return this.writeUpdate(info, namespace, name, preconditions, () => incoming, options);
   }
 
   patch(
@@ -258,9 +260,13 @@ export class GenericStore {
     const typeName = schemaNameForKind(info.group, info.version, info.kind);
     const prune = typeName ? (o: KubeObject) => pruneUnknownFields(o, typeName) : info.schema?.pruneUnknownFields;
     if (!prune) return;
-    const mismatch = typeName && typeMismatch(obj, typeName);
-    if (typeName && mismatch && (!current || typeMismatch(current, typeName) !== mismatch)) throw Errors.badRequest(`${info.kind} in version "${info.version}" cannot be handled as a ${info.kind}: ${mismatch}`);
-    let unknown = prune(obj);
+    let unknown: string[];
+    if (typeName) {
+      // One walk prunes and type-checks; a mismatch fails decoding whatever fieldValidation says.
+      const found = validateFields(obj, typeName);
+      if (found.mismatch && (!current || typeMismatch(current, typeName) !== found.mismatch)) throw Errors.badRequest(`${info.kind} in version "${info.version}" cannot be handled as a ${info.kind}: ${found.mismatch}`);
+      unknown = found.unknown;
+    } else unknown = prune(obj);
     if (unknown.length === 0) return;
     if (current) {
       // Undeclared fields an in-process writer stored are not the patch's doing.
@@ -315,6 +321,7 @@ export class GenericStore {
             : options.subresource === 'finalize'
               ? this.prepareFinalizeUpdate(info, next, current)
               : this.prepareUpdate(info, next, current);
+        if (!options.subresource) options.requester?.admit?.(info, prepared, current);
         if (options.applied) setManagedFields(prepared, options.applied());
         else if (options.fieldManager && options.subresource !== 'finalize') {
           const requested = options.subresource === 'status' ? current.metadata.managedFields : next.metadata.managedFields;

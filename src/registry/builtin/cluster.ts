@@ -1,4 +1,4 @@
-import { FieldErrors } from '../../api/errors.js';
+import { FieldErrors, type StatusCause } from '../../api/errors.js';
 import { isPlainObject, type KubeObject } from '../../api/types.js';
 import { col, humanDuration as humanAge, str } from '../printers.js';
 import type { KindInfo, TableColumn } from '../types.js';
@@ -43,6 +43,70 @@ function validateRoleRef(obj: KubeObject) {
   return causes;
 }
 
+const RBAC_GROUP = 'rbac.authorization.k8s.io';
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/** ValidatePolicyRule: verbs, and either resources with API groups or (cluster-wide only) non-resource URLs. */
+function validateRules(obj: KubeObject, namespaced: boolean): StatusCause[] {
+  const causes: StatusCause[] = [];
+  list(obj.rules).forEach((rule, i) => {
+    const path = `rules[${i}]`;
+    if (!isPlainObject(rule)) {
+      causes.push(FieldErrors.invalid(path, rule, 'must be an object'));
+      return;
+    }
+    if (list(rule.verbs).length === 0) causes.push(FieldErrors.required(`${path}.verbs`, 'verbs must contain at least one value'));
+    if (list(rule.nonResourceURLs).length > 0) {
+      if (namespaced) causes.push(FieldErrors.invalid(`${path}.nonResourceURLs`, rule.nonResourceURLs, 'namespaced rules cannot apply to non-resource URLs'));
+      if (list(rule.apiGroups).length > 0 || list(rule.resources).length > 0 || list(rule.resourceNames).length > 0) {
+        causes.push(FieldErrors.invalid(`${path}.nonResourceURLs`, rule.nonResourceURLs, 'rules cannot apply to both regular resources and non-resource URLs'));
+      }
+      return;
+    }
+    if (list(rule.apiGroups).length === 0) causes.push(FieldErrors.required(`${path}.apiGroups`, 'resource rules must supply at least one api group'));
+    if (list(rule.resources).length === 0) causes.push(FieldErrors.required(`${path}.resources`, 'resource rules must supply at least one resource'));
+  });
+  if (obj.aggregationRule !== undefined && obj.aggregationRule !== null) {
+    const selectors = isPlainObject(obj.aggregationRule) ? list(obj.aggregationRule.clusterRoleSelectors) : [];
+    if (selectors.length === 0) causes.push(FieldErrors.required('aggregationRule.clusterRoleSelectors', 'at least one clusterRoleSelector required if aggregationRule is non-nil'));
+  }
+  return causes;
+}
+
+/** SetDefaults_Subject: Users and Groups are rbac.authorization.k8s.io subjects (ServiceAccounts have no group). */
+function defaultSubjects(obj: KubeObject): void {
+  for (const subject of list(obj.subjects)) {
+    if (isPlainObject(subject) && !subject.apiGroup && (subject.kind === 'User' || subject.kind === 'Group')) subject.apiGroup = RBAC_GROUP;
+  }
+}
+
+/** ValidateRoleBindingSubject: a name, a known kind with its API group, and a namespace for ServiceAccounts of ClusterRoleBindings. */
+function validateSubjects(obj: KubeObject, namespaced: boolean): StatusCause[] {
+  const causes: StatusCause[] = [];
+  list(obj.subjects).forEach((subject, i) => {
+    const path = `subjects[${i}]`;
+    if (!isPlainObject(subject)) {
+      causes.push(FieldErrors.invalid(path, subject, 'must be an object'));
+      return;
+    }
+    if (!subject.name) causes.push(FieldErrors.required(`${path}.name`, ''));
+    const apiGroup = subject.apiGroup ?? '';
+    switch (subject.kind) {
+      case 'ServiceAccount':
+        if (apiGroup !== '') causes.push(FieldErrors.notSupported(`${path}.apiGroup`, apiGroup, ['']));
+        if (!namespaced && !subject.namespace) causes.push(FieldErrors.required(`${path}.namespace`, ''));
+        break;
+      case 'User':
+      case 'Group':
+        if (apiGroup !== RBAC_GROUP) causes.push(FieldErrors.notSupported(`${path}.apiGroup`, apiGroup, [RBAC_GROUP]));
+        break;
+      default:
+        causes.push(FieldErrors.notSupported(`${path}.kind`, subject.kind, ['ServiceAccount', 'User', 'Group']));
+    }
+  });
+  return causes;
+}
+
 const rbac = (kind: string, resource: string, namespaced: boolean, binding: boolean): KindInfo => ({
   group: 'rbac.authorization.k8s.io',
   version: 'v1',
@@ -53,12 +117,13 @@ const rbac = (kind: string, resource: string, namespaced: boolean, binding: bool
   nameRule: 'path-segment',
   strategy: binding
     ? {
-        validate: validateRoleRef,
+        defaults: defaultSubjects,
+        validate: (obj) => [...validateRoleRef(obj), ...validateSubjects(obj, namespaced)],
         validateUpdate(next, old) {
           return JSON.stringify(next.roleRef) === JSON.stringify(old.roleRef) ? [] : [FieldErrors.invalid('roleRef', next.roleRef, 'cannot change roleRef')];
         },
       }
-    : {},
+    : { validate: (obj) => validateRules(obj, namespaced) },
   columns: binding ? bindingColumns() : [createdAt],
   noAge: true,
 });
