@@ -20,8 +20,10 @@ const missing = kubectlMissing();
 const OPERATOR = join(ROOT, 'dist/fixtures/operator/main.js');
 const CRD_FILE = join(ROOT, 'fixtures/operator/website-crd.yaml');
 const WEBSITE_FILE = join(ROOT, 'fixtures/operator/website.yaml');
-// Short, so fail-over takes seconds: client-go's rule leaseDuration > renewDeadline > 1.2 × retryPeriod holds.
-const ELECTION = ['--lease-duration', '2', '--renew-deadline', '1.5', '--retry-period', '0.5'];
+// Short, so fail-over takes seconds (client-go's rule leaseDuration > renewDeadline > 1.2 × retryPeriod holds), with
+// a renew deadline of four attempts, so a leader on a busy machine does not lose its Lease.
+const LEASE_SECONDS = 3;
+const ELECTION = ['--lease-duration', String(LEASE_SECONDS), '--renew-deadline', '2', '--retry-period', '0.5'];
 const WAIT_TIMEOUT = '--timeout=30s';
 
 /** One replica of the Operator: a child process whose log (stdout) can be awaited. */
@@ -116,11 +118,22 @@ describe('the example Website Operator (fixtures/operator)', { skip: missing }, 
     assert.match(leader.log, /successfully acquired lease default\/website-operator/);
     assert.match(standby.log, new RegExp(`new leader elected: ${leader.id}`));
     assert.doesNotMatch(standby.log, /became leader/);
-    assert.equal(lease.spec.leaseDurationSeconds, 2);
+    assert.equal(lease.spec.leaseDurationSeconds, LEASE_SECONDS);
     assert.equal(lease.spec.leaseTransitions, 0);
     // MicroTime, as client-go writes it.
     assert.match(String(lease.spec.acquireTime), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     assert.match(String(lease.spec.renewTime), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  });
+
+  it('refuses invalid Websites with the schema’s field paths', async () => {
+    const invalid = async (spec: string): Promise<string> => {
+      const r = await kubectlAgainst(server).run(['create', '-f', '-'], `apiVersion: example.kube-sim.dev/v1\nkind: Website\nmetadata: {name: bad}\nspec: ${spec}\n`);
+      assert.notEqual(r.code, 0);
+      return r.stderr;
+    };
+    assert.match(await invalid('{content: x, replicas: 11}'), /The Website "bad" is invalid: spec\.replicas: Invalid value: 11: spec\.replicas in body should be less than or equal to 10/);
+    assert.match(await invalid('{replicas: 1}'), /The Website "bad" is invalid: spec\.content: Required value/);
+    assert.match(await invalid('{content: x, replicas: two}'), /spec\.replicas: Invalid value: "string": spec\.replicas in body must be of type integer: "string"/);
   });
 
   it('reconciles a Website into a ConfigMap and a Deployment whose pods become ready, and reports status', async () => {
@@ -192,5 +205,18 @@ describe('the example Website Operator (fixtures/operator)', { skip: missing }, 
     assert.equal(await ok(['get', 'deployments,replicasets,pods,configmaps', '-l', 'app.kubernetes.io/instance=fg', '-o', 'name']), '');
     // The Operator left the terminating Website alone rather than re-creating what was being deleted.
     assert.equal(standby.log.match(/reconciled default\/fg: created/g)?.length, 1);
+  });
+
+  it('gives the Lease up on SIGTERM, so a new replica need not wait for it to expire', async () => {
+    await standby.kill('SIGTERM');
+    assert.equal(standby.child.exitCode, 0);
+    assert.match(standby.log, /SIGTERM: shutting down[\s\S]*released lease default\/website-operator/);
+    // client-go's release: no holder, a one-second lease, the transitions kept.
+    const lease = await json<{ spec: { holderIdentity?: string; leaseDurationSeconds: number; leaseTransitions: number } }>(['get', 'lease', 'website-operator']);
+    assert.deepEqual([lease.spec.holderIdentity ?? '', lease.spec.leaseDurationSeconds, lease.spec.leaseTransitions], ['', 1, 1]);
+    const next = new Replica('charlie', kubeconfig);
+    replicas.push(next);
+    await next.until(/successfully acquired lease/);
+    assert.equal(await ok(['get', 'lease', 'website-operator', '-o', 'jsonpath={.spec.holderIdentity} {.spec.leaseTransitions}']), 'charlie 2');
   });
 });

@@ -113,6 +113,11 @@ export class HttpClient implements KubeClient {
     await this.call('DELETE', resourcePath(gvr, namespace, name), { kind: 'DeleteOptions', apiVersion: 'v1', ...options });
   }
 
+  /** POST to a subresource that acts on the object (pods/NAME/binding, pods/NAME/eviction): resolves to the Status. */
+  createSubresource(gvr: Gvr, namespace: string | undefined, name: string, subresource: string, body: unknown): Promise<unknown> {
+    return this.call('POST', resourcePath(gvr, namespace, name, subresource), body);
+  }
+
   watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle {
     const abort = new AbortController();
     const q = query({
