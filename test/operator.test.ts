@@ -4,7 +4,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { V1Deployment } from '@kubernetes/client-node';
 import type { OwnerReference } from '../src/api/types.js';
+import { computeStatus, desiredDeployment, updatedDeployment, type Website } from '../fixtures/operator/website.js';
 import { kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
 import { track } from './helpers/processes.js';
 import { ROOT, startServer, type SimServer } from './helpers/server.js';
@@ -218,5 +220,46 @@ describe('the example Website Operator (fixtures/operator)', { skip: missing }, 
     replicas.push(next);
     await next.until(/successfully acquired lease/);
     assert.equal(await ok(['get', 'lease', 'website-operator', '-o', 'jsonpath={.spec.holderIdentity} {.spec.leaseTransitions}']), 'charlie 2');
+  });
+});
+
+// The Operator's pure part (fixtures/operator/website.ts): what it wants to exist, and the status it reports.
+describe('the Website Operator’s plan, without a cluster', () => {
+  const site: Website = {
+    apiVersion: 'example.kube-sim.dev/v1',
+    kind: 'Website',
+    metadata: { name: 'hello', namespace: 'default', uid: 'u-1', generation: 2 },
+    spec: { content: '<p>hi</p>', image: 'nginx:1.27', replicas: 2 },
+  };
+  const now = new Date('2025-01-01T00:00:00.500Z');
+
+  it('leaves a matching Deployment alone and changes only the fields it owns', () => {
+    const current = { ...desiredDeployment(site), status: { replicas: 2 } };
+    current.spec!.template.spec!.dnsPolicy = 'ClusterFirst'; // a server default
+    assert.equal(updatedDeployment(site, current), undefined);
+    const next = updatedDeployment({ ...site, spec: { ...site.spec, content: '<p>new</p>', replicas: 3 } }, current)!;
+    assert.equal(next.spec!.replicas, 3);
+    assert.equal(next.spec!.template.spec!.dnsPolicy, 'ClusterFirst');
+    assert.notEqual(next.spec!.template.metadata!.annotations!['example.kube-sim.dev/content-hash'], current.spec!.template.metadata!.annotations!['example.kube-sim.dev/content-hash']);
+  });
+
+  it('reports Ready only when every wanted pod of the current template is ready', () => {
+    const deployment = (status: Record<string, number>, generation = 1): V1Deployment => ({ metadata: { generation }, status: { observedGeneration: 1, ...status } });
+    const ready = (d: V1Deployment | undefined, problem?: { reason: string; message: string }): unknown => {
+      const c = computeStatus(site, d, problem, now).conditions![0]!;
+      return [c.status, c.reason, c.message];
+    };
+    assert.deepEqual(ready(deployment({ replicas: 2, updatedReplicas: 2, readyReplicas: 2 })), ['True', 'Available', '2/2 replicas ready']);
+    assert.deepEqual(ready(deployment({ replicas: 2, updatedReplicas: 2, readyReplicas: 1 })), ['False', 'Progressing', '1/2 replicas ready']);
+    // The Deployment controller has not seen the latest spec yet.
+    assert.deepEqual(ready(deployment({ replicas: 2, updatedReplicas: 2, readyReplicas: 2 }, 2)), ['False', 'Progressing', '2/2 replicas ready']);
+    assert.deepEqual(ready(undefined, { reason: 'ErrResourceExists', message: 'taken' }), ['False', 'ErrResourceExists', 'taken']);
+    const status = computeStatus(site, deployment({ replicas: 2, updatedReplicas: 2, readyReplicas: 2 }), undefined, now);
+    assert.deepEqual({ ...status, conditions: undefined }, { observedGeneration: 2, replicas: 2, readyReplicas: 2, selector: 'app.kubernetes.io/name=website,app.kubernetes.io/instance=hello', conditions: undefined });
+    assert.equal(status.conditions![0]!.lastTransitionTime, '2025-01-01T00:00:00Z');
+    // The transition time moves only when the condition's status does.
+    const later = new Date('2025-01-01T00:05:00Z');
+    assert.equal(computeStatus({ ...site, status }, deployment({ replicas: 2, updatedReplicas: 2, readyReplicas: 2 }), undefined, later).conditions![0]!.lastTransitionTime, '2025-01-01T00:00:00Z');
+    assert.equal(computeStatus({ ...site, status }, deployment({ replicas: 2, updatedReplicas: 2, readyReplicas: 1 }), undefined, later).conditions![0]!.lastTransitionTime, '2025-01-01T00:05:00Z');
   });
 });
