@@ -14,8 +14,11 @@ export type EventEncoder = (type: WatchEventType, object: KubeObject) => string;
 /** `{"type":…,"object":…}` with the object's cached JSON spliced in. */
 export const plainEventEncoder: EventEncoder = (type, object) => `{"type":"${type}","object":${jsonOf(object)}}\n`;
 
+/** What a watch writes: an event's shared bytes, or a one-off text (BOOKMARK, ERROR). */
+export type WatchChunk = Buffer | string;
+
 export interface Transport {
-  write(text: string): boolean;
+  write(chunk: WatchChunk): boolean;
   /** Bytes accepted but not yet sent. */
   buffered(): number;
   end(): void;
@@ -24,11 +27,51 @@ export interface Transport {
   onClose(fn: () => void): void;
 }
 
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+/** Streams written to during this turn of the event loop, and those of them corked, uncorked when it ends. */
+const writtenThisTurn = new Set<Corkable>();
+const corked = new Set<Corkable>();
+let turnEndScheduled = false;
+
+function endTurn(): void {
+  turnEndScheduled = false;
+  writtenThisTurn.clear();
+  const streams = [...corked];
+  corked.clear();
+  for (const stream of streams) stream.uncork();
+}
+
+/**
+ * Called before each write to a watch socket. The first write of a turn of the event loop goes out at once (no
+ * added delay); from a second one in the same turn, the socket is corked until the turn ends, so a watcher gets
+ * one write system call per turn however many events reached it (on loopback a write costs ~10–20 µs of kernel
+ * time, more than building the event). Idle, nothing waits; under load the batches grow with the load.
+ * setImmediate is event-loop order, not time: it runs once the current I/O callbacks are done.
+ */
+function beforeWrite(stream: Corkable): void {
+  if (!writtenThisTurn.has(stream)) {
+    writtenThisTurn.add(stream);
+    if (!turnEndScheduled) {
+      turnEndScheduled = true;
+      setImmediate(endTurn);
+    }
+    return;
+  }
+  if (corked.has(stream)) return;
+  stream.cork();
+  corked.add(stream);
+}
+
 export function httpTransport(res: ServerResponse): Transport {
   return {
-    write: (text) => {
+    write: (chunk) => {
       if (res.destroyed || res.writableEnded) return false;
-      res.write(text);
+      beforeWrite(res);
+      res.write(chunk);
       return true;
     },
     buffered: () => res.writableLength,
@@ -40,11 +83,22 @@ export function httpTransport(res: ServerResponse): Transport {
   };
 }
 
+/** A WebSocket message is one event without the line's newline; a Buffer is cut without a copy. */
+function withoutNewline(chunk: WatchChunk): WatchChunk {
+  if (typeof chunk === 'string') return chunk.endsWith('\n') ? chunk.slice(0, -1) : chunk;
+  return chunk.length > 0 && chunk[chunk.length - 1] === 0x0a ? chunk.subarray(0, chunk.length - 1) : chunk;
+}
+
 export function webSocketTransport(ws: WebSocket): Transport {
+  // ws keeps its socket in _socket (no public accessor); corking it batches frames the same way as HTTP chunks.
+  const socket = (ws as unknown as { _socket?: Partial<Corkable> })._socket;
+  const corkable = typeof socket?.cork === 'function' && typeof socket.uncork === 'function' ? (socket as Corkable) : undefined;
   return {
-    write: (text) => {
+    write: (chunk) => {
       if (ws.readyState !== ws.OPEN) return false;
-      ws.send(text.endsWith('\n') ? text.slice(0, -1) : text);
+      if (corkable) beforeWrite(corkable);
+      // Text frames, as kube-apiserver sends them, whether the event is a Buffer or a string.
+      ws.send(withoutNewline(chunk), { binary: false });
       return true;
     },
     buffered: () => ws.bufferedAmount,
@@ -59,14 +113,14 @@ export function webSocketTransport(ws: WebSocket): Transport {
  * so its initial events never show a revision a crash could lose), then passes everything through.
  */
 export function gatedTransport(inner: Transport, until: Promise<void>): Transport {
-  let queue: string[] | undefined = [];
+  let queue: WatchChunk[] | undefined = [];
   let queued = 0;
   let ended = false;
   until.then(
     () => {
-      const texts = queue!;
+      const chunks = queue!;
       queue = undefined;
-      for (const text of texts) inner.write(text);
+      for (const chunk of chunks) inner.write(chunk);
       if (ended) inner.end();
     },
     () => {
@@ -75,10 +129,10 @@ export function gatedTransport(inner: Transport, until: Promise<void>): Transpor
     },
   );
   return {
-    write: (text) => {
-      if (!queue) return inner.write(text);
-      queue.push(text);
-      queued += text.length;
+    write: (chunk) => {
+      if (!queue) return inner.write(chunk);
+      queue.push(chunk);
+      queued += chunk.length;
       return true;
     },
     buffered: () => (queue ? queued : 0) + inner.buffered(),

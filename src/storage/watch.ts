@@ -11,7 +11,7 @@ export type WatchEventType = EventType | 'BOOKMARK' | 'ERROR';
  * Encodings are cached on the event, so N watchers of the same format cost one serialisation.
  */
 export class StoreEvent {
-  private encodings?: Map<string, string>;
+  private encodings?: Map<string, Buffer>;
   private leftSelector?: KubeObject;
 
   constructor(
@@ -33,16 +33,19 @@ export class StoreEvent {
     return this.object;
   }
 
-  /** Encodes once per (type, format) however many watchers ask. */
-  encoded(type: WatchEventType, format: string, encode: (type: WatchEventType, object: KubeObject) => string): string {
+  /**
+   * Encodes once per (type, format) however many watchers ask, as the bytes every watcher's socket is given
+   * (one UTF-8 encoding per event, not one per watcher).
+   */
+  encoded(type: WatchEventType, format: string, encode: (type: WatchEventType, object: KubeObject) => string): Buffer {
     const key = `${type}\u0000${format}`;
     this.encodings ??= new Map();
-    let text = this.encodings.get(key);
-    if (text === undefined) {
-      text = encode(type, this.objectFor(type));
-      this.encodings.set(key, text);
+    let bytes = this.encodings.get(key);
+    if (bytes === undefined) {
+      bytes = Buffer.from(encode(type, this.objectFor(type)), 'utf8');
+      this.encodings.set(key, bytes);
     }
-    return text;
+    return bytes;
   }
 }
 
