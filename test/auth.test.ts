@@ -449,6 +449,31 @@ describe('access reviews', () => {
   });
 });
 
+test('with --data, bindings made before a restart still authorize after it (the RBAC cache loads from the store)', async () => {
+  const data = join(dir, 'data');
+  const args = ['--auth', '--token-auth-file', join(dir, 'tokens.csv'), '--nodes', '0', '--data', data];
+  const first = await startServer(args);
+  try {
+    const reply = await request(first.url, '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}` },
+      body: { metadata: { name: 'bob-view' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' }, subjects: [{ kind: 'User', name: 'bob' }] },
+    });
+    assert.equal(reply.status, 201, reply.text);
+  } finally {
+    await first.stop();
+  }
+  const second = await startServer(args);
+  try {
+    assert.equal((await request(second.url, '/api/v1/namespaces/default/pods', { headers: { authorization: 'Bearer bob-token' } })).status, 200);
+    assert.equal((await request(second.url, '/api/v1/namespaces/kube-system/pods', { headers: { authorization: 'Bearer bob-token' } })).status, 403);
+    const roles = await request<{ items: Array<{ metadata: { name: string } }> }>(second.url, '/apis/rbac.authorization.k8s.io/v1/clusterroles', { headers: { authorization: `Bearer ${ADMIN}` } });
+    assert.equal(roles.body.items.filter((r) => r.metadata.name === 'cluster-admin').length, 1, 'bootstrap roles are not created twice');
+  } finally {
+    await second.stop();
+  }
+});
+
 test('without --auth nothing changes: no token needed, every review allowed, no bootstrap roles', async (t) => {
   const open = await serverFor(t, ['--nodes', '0']);
   assert.equal((await request(open.url, '/api/v1/namespaces/default/pods')).status, 200);
