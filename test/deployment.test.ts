@@ -246,7 +246,10 @@ describe('Deployments and ReplicaSets with kubectl', { skip: missing }, () => {
 
     const events = await k(['-n', ns, 'get', 'events', '--field-selector', 'involvedObject.kind=Deployment', '-o', 'jsonpath={range .items[*]}{.reason} {.message}{"\\n"}{end}']);
     assert.match(events, /ScalingReplicaSet Scaled up replica set app-[a-z0-9]+ from 0 to 3\n/);
-    assert.match(events, /ScalingReplicaSet Scaled down replica set app-[a-z0-9]+ from 5 to 1\n/);
+    // As in Kubernetes (client-go's event correlator), the 10th distinct scaling message within 10 minutes starts
+    // one combined event (and the controller's budget of 25 events about this Deployment may run out before the
+    // last scale, 5 to 1, which is then not recorded).
+    assert.match(events, /ScalingReplicaSet \(combined from similar events\): Scaled (up|down) replica set app-[a-z0-9]+ from \d+ to \d+\n/);
     const describe = await k(['-n', ns, 'describe', 'deploy/app']);
     assert.match(describe, /Available\s+True\s+MinimumReplicasAvailable/);
     assert.match(describe, /Progressing\s+True\s+NewReplicaSetAvailable/);

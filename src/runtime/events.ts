@@ -5,15 +5,134 @@ import { Resources, type KubeClient } from '../client/client.js';
 
 export type EventType = 'Normal' | 'Warning';
 
-const MAX_REMEMBERED = 4096;
+/** client-go tools/record (events_cache.go): the correlator's defaults. */
+const LRU_ENTRIES = 4096;
+/** A 10th distinct message of the same (source, object, type, reason) within 10 minutes is aggregated. */
+export const AGGREGATE_MAX_EVENTS = 10;
+export const AGGREGATE_INTERVAL_MS = 600_000;
+export const AGGREGATE_MESSAGE_PREFIX = '(combined from similar events): ';
+/** A source may send 25 events about an object at once, then one more every 5 minutes. */
+export const SPAM_BURST = 25;
+export const SPAM_REFILL_MS = 300_000;
+
+/** A map that forgets its least recently used entry beyond `max` (groupcache's lru.Cache). */
+class LruMap<V> {
+  private readonly map = new Map<string, V>();
+
+  constructor(private readonly max: number) {}
+
+  get(key: string): V | undefined {
+    const value = this.map.get(key);
+    if (value !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: string, value: V): void {
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
+  }
+}
+
+interface EventBody {
+  metadata: { name: string; namespace: string };
+  involvedObject: Record<string, unknown>;
+  reason: string;
+  message: string;
+  source: Record<string, string>;
+  firstTimestamp: string;
+  lastTimestamp: string;
+  count: number;
+  type: EventType;
+  eventTime: null;
+  reportingComponent: string;
+  reportingInstance: string;
+}
+
+/** What the correlator decided for one event: drop it, create it, or bump an existing one's count. */
+export type Correlation = { skip: true } | { skip: false; key: string; event: EventBody; update: boolean };
 
 /**
- * Records core/v1 Events about objects, as client-go's recorder does: one Event per distinct
- * (object, type, reason, message), whose count and lastTimestamp grow when it happens again.
+ * client-go's EventCorrelator, on the injected clock:
+ *  - aggregation: events that differ only in their message (same source, object, type and reason) are
+ *    counted per 10-minute window; from the 10th distinct message on, they go into one event whose message is
+ *    "(combined from similar events): " and the latest message;
+ *  - counting: an event identical to one already written (or the aggregate) bumps that event's count,
+ *    lastTimestamp and message instead of creating another;
+ *  - spam filter: a token bucket per source and object (burst 25, one token per 5 minutes) drops the rest.
+ * A 10,000-replica Deployment's ReplicaSet thus writes 25 "SuccessfulCreate" events, not 10,000.
+ */
+export class EventCorrelator {
+  private readonly aggregates = new LruMap<{ messages: Set<string>; last: number }>(LRU_ENTRIES);
+  private readonly observed = new LruMap<{ count: number; firstTimestamp: string; name: string }>(LRU_ENTRIES);
+  private readonly buckets = new LruMap<{ tokens: number; at: number }>(LRU_ENTRIES);
+
+  constructor(private readonly clock: Clock) {}
+
+  correlate(event: EventBody, newName: () => string): Correlation {
+    const now = this.clock.now();
+    const { involvedObject: o, source } = event;
+    const objectKey = [source.component, source.host ?? '', o.kind, o.namespace ?? '', o.name, o.uid, o.apiVersion].join('\u0000');
+
+    // EventAggregate: similar events (all but the message) in the last 10 minutes.
+    const aggregateKey = `${objectKey}\u0000${event.type}\u0000${event.reason}\u0000${event.reportingComponent}\u0000${event.reportingInstance}`;
+    let aggregate = this.aggregates.get(aggregateKey);
+    if (!aggregate || now - aggregate.last > AGGREGATE_INTERVAL_MS) aggregate = { messages: new Set(), last: now };
+    aggregate.messages.add(event.message);
+    aggregate.last = now;
+    this.aggregates.set(aggregateKey, aggregate);
+    let key = `${objectKey}\u0000${o.fieldPath ?? ''}\u0000${event.type}\u0000${event.reason}\u0000${event.message}`;
+    if (aggregate.messages.size >= AGGREGATE_MAX_EVENTS) {
+      // The set stays below the threshold, so every further similar event is aggregated too.
+      aggregate.messages.delete(aggregate.messages.values().next().value!);
+      key = `aggregate\u0000${aggregateKey}`;
+      const at = rfc3339(now);
+      // Like client-go's aggregate event: no reporting controller or instance.
+      event = {
+        ...event,
+        metadata: { name: newName(), namespace: event.metadata.namespace },
+        message: AGGREGATE_MESSAGE_PREFIX + event.message,
+        firstTimestamp: at,
+        lastTimestamp: at,
+        count: 1,
+        reportingComponent: '',
+        reportingInstance: '',
+      };
+    }
+
+    // eventObserve: the same event again is a count bump of the one written first.
+    const previous = this.observed.get(key);
+    if (previous) event = { ...event, metadata: { ...event.metadata, name: previous.name }, firstTimestamp: previous.firstTimestamp, count: previous.count + 1 };
+    this.observed.set(key, { count: event.count, firstTimestamp: event.firstTimestamp, name: event.metadata.name });
+
+    // EventSourceObjectSpamFilter: a token bucket per source and object, full to start with.
+    let bucket = this.buckets.get(objectKey);
+    if (!bucket) bucket = { tokens: SPAM_BURST, at: now };
+    bucket.tokens = Math.min(SPAM_BURST, bucket.tokens + (now - bucket.at) / SPAM_REFILL_MS);
+    bucket.at = now;
+    this.buckets.set(objectKey, bucket);
+    if (bucket.tokens < 1) return { skip: true };
+    bucket.tokens -= 1;
+    return { skip: false, key, event, update: event.count > 1 };
+  }
+
+  /** The server's answer (its count, after a create that replaced a vanished event) for the next bump. */
+  written(key: string, event: KubeObject): void {
+    const count = typeof event.count === 'number' ? event.count : 1;
+    const firstTimestamp = typeof event.firstTimestamp === 'string' ? event.firstTimestamp : '';
+    this.observed.set(key, { count, firstTimestamp, name: event.metadata.name! });
+  }
+}
+
+/**
+ * Records core/v1 Events about objects, as client-go's recorder does, through the EventCorrelator above.
  * Writing events never fails the caller: they are best effort, like in Kubernetes.
  */
 export class EventRecorder {
-  private readonly seen = new Map<string, { namespace: string; name: string; count: number }>();
+  private readonly correlator: EventCorrelator;
   private sequence = 0;
 
   constructor(
@@ -21,27 +140,23 @@ export class EventRecorder {
     private readonly clock: Clock,
     private readonly component: string,
     private readonly host?: string,
-  ) {}
+  ) {
+    this.correlator = new EventCorrelator(clock);
+  }
 
   event(obj: KubeObject, type: EventType, reason: string, message: string, fieldPath?: string): void {
     void this.record(obj, type, reason, message, fieldPath).catch(() => undefined);
   }
 
+  /** `<object>.<nanoseconds, hex>`; the sequence keeps events of the same millisecond apart. */
+  private nameFor(objectName: string, now: number): string {
+    // Nanoseconds overflow a double's integer range, so BigInt.
+    return `${objectName}.${(BigInt(now) * 1_000_000n + BigInt(this.sequence++ % 1_000_000)).toString(16)}`;
+  }
+
   private async record(obj: KubeObject, type: EventType, reason: string, message: string, fieldPath?: string): Promise<void> {
     const namespace = obj.metadata.namespace || 'default';
     const now = this.clock.now();
-    const key = `${obj.metadata.uid}\u0000${fieldPath ?? ''}\u0000${type}\u0000${reason}\u0000${message}`;
-    const previous = this.seen.get(key);
-    if (previous) {
-      previous.count++;
-      try {
-        await this.client.patch(Resources.events, previous.namespace, previous.name, 'merge', { count: previous.count, lastTimestamp: rfc3339(now) });
-        return;
-      } catch (err) {
-        if (!(err instanceof ApiError && err.code === 404)) throw err;
-        this.seen.delete(key);
-      }
-    }
     const involvedObject: Record<string, unknown> = {
       kind: obj.kind,
       namespace: obj.metadata.namespace,
@@ -52,27 +167,41 @@ export class EventRecorder {
     };
     if (fieldPath) involvedObject.fieldPath = fieldPath;
     if (!obj.metadata.namespace) delete involvedObject.namespace;
-    // Nanoseconds overflow a double's integer range, so BigInt: events in the same millisecond get distinct names.
-    const name = `${obj.metadata.name}.${(BigInt(now) * 1_000_000n + BigInt(this.sequence++ % 1_000_000)).toString(16)}`;
     const source: Record<string, string> = { component: this.component };
     if (this.host) source.host = this.host;
-    await this.client.create(Resources.events, namespace, {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name, namespace },
-      involvedObject,
-      reason,
-      message,
-      source,
-      firstTimestamp: rfc3339(now),
-      lastTimestamp: rfc3339(now),
-      count: 1,
-      type,
-      eventTime: null,
-      reportingComponent: this.component,
-      reportingInstance: this.host ?? '',
-    } as KubeObject);
-    if (this.seen.size >= MAX_REMEMBERED) this.seen.delete(this.seen.keys().next().value!);
-    this.seen.set(key, { namespace, name, count: 1 });
+    const at = rfc3339(now);
+    const newName = (): string => this.nameFor(obj.metadata.name!, now);
+    const result = this.correlator.correlate(
+      {
+        metadata: { name: newName(), namespace },
+        involvedObject,
+        reason,
+        message,
+        source,
+        firstTimestamp: at,
+        lastTimestamp: at,
+        count: 1,
+        type,
+        eventTime: null,
+        reportingComponent: this.component,
+        reportingInstance: this.host ?? '',
+      },
+      newName,
+    );
+    if (result.skip) return;
+    const { key, event } = result;
+    if (result.update) {
+      try {
+        // What client-go's two-way strategic merge patch of a recurring event holds.
+        const patched = await this.client.patch(Resources.events, namespace, event.metadata.name, 'strategic', { count: event.count, lastTimestamp: event.lastTimestamp, message: event.message });
+        this.correlator.written(key, patched);
+        return;
+      } catch (err) {
+        // Expired or deleted meanwhile: create it again under its name, with its count (recordEvent).
+        if (!(err instanceof ApiError && err.code === 404)) throw err;
+      }
+    }
+    const created = await this.client.create(Resources.events, namespace, event as unknown as KubeObject);
+    this.correlator.written(key, created);
   }
 }
