@@ -78,6 +78,8 @@ function rfc1123z(ms: number): string {
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
 export function rfc3339In(ms: number, zone: string): string {
+  // UTC needs no zone arithmetic (Go prints its offset as Z); Intl's formatToParts is the costly path.
+  if (zone === 'UTC' || zone === 'Etc/UTC') return rfc3339(ms);
   let format = formatters.get(zone);
   if (!format) {
     format = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });

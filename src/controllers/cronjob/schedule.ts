@@ -104,17 +104,30 @@ function parseUncached(schedule: string, timeZone?: string): Schedule {
   if (fields.length !== 5) throw new ScheduleError(`expected exactly 5 fields, found ${fields.length}: ${text}`);
   fields.forEach((f, i) => checkField(f, FIELD_NAMES[i]!));
   const expression = text.replace(/\?/g, '*');
+  let parsedExpression: CronExpression;
+  try {
+    parsedExpression = CronExpressionParser.parse(expression, { currentDate: new Date(0), tz: zone }); // validates ranges now
+  } catch (err) {
+    throw new ScheduleError((err as Error).message);
+  }
+  // One parsed expression, moved to each instant asked about (parsing again per call was most of a sync).
   const at = (ms: number): CronExpression => {
-    try {
-      return CronExpressionParser.parse(expression, { currentDate: new Date(ms), tz: zone });
-    } catch (err) {
-      throw new ScheduleError((err as Error).message);
-    }
+    parsedExpression.reset(new Date(ms));
+    return parsedExpression;
   };
-  at(0); // validate ranges now
+  // Each answer next(a) = n says no activation lies in (a, n), so any later question in [a, n) has the same
+  // answer: a controller asking about "now" every few seconds of an hourly schedule computes it once an hour.
+  const known: Array<{ from: number; next: number }> = [];
+  const next = (after: number): number => {
+    for (const k of known) if (after >= k.from && after < k.next) return k.next;
+    const answer = at(after).next().getTime();
+    known.unshift({ from: after, next: answer });
+    if (known.length > 8) known.pop();
+    return answer;
+  };
   return {
     timeZone: zone,
-    next: (after) => at(after).next().getTime(),
+    next,
     previous: (atMs) => {
       try {
         return at(atMs + 1).prev().getTime();
