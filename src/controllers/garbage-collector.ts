@@ -1,5 +1,5 @@
 import { ApiError } from '../api/errors.js';
-import type { KubeObject, OwnerReference } from '../api/types.js';
+import { deepEqual, type KubeObject, type OwnerReference } from '../api/types.js';
 import type { Informer } from '../client/informer.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ResourceInfo } from '../runtime/controller.js';
 import { ignoreNotFound } from './namespace.js';
@@ -59,13 +59,19 @@ export function garbageCollector(ctx: ControllerContext): Controller {
       update: (old, obj) => {
         const uid = obj.metadata.uid!;
         nodes.set(uid, { resource, obj });
-        link(uid, old.metadata.ownerReferences, false);
-        link(uid, obj.metadata.ownerReferences, true);
+        // Most updates (status, heartbeats) leave the owners alone: no relinking, and no JSON per update.
+        const before = old.metadata.ownerReferences;
+        const after = obj.metadata.ownerReferences;
+        const ownersChanged = before !== after && !deepEqual(before ?? [], after ?? []);
+        if (ownersChanged) {
+          link(uid, before, false);
+          link(uid, after, true);
+        }
         if (obj.metadata.deletionTimestamp && hasGcFinalizer(obj)) {
           loop.queue.add(uid);
           enqueueDependents(uid);
         }
-        if (JSON.stringify(old.metadata.ownerReferences) !== JSON.stringify(obj.metadata.ownerReferences)) loop.queue.add(uid);
+        if (ownersChanged) loop.queue.add(uid);
       },
       delete: (obj) => {
         const uid = obj.metadata.uid!;
