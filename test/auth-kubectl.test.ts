@@ -126,6 +126,8 @@ describe('kubectl with --auth', { skip: missing }, () => {
 
   test('impersonation: admins may --as, others get the 403', async () => {
     assert.match(await ok(ADMIN, ['auth', 'whoami', `--as=${SA}`]), /Groups\s+\[system:serviceaccounts system:serviceaccounts:default system:authenticated\]/);
+    // Several --as-group flags are several Impersonate-Group headers.
+    assert.match(await ok(ADMIN, ['auth', 'whoami', '--as=jane', '--as-group=devs', '--as-group=ops']), /Username\s+jane\nGroups\s+\[devs ops system:authenticated\]\n/);
     await refused('bob-token', ['get', 'pods', `--as=${SA}`], `Error from server (Forbidden): serviceaccounts "config-watcher-controller" is forbidden: User "bob" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "default"`);
   });
 

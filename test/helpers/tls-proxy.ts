@@ -29,7 +29,8 @@ function selfSigned(): { key: string; cert: string } {
 export async function tlsProxy(target: string): Promise<{ url: string; close(): Promise<void> }> {
   const upstream = new URL(target);
   const server: Server = createServer(selfSigned(), (req, res) => {
-    const forward = httpRequest({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+    // rawHeaders keeps repeated headers (several Impersonate-Group lines) apart, as kubectl sent them.
+    const forward = httpRequest({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.rawHeaders }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
     });
