@@ -52,7 +52,7 @@ process.on('exit', () => {
 });
 
 /** CPU time (user + system, ms) of a live process from /proc, or undefined once it is gone (or off Linux). */
-function procCpuMs(pid: number): number | undefined {
+export function procCpuMs(pid: number): number | undefined {
   try {
     // Fields after the command name (which may hold spaces, hence the last ')'): utime and stime are 14 and 15.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

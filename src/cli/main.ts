@@ -1,7 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { serve } from './serve.js';
 import { kubeconfigYaml } from './kubeconfig.js';
-import { replay } from './replay.js';
 
 function integer(name: string, min: number) {
   return (value: string): number => {
@@ -64,6 +63,8 @@ program
   .option('--print-schema', 'print the JSON Schema of scenario files and exit')
   .addOption(new Option('--log-level <level>', 'how much to log (stderr)').choices(['error', 'warn', 'info', 'debug']).default('warn'))
   .action(async (files: string[], opts) => {
+    // Loaded only for this command: the scenario modules (ajv, jsonpath) would cost sim serve's start-up ~70 ms.
+    const { replay } = await import('./replay.js');
     await replay(files, opts);
   });
 

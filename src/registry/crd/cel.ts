@@ -1,4 +1,4 @@
-import { celEnv, isCelError, parse, plan } from '@bufbuild/cel';
+import { createRequire } from 'node:module';
 import type { StatusCause } from '../../api/errors.js';
 import { FieldErrors } from '../../api/errors.js';
 import { isPlainObject } from '../../api/types.js';
@@ -16,14 +16,31 @@ import type { JSONSchemaProps } from './schema-validation.js';
 type Rule = NonNullable<JSONSchemaProps['x-kubernetes-validations']>[number];
 type Program = (bindings: Record<string, unknown>) => unknown;
 
-const env = celEnv();
+type Cel = typeof import('@bufbuild/cel');
+
+let cel: { lib: Cel; env: ReturnType<Cel['celEnv']> } | undefined;
+
+/**
+ * @bufbuild/cel, loaded when a rule is first compiled: loading it takes ~100 ms, which every `sim serve` start
+ * would pay although most clusters have no CRD with rules. Its CommonJS build can be required synchronously,
+ * as validation is.
+ */
+function loadCel(): NonNullable<typeof cel> {
+  if (!cel) {
+    const lib = createRequire(import.meta.url)('@bufbuild/cel') as Cel;
+    cel = { lib, env: lib.celEnv() };
+  }
+  return cel;
+}
+
 const programs = new Map<string, Program | Error>();
 
 function compile(expr: string): Program | Error {
   let program = programs.get(expr);
   if (!program) {
     try {
-      const planned = plan(env, parse(expr));
+      const { lib, env } = loadCel();
+      const planned = lib.plan(env, lib.parse(expr));
       program = (bindings) => planned(bindings as never);
     } catch (err) {
       program = err instanceof Error ? err : new Error(String(err));
@@ -101,7 +118,7 @@ function walk(value: unknown, schema: JSONSchemaProps, path: string, old: unknow
     }
     if (result === true) continue;
     if (result !== false) {
-      const why = isCelError(result) ? result.message : result instanceof Error ? result.message : `rule did not evaluate to a bool: ${String(result)}`;
+      const why = loadCel().lib.isCelError(result) ? result.message : result instanceof Error ? result.message : `rule did not evaluate to a bool: ${String(result)}`;
       causes.push(FieldErrors.invalid(where, typeName(value), `rule evaluation error: ${why}`));
       continue;
     }
