@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/rollout.js [--replicas 1000] [--nodes 20] [--surge 25%] [--unavailable 25%] [--runs 1] [--watch-history N]`
+ * `node dist/bench/rollout.js [--replicas 1000] [--nodes 20] [--surge 25%] [--unavailable 25%] [--runs 1] [--watch-history N] [--stop-delay D] [--cpu-prof DIR]`
  *
  * A Deployment of `replicas` pods on `nodes` simulated nodes (`sim serve --nodes`, real clock, the default
  * kubelet stages): how long until it is Available, then how long a full rolling update (a new image) takes —
@@ -8,7 +8,9 @@
  * maxUnavailable at each instant: pods not terminating ≤ replicas + maxSurge, of them ready ≥ replicas −
  * maxUnavailable. Also reports the server's CPU time and peak RSS. Prints a Markdown table row per run.
  * The pod watch resumes from its last resourceVersion if the server ends it; `--watch-history` (passed to the
- * server) makes sure that is possible at very large sizes, at the cost of memory.
+ * server) makes sure that is possible at very large sizes, at the cost of memory. `--stop-delay` is passed to the
+ * server (`0s`: deleted pods go at once, as with kwok's default stages). `--cpu-prof DIR` writes the server's V8 CPU
+ * profile there (NODE_OPTIONS may not carry --cpu-prof).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -23,6 +25,8 @@ interface Options {
   unavailable: number | string;
   runs: number;
   watchHistory?: string;
+  stopDelay?: string;
+  cpuProfDir?: string;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -38,6 +42,8 @@ function parseArgs(argv: string[]): Options {
     unavailable: intOrPercent(value('--unavailable', '25%')),
     runs: Number(value('--runs', '1')),
     watchHistory: argv.includes('--watch-history') ? value('--watch-history', '') : undefined,
+    stopDelay: argv.includes('--stop-delay') ? value('--stop-delay', '') : undefined,
+    cpuProfDir: argv.includes('--cpu-prof') ? value('--cpu-prof', '') : undefined,
   };
 }
 
@@ -54,8 +60,20 @@ process.on('exit', () => {
   for (const child of servers) child.kill('SIGKILL');
 });
 
-async function startServer(nodes: number, watchHistory?: string): Promise<{ url: string; child: ChildProcess }> {
-  const args = [SIM, 'serve', '--port', '0', '--nodes', String(nodes), '--log-level', 'warn', ...(watchHistory ? ['--watch-history', watchHistory] : [])];
+async function startServer(o: Options): Promise<{ url: string; child: ChildProcess }> {
+  const args = [
+    ...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []),
+    SIM,
+    'serve',
+    '--port',
+    '0',
+    '--nodes',
+    String(o.nodes),
+    '--log-level',
+    'warn',
+    ...(o.watchHistory ? ['--watch-history', o.watchHistory] : []),
+    ...(o.stopDelay ? ['--stop-delay', o.stopDelay] : []),
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   servers.add(child);
   child.once('exit', () => servers.delete(child));
@@ -189,7 +207,7 @@ function peakRssMiB(pid: number): number {
 
 async function run(o: Options): Promise<string> {
   const { surge, unavailable } = resolveFenceposts(o.surge, o.unavailable, o.replicas);
-  const { url, child } = await startServer(o.nodes, o.watchHistory);
+  const { url, child } = await startServer(o);
   try {
     const ns = '/apis/apps/v1/namespaces/default/deployments';
     const path = `${ns}/web`;
@@ -233,7 +251,10 @@ async function run(o: Options): Promise<string> {
     if (!ok) process.exitCode = 1;
     return row;
   } finally {
+    // Wait for the server to exit: a CPU profile is written on a clean exit.
+    const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
+    await exited;
   }
 }
 
