@@ -54,13 +54,18 @@ interface Condition {
   message: string;
 }
 
-/** Sets (or replaces) a condition, keeping lastTransitionTime when the status did not change. */
+/**
+ * Sets (or replaces) a condition, keeping lastTransitionTime when the status did not change. Copy on write: the
+ * store's update and delete paths hand strategies objects whose status is still the stored object's.
+ */
 export function setCondition(obj: KubeObject, condition: Condition): void {
-  const status = (isPlainObject(obj.status) ? obj.status : (obj.status = {})) as { conditions?: Condition[] };
-  const list = Array.isArray(status.conditions) ? status.conditions : (status.conditions = []);
+  const status = { ...(isPlainObject(obj.status) ? obj.status : {}) } as { conditions?: Condition[] };
+  const list = Array.isArray(status.conditions) ? [...status.conditions] : [];
   const i = list.findIndex((c) => c.type === condition.type);
   if (i < 0) list.push(condition);
   else list[i] = list[i]!.status === condition.status ? { ...condition, lastTransitionTime: list[i]!.lastTransitionTime } : condition;
+  status.conditions = list;
+  obj.status = status;
 }
 
 const DNS1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
