@@ -221,18 +221,17 @@ export class RbacAuthorizer implements Authorizer {
    */
   private visitRules(user: UserInfo, namespace: string, visit: (source: string, rule: PolicyRule) => boolean, onError: (message: string) => void): void {
     const keys = userKeys(user);
+    const wanted = new Set(keys);
     const collect = (lookup: (key: string) => ReadonlySet<string> | undefined): string[] => {
       const ids = new Set<string>();
       for (const key of keys) for (const id of lookup(key) ?? []) ids.add(id);
       return [...ids].sort();
     };
-    const matchingSubject = (binding: Binding): Subject | undefined => {
-      const wanted = new Set(keys);
-      return binding.subjects.find((s) => {
+    const matchingSubject = (binding: Binding): Subject | undefined =>
+      binding.subjects.find((s) => {
         const key = subjectKey(s, binding.namespace);
         return key !== undefined && wanted.has(key);
       });
-    };
     for (const name of collect((k) => this.clusterBindingsBySubject.get(k))) {
       const binding = this.clusterRoleBindings.get(name)!;
       const subject = matchingSubject(binding);
