@@ -130,6 +130,7 @@ describe('authentication', () => {
   test('a token file line with fewer than 3 columns stops the server with kube-apiserver\'s message', async () => {
     writeFileSync(join(dir, 'bad.csv'), 'only-token,user\n');
     await assert.rejects(startServer(['--auth', '--token-auth-file', join(dir, 'bad.csv'), '--nodes', '0']), /must have at least 3 columns \(token, user name, user uid\), found 2/);
+    await assert.rejects(startServer(['--token-auth-file', join(dir, 'tokens.csv'), '--nodes', '0']), /--token-auth-file needs --auth/, 'a token file alone must not leave the server open');
   });
 });
 
