@@ -209,6 +209,22 @@ describe('the example Website Operator (fixtures/operator)', { skip: missing }, 
     assert.equal(standby.log.match(/reconciled default\/fg: created/g)?.length, 1);
   });
 
+  it('reports a name taken by an object the Website does not own, leaves that object alone, and recovers when it goes', async () => {
+    await ok(['create', 'configmap', 'taken-content', '--from-literal=index.html=mine']);
+    await ok(['create', '-f', '-'], 'apiVersion: example.kube-sim.dev/v1\nkind: Website\nmetadata: {name: taken}\nspec: {content: theirs}\n');
+    await ok(['wait', 'website/taken', '--for=jsonpath={.status.conditions[0].reason}=ErrResourceExists', WAIT_TIMEOUT]);
+    assert.equal(await ok(['get', 'website', 'taken', '-o', 'jsonpath={.status.conditions[0].status} {.status.conditions[0].message}']), 'False Resource "taken-content" already exists and is not managed by Website');
+    assert.equal(await ok(['get', 'configmap', 'taken-content', '-o', 'jsonpath={.data.index\\.html}|{.metadata.ownerReferences}']), 'mine|');
+    // No pods serving a page the Website does not own.
+    assert.match((await kubectlAgainst(server).run(['get', 'deployment', 'taken'])).stderr, /NotFound/);
+    assert.equal(await ok(['get', 'events', '--field-selector', 'involvedObject.name=taken,type=Warning', '-o', 'jsonpath={.items[*].reason}']), 'ErrResourceExists');
+    // Once the other ConfigMap goes, the Operator makes its own.
+    await ok(['delete', 'configmap', 'taken-content']);
+    await ok(['wait', '--for=condition=Ready', 'website/taken', WAIT_TIMEOUT]);
+    assert.equal(await ok(['get', 'configmap', 'taken-content', '-o', 'jsonpath={.data.index\\.html}']), 'theirs');
+    await ok(['delete', 'website', 'taken']);
+  });
+
   it('gives the Lease up on SIGTERM, so a new replica need not wait for it to expire', async () => {
     await standby.kill('SIGTERM');
     assert.equal(standby.child.exitCode, 0);
