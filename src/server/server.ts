@@ -79,7 +79,10 @@ function splitPath(path: string): string[] {
  * /version and health, and the simulator's own /sim/v1 controls. Returns a fastify instance (not listening).
  */
 export function buildServer(cluster: Cluster, options: ServerOptions = {}): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 }, return503OnClosing: false, forceCloseConnections: true });
+  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 }, return503OnClosing: false, forceCloseConnections: true,
+    // Errors fastify raises before routing (a malformed %-escape in the URL) get a Status like every other error.
+    frameworkErrors: (err, _request, reply) => sendError(reply, toApiError(err)),
+  });
   const discovery = new Discovery(cluster.registry, options.advertiseAddress ?? (() => '127.0.0.1:8080'));
   const openapi = new OpenApi(cluster.registry);
   const resources = new ResourceHandler(cluster, options.kubelet);
@@ -89,7 +92,8 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
 
   app.setErrorHandler(async (err, request, reply) => {
     const apiError = toApiError(err);
-    if (apiError.code >= 500) options.logger?.(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    // 500 only: a 5xx answered on purpose (504 for a resourceVersion from the future) is no internal error.
+    if (apiError.code === 500) options.logger?.(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     // A client still sending an oversized body would see its connection reset instead of the 413: read the
     // rest (up to a bound; beyond it the connection is dropped) so that it gets the Status.
     if (apiError.code === 413) await drainRequest(request.raw, MAX_DRAIN_BYTES);
