@@ -51,6 +51,8 @@ interface Ranked {
 /** A pod with its rank, as a caller that keeps ranks next to its pods (OwnedPodTally) hands them over. */
 export interface RankedPod {
   readonly pod: KubeObject;
+  /** The last tie-breaker: the pod's position in the caller's (deterministic) order of its pods. */
+  readonly seq: number;
   rank(): PodRank;
 }
 
@@ -127,43 +129,61 @@ export function rankPodsForDeletion(pods: readonly KubeObject[], onNode: Readonl
  * getPodsToDelete: the `count` least valuable pods, least valuable first (everything, unsorted, when all go).
  */
 export function podsToDelete(pods: readonly KubeObject[], onNode: ReadonlyMap<string, number>, count: number, now: number): KubeObject[] {
-  if (count >= pods.length) return count <= 0 ? [] : [...pods];
-  return selectForDeletion(
-    pods.map((pod) => ({ pod, rank: () => rankOf(pod) })),
-    pods.length,
-    onNode,
-    count,
-    now,
-  );
+  if (count <= 0) return [];
+  if (count >= pods.length) return [...pods];
+  const heap = new DeletionHeap(count, onNode, now);
+  pods.forEach((pod, seq) => heap.offer({ pod, seq, rank: () => rankOf(pod) }));
+  return heap.result();
 }
 
 /**
- * podsToDelete over `total` pods whose ranks the caller keeps. Selects with a bounded heap rather than sorting
- * every pod, and compares a pod with the heap's top before allocating anything for it: a rolling update scales a
- * 10,000-pod ReplicaSet down one or two pods at a time, thousands of times, so this loop runs over tens of
- * millions of pods (a rank looked up in a WeakMap per pod and per call cost a 10,000-replica update 28 CPU s).
+ * Selects the `count` least valuable of the pods offered, with a bounded heap rather than sorting them all; a
+ * pod is compared with the heap's top before anything is allocated for it. A rolling update scales a 10,000-pod
+ * ReplicaSet down one or two pods at a time, thousands of times, so this runs over tens of millions of pods
+ * unless the caller can offer fewer (OwnedPodTally offers the most crowded nodes first and stops early).
  */
-export function selectForDeletion(candidates: Iterable<RankedPod>, total: number, onNode: ReadonlyMap<string, number>, count: number, now: number): KubeObject[] {
-  if (count <= 0) return [];
-  if (count >= total) return Array.from(candidates, (c) => c.pod);
-  const heap: Ranked[] = []; // max-heap on `before`: the most valuable of the chosen on top
-  let index = 0;
-  for (const candidate of candidates) {
-    const r = candidate.rank();
-    const colocated = onNode.get(r.node) ?? 0;
-    if (heap.length < count) {
-      heap.push({ pod: candidate.pod, r, colocated, index });
-      siftUp(heap, heap.length - 1, now);
-    } else {
-      const top = heap[0]!;
-      if (order(r, colocated, index, top.r, top.colocated, top.index, now) < 0) {
-        heap[0] = { pod: candidate.pod, r, colocated, index };
-        siftDown(heap, 0, now);
-      }
-    }
-    index++;
+export class DeletionHeap {
+  private readonly heap: Ranked[] = []; // max-heap on `order`: the most valuable of the chosen on top
+
+  constructor(
+    private readonly count: number,
+    private readonly onNode: ReadonlyMap<string, number>,
+    private readonly now: number,
+  ) {}
+
+  get full(): boolean {
+    return this.heap.length >= this.count;
   }
-  return heap.sort((a, b) => order(a.r, a.colocated, a.index, b.r, b.colocated, b.index, now)).map((r) => r.pod);
+
+  offer(candidate: RankedPod): void {
+    const heap = this.heap;
+    const r = candidate.rank();
+    const colocated = this.onNode.get(r.node) ?? 0;
+    if (heap.length < this.count) {
+      heap.push({ pod: candidate.pod, r, colocated, index: candidate.seq });
+      siftUp(heap, heap.length - 1, this.now);
+      return;
+    }
+    const top = heap[0]!;
+    if (order(r, colocated, candidate.seq, top.r, top.colocated, top.index, this.now) < 0) {
+      heap[0] = { pod: candidate.pod, r, colocated, index: candidate.seq };
+      siftDown(heap, 0, this.now);
+    }
+  }
+
+  /** The chosen pods, least valuable first. */
+  result(): KubeObject[] {
+    const now = this.now;
+    return this.heap.sort((a, b) => order(a.r, a.colocated, a.index, b.r, b.colocated, b.index, now)).map((r) => r.pod);
+  }
+}
+
+/**
+ * Whether a pod ranks like every ordinary one up to the "doubled up" rule: scheduled, Running, ready, no deletion
+ * cost. When all of a ReplicaSet's pods are, the node's crowding decides first.
+ */
+export function isOrdinaryForDeletion(r: PodRank): boolean {
+  return r.node !== '' && r.phase === PHASE_ORDINAL.Running && r.ready && r.cost === 0;
 }
 
 function before(a: Ranked, b: Ranked, now: number): boolean {

@@ -10,7 +10,6 @@ import { Expectations } from '../runtime/expectations.js';
 import { controlledBy, controllerOf, indexByController, newControllerRef } from './controller-ref.js';
 import { ignoreNotFound } from './namespace.js';
 import { applyClaims, childSelector, planClaims } from './claims.js';
-import { selectForDeletion } from './pod-ranking.js';
 import { isPodActive } from './pod-util.js';
 import { mattersToReplicaSet, OwnedPodTally, type PodSource, type PodSummary } from './owned-pods.js';
 
@@ -104,7 +103,7 @@ export function planReplicaSet(
   let create = 0;
   let remove: KubeObject[] = [];
   if (options.manage && diff < 0) create = Math.min(-diff, burst);
-  if (options.manage && diff > 0) remove = selectForDeletion(pods.candidates(), pods.count, related(), Math.min(diff, burst), now);
+  if (options.manage && diff > 0) remove = pods.toDelete(related(), Math.min(diff, burst), now);
 
   // IsPodAvailable: ready, for at least minReadySeconds.
   const minReadyMs = minReadySecondsOf(rs) * 1000;

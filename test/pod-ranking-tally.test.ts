@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { KubeObject } from '../src/api/types.js';
+import { OwnedPodTally, type PodSource } from '../src/controllers/owned-pods.js';
+import { podsToDelete, podsPerNode, POD_DELETION_COST } from '../src/controllers/pod-ranking.js';
+
+/**
+ * OwnedPodTally.toDelete skips nodes that cannot hold a victim when every pod is ordinary (running, ready, no
+ * deletion cost); it must choose exactly what ranking every pod (podsToDelete over pods()) chooses, through pod
+ * churn, ordinary or not. Kubernetes' rules are not transitive when some pods share a ready (or creation) second
+ * and others differ within one log2 bucket, so pods here have distinct times and uids: then there is one answer.
+ */
+
+const NOW = Date.UTC(2025, 0, 1, 12);
+const iso = (ms: number): string => new Date(ms).toISOString().replace('.000Z', 'Z');
+
+/** A small deterministic generator (the test must replay the same way every time). */
+function lcg(seed: number): (n: number) => number {
+  let state = seed;
+  return (n) => {
+    state = (Math.imul(state, 1103515245) + 12345) & 0x7fffffff;
+    return state % n;
+  };
+}
+
+test('the tally picks the same pods to delete as ranking all of them, ordinary or not', () => {
+  const rnd = lcg(42);
+  const owner = 'rs-uid';
+  const selector = { empty: false, matches: () => true };
+  const labels = { app: 'web' };
+  for (let round = 0; round < 40; round++) {
+    const unusualOdds = round % 2 === 0 ? 0 : 4; // half the rounds: only ordinary pods, the fast path
+    const store = new Map<string, KubeObject>();
+    const source: PodSource = { get: (key) => store.get(key), controlledKeys: () => store.keys() };
+    const tally = new OwnedPodTally(owner);
+    let serial = 0;
+    const makePod = (): KubeObject => {
+      const n = serial++;
+      const ordinary = unusualOdds === 0 || rnd(unusualOdds) > 0;
+      const ready = ordinary || rnd(2) === 0;
+      return {
+        metadata: {
+          name: `web-${n}`,
+          namespace: 'default',
+          uid: `uid-${rnd(1000)}-${n}`,
+          labels,
+          creationTimestamp: iso(NOW - 1000 * (1 + 3 * n + rnd(3))),
+          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: owner, controller: true }],
+          ...(ordinary || rnd(2) ? {} : { annotations: { [POD_DELETION_COST]: String(rnd(3)) } }),
+        },
+        spec: { nodeName: ordinary || rnd(3) ? `node-${rnd(6)}` : undefined },
+        status: {
+          phase: ordinary ? 'Running' : ['Pending', 'Running', 'Unknown'][rnd(3)],
+          conditions: ready ? [{ type: 'Ready', status: 'True', lastTransitionTime: iso(NOW - 1000 * (1 + 5 * n + rnd(5))) }] : [],
+          containerStatuses: [{ name: 'app', restartCount: rnd(3) }],
+        },
+      };
+    };
+    for (let step = 0; step < 15; step++) {
+      // Churn: new pods, replaced versions (they move to the end of the tally's order), deletions.
+      for (let i = rnd(6); i > 0; i--) {
+        const p = makePod();
+        store.set(`default/${p.metadata.name}`, p);
+        tally.touch(`default/${p.metadata.name}`);
+      }
+      for (const key of [...store.keys()]) {
+        const dice = rnd(10);
+        if (dice === 0) store.delete(key);
+        else if (dice === 1) store.set(key, { ...makePod(), metadata: { ...store.get(key)!.metadata } });
+        else continue;
+        tally.touch(key);
+      }
+      tally.refresh(source, selector, labels);
+      const pods = tally.pods();
+      if (pods.length === 0) continue;
+      // Crowding also counts sibling ReplicaSets' pods: add some on the same nodes.
+      const onNode = podsPerNode(pods);
+      for (const [node, n] of onNode) onNode.set(node, n + rnd(3));
+      const count = 1 + rnd(pods.length);
+      const expected = podsToDelete(pods, onNode, count, NOW).map((p) => p.metadata.name);
+      assert.deepEqual(tally.toDelete(onNode, count, NOW).map((p) => p.metadata.name), expected, `round ${round}, step ${step}, count ${count}`);
+    }
+  }
+});
