@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { kubectl, kubectlMissing, spawnKubectl, type KubectlResult } from './helpers/kubectl.js';
-import { ROOT, startServer, type SimServer } from './helpers/server.js';
+import { ROOT, serverFor, startServer, type SimServer } from './helpers/server.js';
 import { tlsProxy } from './helpers/tls-proxy.js';
 
 // The real kubectl against `sim serve --auth`: tokens from `kubectl create token`, impersonation with --as,
@@ -140,4 +141,62 @@ describe('kubectl with --auth', { skip: missing }, () => {
     assert.equal(result.code, 0, result.stderr + readFileSync(out, 'utf8'));
     assert.match(result.stdout, /Username\s+admin\n/);
   });
+});
+
+// The article's architecture under --auth: its shell controller talks plain HTTP to a `kubectl proxy` ambassador
+// that carries the config-watcher ServiceAccount's token, so rbac.yaml alone decides what the script may do.
+test("the seed's shell controller through a kubectl proxy with the ServiceAccount's token", { skip: missing }, async (t) => {
+  const tools = ['curl', 'jq', 'bash'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
+  if (tools.length > 0) {
+    t.skip(`the article's script needs ${tools.join(', ')}, not installed here`);
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'kube-sim-auth-seed-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'tokens.csv'), `${ADMIN},admin,uid-admin,system:masters\n`);
+  const server = await serverFor(t, ['--auth', '--token-auth-file', join(dir, 'tokens.csv'), '--controllers', '*,-configwatcher', '--stop-delay', '1s']);
+  const proxy = await tlsProxy(server.url);
+  t.after(() => proxy.close());
+  const as = async (token: string, args: string[]): Promise<string> => {
+    const result = await kubectl(proxy.url, ['--insecure-skip-tls-verify', '--token', token, ...args], { timeoutMs: 30_000 });
+    assert.equal(result.code, 0, `kubectl ${args.join(' ')}: ${result.stderr}`);
+    return result.stdout;
+  };
+  for (const file of ['rbac.yaml', 'webapp.yaml']) await as(ADMIN, ['apply', '-f', join(ROOT, 'fixtures/seed', file)]);
+  await as(ADMIN, ['wait', '--for=condition=Available', 'deploy/webapp', '--timeout=30s']);
+  const old = (await as(ADMIN, ['get', 'pods', '-l', 'app=webapp', '-o', 'jsonpath={.items[0].metadata.name}'])).trim();
+  const saToken = (await as(ADMIN, ['create', 'token', 'config-watcher-controller'])).trim();
+
+  const ambassador = spawnKubectl(proxy.url, ['--insecure-skip-tls-verify', '--token', saToken, 'proxy', '--port', '0']);
+  t.after(() => ambassador.stop());
+  await ambassador.until((out) => /Starting to serve on \S+:\d+/.test(out), 'kubectl proxy to listen');
+  const port = /Starting to serve on \S+:(\d+)/.exec(ambassador.stdout)![1];
+  // The ambassador's own requests are judged as the ServiceAccount: it may not read secrets.
+  // (fetch, not a blocking curl: the TLS proxy runs in this process.)
+  const secrets = await fetch(`http://127.0.0.1:${port}/api/v1/namespaces/default/secrets`);
+  assert.equal(secrets.status, 403);
+  assert.match(await secrets.text(), /secrets is forbidden: User \\"system:serviceaccount:default:config-watcher-controller\\" cannot list resource \\"secrets\\"/);
+
+  const script = spawn('bash', [join(ROOT, 'fixtures/seed/config-watcher-controller.sh')], {
+    env: { ...process.env, WATCH_NAMESPACE: 'default', KUBE_API: `http://127.0.0.1:${port}` },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  script.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
+  t.after(() => {
+    try {
+      process.kill(-script.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  });
+  await as(ADMIN, ['patch', 'configmap', 'webapp-config', '--patch', JSON.stringify({ data: { message: 'Hello, Updated World!' } })]);
+  // The script's watch may open after the first change: a label change is a MODIFIED too.
+  for (let i = 0; i < 40 && !output.includes('Deleting pod'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    if (i % 4 === 3) await as(ADMIN, ['label', 'configmap', 'webapp-config', `nudge=${i}`, '--overwrite']);
+  }
+  assert.match(output, new RegExp(`Deleting pod: ${old}`));
+  await as(ADMIN, ['wait', '--for=delete', `pod/${old}`, '--timeout=30s']);
 });

@@ -32,6 +32,8 @@ export async function tlsProxy(target: string): Promise<{ url: string; close(): 
     // rawHeaders keeps repeated headers (several Impersonate-Group lines) apart, as kubectl sent them.
     const forward = httpRequest({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.rawHeaders }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
+      // A watch answers its headers long before its first event: pass them on now, as the server sent them.
+      res.flushHeaders();
       answer.pipe(res);
     });
     forward.on('error', () => res.destroy());
