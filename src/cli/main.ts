@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { serve } from './serve.js';
 import { kubeconfigYaml } from './kubeconfig.js';
@@ -37,6 +38,8 @@ program
   .option('--scheduler', 'run the default scheduler (the default when --nodes > 0)')
   .option('--no-scheduler', 'do not run the default scheduler')
   .option('--auth', 'require authentication (bearer tokens) and authorize with RBAC; prints an admin token')
+  .option('--tls', 'serve HTTPS with a generated CA (kept under --data) and write a kubeconfig that trusts it')
+  .option('--kubeconfig <file>', 'write a kubeconfig for this server here (with --tls: default DATA/tls/kubeconfig, or a temporary directory)')
   .option('--token-auth-file <file>', 'with --auth: static tokens, kube-apiserver CSV format token,user,uid,"group1,group2"')
   .action(async (opts) => {
     await serve(opts);
@@ -47,8 +50,9 @@ program
   .description('print a kubeconfig that points kubectl at a kube-sim server')
   .option('--server <url>', 'server URL', 'http://127.0.0.1:8080')
   .option('--token <token>', 'a bearer token for the user (the admin token sim serve --auth prints)')
-  .action((opts: { server: string; token?: string }) => {
-    process.stdout.write(kubeconfigYaml(opts.server, opts.token));
+  .option('--certificate-authority <file>', 'the CA of an https server (sim serve --tls --data PATH keeps it in PATH/tls/ca.crt)')
+  .action((opts: { server: string; token?: string; certificateAuthority?: string }) => {
+    process.stdout.write(kubeconfigYaml(opts.server, opts.token, opts.certificateAuthority === undefined ? undefined : readFileSync(opts.certificateAuthority, 'utf8')));
   });
 
 program

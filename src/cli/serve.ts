@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve as resolvePath } from 'node:path';
 import { parseDuration } from '../clock/clock.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
 import { defaultProfile, loadNodeProfile, parseCapacity } from '../kubelet/node.js';
@@ -9,7 +12,9 @@ import { ApiAuth } from '../auth/api-auth.js';
 import { loadTokenFile } from '../auth/token-file.js';
 import type { UserInfo } from '../auth/user.js';
 import type { Cluster } from '../cluster/cluster.js';
+import { kubeconfigYaml } from './kubeconfig.js';
 import { Logger, type LogLevel } from './logger.js';
+import { servingTls, type ServingTls } from './tls.js';
 
 export interface ServeOptions {
   port: number;
@@ -33,6 +38,8 @@ export interface ServeOptions {
   scheduler?: boolean;
   auth?: boolean;
   tokenAuthFile?: string;
+  tls?: boolean;
+  kubeconfig?: string;
 }
 
 /** The node simulator's options from the flags; throws with a message for the user. */
@@ -115,8 +122,17 @@ export async function serve(options: ServeOptions): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  let tls: ServingTls | undefined;
+  try {
+    tls = options.tls ? servingTls(options.host, options.data) : undefined;
+  } catch (err) {
+    log.error(`cannot start: --tls: ${err instanceof Error ? err.message : String(err)}`);
+    await cluster.close();
+    process.exitCode = 1;
+    return;
+  }
   let address = `${options.host}:${options.port}`;
-  const app = buildServer(cluster, { ...sim.serverOptions, advertiseAddress: () => address, logger: log.error, auth: security?.auth });
+  const app = buildServer(cluster, { ...sim.serverOptions, advertiseAddress: () => address, logger: log.error, auth: security?.auth, https: tls });
   try {
     await app.listen({ port: options.port, host: options.host });
   } catch (err) {
@@ -127,12 +143,20 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
   const port = (app.server.address() as AddressInfo).port;
   address = `${options.host}:${port}`;
-  const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+  const url = `${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
   process.stdout.write(`kube-sim serving on ${url}\n`);
+  if (tls || options.kubeconfig) {
+    // --tls: kubectl needs the CA, so a kubeconfig carrying it (and the admin token with --auth) is written out.
+    const file = resolvePath(options.kubeconfig ?? join(tls?.caDir ?? mkdtempSync(join(tmpdir(), 'kube-sim-')), 'kubeconfig'));
+    // Without --auth any token is accepted and ignored; kubectl needs one all the same, or over https it stops to
+    // prompt for a username and password.
+    writeFileSync(file, kubeconfigYaml(url, security?.adminToken ?? (tls ? 'kube-sim' : undefined), tls?.caCert), { mode: 0o600 });
+    process.stdout.write(`kubeconfig written to ${file}${tls ? ' (with the CA that signed the serving certificate)' : ''}: export KUBECONFIG=${file}\n`);
+  }
   if (security) {
     process.stdout.write(`auth on: admin token (user ${ADMIN_USER}, group system:masters): ${security.adminToken}\n`);
     process.stdout.write(`try it: curl -H 'Authorization: Bearer ${security.adminToken}' ${url}/api/v1/namespaces   (kubectl sends tokens over TLS only: sim kubeconfig --server https://… --token ${security.adminToken})\n`);
-  } else process.stdout.write(
+  } else if (!tls) process.stdout.write(
     port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')
       ? `kubectl finds it without a kubeconfig (its default is localhost:8080); or: kubectl --server ${url} get ns\n`
       : `point kubectl at it: kubectl --server ${url} get ns   (or: sim kubeconfig --server ${url} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`,

@@ -23,6 +23,8 @@ export interface ServerOptions {
   kubelet?: KubeletConnector;
   /** `--auth`: authenticate, impersonate and authorize every request (HTTP and WebSocket) before it is served. */
   auth?: ApiAuth;
+  /** `--tls`: serve HTTPS with this PEM certificate (chain) and key. */
+  https?: { cert: string; key: string };
 }
 
 /** Writes a Status as the body, with its code. */
@@ -82,7 +84,9 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 }, return503OnClosing: false, forceCloseConnections: true,
     // Errors fastify raises before routing (a malformed %-escape in the URL) get a Status like every other error.
     frameworkErrors: (err, _request, reply) => sendError(reply, toApiError(err)),
-  });
+    // An https server is an http one to every route and upgrade handler here; only fastify's types tell them apart.
+    ...(options.https ? { https: options.https } : {}),
+  }) as FastifyInstance;
   const discovery = new Discovery(cluster.registry, options.advertiseAddress ?? (() => '127.0.0.1:8080'));
   const openapi = new OpenApi(cluster.registry);
   const resources = new ResourceHandler(cluster, options.kubelet);

@@ -71,7 +71,7 @@ export function startServer(args: string[] = []): Promise<SimServer> {
     }, START_TIMEOUT_MS);
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
-      const match = /kube-sim serving on (http:\/\/\S+)/.exec(out);
+      const match = /kube-sim serving on (https?:\/\/\S+)/.exec(out);
       if (!match) return;
       clearTimeout(timer);
       child.stdout!.removeAllListeners('data');

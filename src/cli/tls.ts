@@ -1,0 +1,116 @@
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import forge from 'node-forge';
+import { wallClock } from '../clock/clock.js';
+
+/** PEM texts for `sim serve --tls`: the CA clients trust, and the server's certificate (signed by it) and key. */
+export interface ServingTls {
+  caCert: string;
+  cert: string;
+  key: string;
+  /** Where the CA is kept (under --data), or undefined when it lives only as long as the process. */
+  caDir?: string;
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+const CA_NAME = [{ name: 'commonName', value: 'kube-sim-ca' }];
+
+/**
+ * Key material comes from the OS's secure random source, never the seeded RNG: --seed must not make a CA key
+ * guessable. Validity is wall-clock time (clients check it against theirs), not cluster time, which may be virtual.
+ */
+function rsaKeyPair(): forge.pki.rsa.KeyPair {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const forgeKey = forge.pki.privateKeyFromPem(privateKey.export({ type: 'pkcs1', format: 'pem' }).toString()) as forge.pki.rsa.PrivateKey;
+  return { privateKey: forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e) };
+}
+
+function serialNumber(): string {
+  // Positive (high bit clear), 16 random bytes, as RFC 5280 asks of a serial.
+  const bytes = randomBytes(16);
+  bytes[0]! &= 0x7f;
+  return bytes.toString('hex');
+}
+
+function newCertificate(publicKey: forge.pki.PublicKey, validDays: number): forge.pki.Certificate {
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = publicKey;
+  cert.serialNumber = serialNumber();
+  const now = wallClock.now();
+  // An hour of slack for clients whose clock is a little behind.
+  cert.validity.notBefore = new Date(now - 3600 * 1000);
+  cert.validity.notAfter = new Date(now + validDays * DAY_MS);
+  return cert;
+}
+
+function createCa(): { cert: string; key: string } {
+  const keys = rsaKeyPair();
+  const cert = newCertificate(keys.publicKey, 3650);
+  cert.setSubject(CA_NAME);
+  cert.setIssuer(CA_NAME);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(keys.privateKey, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+/** A serving certificate for 127.0.0.1, ::1, localhost and the bind address, signed by the CA. */
+function createServingCert(ca: { cert: string; key: string }, host: string): { cert: string; key: string } {
+  const caCert = forge.pki.certificateFromPem(ca.cert);
+  const caKey = forge.pki.privateKeyFromPem(ca.key);
+  const keys = rsaKeyPair();
+  const cert = newCertificate(keys.publicKey, 365);
+  cert.setSubject([{ name: 'commonName', value: 'kube-apiserver' }]);
+  cert.setIssuer(caCert.subject.attributes);
+  const ips = new Set(['127.0.0.1', '::1']);
+  const dns = new Set(['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc']);
+  if (host !== '' && host !== '0.0.0.0' && host !== '::') (isIP(host) ? ips : dns).add(host);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    { name: 'subjectAltName', altNames: [...[...dns].map((value) => ({ type: 2, value })), ...[...ips].map((ip) => ({ type: 7, ip }))] },
+    { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
+  ]);
+  cert.sign(caKey, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+/** Where --data keeps the CA: PATH/tls for a data directory, PATH.tls beside a snapshot file. */
+export function tlsDir(dataPath: string): string {
+  const isFile = existsSync(dataPath) ? statSync(dataPath).isFile() : dataPath.endsWith('.json');
+  return isFile ? `${dataPath}.tls` : join(dataPath, 'tls');
+}
+
+/**
+ * The CA and a fresh serving certificate for `sim serve --tls`. With --data the CA is kept (ca.crt, ca.key with
+ * mode 0600) so that kubeconfigs written earlier stay valid across restarts; without it the CA is new every start.
+ * The serving certificate is made anew each start, so a changed --host is always in it.
+ */
+export function servingTls(host: string, dataPath?: string): ServingTls {
+  let ca: { cert: string; key: string } | undefined;
+  let caDir: string | undefined;
+  if (dataPath !== undefined) {
+    caDir = tlsDir(dataPath);
+    const certFile = join(caDir, 'ca.crt');
+    const keyFile = join(caDir, 'ca.key');
+    if (existsSync(certFile) && existsSync(keyFile)) {
+      ca = { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
+      const notAfter = forge.pki.certificateFromPem(ca.cert).validity.notAfter.getTime();
+      if (notAfter < wallClock.now() + DAY_MS) throw new Error(`the CA in ${certFile} expires on ${new Date(notAfter).toISOString()}: remove ${caDir} to have a new one made`);
+    } else {
+      ca = createCa();
+      mkdirSync(caDir, { recursive: true, mode: 0o700 });
+      writeFileSync(keyFile, ca.key, { mode: 0o600 });
+      writeFileSync(certFile, ca.cert);
+    }
+  }
+  ca ??= createCa();
+  const serving = createServingCert(ca, host);
+  return { caCert: ca.cert, cert: serving.cert, key: serving.key, caDir };
+}

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import https from 'node:https';
+import net from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { parse as parseYaml } from 'yaml';
+import WebSocket from 'ws';
+import { kubectl, skipWithoutKubectl } from './helpers/kubectl.js';
+import { serverFor, startServer } from './helpers/server.js';
+
+interface Kubeconfig {
+  clusters: Array<{ cluster: { server: string; 'certificate-authority-data'?: string; 'insecure-skip-tls-verify'?: boolean } }>;
+}
+
+/** GET over HTTPS trusting only `ca` (or the system's CAs); resolves with status and body. */
+function httpsGet(url: string, ca?: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(url, ca === undefined ? {} : { ca }, (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      })
+      .on('error', reject);
+  });
+}
+
+test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/watch/exec work; the CA survives a restart', { timeout: 120_000 }, async (t) => {
+  if (skipWithoutKubectl(t)) return;
+  const data = mkdtempSync(join(tmpdir(), 'kube-sim-tls-'));
+  t.after(() => rmSync(data, { recursive: true, force: true }));
+  const server = await startServer(['--tls', '--data', data, '--nodes', '1']);
+  let stopped = false;
+  t.after(async () => {
+    if (!stopped) await server.stop();
+  });
+  assert.match(server.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+
+  // The kubeconfig sim serve wrote names the https URL and carries the CA, which is kept under --data.
+  const kubeconfigFile = join(data, 'tls', 'kubeconfig');
+  const config = parseYaml(readFileSync(kubeconfigFile, 'utf8')) as Kubeconfig;
+  const cluster = config.clusters[0]!.cluster;
+  assert.equal(cluster.server, server.url);
+  assert.equal(cluster['insecure-skip-tls-verify'], undefined, 'the CA is verified, not skipped');
+  const ca = Buffer.from(cluster['certificate-authority-data']!, 'base64').toString('utf8');
+  assert.equal(ca, readFileSync(join(data, 'tls', 'ca.crt'), 'utf8'));
+  assert.equal(statSync(join(data, 'tls', 'ca.key')).mode & 0o077, 0, 'the CA key is readable by its owner only');
+  const env = { KUBECONFIG: kubeconfigFile };
+  const run = async (args: string[]): Promise<string> => {
+    const result = await kubectl(server.url, args, { env, timeoutMs: 30_000 });
+    assert.equal(result.code, 0, `kubectl ${args.join(' ')}: ${result.stderr}`);
+    assert.equal(result.stderr, '', `kubectl ${args.join(' ')} wrote to stderr`);
+    return result.stdout;
+  };
+
+  // The serving certificate verifies against the CA for 127.0.0.1 and localhost alike.
+  assert.equal((await httpsGet(`${server.url}/healthz`, ca)).text, 'ok');
+  assert.equal((await httpsGet(server.url.replace('127.0.0.1', 'localhost') + '/healthz', ca)).text, 'ok');
+  await assert.rejects(httpsGet(`${server.url}/healthz`), /self[- ]signed|unable to verify|certificate/i, 'a client trusting only the system CAs refuses the server');
+
+  assert.match(await run(['get', 'ns']), /^NAME\s+STATUS\s+AGE\ndefault\s+Active/);
+  assert.equal(await run(['create', 'configmap', 'over-tls', '--from-literal=k=v']), 'configmap/over-tls created\n');
+  // A watch over TLS sees a change made after it started.
+  const watch = kubectl(server.url, ['get', 'configmap', '--watch-only', '-o', 'name', '--request-timeout=4s'], { env, timeoutMs: 30_000 });
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await run(['create', 'configmap', 'watched', '--from-literal=k=v']);
+  const watched = await watch;
+  assert.match(watched.stdout, /configmap\/watched/);
+
+  // exec (a WebSocket upgrade) over TLS.
+  await run(['run', 'tls-pod', '--image=busybox', '--restart=Never']);
+  await run(['wait', '--for=condition=Ready', 'pod/tls-pod', '--timeout=30s']);
+  assert.equal(await run(['exec', 'tls-pod', '--', 'echo', 'over', 'tls']), 'over tls\n');
+
+  // A WebSocket watch over wss:// verified against the CA.
+  const ws = new WebSocket(`${server.url.replace('https:', 'wss:')}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0`, ['v4.channel.k8s.io'], { ca });
+  const firstEvent = await new Promise<string>((resolve, reject) => {
+    ws.once('message', (data) => resolve(String(data)));
+    ws.once('error', reject);
+  });
+  ws.close();
+  assert.match(firstEvent, /"type":"ADDED"/);
+
+  // Plain HTTP to the TLS port fails without an answer, and the server goes on serving HTTPS.
+  const plain = await fetch(server.url.replace('https:', 'http:') + '/api').then(
+    (res) => `answered ${res.status}`,
+    (err: Error) => `failed: ${String((err as { cause?: Error }).cause?.message ?? err.message)}`,
+  );
+  assert.match(plain, /^failed: /, 'plain http gets no API answer');
+  assert.match(await run(['get', 'configmap', 'over-tls', '-o', 'name']), /configmap\/over-tls/);
+
+  // A restart on the same --data keeps the CA: the kubeconfig written before still works.
+  await server.stop();
+  stopped = true;
+  const again = await serverFor(t, ['--tls', '--data', data, '--nodes', '0', '--port', String(server.port)]);
+  assert.equal(readFileSync(join(data, 'tls', 'ca.crt'), 'utf8'), ca, 'the same CA');
+  const after = await kubectl(again.url, ['get', 'configmap', 'over-tls', '-o', 'name'], { env: { KUBECONFIG: kubeconfigFile }, timeoutMs: 30_000 });
+  assert.equal(after.stdout, 'configmap/over-tls\n', after.stderr);
+});
+
+test('by default the server binds 127.0.0.1 only', async (t) => {
+  const server = await serverFor(t, ['--nodes', '0']);
+  assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((address) => address && address.family === 'IPv4' && !address.internal);
+  if (!external) {
+    t.diagnostic('no non-loopback IPv4 address on this machine: only the printed address is checked');
+    return;
+  }
+  // The same port on the machine's other address refuses the connection.
+  const outcome = await new Promise<string>((resolve) => {
+    const socket = net.connect(server.port, external.address);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+  assert.equal(outcome, 'ECONNREFUSED', `connecting to ${external.address}:${server.port}`);
+});
