@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { kubectl, kubectlMissing, spawnKubectl, type KubectlResult } from './helpers/kubectl.js';
 import { ROOT, serverFor, startServer, type SimServer } from './helpers/server.js';
+import { startSeedScript } from './helpers/seed-script.js';
 import { tlsProxy } from './helpers/tls-proxy.js';
 
 // The real kubectl against `sim serve --auth`: tokens from `kubectl create token`, impersonation with --as,
@@ -177,26 +178,13 @@ test("the seed's shell controller through a kubectl proxy with the ServiceAccoun
   assert.equal(secrets.status, 403);
   assert.match(await secrets.text(), /secrets is forbidden: User \\"system:serviceaccount:default:config-watcher-controller\\" cannot list resource \\"secrets\\"/);
 
-  const script = spawn('bash', [join(ROOT, 'fixtures/seed/config-watcher-controller.sh')], {
-    env: { ...process.env, WATCH_NAMESPACE: 'default', KUBE_API: `http://127.0.0.1:${port}` },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let output = '';
-  script.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
-  t.after(() => {
-    try {
-      process.kill(-script.pid!, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  });
+  const script = startSeedScript(t, `http://127.0.0.1:${port}`);
   await as(ADMIN, ['patch', 'configmap', 'webapp-config', '--patch', JSON.stringify({ data: { message: 'Hello, Updated World!' } })]);
   // The script's watch may open after the first change: a label change is a MODIFIED too.
-  for (let i = 0; i < 40 && !output.includes('Deleting pod'); i++) {
+  for (let i = 0; i < 40 && !script.output().includes('Deleting pod'); i++) {
     await new Promise((resolve) => setTimeout(resolve, 250));
     if (i % 4 === 3) await as(ADMIN, ['label', 'configmap', 'webapp-config', `nudge=${i}`, '--overwrite']);
   }
-  assert.match(output, new RegExp(`Deleting pod: ${old}`));
+  assert.match(script.output(), new RegExp(`Deleting pod: ${old}`));
   await as(ADMIN, ['wait', '--for=delete', `pod/${old}`, '--timeout=30s']);
 });

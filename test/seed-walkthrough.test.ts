@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { kubectl, skipWithoutKubectl, spawnKubectl } from './helpers/kubectl.js';
+import { startSeedScript } from './helpers/seed-script.js';
 import { ROOT, serverFor } from './helpers/server.js';
 
 /**
@@ -69,30 +70,16 @@ test("seed walkthrough with the article's shell script on the host (built-in con
   const server = await serverFor(t, ['--controllers', '*,-configwatcher', '--stop-delay', '1s']);
   await k(t, server.url, ['apply', '-f', join(SEED, 'webapp.yaml')]);
   await k(t, server.url, ['wait', '--for=condition=Available', 'deploy/webapp', '--timeout=30s']);
-  // The script in its own process group, so its curl and jq children go with it.
-  const script = spawn('bash', [join(SEED, 'config-watcher-controller.sh')], {
-    env: { ...process.env, WATCH_NAMESPACE: 'default', KUBE_API: server.url },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let output = '';
-  script.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
-  t.after(() => {
-    try {
-      process.kill(-script.pid!, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  });
+  const script = startSeedScript(t, server.url);
   // The script's watch must be open before the change; a label change is a MODIFIED too, so if the first
   // patch raced the connection, nudging the ConfigMap again makes the script act.
   const nudge = async (): Promise<void> => {
-    for (let i = 0; i < 20 && !output.includes('Deleting pod'); i++) {
+    for (let i = 0; i < 20 && !script.output().includes('Deleting pod'); i++) {
       await new Promise((resolve) => setTimeout(resolve, 250));
       if (i % 4 === 3) await k(t, server.url, ['label', 'configmap', 'webapp-config', `nudge=${i}`, '--overwrite']);
     }
   };
   await patchAndWatchReplacement(t, server.url, nudge);
-  assert.match(output, /ConfigMap changed, selector: app=webapp/);
-  assert.match(output, /Deleting pod: webapp-/);
+  assert.match(script.output(), /ConfigMap changed, selector: app=webapp/);
+  assert.match(script.output(), /Deleting pod: webapp-/);
 });
