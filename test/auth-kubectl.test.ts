@@ -167,6 +167,12 @@ test("the seed's shell controller through a kubectl proxy with the ServiceAccoun
   await as(ADMIN, ['wait', '--for=condition=Available', 'deploy/webapp', '--timeout=30s']);
   const old = (await as(ADMIN, ['get', 'pods', '-l', 'app=webapp', '-o', 'jsonpath={.items[0].metadata.name}'])).trim();
   const saToken = (await as(ADMIN, ['create', 'token', 'config-watcher-controller'])).trim();
+  // exec's WebSocket upgrade is authenticated and authorized like any request.
+  assert.equal((await as(ADMIN, ['exec', old, '--', 'printenv', 'MESSAGE'])).trim(), 'Welcome to Kubernetes Patterns !');
+  const exec = await kubectl(proxy.url, ['--insecure-skip-tls-verify', '--token', saToken, 'exec', old, '--', 'true']);
+  assert.equal(exec.code, 1);
+  // kubectl tries the WebSocket (GET, a 403), falls back to SPDY (POST): the error is the create's.
+  assert.equal(exec.stderr.trim(), `Error from server (Forbidden): pods "${old}" is forbidden: User "${SA}" cannot create resource "pods/exec" in API group "" in the namespace "default"`);
 
   const ambassador = spawnKubectl(proxy.url, ['--insecure-skip-tls-verify', '--token', saToken, 'proxy', '--port', '0']);
   t.after(() => ambassador.stop());

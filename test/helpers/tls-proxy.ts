@@ -1,7 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import forge from 'node-forge';
 
 /** A throwaway self-signed certificate for 127.0.0.1 (the key from node:crypto, the certificate from node-forge). */
@@ -23,7 +25,8 @@ function selfSigned(): { key: string; cert: string } {
 
 /**
  * kubectl (client-go) sends credentials — tokens, impersonation — only over TLS. This terminates TLS in front of a
- * plain-http `sim serve` and forwards each request unchanged, so kubectl tests of --auth need no server TLS.
+ * plain-http `sim serve` and forwards each request (and upgrade) unchanged, so kubectl tests of --auth need no
+ * server TLS.
  * Resolves with the https URL (use kubectl --insecure-skip-tls-verify) and a close function.
  */
 export async function tlsProxy(target: string): Promise<{ url: string; close(): Promise<void> }> {
@@ -39,12 +42,34 @@ export async function tlsProxy(target: string): Promise<{ url: string; close(): 
     forward.on('error', () => res.destroy());
     req.pipe(forward);
   });
+  // Upgrades (kubectl exec's WebSocket): replay the request line and headers upstream, then splice the sockets.
+  const tunnels = new Set<Duplex>();
+  server.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    const backend = connect(Number(upstream.port), upstream.hostname, () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      backend.write(`${lines.join('\r\n')}\r\n\r\n`);
+      if (head.length > 0) backend.write(head);
+      backend.pipe(client);
+      client.pipe(backend);
+    });
+    for (const socket of [client, backend]) {
+      tunnels.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        tunnels.delete(socket);
+        client.destroy();
+        backend.destroy();
+      });
+    }
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     url: `https://127.0.0.1:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
+        for (const socket of tunnels) socket.destroy();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
