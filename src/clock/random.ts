@@ -54,7 +54,8 @@ export class SeededRandom {
     s[12] = '4';
     s[16] = ((parseInt(s[16]!, 16) & 0x3) | 0x8).toString(16);
     const h = s.join('');
-    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+    // join() gives one flat string (see rfc3339 in clock.ts): every object keeps its uid.
+    return [h.slice(0, 8), h.slice(8, 12), h.slice(12, 16), h.slice(16, 20), h.slice(20, 32)].join('-');
   }
 
   /** Random suffix in apimachinery's alphabet (no vowels, no confusable digits), as generateName uses. */

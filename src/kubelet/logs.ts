@@ -1,3 +1,4 @@
+import { flattenString } from '../storage/compact.js';
 import type { LogLine, LogSource } from './connector.js';
 
 /**
@@ -13,7 +14,8 @@ interface Follower {
 class Instance implements LogSource {
   readonly entries: LogLine[] = [];
   ended = false;
-  readonly followers = new Set<Follower>();
+  /** Made on the first `logs -f`: most instances are never followed, and 150,000 pods would hold as many empty Sets. */
+  private followers?: Set<Follower>;
 
   lines(): LogLine[] {
     return this.entries;
@@ -23,21 +25,24 @@ class Instance implements LogSource {
     if (this.ended) return undefined;
     return (onLine, end) => {
       const f: Follower = { onLine, end };
-      this.followers.add(f);
-      return () => this.followers.delete(f);
+      (this.followers ??= new Set()).add(f);
+      return () => this.followers?.delete(f);
     };
   }
 
   write(line: LogLine): void {
+    // Lines are kept as long as the pod: one flat string each, not the rope their template built.
+    flattenString(line.text);
     this.entries.push(line);
-    for (const f of this.followers) f.onLine(line);
+    if (this.followers) for (const f of this.followers) f.onLine(line);
   }
 
   finish(): void {
     if (this.ended) return;
     this.ended = true;
+    if (!this.followers) return;
     for (const f of [...this.followers]) f.end();
-    this.followers.clear();
+    this.followers = undefined;
   }
 }
 

@@ -1,6 +1,7 @@
 import { Errors, type GroupResource } from '../api/errors.js';
 import type { FieldSelector, LabelSelector } from '../api/selectors.js';
 import { deepEqual, type KubeObject } from '../api/types.js';
+import { flattenStrings } from './compact.js';
 import { SortedKeys } from './sorted-keys.js';
 import { StoreEvent, WatchHub, type FieldsOf, type Watch, type WatchFilter, type WatchSink } from './watch.js';
 
@@ -222,6 +223,7 @@ export class MemoryStore {
     const key = objectKey(obj.metadata.namespace, obj.metadata.name!);
     if (table.objects.has(key)) throw Errors.alreadyExists(table.spec.groupResource, obj.metadata.name!);
     obj.metadata.resourceVersion = String(++this.revision);
+    flattenStrings(obj);
     table.objects.set(key, obj);
     table.order.add(key);
     table.index(key, obj, true);
@@ -251,6 +253,7 @@ export class MemoryStore {
     if (next === current || sameIgnoringVersion(next, current)) return { object: current, changed: false };
     if (dryRun) return { object: next, changed: true };
     next.metadata.resourceVersion = String(++this.revision);
+    flattenStrings(next);
     table.index(key, current, false);
     table.objects.set(key, next);
     table.index(key, next, true);
