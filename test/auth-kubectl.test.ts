@@ -194,3 +194,22 @@ test("the seed's shell controller through a kubectl proxy with the ServiceAccoun
   assert.match(script.output(), new RegExp(`Deleting pod: ${old}`));
   await as(ADMIN, ['wait', '--for=delete', `pod/${old}`, '--timeout=30s']);
 });
+
+// With --tls too, the kubeconfig sim serve writes carries the CA and the admin token: plain kubectl just works.
+test('--tls --auth: the written kubeconfig makes kubectl the admin; other tokens ride on it with --token', { skip: missing }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kube-sim-auth-tls-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const kubeconfig = join(dir, 'kubeconfig');
+  const server = await serverFor(t, ['--auth', '--tls', '--nodes', '0', '--kubeconfig', kubeconfig]);
+  const run = (args: string[]): Promise<KubectlResult> => kubectl(server.url, args, { env: { KUBECONFIG: kubeconfig } });
+  const whoami = await run(['auth', 'whoami']);
+  assert.equal(whoami.code, 0, whoami.stderr);
+  assert.match(whoami.stdout, /Username\s+kubernetes-admin\nGroups\s+\[system:masters system:authenticated\]\n/);
+  assert.equal((await run(['create', 'serviceaccount', 'robot'])).code, 0);
+  const token = (await run(['create', 'token', 'robot'])).stdout.trim();
+  const robot = await run(['--token', token, 'get', 'pods']);
+  assert.equal(robot.code, 1);
+  assert.equal(robot.stderr.trim(), 'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:default:robot" cannot list resource "pods" in API group "" in the namespace "default"');
+  const wrong = await run(['--token', 'wrong', 'get', 'pods']);
+  assert.match(wrong.stderr, /error: You must be logged in to the server \(Unauthorized\)/);
+});

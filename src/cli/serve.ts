@@ -144,7 +144,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   const port = (app.server.address() as AddressInfo).port;
   address = `${options.host}:${port}`;
   const url = `${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
-  process.stdout.write(`kube-sim serving on ${url}\n`);
+  // What a client needs (the kubeconfig file, the admin token) is out before the "serving on" line that tells
+  // scripts and tests the server is up.
   if (tls || options.kubeconfig) {
     // --tls: kubectl needs the CA, so a kubeconfig carrying it (and the admin token with --auth) is written out.
     const file = resolvePath(options.kubeconfig ?? join(tls?.caDir ?? mkdtempSync(join(tmpdir(), 'kube-sim-')), 'kubeconfig'));
@@ -155,8 +156,11 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
   if (security) {
     process.stdout.write(`auth on: admin token (user ${ADMIN_USER}, group system:masters): ${security.adminToken}\n`);
-    process.stdout.write(`try it: curl -H 'Authorization: Bearer ${security.adminToken}' ${url}/api/v1/namespaces   (kubectl sends tokens over TLS only: sim kubeconfig --server https://… --token ${security.adminToken})\n`);
-  } else if (!tls) process.stdout.write(
+    // kubectl sends tokens over TLS only: with --tls the kubeconfig written above carries this token.
+    if (!tls) process.stdout.write(`try it: curl -H 'Authorization: Bearer ${security.adminToken}' ${url}/api/v1/namespaces   (for kubectl, serve with --tls as well: kubectl sends tokens over TLS only)\n`);
+  }
+  process.stdout.write(`kube-sim serving on ${url}\n`);
+  if (!security && !tls) process.stdout.write(
     port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')
       ? `kubectl finds it without a kubeconfig (its default is localhost:8080); or: kubectl --server ${url} get ns\n`
       : `point kubectl at it: kubectl --server ${url} get ns   (or: sim kubeconfig --server ${url} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`,
