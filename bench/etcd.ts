@@ -1,0 +1,245 @@
+/**
+ * `npm run bench:etcd [-- --seconds S] [-- --rounds R] [-- --clients C]`
+ *
+ * Durable writes side by side: etcd (Debian's etcd-server, one member on 127.0.0.1, a fresh data dir, fsync on)
+ * taking 2 KB puts through its HTTP/JSON gateway (POST /v3/kv/put, base64 key and value), against kube-sim with
+ * --data (write-ahead log, fsync before each answer, group commit) taking ConfigMap creates holding a 2 KB value,
+ * and kube-sim in memory as the ceiling. Each round measures the three in turn with the same load generator: C
+ * concurrent keep-alive clients (64) for S seconds after a 1 s warm-up; every write is a new key. Prints writes/s,
+ * latency percentiles, CPU per write (server and load generator) and writes per fsync, per round, then the
+ * medians and their ratios. Skips (exit 0) when etcd is not installed:
+ * `apt-get install -y etcd-server`.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { procCpuMs, spawnServer } from './server-process.js';
+
+function option(flag: string, fallback: number): number {
+  const i = process.argv.indexOf(flag);
+  const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} must be a positive number`);
+  return value;
+}
+
+const SECONDS = option('--seconds', 8);
+const ROUNDS = option('--rounds', 3);
+const CLIENTS = option('--clients', 64);
+const VALUE_BYTES = 2048;
+const WARMUP_MS = 1000;
+
+function etcdBinary(): string | undefined {
+  const found = spawnSync('sh', ['-c', 'command -v etcd'], { encoding: 'utf8' });
+  return found.status === 0 ? found.stdout.trim() : undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface Target {
+  name: string;
+  pid: number;
+  /** fsyncs of the server's log so far: writes/fsync shows how far group commit amortises them. */
+  fsyncs(): Promise<number>;
+  /** Sends write number i; resolves with the HTTP status. */
+  write(agent: http.Agent, i: number): Promise<number>;
+  ok: number;
+}
+
+function post(agent: http.Agent, port: number, path: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function startEtcd(binary: string, dir: string): Promise<{ child: ChildProcess; port: number }> {
+  const [port, peer] = [await freePort(), await freePort()];
+  const child = spawn(
+    binary,
+    [
+      '--name', 'bench',
+      '--data-dir', join(dir, 'etcd'),
+      '--listen-client-urls', `http://127.0.0.1:${port}`,
+      '--advertise-client-urls', `http://127.0.0.1:${port}`,
+      '--listen-peer-urls', `http://127.0.0.1:${peer}`,
+      '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
+      '--initial-cluster', `bench=http://127.0.0.1:${peer}`,
+      '--logger', 'zap',
+      '--log-level', 'error',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  process.on('exit', () => child.kill('SIGKILL'));
+  const agent = new http.Agent({ keepAlive: false });
+  for (let tries = 0; ; tries++) {
+    if (child.exitCode !== null) throw new Error(`etcd exited with ${child.exitCode}`);
+    try {
+      const status = await post(agent, port, '/v3/kv/range', JSON.stringify({ key: Buffer.from('probe').toString('base64') }));
+      if (status === 200) return { child, port };
+    } catch {
+      // not listening yet
+    }
+    if (tries > 200) throw new Error('etcd did not start within 20 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** etcd's own count of WAL fsyncs, from its Prometheus metrics. */
+function etcdWalFsyncs(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => (text += c));
+        res.on('end', () => resolve(Number(/^etcd_disk_wal_fsync_duration_seconds_count (\d+)/m.exec(text)?.[1] ?? NaN)));
+      })
+      .on('error', reject);
+  });
+}
+
+interface Result {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  cpuMsPerWrite: number;
+  /** This process's CPU per write: the load generator's share of the machine. */
+  clientCpuMsPerWrite: number;
+  writesPerFsync: number;
+}
+
+/** CLIENTS workers writing back to back for WARMUP_MS, then counted for SECONDS. */
+async function measure(target: Target, round: number): Promise<Result> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
+  let next = 0;
+  let counting = false;
+  let stop = false;
+  const latencies: number[] = [];
+  const worker = async (): Promise<void> => {
+    while (!stop) {
+      const i = next++;
+      const t0 = performance.now();
+      const status = await target.write(agent, round * 10_000_000 + i);
+      if (status !== target.ok) throw new Error(`${target.name}: write answered ${status}`);
+      if (counting) latencies.push(performance.now() - t0);
+    }
+  };
+  const workers = Array.from({ length: CLIENTS }, worker);
+  await new Promise((resolve) => setTimeout(resolve, WARMUP_MS));
+  counting = true;
+  const cpuBefore = procCpuMs(target.pid) ?? 0;
+  const fsyncsBefore = await target.fsyncs();
+  const clientBefore = process.cpuUsage();
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = (procCpuMs(target.pid) ?? 0) - cpuBefore;
+  const client = process.cpuUsage(clientBefore);
+  const fsyncs = (await target.fsyncs()) - fsyncsBefore;
+  counting = false;
+  const counted = latencies.length;
+  stop = true;
+  await Promise.all(workers);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? NaN;
+  return { perSecond: counted / seconds, p50: pct(0.5), p99: pct(0.99), cpuMsPerWrite: cpu / Math.max(1, counted), clientCpuMsPerWrite: (client.user + client.system) / 1000 / Math.max(1, counted), writesPerFsync: fsyncs > 0 ? counted / fsyncs : NaN };
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+const binary = etcdBinary();
+if (!binary) {
+  console.log('bench:etcd skipped: etcd is not installed (Debian: apt-get install -y etcd-server), so there is nothing to compare with');
+  process.exit(0);
+}
+const version = spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
+const dir = mkdtempSync(join(os.tmpdir(), 'kube-sim-bench-etcd-'));
+try {
+  const etcd = await startEtcd(binary, dir);
+  const sim = await spawnServer(['--nodes', '0', '--data', join(dir, 'sim')]);
+  const memory = await spawnServer(['--nodes', '0']);
+  const simPort = Number(new URL(sim.url).port);
+  const memoryPort = Number(new URL(memory.url).port);
+  const simAgent = new http.Agent({ keepAlive: false });
+  for (const port of [simPort, memoryPort]) await post(simAgent, port, '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench' } }));
+  const configMap = (i: number): string => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { value: simValue } });
+  // The same 2 KB of payload for both: random bytes, base64 for etcd's JSON gateway, hex text in the ConfigMap.
+  const value = randomBytes(VALUE_BYTES);
+  const etcdValue = value.toString('base64');
+  const simValue = value.toString('hex').slice(0, VALUE_BYTES);
+  const targets: Target[] = [
+    {
+      name: 'etcd',
+      pid: etcd.child.pid!,
+      ok: 200,
+      fsyncs: () => etcdWalFsyncs(etcd.port),
+      write: (agent, i) => post(agent, etcd.port, '/v3/kv/put', JSON.stringify({ key: Buffer.from(`/registry/configmaps/bench/cm-${i}`).toString('base64'), value: etcdValue })),
+    },
+    {
+      name: 'kube-sim --data',
+      pid: sim.child.pid!,
+      ok: 201,
+      // Each group commit starts with a marker record ({"t":"B",…}) and ends with one fdatasync. A compaction
+      // (the log passed 64 MiB) empties the file, and the count goes down: that run says n/a.
+      fsyncs: async () => {
+        const wal = join(dir, 'sim', 'wal.log');
+        return existsSync(wal) ? readFileSync(wal, 'utf8').split('{"t":"B"').length - 1 : 0;
+      },
+      write: (agent, i) => post(agent, simPort, '/api/v1/namespaces/bench/configmaps', configMap(i)),
+    },
+    {
+      name: 'kube-sim memory',
+      pid: memory.child.pid!,
+      ok: 201,
+      fsyncs: async () => 0,
+      write: (agent, i) => post(agent, memoryPort, '/api/v1/namespaces/bench/configmaps', configMap(i)),
+    },
+  ];
+  console.log(`${version}, one member, fsync on; kube-sim --data (group commit) — ${CLIENTS} keep-alive clients, ${VALUE_BYTES}-byte values, ${SECONDS} s per run after ${WARMUP_MS / 1000} s warm-up`);
+  console.log(`machine: ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at start`);
+  console.log('round  target            writes/s   p50 ms   p99 ms   server CPU ms/write   client CPU ms/write   writes/fsync');
+  const results = new Map<string, Result[]>(targets.map((t) => [t.name, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    // Rotate which goes first, so none always runs on the warmer (or busier) part of the round.
+    const order = [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)];
+    for (const target of order) {
+      const r = await measure(target, round);
+      results.get(target.name)!.push(r);
+      console.log(`${String(round + 1).padStart(5)}  ${target.name.padEnd(16)} ${r.perSecond.toFixed(0).padStart(9)}  ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}  ${r.cpuMsPerWrite.toFixed(3).padStart(20)}  ${r.clientCpuMsPerWrite.toFixed(3).padStart(20)}  ${(Number.isNaN(r.writesPerFsync) ? 'n/a' : r.writesPerFsync.toFixed(1)).padStart(13)}`);
+    }
+  }
+  const etcdRate = median(results.get('etcd')!.map((r) => r.perSecond));
+  const simRate = median(results.get('kube-sim --data')!.map((r) => r.perSecond));
+  const memoryRate = median(results.get('kube-sim memory')!.map((r) => r.perSecond));
+  console.log(`median writes/s: etcd ${etcdRate.toFixed(0)}, kube-sim --data ${simRate.toFixed(0)}, kube-sim in memory ${memoryRate.toFixed(0)}`);
+  console.log(`kube-sim --data / etcd: ${(simRate / etcdRate).toFixed(2)}× (target ≥ 2×); --data / in memory: ${(simRate / memoryRate).toFixed(2)}×`);
+  console.log(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  await sim.stop();
+  await memory.stop();
+  etcd.child.kill('SIGTERM');
+  await new Promise((resolve) => etcd.child.once('exit', resolve));
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
