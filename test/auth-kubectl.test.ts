@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { parse as parseYaml } from 'yaml';
 import { kubectl, kubectlMissing, spawnKubectl, type KubectlResult } from './helpers/kubectl.js';
 import { ROOT, serverFor, startServer, type SimServer } from './helpers/server.js';
 import { startSeedScript } from './helpers/seed-script.js';
-import { tlsProxy } from './helpers/tls-proxy.js';
 
 // The real kubectl against `sim serve --auth`: tokens from `kubectl create token`, impersonation with --as,
 // `auth can-i [--list]`, `auth whoami`, and the seed's rbac.yaml giving the config-watcher ServiceAccount exactly
-// what it grants. kubectl sends credentials only over TLS, so it talks through a TLS-terminating proxy.
+// what it grants. kubectl sends credentials only over TLS, so the servers run with --tls.
 
 const ADMIN = 'admin-token';
 const SA = 'system:serviceaccount:default:config-watcher-controller';
@@ -19,12 +19,11 @@ const missing = kubectlMissing();
 
 describe('kubectl with --auth', { skip: missing }, () => {
   let server: SimServer;
-  let proxy: { url: string; close(): Promise<void> };
   let dir: string;
   let saToken: string;
 
   const run = (token: string | undefined, args: string[], input?: string): Promise<KubectlResult> =>
-    kubectl(proxy.url, ['--insecure-skip-tls-verify', ...(token === undefined ? [] : ['--token', token]), ...args], input === undefined ? {} : { input });
+    kubectl(server.url, ['--insecure-skip-tls-verify', ...(token === undefined ? [] : ['--token', token]), ...args], input === undefined ? {} : { input });
   const ok = async (token: string | undefined, args: string[], input?: string): Promise<string> => {
     const result = await run(token, args, input);
     assert.equal(result.code, 0, `kubectl ${args.join(' ')}: ${result.stderr}`);
@@ -39,12 +38,10 @@ describe('kubectl with --auth', { skip: missing }, () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'kube-sim-auth-kubectl-'));
     writeFileSync(join(dir, 'tokens.csv'), `${ADMIN},admin,uid-admin,system:masters\nbob-token,bob,uid-bob\n`);
-    server = await startServer(['--auth', '--token-auth-file', join(dir, 'tokens.csv'), '--nodes', '0']);
-    proxy = await tlsProxy(server.url);
+    server = await startServer(['--auth', '--tls', '--kubeconfig', join(dir, 'kubeconfig'), '--token-auth-file', join(dir, 'tokens.csv'), '--nodes', '0']);
   });
 
   after(async () => {
-    await proxy?.close();
     await server?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -66,7 +63,7 @@ describe('kubectl with --auth', { skip: missing }, () => {
     assert.match(await ok(saToken, ['auth', 'whoami']), new RegExp(`Username\\s+${SA}\\n`));
 
     // Watch ConfigMaps: sees one the admin creates.
-    const watch = spawnKubectl(proxy.url, ['--insecure-skip-tls-verify', '--token', saToken, 'get', 'configmaps', '-w', '-o', 'name']);
+    const watch = spawnKubectl(server.url, ['--insecure-skip-tls-verify', '--token', saToken, 'get', 'configmaps', '-w', '-o', 'name']);
     try {
       await ok(ADMIN, ['create', 'configmap', 'app-config', '--from-literal=greeting=hello']);
       await watch.until((out) => out.includes('configmap/app-config'), 'the watch to see app-config');
@@ -133,14 +130,15 @@ describe('kubectl with --auth', { skip: missing }, () => {
     await refused('bob-token', ['get', 'pods', `--as=${SA}`], `Error from server (Forbidden): serviceaccounts "config-watcher-controller" is forbidden: User "bob" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "default"`);
   });
 
-  test('the kubeconfig sim kubeconfig --token writes works as is', async () => {
-    const out = join(dir, 'kubeconfig');
-    const sim = await import('node:child_process');
-    const yaml = sim.execFileSync(process.execPath, [join(ROOT, 'bin/sim.js'), 'kubeconfig', '--server', proxy.url, '--token', ADMIN], { encoding: 'utf8' });
-    writeFileSync(out, yaml.replace(/insecure-skip-tls-verify: true\n?/, '').replace(/(server: .*)\n/, '$1\n    insecure-skip-tls-verify: true\n'));
-    const result = await kubectl(proxy.url, ['--kubeconfig', out, 'auth', 'whoami'], { env: { KUBECONFIG: out } });
+  test('the kubeconfig sim kubeconfig --token --certificate-authority writes works as is', async () => {
+    // The server's CA, from the kubeconfig sim serve --tls wrote.
+    const written = parseYaml(readFileSync(join(dir, 'kubeconfig'), 'utf8')) as { clusters: Array<{ cluster: { 'certificate-authority-data': string } }> };
+    writeFileSync(join(dir, 'ca.crt'), Buffer.from(written.clusters[0]!.cluster['certificate-authority-data'], 'base64'));
+    const out = join(dir, 'bob.kubeconfig');
+    writeFileSync(out, execFileSync(process.execPath, [join(ROOT, 'bin/sim.js'), 'kubeconfig', '--server', server.url, '--token', 'bob-token', '--certificate-authority', join(dir, 'ca.crt')], { encoding: 'utf8' }));
+    const result = await kubectl(server.url, ['auth', 'whoami'], { env: { KUBECONFIG: out } });
     assert.equal(result.code, 0, result.stderr + readFileSync(out, 'utf8'));
-    assert.match(result.stdout, /Username\s+admin\n/);
+    assert.match(result.stdout, /Username\s+bob\n/);
   });
 });
 
@@ -155,11 +153,9 @@ test("the seed's shell controller through a kubectl proxy with the ServiceAccoun
   const dir = mkdtempSync(join(tmpdir(), 'kube-sim-auth-seed-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'tokens.csv'), `${ADMIN},admin,uid-admin,system:masters\n`);
-  const server = await serverFor(t, ['--auth', '--token-auth-file', join(dir, 'tokens.csv'), '--controllers', '*,-configwatcher', '--stop-delay', '1s']);
-  const proxy = await tlsProxy(server.url);
-  t.after(() => proxy.close());
+  const server = await serverFor(t, ['--auth', '--tls', '--kubeconfig', join(dir, 'kubeconfig'), '--token-auth-file', join(dir, 'tokens.csv'), '--controllers', '*,-configwatcher', '--stop-delay', '1s']);
   const as = async (token: string, args: string[]): Promise<string> => {
-    const result = await kubectl(proxy.url, ['--insecure-skip-tls-verify', '--token', token, ...args], { timeoutMs: 30_000 });
+    const result = await kubectl(server.url, ['--insecure-skip-tls-verify', '--token', token, ...args], { timeoutMs: 30_000 });
     assert.equal(result.code, 0, `kubectl ${args.join(' ')}: ${result.stderr}`);
     return result.stdout;
   };
@@ -169,17 +165,16 @@ test("the seed's shell controller through a kubectl proxy with the ServiceAccoun
   const saToken = (await as(ADMIN, ['create', 'token', 'config-watcher-controller'])).trim();
   // exec's WebSocket upgrade is authenticated and authorized like any request.
   assert.equal((await as(ADMIN, ['exec', old, '--', 'printenv', 'MESSAGE'])).trim(), 'Welcome to Kubernetes Patterns !');
-  const exec = await kubectl(proxy.url, ['--insecure-skip-tls-verify', '--token', saToken, 'exec', old, '--', 'true']);
+  const exec = await kubectl(server.url, ['--insecure-skip-tls-verify', '--token', saToken, 'exec', old, '--', 'true']);
   assert.equal(exec.code, 1);
   // kubectl tries the WebSocket (GET, a 403), falls back to SPDY (POST): the error is the create's.
   assert.equal(exec.stderr.trim(), `Error from server (Forbidden): pods "${old}" is forbidden: User "${SA}" cannot create resource "pods/exec" in API group "" in the namespace "default"`);
 
-  const ambassador = spawnKubectl(proxy.url, ['--insecure-skip-tls-verify', '--token', saToken, 'proxy', '--port', '0']);
+  const ambassador = spawnKubectl(server.url, ['--insecure-skip-tls-verify', '--token', saToken, 'proxy', '--port', '0']);
   t.after(() => ambassador.stop());
   await ambassador.until((out) => /Starting to serve on \S+:\d+/.test(out), 'kubectl proxy to listen');
   const port = /Starting to serve on \S+:(\d+)/.exec(ambassador.stdout)![1];
   // The ambassador's own requests are judged as the ServiceAccount: it may not read secrets.
-  // (fetch, not a blocking curl: the TLS proxy runs in this process.)
   const secrets = await fetch(`http://127.0.0.1:${port}/api/v1/namespaces/default/secrets`);
   assert.equal(secrets.status, 403);
   assert.match(await secrets.text(), /secrets is forbidden: User \\"system:serviceaccount:default:config-watcher-controller\\" cannot list resource \\"secrets\\"/);
