@@ -67,6 +67,15 @@ function drainRequest(raw: IncomingMessage, limit: number): Promise<void> {
   });
 }
 
+/** The path of a request URL, percent-decoded once (a malformed escape is a 400). */
+function decodedPath(url: string): string {
+  try {
+    return decodeURIComponent(url.split('?')[0]!);
+  } catch {
+    throw Errors.badRequest('malformed path');
+  }
+}
+
 function splitPath(path: string): string[] {
   const segments = path.split('/').filter((s) => s !== '');
   try {
@@ -155,7 +164,9 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   });
 
   const handleApi = async (request: FastifyRequest, reply: FastifyReply, legacy: boolean): Promise<void> => {
-    const rest = splitPath((request.params as { '*': string })['*'] ?? '');
+    // From the raw URL, decoded once and then split, as Go's URL.Path is: fastify's wildcard param is decoded
+    // already, and decoding it again read "a%2561" as the object "aa" instead of the name "a%61".
+    const rest = decodedPath(request.raw.url ?? '').split('/').filter((s) => s !== '').slice(1);
     let group = '';
     let version: string | undefined;
     let segments: string[];
