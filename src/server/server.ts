@@ -76,13 +76,9 @@ function decodedPath(url: string): string {
   }
 }
 
-function splitPath(path: string): string[] {
-  const segments = path.split('/').filter((s) => s !== '');
-  try {
-    return segments.map((s) => decodeURIComponent(s));
-  } catch {
-    throw Errors.badRequest('malformed path');
-  }
+/** The segments of a raw request path, decoded once, then split (so an encoded slash splits too, as in Go). */
+function pathSegments(path: string): string[] {
+  return decodedPath(path).split('/').filter((s) => s !== '');
 }
 
 /**
@@ -166,7 +162,7 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   const handleApi = async (request: FastifyRequest, reply: FastifyReply, legacy: boolean): Promise<void> => {
     // From the raw URL, decoded once and then split, as Go's URL.Path is: fastify's wildcard param is decoded
     // already, and decoding it again read "a%2561" as the object "aa" instead of the name "a%61".
-    const rest = decodedPath(request.raw.url ?? '').split('/').filter((s) => s !== '').slice(1);
+    const rest = pathSegments(request.raw.url ?? '').slice(1);
     let group = '';
     let version: string | undefined;
     let segments: string[];
@@ -248,7 +244,7 @@ function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: Res
     try {
       auth?.check(req);
       const url = new URL(req.url ?? '/', 'http://localhost');
-      const segments = splitPath(url.pathname);
+      const segments = pathSegments(url.pathname);
       let target: ResourceTarget | undefined;
       if (segments[0] === 'api' && segments.length >= 3) target = resolveTarget(cluster, '', segments[1]!, segments.slice(2));
       else if (segments[0] === 'apis' && segments.length >= 4) target = resolveTarget(cluster, segments[1]!, segments[2]!, segments.slice(3));
