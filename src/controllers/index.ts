@@ -10,6 +10,7 @@ import { namespaceController } from './namespace.js';
 import { nodeLifecycleController } from './node-lifecycle.js';
 import { podGarbageCollector } from './podgc.js';
 import { replicaSetController } from './replicaset.js';
+import { serviceAccountController } from './serviceaccount.js';
 import { statefulSetController } from './statefulset.js';
 import { ttlAfterFinishedController } from './ttl-after-finished.js';
 
@@ -31,6 +32,7 @@ export const CONTROLLER_NAMES = [
   'podgc',
   'configwatcher',
   'clusterrole-aggregation',
+  'serviceaccount',
 ] as const;
 
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
@@ -47,4 +49,5 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['nodelifecycle', nodeLifecycleController],
   ['podgc', podGarbageCollector],
   ['clusterrole-aggregation', clusterRoleAggregationController],
+  ['serviceaccount', serviceAccountController],
 ]);
