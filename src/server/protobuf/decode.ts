@@ -1,4 +1,5 @@
-import protobuf from 'protobufjs/light.js';
+import { createRequire } from 'node:module';
+import type protobufjs from 'protobufjs/light.js';
 import { ApiError, Errors } from '../../api/errors.js';
 import { parseJson } from '../body.js';
 import { KINDS, SCHEMA, type FieldSpec } from './schema.js';
@@ -24,8 +25,10 @@ const QUANTITY = 'k8s.io.apimachinery.pkg.api.resource.Quantity';
 const INT_OR_STRING = 'k8s.io.apimachinery.pkg.util.intstr.IntOrString';
 const RAW_EXTENSION = 'k8s.io.apimachinery.pkg.runtime.RawExtension';
 
+type Protobuf = typeof protobufjs;
+
 interface Compiled {
-  root: protobuf.Root;
+  root: protobufjs.Root;
   fields: Map<string, readonly FieldSpec[]>;
 }
 
@@ -34,6 +37,8 @@ let compiled: Compiled | undefined;
 /** protobufjs types for the schema, built on first use (a few milliseconds) rather than at every server start. */
 function schema(): Compiled {
   if (compiled) return compiled;
+  // protobufjs itself is loaded here too: most sessions never send protobuf, and loading it cost every start ~35 ms.
+  const protobuf = createRequire(import.meta.url)('protobufjs/light.js') as Protobuf;
   const root = new protobuf.Root();
   const fields = new Map<string, readonly FieldSpec[]>();
   const ref = (type: string): string => (type.includes('.') ? `.${type}` : type);
@@ -59,7 +64,7 @@ function schema(): Compiled {
 }
 
 /** The protobufjs type of a schema message (tests encode with it). */
-export function protobufType(typeName: string): protobuf.Type {
+export function protobufType(typeName: string): protobufjs.Type {
   return schema().root.lookupType(typeName);
 }
 
