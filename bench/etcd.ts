@@ -13,7 +13,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -169,6 +169,48 @@ const median = (values: number[]): number => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
+/**
+ * Counts commit markers in kube-sim's log, reading only what was appended since the last look; a compaction
+ * (the log passed 64 MiB) empties the file, after which counting starts again from its beginning.
+ */
+class CommitCounter {
+  private offset = 0;
+  private commits = 0;
+  private carry = '';
+  private timer: NodeJS.Timeout;
+
+  constructor(private readonly file: string) {
+    // Sampled often enough that a compaction never hides commits appended before it (64 MiB takes seconds).
+    this.timer = setInterval(() => this.count(), 250);
+    this.timer.unref();
+  }
+
+  count(): number {
+    if (!existsSync(this.file)) return this.commits;
+    const size = statSync(this.file).size;
+    if (size < this.offset) {
+      this.offset = 0;
+      this.carry = '';
+    }
+    if (size > this.offset) {
+      const fd = openSync(this.file, 'r');
+      const chunk = Buffer.alloc(size - this.offset);
+      readSync(fd, chunk, 0, chunk.length, this.offset);
+      closeSync(fd);
+      this.offset = size;
+      const text = this.carry + chunk.toString('latin1');
+      this.commits += text.split(MARKER).length - 1;
+      this.carry = text.slice(-(MARKER.length - 1));
+    }
+    return this.commits;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+const MARKER = '{"t":"B"';
+
 const binary = etcdBinary();
 if (!binary) {
   console.log('bench:etcd skipped: etcd is not installed (Debian: apt-get install -y etcd-server), so there is nothing to compare with');
@@ -181,6 +223,7 @@ try {
   const sim = await spawnServer(['--nodes', '0', '--data', join(dir, 'sim')]);
   const memory = await spawnServer(['--nodes', '0']);
   const simPort = Number(new URL(sim.url).port);
+  const walCommits = new CommitCounter(join(dir, 'sim', 'wal.log'));
   const memoryPort = Number(new URL(memory.url).port);
   const simAgent = new http.Agent({ keepAlive: false });
   for (const port of [simPort, memoryPort]) await post(simAgent, port, '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench' } }));
@@ -201,12 +244,8 @@ try {
       name: 'kube-sim --data',
       pid: sim.child.pid!,
       ok: 201,
-      // Each group commit starts with a marker record ({"t":"B",…}) and ends with one fdatasync. A compaction
-      // (the log passed 64 MiB) empties the file, and the count goes down: that run says n/a.
-      fsyncs: async () => {
-        const wal = join(dir, 'sim', 'wal.log');
-        return existsSync(wal) ? readFileSync(wal, 'utf8').split('{"t":"B"').length - 1 : 0;
-      },
+      // Each group commit starts with a marker record ({"t":"B",…}) and ends with one fdatasync.
+      fsyncs: async () => walCommits.count(),
       write: (agent, i) => post(agent, simPort, '/api/v1/namespaces/bench/configmaps', configMap(i)),
     },
     {
@@ -236,6 +275,7 @@ try {
   console.log(`median writes/s: etcd ${etcdRate.toFixed(0)}, kube-sim --data ${simRate.toFixed(0)}, kube-sim in memory ${memoryRate.toFixed(0)}`);
   console.log(`kube-sim --data / etcd: ${(simRate / etcdRate).toFixed(2)}× (target ≥ 2×); --data / in memory: ${(simRate / memoryRate).toFixed(2)}×`);
   console.log(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  walCommits.stop();
   await sim.stop();
   await memory.stop();
   etcd.child.kill('SIGTERM');
