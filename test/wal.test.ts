@@ -50,6 +50,45 @@ test('in-process writes are logged, compacted into the snapshot while running, a
   assert.deepEqual((second.store.get('/configmaps', 'default', 'cm-3')!.data as Record<string, string>).i, 'three');
 });
 
+test('a virtual clock resumes where the data left it: the last commit after a crash, the snapshot after a clean close', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kube-sim-wal-clock-'));
+  const clusters: Cluster[] = [];
+  t.after(async () => {
+    for (const c of clusters.reverse()) await c.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const data = join(dir, 'data');
+  const day = 24 * 3600 * 1000;
+  const first = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data });
+  clusters.push(first);
+  const start = first.clock.now();
+  await first.virtualClock!.advance(3 * day);
+  first.api.create(first.kind('', 'v1', 'configmaps'), 'default', { metadata: { name: 'written-on-day-3' } });
+  await first.durable();
+
+  // As after kill -9: the log's last commit carries the time.
+  const second = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data });
+  clusters.push(second);
+  assert.equal(second.clock.now(), start + 3 * day);
+  const created = Date.parse(second.store.get('/configmaps', 'default', 'written-on-day-3')!.metadata.creationTimestamp!);
+  assert.ok(created <= second.clock.now(), 'nothing restored lies in the future');
+
+  // A clean close compacts into the snapshot, which keeps time moved on without writes too.
+  await second.virtualClock!.advance(day);
+  clusters.pop();
+  await second.close();
+  const third = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data });
+  clusters.push(third);
+  assert.equal(third.clock.now(), start + 4 * day);
+
+  // An explicit start time still wins.
+  clusters.pop();
+  await third.close();
+  const fourth = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data, startTime: start });
+  clusters.push(fourth);
+  assert.equal(fourth.clock.now(), start);
+});
+
 test('scanWal: clean, torn tail, hole in the last commit, corruption before a later commit, repair', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kube-sim-wal-scan-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));

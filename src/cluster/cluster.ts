@@ -33,6 +33,11 @@ export interface ClusterOptions {
 }
 
 export const DEFAULT_VIRTUAL_START = Date.UTC(2025, 0, 1);
+
+/** The clock a cluster runs on: virtual time starts at options.startTime, else where it was left (`resumed`), else 2025-01-01. */
+function clockFor(options: ClusterOptions, resumed?: number): Clock {
+  return options.clock === 'virtual' ? new VirtualClock(options.startTime ?? resumed ?? DEFAULT_VIRTUAL_START) : new RealClock();
+}
 const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 
 /**
@@ -80,7 +85,6 @@ export class Cluster {
   private readonly ipAllocator: ClusterIPAllocator;
 
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
-    const clock: Clock = options.clock === 'virtual' ? new VirtualClock(options.startTime ?? DEFAULT_VIRTUAL_START) : new RealClock();
     const random = options.seed !== undefined ? new SeededRandom(options.seed) : SeededRandom.fromOs();
     let store: MemoryStore;
     if (options.dataPath) {
@@ -89,10 +93,15 @@ export class Cluster {
       const snapshot = await snapshotFile.read();
       const scan = scanWal(paths.wal, options.repairData ?? false);
       if (scan.discarded) truncateWal(paths.wal, scan.goodLength);
+      // A virtual clock resumes where the cluster's last durable write or snapshot left it: objects written
+      // before the restart must not lie in the future, and CronJobs must not fire again for times already past.
+      const resumeAt = Math.max(snapshot.clock ?? -Infinity, scan.clock ?? -Infinity);
+      const clock = clockFor(options, Number.isFinite(resumeAt) ? resumeAt : undefined);
       store = new MemoryStore(options.watchHistory, snapshot.revision);
       const wal = await WriteAheadLog.open(paths.wal, {
         compactBytes: options.walCompactBytes ?? 64 * 1024 * 1024,
-        snapshot: () => snapshotFile.write(store),
+        snapshot: () => snapshotFile.write(store, clock.now()),
+        now: () => clock.now(),
         onDurable: (revision) => store.releaseWatchEvents(revision),
         onError: (err) => options.log?.('error', `--data: writing ${paths.wal} failed (${err.message}); writes are no longer acknowledged`),
       });
@@ -127,7 +136,7 @@ export class Cluster {
       return cluster;
     }
     store = new MemoryStore(options.watchHistory);
-    const cluster = new Cluster(clock, random, store, options.eventTtlMs);
+    const cluster = new Cluster(clockFor(options), random, store, options.eventTtlMs);
     cluster.bootstrap();
     return cluster;
   }

@@ -13,6 +13,8 @@ import { fsyncDir } from './wal.js';
  */
 export interface SnapshotData {
   revision: number;
+  /** The cluster clock when the snapshot was taken (ms since epoch), so a virtual clock resumes from it. */
+  clock?: number;
   resources: Record<string, KubeObject[]>;
 }
 
@@ -62,14 +64,14 @@ export class SnapshotFile {
   }
 
   /** Captures the store now (synchronously) and writes it; resolves with the captured revision once on disk. */
-  async write(store: MemoryStore): Promise<number> {
+  async write(store: MemoryStore, clock?: number): Promise<number> {
     const resources: Record<string, KubeObject[]> = {};
     for (const key of store.resourceKeys()) {
       const all = store.all(key);
       if (all.length > 0) resources[key] = all;
     }
     const revision = store.currentRevision;
-    this.db.data = { revision, resources };
+    this.db.data = clock === undefined ? { revision, resources } : { revision, clock, resources };
     await this.db.write();
     return revision;
   }

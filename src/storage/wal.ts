@@ -18,6 +18,8 @@ import type { StoreEvent } from './watch.js';
 export interface WalMarker {
   t: 'B';
   r: number;
+  /** The cluster clock (ms since epoch) when the commit was written, so a virtual clock resumes from it. */
+  c?: number;
 }
 
 export interface WalRecord {
@@ -87,6 +89,8 @@ export interface WalScan {
   /** Bytes of valid records from the start; everything after is discarded (a torn tail) or repaired away. */
   goodLength: number;
   size: number;
+  /** The latest cluster clock a kept commit recorded (ms since epoch). */
+  clock?: number;
   /** Set when bytes after goodLength were discarded: why, and whether --repair was needed. */
   discarded?: { offset: number; why: string; repaired: boolean };
 }
@@ -104,7 +108,7 @@ function parseLine(buf: Buffer, start: number, end: number, after: number): WalR
   } catch {
     return 'unparsable record';
   }
-  if (parsed.t === 'B') return typeof parsed.r === 'number' ? parsed : 'malformed commit marker';
+  if (parsed.t === 'B') return typeof parsed.r === 'number' && (parsed.c === undefined || typeof parsed.c === 'number') ? parsed : 'malformed commit marker';
   const record = parsed;
   if (typeof record.r !== 'number' || typeof record.k !== 'string' || (record.t !== 'D' && typeof record.o !== 'object')) return 'malformed record';
   if (record.r <= after) return `revision ${record.r} does not follow ${after}`;
@@ -122,6 +126,7 @@ export function scanWal(file: string, repair: boolean): WalScan {
   const records: WalRecord[] = [];
   let pos = 0;
   let last = 0;
+  let clock: number | undefined;
   let firstBad: { offset: number; why: string } | undefined;
   let validAfterBad = false;
   while (pos < buf.length) {
@@ -139,12 +144,14 @@ export function scanWal(file: string, repair: boolean): WalScan {
     } else if (parsed.t !== 'B') {
       records.push(parsed);
       last = parsed.r;
+    } else if (parsed.c !== undefined) {
+      clock = Math.max(clock ?? parsed.c, parsed.c);
     }
     pos = nl < 0 ? buf.length : nl + 1;
   }
-  if (!firstBad) return { records, goodLength: buf.length, size: buf.length };
+  if (!firstBad) return { records, goodLength: buf.length, size: buf.length, clock };
   if (validAfterBad && !repair) throw new WalCorruptError(file, firstBad.offset, firstBad.why);
-  return { records, goodLength: firstBad.offset, size: buf.length, discarded: { ...firstBad, repaired: validAfterBad } };
+  return { records, goodLength: firstBad.offset, size: buf.length, clock, discarded: { ...firstBad, repaired: validAfterBad } };
 }
 
 /** Cuts the log to `length` bytes, durably. */
@@ -197,6 +204,8 @@ export interface WalOptions {
   /** Called after each fsync with the revision now durable (watch events up to it may be released). */
   onDurable: (revision: number) => void;
   onError?: (err: Error) => void;
+  /** The cluster clock, recorded in each commit marker (ms since epoch). */
+  now?: () => number;
 }
 
 /** The appending side: group commit, durability promises and compaction. */
@@ -303,7 +312,7 @@ export class WriteAheadLog {
   }
 
   private async commit(): Promise<void> {
-    const text = encodeRecord({ t: 'B', r: this.durableRevision }) + this.pending.join('');
+    const text = encodeRecord({ t: 'B', r: this.durableRevision, c: this.options.now?.() }) + this.pending.join('');
     const revision = this.pendingRevision;
     const batch = this.next ?? newBatch();
     this.pending = [];
