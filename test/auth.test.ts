@@ -530,3 +530,24 @@ describe('request attributes (RequestInfoFactory) and the token file format', ()
     ]);
   });
 });
+
+test('with --data, ServiceAccount tokens outlive a restart: the signing key is kept beside the CA', async (t) => {
+  const data = join(dir, 'restart-data');
+  const args = ['--auth', '--token-auth-file', join(dir, 'tokens.csv'), '--nodes', '0', '--data', data];
+  let running = await startServer(args);
+  t.after(() => running.stop());
+  const call = (token: string, path: string, options: { method?: string; body?: unknown } = {}): Promise<Reply> =>
+    request(running.url, path, { ...options, headers: { authorization: `Bearer ${token}` } });
+  assert.equal((await call(ADMIN, '/api/v1/namespaces/default/serviceaccounts', { method: 'POST', body: { metadata: { name: 'survivor' } } })).status, 201);
+  const issued = await call(ADMIN, '/api/v1/namespaces/default/serviceaccounts/survivor/token', { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {} } });
+  assert.equal(issued.status, 201, issued.text);
+  const token = (issued.body as { status: { token: string } }).status.token;
+  const whoami = async (): Promise<Reply> => call(token, '/apis/authentication.k8s.io/v1/selfsubjectreviews', { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+  assert.equal((await whoami()).status, 201);
+
+  await running.stop();
+  running = await startServer(args);
+  const after = await whoami();
+  assert.equal(after.status, 201, after.text);
+  assert.equal(((after.body as Json).status as { userInfo: Json }).userInfo.username, 'system:serviceaccount:default:survivor');
+});

@@ -1,4 +1,6 @@
-import { createHash, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { rfc3339 } from '../clock/clock.js';
 import { Errors, FieldErrors } from '../api/errors.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
@@ -45,12 +47,23 @@ export class ServiceAccountTokens {
   constructor(private readonly api: GenericStore) {}
 
   private keyPair(): { privateKey: KeyObject; publicKey: KeyObject; kid: string } {
-    if (!this.keys) {
-      const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-      const kid = base64url(createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest());
-      this.keys = { privateKey, publicKey, kid };
-    }
+    if (!this.keys) this.keys = withKid(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey);
     return this.keys;
+  }
+
+  /**
+   * Signs with the key kept in `file` (PEM, made with mode 0600 when missing), as kube-apiserver's
+   * --service-account-key-file: with --data, tokens issued before a restart stay valid after it.
+   */
+  useKeyFile(file: string): void {
+    if (existsSync(file)) {
+      this.keys = withKid(createPrivateKey(readFileSync(file, 'utf8')));
+      return;
+    }
+    const keys = withKid(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey);
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    writeFileSync(file, keys.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    this.keys = keys;
   }
 
   issue(serviceAccount: KubeObject, audiences: string[], expirationSeconds: number, bound: Partial<Record<BoundKind, BoundObject>> = {}): { token: string; expiresAt: number } {
@@ -121,6 +134,13 @@ export class ServiceAccountTokens {
     const current = info ? this.api.store.get(resourceKey(info), namespace, ref.name) : undefined;
     return current !== undefined && current.metadata.uid === ref.uid && !current.metadata.deletionTimestamp;
   }
+}
+
+/** The key pair and its JWT key id (the SHA-256 of the public key, as kube-apiserver derives it). */
+function withKid(privateKey: KeyObject): { privateKey: KeyObject; publicKey: KeyObject; kid: string } {
+  const publicKey = createPublicKey(privateKey);
+  const kid = base64url(createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest());
+  return { privateKey, publicKey, kid };
 }
 
 const issuers = new WeakMap<GenericStore, ServiceAccountTokens>();
