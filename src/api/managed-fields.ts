@@ -46,6 +46,38 @@ export type Leaves = Map<string, unknown>;
  */
 const LEAF: Record<string, unknown> = Object.freeze({});
 
+/**
+ * Beyond leaves, whole subtrees repeat from object to object (every Pod of a template owns the same fields), so
+ * the nodes a create builds are interned by content: identical ones are one frozen object. The table is keyed by
+ * each node's element names and its children's ids; past a budget of key characters it starts afresh (sharing is
+ * an optimisation, never a requirement).
+ */
+const internedNodes = new Map<string, Record<string, unknown>>();
+const internedIds = new WeakMap<object, number>([[LEAF, 0]]);
+let nextInternedId = 1;
+let internedKeyChars = 0;
+const INTERNED_KEY_CHARS_BUDGET = 4 * 1024 * 1024;
+
+function intern(node: Record<string, unknown>): Record<string, unknown> {
+  let key = '';
+  for (const element in node) {
+    const id = internedIds.get(node[element] as object);
+    if (id === undefined) return node;
+    key += `${element}\u0000${id}\u0001`;
+  }
+  const shared = internedNodes.get(key);
+  if (shared) return shared;
+  if (internedKeyChars + key.length > INTERNED_KEY_CHARS_BUDGET) {
+    internedNodes.clear();
+    internedKeyChars = 0;
+  }
+  Object.freeze(node);
+  internedIds.set(node, nextInternedId++);
+  internedNodes.set(key, node);
+  internedKeyChars += key.length;
+  return node;
+}
+
 /** Metadata the server owns: never part of anyone's field set. */
 const IGNORED_META = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink', 'managedFields']);
 
@@ -53,6 +85,12 @@ const IGNORED_META = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'ge
 const KEY_DEFAULTS: Readonly<Record<string, unknown>> = { protocol: 'TCP' };
 
 function keyElement(item: Record<string, unknown>, keys: readonly string[]): string {
+  if (keys.length === 1) {
+    // Most list-map keys are a single name: the JSON of a one-field object, written directly.
+    const key = keys[0]!;
+    const only = item[key] ?? KEY_DEFAULTS[key];
+    return only === undefined ? 'k:{}' : `k:{${JSON.stringify(key)}:${JSON.stringify(only)}}`;
+  }
   const value = (k: string): unknown => item[k] ?? KEY_DEFAULTS[k];
   const present = [...keys].filter((k) => value(k) !== undefined).sort();
   return `k:${JSON.stringify(Object.fromEntries(present.map((k) => [k, value(k)])))}`;
@@ -173,7 +211,7 @@ function fieldsOfNewObject(obj: KubeObject, typeName: string | undefined, scope:
         const mv = v[mk];
         if (!IGNORED_META.has(mk) && mv !== undefined) addFields(mv, childNode(node, mk), meta, `f:${mk}`);
       }
-      if (hasAnyKey(meta)) root['f:metadata'] = meta;
+      if (hasAnyKey(meta)) root['f:metadata'] = intern(meta);
       continue;
     }
     addFields(v, node, root, `f:${k}`);
@@ -195,7 +233,7 @@ function addFields(value: unknown, node: Node, parent: Record<string, unknown>, 
     if (node.shape?.kind === 'map' && !node.required) own['.'] = LEAF;
     keys.sort();
     for (const k of keys) addFields(value[k], childNode(node, k), own, `f:${k}`);
-    if (hasAnyKey(own)) parent[element] = own;
+    if (hasAnyKey(own)) parent[element] = intern(own);
     return;
   }
   if (Array.isArray(value) && value.length > 0) {
@@ -213,15 +251,16 @@ function addFields(value: unknown, node: Node, parent: Record<string, unknown>, 
         itemFields['.'] = LEAF;
         for (const k of Object.keys(item).sort()) addFields(item[k], childNode(items, k), itemFields, `f:${k}`);
         // Items with the same key share one node, filled out of order: sort it as toFieldsV1 would have.
-        own[el] = i > 0 && keyed[i - 1]![0] === el ? sortKeys(itemFields) : itemFields;
+        const merged = i > 0 && keyed[i - 1]![0] === el ? (sortKeys(itemFields) as Record<string, unknown>) : itemFields;
+        own[el] = keyed[i + 1]?.[0] === el ? merged : intern(merged);
       }
-      if (hasAnyKey(own)) parent[element] = own;
+      if (hasAnyKey(own)) parent[element] = intern(own);
       return;
     }
     if (type === 'set') {
       const own = childOf(parent, element);
       for (const el of value.map((item) => `v:${JSON.stringify(item)}`).sort()) addLeaf(own, el);
-      parent[element] = own;
+      parent[element] = intern(own);
       return;
     }
   }
@@ -232,10 +271,11 @@ function addLeaf(parent: Record<string, unknown>, element: string): void {
   if (!isPlainObject(parent[element])) parent[element] = LEAF;
 }
 
-/** The node at parent[element] to add children to: a new one where there is none, or only the shared LEAF. */
+/** The node at parent[element] to add children to: a new one where there is none or only a shared (frozen) one. */
 function childOf(parent: Record<string, unknown>, element: string): Record<string, unknown> {
   const existing = parent[element];
-  return isPlainObject(existing) && existing !== LEAF ? existing : {};
+  if (!isPlainObject(existing) || existing === LEAF) return {};
+  return Object.isFrozen(existing) ? { ...existing } : existing;
 }
 
 /**
