@@ -80,7 +80,7 @@ export function evictionTime(pod: KubeObject, taints: ReadonlyArray<Taint & { ti
  * - nodes carry the not-ready / unreachable / unschedulable taints their state calls for;
  * - pods on a node with NoExecute taints are deleted, at once if they do not tolerate them, else when their
  *   tolerationSeconds run out (the API server gives every pod 300 s for not-ready and unreachable).
- * Every wait is a requeue on the clock: one reconcile per node per heartbeat, one per pod per decision.
+ * Every wait is a requeue on the clock: one reconcile per node per grace period, one per pod per decision.
  */
 export function nodeLifecycleController(ctx: ControllerContext): Controller {
   const nodes = ctx.informers.for(Resources.nodes);
@@ -104,9 +104,11 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
       if (!deepEqual(taintsOf(old), taintsOf(node))) enqueuePodsOf(node.metadata.name!);
     },
   });
+  // Renewals are not events to react to (kube-controller-manager only reads the Lease lister, every
+  // --node-monitor-period): each reconcile of a live node requeues itself for when its grace period would run
+  // out, and then reads the latest renewTime. Reacting to every renewal cost a reconcile per heartbeat.
   leases.addEventHandler({
     add: (lease) => lease.metadata.namespace === NODE_LEASE_NAMESPACE && nodeLoop.queue.add(lease.metadata.name!),
-    update: (_old, lease) => lease.metadata.namespace === NODE_LEASE_NAMESPACE && nodeLoop.queue.add(lease.metadata.name!),
   });
   pods.addEventHandler({
     add: (pod) => {
