@@ -21,6 +21,27 @@ type Obj = Record<string, unknown>;
 
 /** How often a kubelet renews its Lease (kubelet: 0.25 × leaseDurationSeconds 40). */
 export const LEASE_RENEW_MS = 10_000;
+
+/**
+ * When a kubelet's next heartbeat is due. The first one after registration comes a fraction of the period
+ * later, the fraction fixed by the node's name: nodes registered together (sim serve --nodes 5000) then renew
+ * spread over the period instead of 5,000 Lease updates in one burst every 10 s. After that, every period
+ * from the last due time (not from when the beat ran), so a busy server delays single beats but never the
+ * cadence; a beat more than a period late skips to the next due time.
+ */
+export function nextBeatDue(name: string, previous: number | undefined, now: number): number {
+  if (previous === undefined) return now + Math.max(1, Math.ceil(LEASE_RENEW_MS * (1 - spreadOf(name))));
+  let due = previous + LEASE_RENEW_MS;
+  while (due <= now) due += LEASE_RENEW_MS;
+  return due;
+}
+
+/** A fraction in [0, 1) from a name (FNV-1a): stable across restarts, no draw from the seeded RNG. */
+function spreadOf(name: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) / 2 ** 32;
+}
 export const LEASE_DURATION_SECONDS = 40;
 /** How often a kubelet posts an unchanged node status (nodeStatusReportFrequency). */
 export const STATUS_REPORT_MS = 5 * 60_000;
@@ -46,8 +67,12 @@ interface NodeAgent {
   failed: boolean;
   stopped: boolean;
   timer?: TimerHandle;
+  /** Cluster time the next heartbeat is due: beats keep a fixed rate, so one that ran late does not delay the rest. */
+  nextBeat?: number;
   lease?: KubeObject;
   lastReport: number;
+  /** The Node object (and address) whose computed status was found unchanged: no need to compute it again. */
+  statusCheckedFor?: { node: KubeObject; ip: string };
   schedulable?: boolean;
   /** Settles once the node is registered (labels, pod CIDR) and, when the fleet runs, has posted its status. */
   registered: Promise<void>;
@@ -306,7 +331,10 @@ export class KubeletFleet implements Controller, KubeletConnector {
     } catch (err) {
       if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) this.ctx.log('warn', `kubelet ${agent.name}: heartbeat: ${(err as Error).message}`);
     }
-    if (!agent.failed && !agent.stopped && this.running) agent.timer = this.ctx.clock.setTimer(LEASE_RENEW_MS, () => void this.heartbeat(agent));
+    if (agent.failed || agent.stopped || !this.running) return;
+    const now = this.ctx.clock.now();
+    agent.nextBeat = nextBeatDue(agent.name, agent.nextBeat, now);
+    agent.timer = this.ctx.clock.setTimer(agent.nextBeat - now, () => void this.heartbeat(agent));
   }
 
   private async renewLease(agent: NodeAgent): Promise<void> {
@@ -348,6 +376,10 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const node = this.nodes.get(undefined, agent.name);
     if (!node) return;
     const now = this.ctx.clock.now();
+    // The status is a function of the stored Node and the address (heartbeat times aside): while neither moved,
+    // it is still unchanged, until the periodic report is due (time travel beats 26,000 times a virtual day).
+    const checked = agent.statusCheckedFor;
+    if (checked && checked.node === node && checked.ip === agent.ip && now - agent.lastReport < STATUS_REPORT_MS) return;
     const status = nodeStatus(node, agent.ip, this.options.profile, now, this.ctx.random);
     const strip = (s: unknown): unknown => {
       if (!isPlainObject(s)) return s;
@@ -355,7 +387,10 @@ export class KubeletFleet implements Controller, KubeletConnector {
       return { ...s, conditions };
     };
     const changed = !deepEqual(strip(status), strip(node.status));
-    if (!changed && now - agent.lastReport < STATUS_REPORT_MS) return;
+    if (!changed && now - agent.lastReport < STATUS_REPORT_MS) {
+      agent.statusCheckedFor = { node, ip: agent.ip };
+      return;
+    }
     const wasReady = (Array.isArray((node.status as Obj | undefined)?.conditions) ? ((node.status as Obj).conditions as Obj[]) : []).some((c) => c.type === 'Ready' && c.status === 'True');
     await this.ctx.client.updateStatus(Resources.nodes, { ...node, status });
     agent.lastReport = now;
