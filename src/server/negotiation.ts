@@ -29,8 +29,23 @@ export interface Negotiated {
   transform: Transform;
 }
 
+const NO_ACCEPT: Negotiated = Object.freeze({ format: 'json', transform: 'none' });
+/** Clients send the same few Accept headers on every request: each is parsed once (the table is reset past 256). */
+const negotiatedByAccept = new Map<string, Negotiated>();
+
 /** Picks the first acceptable representation; only protobuf (which we never produce) alone is refused with 406. */
 export function negotiate(accept: string | undefined): Negotiated {
+  if (!accept) return NO_ACCEPT;
+  let negotiated = negotiatedByAccept.get(accept);
+  if (negotiated === undefined) {
+    negotiated = Object.freeze(negotiateUncached(accept));
+    if (negotiatedByAccept.size >= 256) negotiatedByAccept.clear();
+    negotiatedByAccept.set(accept, negotiated);
+  }
+  return negotiated;
+}
+
+function negotiateUncached(accept: string): Negotiated {
   const types = parseMediaTypes(accept);
   if (types.length === 0) return { format: 'json', transform: 'none' };
   for (const t of types) {
@@ -51,5 +66,6 @@ export function negotiate(accept: string | undefined): Negotiated {
 
 /** The media type of a request body, without parameters. */
 export function bodyMediaType(header: string | undefined): string {
+  if (header === 'application/json') return header; // what nearly every write sends
   return (header ?? '').split(';')[0]!.trim().toLowerCase();
 }
