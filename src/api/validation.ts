@@ -30,8 +30,24 @@ export function checkDns1123Label(value: string): string[] {
   return problems;
 }
 
+/**
+ * Keys found valid (label and annotation keys, finalizers): every write repeats the same few, so each is checked
+ * once. The set starts afresh past 10,000 keys.
+ */
+const validQualifiedNames = new Set<string>();
+
 /** Label and annotation keys: an optional DNS subdomain prefix and a qualified name. */
 export function checkQualifiedName(value: string): string[] {
+  if (validQualifiedNames.has(value)) return [];
+  const problems = qualifiedNameProblems(value);
+  if (problems.length === 0) {
+    if (validQualifiedNames.size >= 10_000) validQualifiedNames.clear();
+    validQualifiedNames.add(value);
+  }
+  return problems;
+}
+
+function qualifiedNameProblems(value: string): string[] {
   const parts = value.split('/');
   let name: string;
   const problems: string[] = [];
