@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ApiError, Errors } from '../api/errors.js';
@@ -13,7 +14,7 @@ import { groupVersion, type KindInfo } from '../registry/types.js';
 import type { KubeletConnector } from '../kubelet/connector.js';
 import { requesterOf } from '../auth/api-auth.js';
 import { decodeBody } from './body.js';
-import { jsonOf, listJson, render } from './encoding.js';
+import { jsonOf, listBody, listJson, render } from './encoding.js';
 import { negotiate, type Negotiated } from './negotiation.js';
 import { podLog } from './pod-connect.js';
 import { decodeProtobuf } from './protobuf/decode.js';
@@ -47,7 +48,17 @@ function intParam(query: Query, key: string): number | undefined {
   if (v === undefined || v === '') return undefined;
   const n = Number(v);
   if (!Number.isInteger(n)) throw Errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: must be an integer`);
+  // kube-apiserver parses these as int64: a value beyond it is a 400, not a silently huge limit.
+  if (Math.abs(n) > Number.MAX_SAFE_INTEGER) throw Errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: value out of range`);
   return n;
+}
+
+/** kube-apiserver's storage key check (path.IsValidPathSegmentName) on a name taken from the URL. */
+function checkPathName(name: string): void {
+  const problems: string[] = [];
+  if (name === '.' || name === '..') problems.push(`may not be '${name}'`);
+  for (const forbidden of ['/', '%']) if (name.includes(forbidden)) problems.push(`may not contain '${forbidden}'`);
+  if (problems.length > 0) throw Errors.badRequest(`Name parameter invalid: ${JSON.stringify(name)}: ${problems.join(';')}`);
 }
 
 /** Segments after /api/v1 or /apis/GROUP/VERSION, resolved against the registry as kube-apiserver routes them. */
@@ -105,6 +116,7 @@ export class ResourceHandler {
       throw Errors.methodNotAllowed();
     }
     if (target.watchPath) return this.watchHttp(target, { ...query, fieldSelector: nameSelector(name, one(query, 'fieldSelector')) }, negotiated, request, reply);
+    checkPathName(name);
     if (subresource === 'scale') return this.scale(info, namespace, name, request, reply, negotiated);
     const extra = subresource === undefined ? undefined : info.extraSubresources?.find((s) => s.name === subresource);
     if (extra?.create) {
@@ -197,7 +209,7 @@ export class ResourceHandler {
       const partial = { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: list.metadata, items: list.items.map(partialObjectMetadata) };
       return this.sendText(reply, 200, negotiated, JSON.stringify(partial), partial);
     }
-    return this.sendText(reply, 200, negotiated, negotiated.format === 'json' ? listJson(list, list.items) : '', list);
+    return this.sendText(reply, 200, negotiated, negotiated.format === 'json' ? listBody(list, list.items) : '', list);
   }
 
   /** Answers with one object, transformed as the Accept header asks. */
@@ -217,13 +229,13 @@ export class ResourceHandler {
    * Every answer with data goes out here, and with --data only once what it shows is durable: a write's
    * response waits for its fsync (group commit), and so does a read of something not yet durable.
    */
-  private sendText(reply: FastifyReply, code: number, negotiated: Negotiated, json: string, value: unknown): void | Promise<void> {
+  private sendText(reply: FastifyReply, code: number, negotiated: Negotiated, json: string | Buffer | Readable, value: unknown): void | Promise<void> {
     const durable = this.cluster.durable();
     if (durable) return durable.then(() => this.sendNow(reply, code, negotiated, json, value));
     this.sendNow(reply, code, negotiated, json, value);
   }
 
-  private sendNow(reply: FastifyReply, code: number, negotiated: Negotiated, json: string, value: unknown): void {
+  private sendNow(reply: FastifyReply, code: number, negotiated: Negotiated, json: string | Buffer | Readable, value: unknown): void {
     if (negotiated.format === 'yaml') {
       void reply.code(code).header('content-type', 'application/yaml').send(render(value, 'yaml'));
       return;
@@ -294,6 +306,7 @@ export class ResourceHandler {
    * errors found once the watch has started (410 Expired) travel as an ERROR event.
    */
   checkWatch(target: ResourceTarget, query: Query): void {
+    listQuery(query); // limit and timeoutSeconds: malformed ones are a 400 before the stream starts
     parseLabelSelector(one(query, 'labelSelector'));
     parseFieldSelector(one(query, 'fieldSelector'), this.cluster.registry.supportedFields(target.info));
     const rv = one(query, 'resourceVersion');
@@ -363,7 +376,8 @@ export class ResourceHandler {
       }
       if (bookmarks) stream.every(60_000, () => stream.sendRaw('BOOKMARK', bookmark()));
       const timeout = intParam(query, 'timeoutSeconds');
-      if (timeout !== undefined && timeout > 0) stream.endAfter(Math.min(timeout, 24 * 3600) * 1000);
+      // 0 means none; a negative timeout ends the watch at once, as kube-apiserver's already-expired timer does.
+      if (timeout !== undefined && timeout !== 0) stream.endAfter(Math.max(0, Math.min(timeout, 24 * 3600)) * 1000);
     } catch (err) {
       if (err instanceof ApiError) {
         stream.sendRaw('ERROR', err.toStatus());
@@ -400,7 +414,8 @@ function writeOptions(request: FastifyRequest, query: Query, subresource?: 'stat
   if (!fieldValidation) throw Errors.badRequest(`fieldValidation: Unsupported value: "${requested}": supported values: "Ignore", "Strict", "Warn"`);
   const manager = one(query, 'fieldManager');
   if (manager !== undefined && manager.length > 128) throw Errors.badRequest('fieldManager: Too long: must have at most 128 bytes');
-  const options: WriteOptions = { dryRun: dryRun(query), fieldManager: manager || defaultFieldManager(request.headers['user-agent']), fieldValidation, force: boolParam(query, 'force') };
+  // takeBody: the decoded request body is this request's alone, so the store may keep it rather than copy it.
+  const options: WriteOptions = { dryRun: dryRun(query), fieldManager: manager || defaultFieldManager(request.headers['user-agent']), fieldValidation, force: boolParam(query, 'force'), takeBody: true };
   if (subresource) options.subresource = subresource;
   const requester = requesterOf(request.raw);
   if (requester) options.requester = requester;
@@ -433,6 +448,7 @@ function verbOf(method: string, named: boolean, watch: boolean): string {
 
 function listQuery(query: Query): ListQuery {
   const limit = intParam(query, 'limit');
+  intParam(query, 'timeoutSeconds'); // a list ignores it, but a malformed one is still a 400
   const q: ListQuery = {};
   const labelSelector = one(query, 'labelSelector');
   const fieldSelector = one(query, 'fieldSelector');
