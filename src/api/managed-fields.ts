@@ -63,7 +63,8 @@ function intern(node: Record<string, unknown>): Record<string, unknown> {
   for (const element in node) {
     const id = internedIds.get(node[element] as object);
     if (id === undefined) return node;
-    key += `${element}\u0000${id}\u0001`;
+    // Length-prefixed, so that no element name (which may hold any character) can make two nodes' keys equal.
+    key += `${element.length}:${element}${id};`;
   }
   const shared = internedNodes.get(key);
   if (shared) return shared;
