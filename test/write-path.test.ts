@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
 import { leavesOf, managedFieldsAfterUpdate, toFieldsV1, type WriteContext } from '../src/api/managed-fields.js';
 import { schemaNameForKind } from '../src/api/schema/schema.js';
 import type { KubeObject } from '../src/api/types.js';
+import { Cluster } from '../src/cluster/cluster.js';
+import { listJson, STREAMED_LIST_ITEMS } from '../src/server/encoding.js';
+import { buildServer } from '../src/server/server.js';
 
 /**
  * The create path's shortcuts must give what the general path gives: a create's managedFields are built in one
@@ -80,6 +84,21 @@ describe('write path shortcuts', () => {
     }
   });
 
+  test('objects of one template share their field sets (interned, frozen), and a different one gets its own', () => {
+    const ctx = context(objects[0]!, true);
+    const [a] = managedFieldsAfterUpdate(undefined, structuredClone(objects[0]!), undefined, ctx);
+    const [b] = managedFieldsAfterUpdate(undefined, structuredClone(objects[0]!), undefined, ctx);
+    const spec = (e: typeof a): Record<string, unknown> => e!.fieldsV1['f:spec'] as Record<string, unknown>;
+    assert.equal(spec(a), spec(b));
+    assert.ok(Object.isFrozen(spec(a)));
+    const changed = structuredClone(objects[0]!);
+    (changed.spec as { hostNetwork?: boolean }).hostNetwork = true;
+    const [c] = managedFieldsAfterUpdate(undefined, changed, undefined, ctx);
+    assert.notEqual(spec(c), spec(a));
+    assert.ok('f:hostNetwork' in spec(c) && !('f:hostNetwork' in spec(a)));
+    assert.equal((spec(c)['f:containers'] as unknown), spec(a)['f:containers']);
+  });
+
   test('toFieldsV1 sorts every level whatever order the paths come in', () => {
     const obj = objects[0]!;
     const ctx = context(obj, true);
@@ -87,6 +106,73 @@ describe('write path shortcuts', () => {
     const forward = JSON.stringify(toFieldsV1(paths));
     assert.equal(JSON.stringify(toFieldsV1([...paths].reverse())), forward);
     assert.equal(forward, JSON.stringify(sortedDeep(JSON.parse(forward))));
+  });
+});
+
+describe('list bodies written straight from the cached JSON', () => {
+  let cluster: Cluster;
+  let close: () => Promise<void>;
+  let url: string;
+  const many = STREAMED_LIST_ITEMS + 37;
+  before(async () => {
+    cluster = await Cluster.start({ seed: 3, clock: 'virtual' });
+    const namespaces = cluster.kind('', 'v1', 'namespaces');
+    const configmaps = cluster.kind('', 'v1', 'configmaps');
+    for (const ns of ['long', 'short']) cluster.api.create(namespaces, undefined, { metadata: { name: ns } });
+    // Non-ASCII text takes more bytes than characters: the encoder must not cut it short or misjudge the length.
+    for (let i = 0; i < many; i++) cluster.api.create(configmaps, 'long', { metadata: { name: `cm-${i}`, labels: { odd: String(i % 2) } }, data: { text: `ünïcødé ✓ 𝄞 ${'x'.repeat(i % 700)}` } });
+    for (let i = 0; i < 3; i++) cluster.api.create(configmaps, 'short', { metadata: { name: `cm-${i}` }, data: { text: '✓' } });
+    const app = buildServer(cluster);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    close = async () => {
+      await app.close();
+      await cluster.close();
+    };
+  });
+  after(() => close?.());
+
+  const expected = (namespace: string, labelSelector?: string): string => {
+    const list = cluster.api.list(cluster.kind('', 'v1', 'configmaps'), namespace, labelSelector ? { labelSelector } : {});
+    return listJson(list, list.items);
+  };
+
+  test(`a list of more than ${STREAMED_LIST_ITEMS} items is streamed (chunked) and is the same JSON, byte for byte`, async () => {
+    const res = await fetch(`${url}/api/v1/namespaces/long/configmaps`);
+    assert.equal(res.status, 200);
+    // As kube-apiserver sends it (a string body got fastify's "; charset=utf-8" added).
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.equal(res.headers.get('transfer-encoding'), 'chunked');
+    assert.equal(res.headers.get('content-length'), null);
+    const body = await res.text();
+    assert.equal(body, expected('long'));
+    assert.equal((JSON.parse(body) as { items: unknown[] }).items.length, many);
+  });
+
+  test('a shorter list is one body with its exact Content-Length', async () => {
+    for (const [path, namespace, selector] of [['/api/v1/namespaces/short/configmaps', 'short', undefined], ['/api/v1/namespaces/long/configmaps?labelSelector=odd%3D1&limit=500', 'long', undefined]] as const) {
+      const res = await fetch(`${url}${path}`);
+      assert.equal(res.status, 200);
+      const bytes = Buffer.from(await res.arrayBuffer());
+      assert.equal(res.headers.get('content-type'), 'application/json');
+      assert.equal(res.headers.get('content-length'), String(bytes.length));
+      const parsed = JSON.parse(bytes.toString('utf8')) as { items: KubeObject[]; metadata: { continue?: string } };
+      if (namespace === 'short') assert.equal(bytes.toString('utf8'), expected(namespace, selector));
+      else {
+        assert.equal(parsed.items.length, 500);
+        assert.ok(parsed.items.every((o) => o.metadata.labels?.odd === '1'));
+        assert.ok(parsed.metadata.continue);
+      }
+    }
+  });
+
+  test("an in-process create leaves the caller's object as it was (only HTTP bodies are taken over)", () => {
+    const mine = { metadata: { name: 'kept', labels: {} }, data: { a: '1' } };
+    const before = structuredClone(mine);
+    const created = cluster.api.create(cluster.kind('', 'v1', 'configmaps'), 'short', mine, { fieldManager: 'tester', fieldValidation: 'Warn' });
+    assert.deepEqual(mine, before);
+    assert.notEqual(created, mine as unknown);
+    assert.ok(created.metadata.managedFields);
   });
 });
 
