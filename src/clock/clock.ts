@@ -199,14 +199,34 @@ export class VirtualClock implements Clock {
  * instead of ~56; 150,000 pods and their events hold over a million such strings).
  */
 
+/*
+ * Most timestamps written in a burst are of the same second (a reconcile stamps conditions, events and managed
+ * fields with one clock reading), so the last formatted second is remembered: a Date and two strings saved per
+ * call, and stored objects share one string.
+ */
+let lastSecond = NaN;
+let lastSecondText = '';
+let lastMilli = NaN;
+let lastMilliText = '';
+
 /** Kubernetes timestamps are RFC 3339 with second precision. */
 export function rfc3339(ms: number): string {
-  return [new Date(ms).toISOString().slice(0, 19), 'Z'].join('');
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond) {
+    lastSecondText = [new Date(ms).toISOString().slice(0, 19), 'Z'].join('');
+    lastSecond = second;
+  }
+  return lastSecondText;
 }
 
 /** MicroTime (events.k8s.io eventTime, lease renewTime) keeps microseconds. */
 export function rfc3339Micro(ms: number): string {
-  return [new Date(ms).toISOString().slice(0, 23), '000Z'].join('');
+  const milli = Math.floor(ms);
+  if (milli !== lastMilli) {
+    lastMilliText = [new Date(ms).toISOString().slice(0, 23), '000Z'].join('');
+    lastMilli = milli;
+  }
+  return lastMilliText;
 }
 
 /** Parses Kubernetes-style durations: "90s", "1h30m", "250ms", "2d" (days for convenience). */
