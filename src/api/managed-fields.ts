@@ -1,6 +1,6 @@
 import { ApiError } from './errors.js';
 import type { FieldPatchMeta } from './schema/patch-meta.js';
-import { typeInfo, type Shape } from './schema/schema.js';
+import { typeInfo, type Shape, type TypeInfo } from './schema/schema.js';
 import { deepEqual, isPlainObject, type KubeObject } from './types.js';
 
 /**
@@ -34,6 +34,31 @@ interface Node {
   meta?: FieldPatchMeta;
   /** A required field: always present in the Go struct, so never added as a node of its own (no `.`). */
   required?: boolean;
+  /**
+   * Nodes are shared and keep what walks below them derive: the children of a struct (valid while its type is
+   * `childrenOf`: a custom resource's schema can be replaced), of a map (`values`) and of a list (`items`).
+   */
+  children?: Map<string, Node>;
+  childrenOf?: TypeInfo;
+  values?: Node;
+  items?: Node;
+}
+
+/** A field the schema does not know (or no schema): everything below it is unknown too. */
+const UNKNOWN: Node = Object.freeze({});
+/** Root nodes by type name: every walk of a kind starts from the same one, and so reuses its derived children. */
+const roots = new Map<string, Node>();
+
+function rootNode(typeName: string | undefined): Node {
+  if (typeName === undefined) return UNKNOWN;
+  let root = roots.get(typeName);
+  if (!root) roots.set(typeName, (root = { shape: { kind: 'ref', name: typeName } }));
+  return root;
+}
+
+/** The node of a list's items. */
+function itemsOf(node: Node): Node {
+  return node.shape?.kind === 'list' ? (node.items ??= { shape: node.shape.items }) : UNKNOWN;
 }
 
 const SEP = '\u0000';
@@ -101,15 +126,23 @@ function childNode(node: Node, key: string): Node {
   const shape = node.shape;
   if (shape?.kind === 'ref') {
     const t = typeInfo(shape.name);
-    const p = t?.properties.get(key);
-    if (!p) return {};
-    const node: Node = { shape: p.shape };
-    if (p.meta) node.meta = p.meta;
-    if (t!.required.includes(key)) node.required = true;
-    return node;
+    if (!t) return UNKNOWN;
+    if (node.childrenOf !== t) {
+      node.children = new Map();
+      node.childrenOf = t;
+    }
+    let child = node.children!.get(key);
+    if (child) return child;
+    const p = t.properties.get(key);
+    if (!p) return UNKNOWN; // not kept: the keys of unknown fields are unbounded
+    child = { shape: p.shape };
+    if (p.meta) child.meta = p.meta;
+    if (t.required.includes(key)) child.required = true;
+    node.children!.set(key, child);
+    return child;
   }
-  if (shape?.kind === 'map') return { shape: shape.values };
-  return {};
+  if (shape?.kind === 'map') return (node.values ??= { shape: shape.values });
+  return UNKNOWN;
 }
 
 function isAtomic(node: Node): boolean {
@@ -144,7 +177,7 @@ function walk(value: unknown, node: Node, path: string, out: Leaves, apply: bool
   }
   if (Array.isArray(value) && value.length > 0) {
     const type = listType(node);
-    const items: Node = node.shape?.kind === 'list' ? { shape: node.shape.items } : {};
+    const items: Node = itemsOf(node);
     if (type === 'map') {
       if (!apply && !node.required) out.set(`${path}${SEP}.`, undefined);
       for (const item of value) {
@@ -180,7 +213,7 @@ export function leavesOf(obj: KubeObject, typeName: string | undefined, scope: '
 
 function computeLeaves(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean, apply: boolean): Leaves {
   const out: Leaves = new Map();
-  const root: Node = typeName ? { shape: { kind: 'ref', name: typeName } } : {};
+  const root = rootNode(typeName);
   for (const [k, v] of Object.entries(obj)) {
     if (k === 'apiVersion' || k === 'kind') continue;
     if (scope === 'status' ? k !== 'status' : k === 'status' && hasStatus) continue;
@@ -200,12 +233,12 @@ function computeLeaves(obj: KubeObject, typeName: string | undefined, scope: 'ma
  */
 function fieldsOfNewObject(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean): Record<string, unknown> {
   const root: Record<string, unknown> = {};
-  const rootNode: Node = typeName ? { shape: { kind: 'ref', name: typeName } } : {};
+  const type = rootNode(typeName);
   for (const k of Object.keys(obj).sort()) {
     if (k === 'apiVersion' || k === 'kind') continue;
     if (scope === 'status' ? k !== 'status' : k === 'status' && hasStatus) continue;
     const v = obj[k];
-    const node = childNode(rootNode, k);
+    const node = childNode(type, k);
     if (k === 'metadata' && isPlainObject(v)) {
       const meta: Record<string, unknown> = {};
       for (const mk of Object.keys(v).sort()) {
@@ -240,7 +273,7 @@ function addFields(value: unknown, node: Node, parent: Record<string, unknown>, 
   if (Array.isArray(value) && value.length > 0) {
     const type = listType(node);
     if (type === 'map') {
-      const items: Node = node.shape?.kind === 'list' ? { shape: node.shape.items } : {};
+      const items: Node = itemsOf(node);
       const keyed: Array<[string, Record<string, unknown>]> = [];
       for (const item of value) if (isPlainObject(item)) keyed.push([keyElement(item, node.meta!.mapKeys!), item]);
       keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
@@ -471,7 +504,7 @@ export function serverSideApply(live: KubeObject | undefined, applied: KubeObjec
   if (conflicts.length > 0 && !force) throw conflictError(conflicts, gr, name);
 
   // Merge, then remove what this manager applied before and no longer does (unless another manager owns it).
-  const root: Node = ctx.typeName ? { shape: { kind: 'ref', name: ctx.typeName } } : {};
+  const root = rootNode(ctx.typeName);
   let object = (live ? mergeApplied(live, applied, root) : structuredClone(applied)) as KubeObject;
   const previous = entries.find(isMine);
   if (previous && live) {
@@ -525,7 +558,7 @@ function mergeApplied(live: unknown, applied: unknown, node: Node): unknown {
   }
   if (Array.isArray(applied) && Array.isArray(live)) {
     const type = listType(node);
-    const items: Node = node.shape?.kind === 'list' ? { shape: node.shape.items } : {};
+    const items: Node = itemsOf(node);
     if (type === 'map') {
       const keys = node.meta!.mapKeys!;
       const out = [...live];
