@@ -121,3 +121,18 @@ test('by default the server binds 127.0.0.1 only', async (t) => {
   });
   assert.equal(outcome, 'ECONNREFUSED', `connecting to ${external.address}:${server.port}`);
 });
+
+test('--tls without --data: the kubeconfig goes to a temporary directory that a clean shutdown removes', async () => {
+  const server = await startServer(['--tls', '--nodes', '0']);
+  let stopped = false;
+  try {
+    const file = /kubeconfig written to (\S+)/.exec(server.stdout())?.[1];
+    assert.ok(file, `no kubeconfig line in: ${server.stdout()}`);
+    assert.ok(statSync(file).isFile());
+    await server.stop();
+    stopped = true;
+    assert.throws(() => statSync(join(file, '..')), /ENOENT/, 'the temporary directory is gone');
+  } finally {
+    if (!stopped) await server.stop();
+  }
+});

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
@@ -149,9 +149,12 @@ export async function serve(options: ServeOptions): Promise<void> {
   const url = `${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
   // What a client needs (the kubeconfig file, the admin token) is out before the "serving on" line that tells
   // scripts and tests the server is up.
+  // A kubeconfig put in a temporary directory of our own is removed again at shutdown (its CA dies with us).
+  let temporaryDir: string | undefined;
   if (tls || options.kubeconfig) {
     // --tls: kubectl needs the CA, so a kubeconfig carrying it (and the admin token with --auth) is written out.
-    const file = resolvePath(options.kubeconfig ?? join(tls?.caDir ?? mkdtempSync(join(tmpdir(), 'kube-sim-')), 'kubeconfig'));
+    if (!options.kubeconfig && !tls?.caDir) temporaryDir = mkdtempSync(join(tmpdir(), 'kube-sim-'));
+    const file = resolvePath(options.kubeconfig ?? join(tls?.caDir ?? temporaryDir!, 'kubeconfig'));
     // Without --auth any token is accepted and ignored; kubectl needs one all the same, or over https it stops to
     // prompt for a username and password.
     writeFileSync(file, kubeconfigYaml(url, security?.adminToken ?? (tls ? 'kube-sim' : undefined), tls?.caCert), { mode: 0o600 });
@@ -179,6 +182,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     log.info(`${signal}: shutting down`);
     await app.close();
     await cluster.close();
+    if (temporaryDir) rmSync(temporaryDir, { recursive: true, force: true });
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
