@@ -390,10 +390,27 @@ function checkPreconditions(gr: GroupResource, current: KubeObject, pre: Precond
   }
 }
 
+/** Whether an update changes nothing but the resourceVersion: compared in place, no copies (it runs on every write). */
 function sameIgnoringVersion(next: KubeObject, current: KubeObject): boolean {
-  const { resourceVersion: _a, ...nextMeta } = next.metadata;
-  const { resourceVersion: _b, ...currentMeta } = current.metadata;
-  return deepEqual({ ...next, metadata: nextMeta }, { ...current, metadata: currentMeta });
+  const keys = Object.keys(next);
+  if (keys.length !== Object.keys(current).length) return false;
+  for (const key of keys) {
+    if (!(key in current)) return false;
+    if (key === 'metadata' ? !sameExcept(next.metadata, current.metadata, 'resourceVersion') : !deepEqual(next[key], current[key])) return false;
+  }
+  return true;
+}
+
+function sameExcept(a: Record<string, unknown>, b: Record<string, unknown>, ignored: string): boolean {
+  if (a === b) return true;
+  let count = 0;
+  for (const key of Object.keys(a)) {
+    if (key === ignored) continue;
+    count++;
+    if (!(key in b) || !deepEqual(a[key], b[key])) return false;
+  }
+  for (const key of Object.keys(b)) if (key !== ignored) count--;
+  return count === 0;
 }
 
 function upperBound(keys: readonly string[], after: string): number {
