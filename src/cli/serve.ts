@@ -144,13 +144,26 @@ export async function serve(options: ServeOptions): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  // A kubeconfig put in a temporary directory of our own is removed again at shutdown (its CA dies with us).
+  let temporaryDir: string | undefined;
+  // Signals are handled before anything is printed: whoever waits for the "serving on" line may stop us at once.
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: shutting down`);
+    await app.close();
+    await cluster.close();
+    if (temporaryDir) rmSync(temporaryDir, { recursive: true, force: true });
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
   const port = (app.server.address() as AddressInfo).port;
   address = `${options.host}:${port}`;
   const url = `${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
   // What a client needs (the kubeconfig file, the admin token) is out before the "serving on" line that tells
   // scripts and tests the server is up.
-  // A kubeconfig put in a temporary directory of our own is removed again at shutdown (its CA dies with us).
-  let temporaryDir: string | undefined;
   if (tls || options.kubeconfig) {
     // --tls: kubectl needs the CA, so a kubeconfig carrying it (and the admin token with --auth) is written out.
     if (!options.kubeconfig && !tls?.caDir) temporaryDir = mkdtempSync(join(tmpdir(), 'kube-sim-'));
@@ -174,17 +187,4 @@ export async function serve(options: ServeOptions): Promise<void> {
   log.info(`clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.data ? `, data ${options.data}` : ', in memory'}`);
   log.info(`controllers: ${manager.names().join(', ') || '(none)'}`);
   log.info(`nodes: ${options.nodes > 0 ? `${options.nodes} simulated (kubelets adopt Nodes created later too)` : 'none simulated'}; scheduler ${(options.scheduler ?? options.nodes > 0) ? 'on' : 'off'}`);
-
-  let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    log.info(`${signal}: shutting down`);
-    await app.close();
-    await cluster.close();
-    if (temporaryDir) rmSync(temporaryDir, { recursive: true, force: true });
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
 }
