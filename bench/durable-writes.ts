@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { post } from './http-post.js';
 
 const SIM = fileURLToPath(new URL('../../bin/sim.js', import.meta.url));
 const N = Number(process.argv[2] ?? 4000);
@@ -24,17 +25,6 @@ function start(args: string[]): Promise<{ child: ChildProcess; port: number }> {
       if (m) resolve({ child, port: Number(m[1]) });
     });
     child.once('exit', (code) => reject(new Error(`sim serve exited ${code}`)));
-  });
-}
-
-function post(agent: http.Agent, port: number, path: string, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(body);
   });
 }
 

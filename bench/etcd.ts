@@ -19,6 +19,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { procCpuMs, spawnServer } from './server-process.js';
+import { post } from './http-post.js';
 
 function option(flag: string, fallback: number): number {
   const i = process.argv.indexOf(flag);
@@ -57,17 +58,6 @@ interface Target {
   /** Sends write number i; resolves with the HTTP status. */
   write(agent: http.Agent, i: number): Promise<number>;
   ok: number;
-}
-
-function post(agent: http.Agent, port: number, path: string, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
 }
 
 async function startEtcd(binary: string, dir: string): Promise<{ child: ChildProcess; port: number }> {
