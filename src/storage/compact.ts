@@ -18,19 +18,27 @@ export function flattenString(text: string): void {
   if (text.length >= MIN_ROPE_LENGTH) sink = Number(text) || sink;
 }
 
-/** Flattens every string of at least 13 characters in a JSON-like value (objects, arrays), in place. */
-export function flattenStrings(value: unknown): void {
+/**
+ * Flattens every string of at least 13 characters in a JSON-like value (objects, arrays), in place. With
+ * `stored`, the version it replaces: parts it shares with it (a status write keeps the stored spec, an update
+ * the stored status) were flattened when that was stored, and are not walked again.
+ */
+export function flattenStrings(value: unknown, stored?: unknown): void {
+  if (value === stored) return;
   if (Array.isArray(value)) {
-    for (const item of value) {
+    const before = Array.isArray(stored) ? stored : undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
       if (typeof item === 'string') flattenString(item);
-      else if (typeof item === 'object' && item !== null) flattenStrings(item);
+      else if (typeof item === 'object' && item !== null) flattenStrings(item, before?.[i]);
     }
     return;
   }
   if (typeof value !== 'object' || value === null) return;
+  const before = typeof stored === 'object' && stored !== null && !Array.isArray(stored) ? (stored as Record<string, unknown>) : undefined;
   for (const key in value) {
     const item = (value as Record<string, unknown>)[key];
     if (typeof item === 'string') flattenString(item);
-    else if (typeof item === 'object' && item !== null) flattenStrings(item);
+    else if (typeof item === 'object' && item !== null) flattenStrings(item, before?.[key]);
   }
 }

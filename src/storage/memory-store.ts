@@ -253,7 +253,7 @@ export class MemoryStore {
     if (next === current || sameIgnoringVersion(next, current)) return { object: current, changed: false };
     if (dryRun) return { object: next, changed: true };
     next.metadata.resourceVersion = String(++this.revision);
-    flattenStrings(next);
+    flattenStrings(next, current);
     table.index(key, current, false);
     table.objects.set(key, next);
     table.index(key, next, true);

@@ -130,6 +130,8 @@ const pods: KindInfo = {
       return validatePodSpec(obj.spec, 'spec');
     },
     validateUpdate(next, old) {
+      // A status write keeps the stored spec itself: nothing to compare.
+      if (next.spec === old.spec) return [];
       // Pod spec is immutable but for a few fields (image, activeDeadlineSeconds, tolerations additions).
       const strip = (s: unknown): unknown => {
         if (!isPlainObject(s)) return s;
