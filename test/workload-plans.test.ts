@@ -203,6 +203,24 @@ describe('cron schedules', () => {
     assert.equal(rfc3339In(Date.UTC(2025, 0, 1, 17), 'Asia/Seoul'), '2025-01-02T02:00:00+09:00');
   });
 
+  test('every-day UTC schedules: next and previous across hour, day and year ends, as cron-parser answers them', () => {
+    const at = (text: string): number => Date.parse(text);
+    const twice = parseSchedule('3,7 */5 * * *');
+    assert.equal(twice.next(at('2025-01-01T20:07:00Z')), at('2025-01-02T00:03:00Z'), 'past the last hour: the next day');
+    assert.equal(twice.next(at('2025-01-01T05:03:00.001Z')), at('2025-01-01T05:07:00Z'));
+    assert.equal(twice.previous(at('2025-01-01T04:59:59Z')), at('2025-01-01T00:07:00Z'));
+    assert.equal(twice.previous(at('2025-01-01T00:02:59Z')), at('2024-12-31T20:07:00Z'), 'before the first: the day before');
+    assert.equal(parseSchedule('30 23 * * *').next(at('2025-12-31T23:30:00Z')), at('2026-01-01T23:30:00Z'));
+    assert.equal(parseSchedule('*/15 * * * *').next(at('2025-03-01T10:15:00Z')), at('2025-03-01T10:30:00Z'), 'strictly after');
+    assert.equal(parseSchedule('0 9 * * 0-6').previous(at('2025-03-01T09:00:00Z')), at('2025-03-01T09:00:00Z'), 'at or before');
+    // The same answers as the general path (cron-parser) gives, at instants spread over a leap-year February.
+    const general = parseSchedule('TZ=Etc/GMT 3,7 */5 * * *');
+    for (let t = at('2024-02-27T00:00:00Z'); t < at('2024-03-02T00:00:00Z'); t += 7_777_777) {
+      assert.equal(twice.next(t), general.next(t), new Date(t).toISOString());
+      assert.equal(twice.previous(t), general.previous(t), new Date(t).toISOString());
+    }
+  });
+
   const cron = (spec: Record<string, unknown>, status: Record<string, unknown> = {}): KubeObject => ({
     apiVersion: 'batch/v1',
     kind: 'CronJob',
