@@ -159,7 +159,7 @@ export class GenericStore {
 
   /** PUT: replace the object (or its status), optimistic-locked on the body's resourceVersion when it has one. */
   update(info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: WriteOptions = {}): KubeObject {
-    const incoming = this.decodeBody(info, namespace, body, options.takeBody);
+    const incoming = this.decodeBody(info, namespace, options.subresource === 'status' && !options.takeBody && options.fieldValidation === undefined ? statusPart(body) : body, options.takeBody);
     this.checkFields(info, incoming, options);
     if (incoming.metadata.name !== name) {
       throw Errors.badRequest(`the name of the object (${incoming.metadata.name ?? ''}) does not match the name on the URL (${name})`);
@@ -570,6 +570,17 @@ function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeNa
     case 'apply':
       throw Errors.unsupportedMediaType('application/apply-patch+yaml');
   }
+}
+
+/**
+ * What a /status write keeps of a body (its metadata and status; prepareStatusUpdate takes the rest from the
+ * stored object): the in-process kubelet and controllers send whole objects, whose specs need no copy.
+ */
+function statusPart(body: unknown): unknown {
+  if (!isPlainObject(body)) return body;
+  const part: Record<string, unknown> = { apiVersion: body.apiVersion, kind: body.kind, metadata: body.metadata };
+  if (body.status !== undefined) part.status = body.status;
+  return part;
 }
 
 /** An object of a kind served from another's storage, as the client sees it (and back). */
