@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Cluster } from '../src/cluster/cluster.js';
-import { encodeRecord, scanWal, WalCorruptError } from '../src/storage/wal.js';
+import { StoreEvent } from '../src/storage/watch.js';
+import { encodeRecord, scanWal, WalCorruptError, WriteAheadLog } from '../src/storage/wal.js';
 
 // The write-ahead log in process: compaction while running, replay on top of a snapshot, and the scan rules.
 
@@ -87,6 +88,31 @@ test('a virtual clock resumes where the data left it: the last commit after a cr
   const fourth = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data, startTime: start });
   clusters.push(fourth);
   assert.equal(fourth.clock.now(), start);
+});
+
+test('compaction waits until the log is as large as the last snapshot, so rewriting a large state costs a byte per byte logged', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kube-sim-wal-growth-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const snapshotBytes = 40_000;
+  const sizesAtCompaction: number[] = [];
+  const file = join(dir, 'wal.log');
+  const wal = await WriteAheadLog.open(file, {
+    compactBytes: 5_000,
+    snapshot: async () => {
+      sizesAtCompaction.push(statSync(file).size);
+      return snapshotBytes;
+    },
+    onDurable: () => undefined,
+  });
+  t.after(() => wal.close());
+  for (let revision = 1; revision <= 400; revision++) {
+    wal.append('/configmaps', new StoreEvent('ADDED', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${revision}`, namespace: 'default' }, data: { pad: 'p'.repeat(200) } }, undefined, revision));
+    await wal.whenDurable(revision);
+  }
+  // The first compaction comes at compactBytes (nothing was snapshotted yet), every later one only past 40,000 bytes.
+  assert.ok(sizesAtCompaction.length >= 2, `compacted ${sizesAtCompaction.length} times`);
+  assert.ok(sizesAtCompaction[0]! > 5_000 && sizesAtCompaction[0]! < 40_000, `first at ${sizesAtCompaction[0]} bytes`);
+  for (const size of sizesAtCompaction.slice(1)) assert.ok(size > snapshotBytes, `a later compaction at ${size} bytes`);
 });
 
 test('scanWal: clean, torn tail, hole in the last commit, corruption before a later commit, repair', (t) => {

@@ -9,7 +9,9 @@ import { fsyncDir } from './wal.js';
 /**
  * The lowdb snapshot of `--data` (see wal.ts for the log replayed on top of it). The adapter writes a temporary
  * file, fsyncs it, renames it over the snapshot and fsyncs the directory, so a crash leaves either the old
- * snapshot or the new one, whole — lowdb's own JSONFile renames without fsync.
+ * snapshot or the new one, whole — lowdb's own JSONFile renames without fsync. It writes the objects' JSON in
+ * pieces of about a megabyte, each write yielding to the event loop, so a large snapshot neither builds one huge
+ * string nor stops the server while it is written.
  */
 export interface SnapshotData {
   revision: number;
@@ -18,10 +20,15 @@ export interface SnapshotData {
   resources: Record<string, KubeObject[]>;
 }
 
-class DurableJSONFile<T> implements Adapter<T> {
+const PIECE_BYTES = 1 << 20;
+
+class DurableSnapshotFile implements Adapter<SnapshotData> {
+  /** Bytes of the snapshot last written. */
+  written = 0;
+
   constructor(private readonly path: string) {}
 
-  async read(): Promise<T | null> {
+  async read(): Promise<SnapshotData | null> {
     let text: string;
     try {
       text = await readFile(this.path, 'utf8');
@@ -30,17 +37,40 @@ class DurableJSONFile<T> implements Adapter<T> {
       throw err;
     }
     try {
-      return JSON.parse(text) as T;
+      return JSON.parse(text) as SnapshotData;
     } catch (err) {
       throw new Error(`snapshot ${this.path} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 
-  async write(data: T): Promise<void> {
+  async write(data: SnapshotData): Promise<void> {
     const temp = join(dirname(this.path), `.${basename(this.path)}.tmp`);
     const fh = await open(temp, 'w');
     try {
-      await fh.writeFile(JSON.stringify(data));
+      let piece: string[] = [];
+      let pieceLength = 0;
+      let written = 0;
+      const put = async (text: string): Promise<void> => {
+        piece.push(text);
+        pieceLength += text.length;
+        if (pieceLength < PIECE_BYTES) return;
+        const bytes = Buffer.from(piece.join(''));
+        piece = [];
+        pieceLength = 0;
+        await fh.write(bytes);
+        written += bytes.length;
+      };
+      await put(`{"revision":${data.revision}${data.clock === undefined ? '' : `,"clock":${data.clock}`},"resources":{`);
+      let firstResource = true;
+      for (const [resource, objects] of Object.entries(data.resources)) {
+        await put(`${firstResource ? '' : ','}${JSON.stringify(resource)}:[`);
+        firstResource = false;
+        for (let i = 0; i < objects.length; i++) await put(i === 0 ? JSON.stringify(objects[i]) : `,${JSON.stringify(objects[i])}`);
+        await put(']');
+      }
+      const tail = Buffer.from(`${piece.join('')}}}`);
+      await fh.write(tail);
+      this.written = written + tail.length;
       await fh.sync();
     } finally {
       await fh.close();
@@ -52,10 +82,12 @@ class DurableJSONFile<T> implements Adapter<T> {
 
 export class SnapshotFile {
   private readonly db: Low<SnapshotData>;
+  private readonly file: DurableSnapshotFile;
 
   constructor(readonly path: string) {
     mkdirSync(dirname(path), { recursive: true });
-    this.db = new Low<SnapshotData>(new DurableJSONFile<SnapshotData>(path), { revision: 0, resources: {} });
+    this.file = new DurableSnapshotFile(path);
+    this.db = new Low<SnapshotData>(this.file, { revision: 0, resources: {} });
   }
 
   async read(): Promise<SnapshotData> {
@@ -63,7 +95,10 @@ export class SnapshotFile {
     return this.db.data;
   }
 
-  /** Captures the store now (synchronously) and writes it; resolves with the captured revision once on disk. */
+  /**
+   * Captures the store now (synchronously: stored objects are never changed in place, so holding them is a
+   * consistent copy) and writes it; resolves with the snapshot's size in bytes once it is on disk.
+   */
   async write(store: MemoryStore, clock?: number): Promise<number> {
     const resources: Record<string, KubeObject[]> = {};
     for (const key of store.resourceKeys()) {
@@ -73,6 +108,6 @@ export class SnapshotFile {
     const revision = store.currentRevision;
     this.db.data = clock === undefined ? { revision, resources } : { revision, clock, resources };
     await this.db.write();
-    return revision;
+    return this.file.written;
   }
 }

@@ -197,9 +197,13 @@ function newBatch(): Batch {
 }
 
 export interface WalOptions {
-  /** Compact (snapshot + empty log) once the log passes this many bytes. */
+  /**
+   * Compact (snapshot + empty log) once the log passes this many bytes, or the size of the last snapshot if that is
+   * larger: rewriting the whole state then costs at most a byte per byte logged, however large the state grows
+   * (as Redis rewrites its append-only file once it has doubled).
+   */
   compactBytes: number;
-  /** Writes the snapshot of the current state (durably) and returns its revision. */
+  /** Writes the snapshot of the current state (durably) and returns its size in bytes. */
   snapshot: () => Promise<number>;
   /** Called after each fsync with the revision now durable (watch events up to it may be released). */
   onDurable: (revision: number) => void;
@@ -219,6 +223,7 @@ export class WriteAheadLog {
   private failed: Error | undefined;
   private running: Promise<void> | undefined;
   private compactWanted = false;
+  private lastSnapshotBytes = 0;
 
   private constructor(
     private readonly file: string,
@@ -294,7 +299,7 @@ export class WriteAheadLog {
       await new Promise<void>((resolve) => setImmediate(resolve)); // let the rest of this tick's writes join
       while (this.pending.length > 0 || this.compactWanted) {
         if (this.pending.length > 0) await this.commit();
-        if (this.compactWanted || this.size > this.options.compactBytes) {
+        if (this.compactWanted || this.size > Math.max(this.options.compactBytes, this.lastSnapshotBytes)) {
           this.compactWanted = false;
           await this.compact();
         }
@@ -334,7 +339,7 @@ export class WriteAheadLog {
    * meanwhile wait in `pending` and go to the emptied log (those the snapshot already holds are skipped on replay).
    */
   private async compact(): Promise<void> {
-    await this.options.snapshot();
+    this.lastSnapshotBytes = await this.options.snapshot();
     await this.fh.truncate(0);
     await this.fh.sync();
     this.size = 0;
