@@ -48,14 +48,13 @@ export class SeededRandom {
 
   /** A version-4 UUID, as Kubernetes gives every object. */
   uuid(): string {
-    const hex: string[] = [];
-    for (let i = 0; i < 4; i++) hex.push(this.nextUint32().toString(16).padStart(8, '0'));
-    const s = hex.join('').split('');
-    s[12] = '4';
-    s[16] = ((parseInt(s[16]!, 16) & 0x3) | 0x8).toString(16);
-    const h = s.join('');
+    const hex = (n: number): string => (n >>> 0).toString(16).padStart(8, '0');
+    const a = hex(this.nextUint32());
+    const b = hex((this.nextUint32() & 0xffff0fff) | 0x4000); // version 4
+    const c = hex((this.nextUint32() & 0x3fffffff) | 0x80000000); // variant 10
+    const d = hex(this.nextUint32());
     // join() gives one flat string (see rfc3339 in clock.ts): every object keeps its uid.
-    return [h.slice(0, 8), h.slice(8, 12), h.slice(12, 16), h.slice(16, 20), h.slice(20, 32)].join('-');
+    return [a, b.slice(0, 4), b.slice(4), c.slice(0, 4), c.slice(4) + d].join('-');
   }
 
   /** Random suffix in apimachinery's alphabet (no vowels, no confusable digits), as generateName uses. */

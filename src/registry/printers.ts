@@ -25,10 +25,22 @@ export function ageOf(timestamp: unknown, now: number): string {
   return humanDuration(now - Date.parse(timestamp));
 }
 
+const splitPaths = new Map<string, readonly string[]>();
+
+/** A dotted path's parts, split once: field selectors and indexes read the same few paths on every write. */
+function pathParts(path: string): readonly string[] {
+  let parts = splitPaths.get(path);
+  if (!parts) {
+    if (splitPaths.size > 1000) splitPaths.clear();
+    splitPaths.set(path, (parts = path.split('.')));
+  }
+  return parts;
+}
+
 /** Reads a dotted path from an object (no array indices); undefined where absent. */
 export function field(obj: unknown, path: string): unknown {
   let current: unknown = obj;
-  for (const part of path.split('.')) {
+  for (const part of pathParts(path)) {
     if (typeof current !== 'object' || current === null) return undefined;
     current = (current as Record<string, unknown>)[part];
   }
