@@ -170,10 +170,22 @@ export class Informer {
 
   private reindex(key: string, old: KubeObject | undefined, next: KubeObject | undefined): void {
     for (const { fn, index } of this.indexers.values()) {
-      if (old) for (const v of fn(old)) removeFrom(index, v, key);
-      if (next) for (const v of fn(next)) addTo(index, v, key);
+      const before = old ? fn(old) : NO_VALUES;
+      const after = next ? fn(next) : NO_VALUES;
+      // Most updates (status, heartbeats) keep every indexed value: nothing to move.
+      if (sameValues(before, after)) continue;
+      for (const v of before) removeFrom(index, v, key);
+      for (const v of after) addTo(index, v, key);
     }
   }
+}
+
+const NO_VALUES: readonly string[] = [];
+
+function sameValues(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function addTo(index: Map<string, Set<string>>, value: string, key: string): void {
