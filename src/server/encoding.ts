@@ -37,33 +37,90 @@ const CHUNK_BYTES = 256 * 1024;
 /**
  * A list's JSON as the response body, each item's cached JSON encoded once, straight into the buffer that is
  * sent (joining the texts into one string, measuring it for Content-Length and encoding it on write took three
- * passes). Lists longer than STREAMED_LIST_ITEMS are a stream of ~256 KiB pieces, written as the socket drains
- * (chunked), so that a list of 100,000 objects never sits in memory whole.
+ * passes). Lists longer than STREAMED_LIST_ITEMS are streamed (see ListStream).
  */
 export function listBody(head: ListHead, items: readonly KubeObject[]): Buffer | Readable {
-  if (items.length > STREAMED_LIST_ITEMS) return Readable.from(listPieces(head, items), { objectMode: false, highWaterMark: CHUNK_BYTES });
-  const opening = listOpening(head);
+  return arrayBody(listOpening(head), items, items.length > STREAMED_LIST_ITEMS ? listedJsonOf : jsonOf, ']}');
+}
+
+/**
+ * A long list's items are serialised without filling the per-object cache: a full list of 150,000 pods would
+ * otherwise keep 470 MiB of JSON alive for as long as the pods live. Text cached by a get or a watch is reused.
+ */
+function listedJsonOf(obj: object): string {
+  return jsonCache.get(obj) ?? JSON.stringify(obj);
+}
+
+/**
+ * `opening`, the texts of `items` separated by commas, then `closing`: one buffer for a short array, a
+ * ListStream past STREAMED_LIST_ITEMS. The items are already captured (a consistent snapshot: stored objects
+ * never change); only their serialisation is deferred.
+ */
+export function arrayBody<T>(opening: string, items: readonly T[], textOf: (item: T) => string, closing: string): Buffer | Readable {
+  if (items.length > STREAMED_LIST_ITEMS) return new ListStream(opening, items, textOf, closing);
   const texts = new Array<string>(items.length);
-  let chars = opening.length + items.length + 2;
-  for (let i = 0; i < items.length; i++) chars += (texts[i] = jsonOf(items[i]!)).length;
+  let chars = opening.length + closing.length + items.length;
+  for (let i = 0; i < items.length; i++) chars += (texts[i] = textOf(items[i]!)).length;
   const writer = new PieceWriter(chars * 3);
   writer.write(opening, false);
   for (let i = 0; i < texts.length; i++) writer.write(texts[i]!, i > 0);
-  writer.write(']}', false);
+  writer.write(closing, false);
   return writer.rest();
 }
 
-function* listPieces(head: ListHead, items: readonly KubeObject[]): Generator<Buffer> {
-  const pieces = new PieceWriter(CHUNK_BYTES);
-  let full = pieces.write(listOpening(head), false);
-  if (full) yield full;
-  for (let i = 0; i < items.length; i++) {
-    full = pieces.write(jsonOf(items[i]!), i > 0);
-    if (full) yield full;
+/**
+ * A long array body, serialised ~256 KiB at a time and only when the socket wants more (Readable's
+ * backpressure: fastify pipes it, and pipe waits for 'drain'). Each piece is made in a turn of the event loop of
+ * its own (setImmediate), so that while a list of 150,000 pods goes out, other requests, watch events and Lease
+ * renewals are still served, as kube-apiserver keeps serving while it streams a list. A client that goes away
+ * destroys the stream: no more pieces are made and the captured items are let go.
+ */
+class ListStream<T> extends Readable {
+  private items: readonly T[] | undefined;
+  private next = 0;
+  private readonly writer = new PieceWriter(CHUNK_BYTES);
+  private pending: NodeJS.Immediate | undefined;
+
+  constructor(
+    opening: string,
+    items: readonly T[],
+    private readonly textOf: (item: T) => string,
+    private readonly closing: string,
+  ) {
+    super({ highWaterMark: CHUNK_BYTES });
+    this.items = items;
+    this.writer.write(opening, false);
   }
-  full = pieces.write(']}', false);
-  if (full) yield full;
-  yield pieces.rest();
+
+  override _read(): void {
+    this.pending ??= setImmediate(this.makePiece);
+  }
+
+  private readonly makePiece = (): void => {
+    this.pending = undefined;
+    const items = this.items;
+    if (items === undefined || this.destroyed) return;
+    while (this.next < items.length) {
+      const i = this.next++;
+      const full = this.writer.write(this.textOf(items[i]!), i > 0);
+      if (full) {
+        this.push(full);
+        return;
+      }
+    }
+    const full = this.writer.write(this.closing, false);
+    this.items = undefined;
+    if (full) this.push(full);
+    this.push(this.writer.rest());
+    this.push(null);
+  };
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    if (this.pending) clearImmediate(this.pending);
+    this.pending = undefined;
+    this.items = undefined;
+    callback(error);
+  }
 }
 
 /** Encodes texts one after another into pieces of about `size` bytes; write returns a piece when it is full. */

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ApiError, Errors } from '../api/errors.js';
@@ -14,11 +15,11 @@ import { groupVersion, type KindInfo } from '../registry/types.js';
 import type { KubeletConnector } from '../kubelet/connector.js';
 import { requesterOf } from '../auth/api-auth.js';
 import { decodeBody } from './body.js';
-import { jsonOf, listBody, listJson, render } from './encoding.js';
+import { arrayBody, jsonOf, listBody, listJson, render } from './encoding.js';
 import { negotiate, type Negotiated } from './negotiation.js';
 import { podLog } from './pod-connect.js';
 import { decodeProtobuf } from './protobuf/decode.js';
-import { partialObjectMetadata, tableOf, type IncludeObject } from './table.js';
+import { partialObjectMetadata, tableBody, tableOf, type IncludeObject } from './table.js';
 import { gatedTransport, httpTransport, plainEventEncoder, webSocketTransport, WatchStream, type EventEncoder, type Transport } from './watch-stream.js';
 
 /** Where a request points: a kind, maybe a namespace, a name and a subresource. */
@@ -202,12 +203,19 @@ export class ResourceHandler {
     this.checkResourceVersion(one(query, 'resourceVersion'));
     const list = this.cluster.api.list(info, namespace, listQuery(query));
     if (negotiated.transform === 'table') {
-      const table = tableOf(info, list.items, this.cluster.clock.now(), includeObject(query), list.metadata);
-      return this.sendText(reply, 200, negotiated, JSON.stringify(table), table);
+      const include = includeObject(query);
+      const now = this.cluster.clock.now();
+      if (negotiated.format === 'json') return this.sendText(reply, 200, negotiated, tableBody(info, list.items, now, include, list.metadata), undefined);
+      const table = tableOf(info, list.items, now, include, list.metadata);
+      return this.sendText(reply, 200, negotiated, '', table);
     }
     if (negotiated.transform === 'partial') {
-      const partial = { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: list.metadata, items: list.items.map(partialObjectMetadata) };
-      return this.sendText(reply, 200, negotiated, JSON.stringify(partial), partial);
+      const head = { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: list.metadata };
+      if (negotiated.format === 'json') {
+        const body = arrayBody(`${JSON.stringify(head).slice(0, -1)},"items":[`, list.items, (obj) => JSON.stringify(partialObjectMetadata(obj)), ']}');
+        return this.sendText(reply, 200, negotiated, body, undefined);
+      }
+      return this.sendText(reply, 200, negotiated, '', { ...head, items: list.items.map(partialObjectMetadata) });
     }
     return this.sendText(reply, 200, negotiated, negotiated.format === 'json' ? listBody(list, list.items) : '', list);
   }
@@ -232,15 +240,18 @@ export class ResourceHandler {
   private sendText(reply: FastifyReply, code: number, negotiated: Negotiated, json: string | Buffer | Readable, value: unknown): void | Promise<void> {
     const durable = this.cluster.durable();
     if (durable) return durable.then(() => this.sendNow(reply, code, negotiated, json, value));
-    this.sendNow(reply, code, negotiated, json, value);
+    return this.sendNow(reply, code, negotiated, json, value);
   }
 
-  private sendNow(reply: FastifyReply, code: number, negotiated: Negotiated, json: string | Buffer | Readable, value: unknown): void {
+  private sendNow(reply: FastifyReply, code: number, negotiated: Negotiated, json: string | Buffer | Readable, value: unknown): void | Promise<void> {
     if (negotiated.format === 'yaml') {
       void reply.code(code).header('content-type', 'application/yaml').send(render(value, 'yaml'));
       return;
     }
     void reply.code(code).header('content-type', 'application/json').send(json);
+    // A streamed body is sent over many turns of the event loop: the handler ends with it, or fastify, seeing an
+    // async handler end before any byte went out, would answer again with an empty body.
+    if (typeof json === 'object' && !Buffer.isBuffer(json)) return finished(reply.raw).catch(() => undefined);
   }
 
   /** GET/PUT/PATCH of the autoscaling/v1 Scale subresource, writing spec.replicas of the owner. */

@@ -1,6 +1,8 @@
+import type { Readable } from 'node:stream';
 import type { KubeObject } from '../api/types.js';
 import { ageOf } from '../registry/printers.js';
 import type { KindInfo, TableColumn } from '../registry/types.js';
+import { arrayBody } from './encoding.js';
 
 /** Server-side printing: meta.k8s.io/v1 Table objects, which is all kubectl 1.32 prints from. */
 const nameColumn: TableColumn = {
@@ -35,6 +37,28 @@ export function partialObjectMetadata(obj: KubeObject): KubeObject {
   return { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: obj.metadata };
 }
 
+function tableHead(info: KindInfo, listMeta: Record<string, unknown>): Record<string, unknown> {
+  return {
+    kind: 'Table',
+    apiVersion: 'meta.k8s.io/v1',
+    metadata: listMeta,
+    columnDefinitions: columnsOf(info).map((c) => ({
+      name: c.name,
+      type: c.type,
+      format: c.format ?? '',
+      description: c.description,
+      priority: c.priority ?? 0,
+    })),
+  };
+}
+
+function rowOf(columns: readonly TableColumn[], obj: KubeObject, now: number, include: IncludeObject): Record<string, unknown> {
+  const row: Record<string, unknown> = { cells: columns.map((c) => c.cell(obj, now)) };
+  if (include === 'Object') row.object = obj;
+  else if (include === 'Metadata') row.object = partialObjectMetadata(obj);
+  return row;
+}
+
 export function tableOf(
   info: KindInfo,
   objects: readonly KubeObject[],
@@ -43,22 +67,18 @@ export function tableOf(
   listMeta: Record<string, unknown>,
 ): Record<string, unknown> {
   const columns = columnsOf(info);
-  return {
-    kind: 'Table',
-    apiVersion: 'meta.k8s.io/v1',
-    metadata: listMeta,
-    columnDefinitions: columns.map((c) => ({
-      name: c.name,
-      type: c.type,
-      format: c.format ?? '',
-      description: c.description,
-      priority: c.priority ?? 0,
-    })),
-    rows: objects.map((obj) => {
-      const row: Record<string, unknown> = { cells: columns.map((c) => c.cell(obj, now)) };
-      if (include === 'Object') row.object = obj;
-      else if (include === 'Metadata') row.object = partialObjectMetadata(obj);
-      return row;
-    }),
-  };
+  return { ...tableHead(info, listMeta), rows: objects.map((obj) => rowOf(columns, obj, now, include)) };
+}
+
+/** tableOf's JSON as a response body: a long table is streamed, its rows made as the socket takes them. */
+export function tableBody(
+  info: KindInfo,
+  objects: readonly KubeObject[],
+  now: number,
+  include: IncludeObject,
+  listMeta: Record<string, unknown>,
+): Buffer | Readable {
+  const columns = columnsOf(info);
+  const opening = `${JSON.stringify(tableHead(info, listMeta)).slice(0, -1)},"rows":[`;
+  return arrayBody(opening, objects, (obj) => JSON.stringify(rowOf(columns, obj, now, include)), ']}');
 }
