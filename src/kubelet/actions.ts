@@ -98,9 +98,25 @@ function state(cs: Obj): Obj {
   return isPlainObject(cs.state) ? cs.state : {};
 }
 
+/**
+ * One shared copy of a text that every pod of a template repeats (its image, image id, field paths and event
+ * messages): each is kept in every pod status and kubelet Event stored, 150,000 times over in a dense cluster.
+ * Reset past 10,000 texts, so that it stays small whatever the images and names.
+ */
+const sharedTexts = new Map<string, string>();
+const SHARED_TEXTS_MAX = 10_000;
+
+function shared(text: string): string {
+  const known = sharedTexts.get(text);
+  if (known !== undefined) return known;
+  if (sharedTexts.size >= SHARED_TEXTS_MAX) sharedTexts.clear();
+  sharedTexts.set(text, text);
+  return text;
+}
+
 function fieldPath(pod: KubeObject, name: string): string {
   const init = containersOf(pod, 'initContainers').some((c) => c.name === name);
-  return `spec.${init ? 'initContainers' : 'containers'}{${name}}`;
+  return shared(`spec.${init ? 'initContainers' : 'containers'}{${name}}`);
 }
 
 /** The image reference as containerd reports it: docker.io/library/nginx:latest for "nginx". */
@@ -118,7 +134,7 @@ export function normalizeImage(image: string): string {
 function imageID(image: string): string {
   const normalized = normalizeImage(image);
   const repo = normalized.includes('@') ? normalized.slice(0, normalized.indexOf('@')) : normalized.slice(0, normalized.lastIndexOf(':'));
-  return `${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`;
+  return shared(`${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`);
 }
 
 /** Go's time.Duration formatting for whole seconds: 10s, 1m20s, 5m0s. */
@@ -185,11 +201,11 @@ function pullEvents(c: Obj, path: string): ActionEvent[] {
   const image = String(c.image);
   if (c.imagePullPolicy === 'Always') {
     return [
-      { type: 'Normal', reason: 'Pulling', message: `Pulling image "${image}"`, fieldPath: path },
-      { type: 'Normal', reason: 'Pulled', message: `Successfully pulled image "${image}" in 0s (0s including waiting). Image size: 0 bytes.`, fieldPath: path },
+      { type: 'Normal', reason: 'Pulling', message: shared(`Pulling image "${image}"`), fieldPath: path },
+      { type: 'Normal', reason: 'Pulled', message: shared(`Successfully pulled image "${image}" in 0s (0s including waiting). Image size: 0 bytes.`), fieldPath: path },
     ];
   }
-  return [{ type: 'Normal', reason: 'Pulled', message: `Container image "${image}" already present on machine`, fieldPath: path }];
+  return [{ type: 'Normal', reason: 'Pulled', message: shared(`Container image "${image}" already present on machine`), fieldPath: path }];
 }
 
 interface Started {
@@ -214,7 +230,7 @@ function startContainer(pod: KubeObject, c: Obj, previous: Obj | undefined, rest
   return {
     status: {
       containerID: ctx.containerID(),
-      image: normalizeImage(String(c.image)),
+      image: shared(normalizeImage(String(c.image))),
       imageID: imageID(String(c.image)),
       lastState,
       name: c.name,
@@ -225,8 +241,8 @@ function startContainer(pod: KubeObject, c: Obj, previous: Obj | undefined, rest
     },
     events: [
       ...pullEvents(c, path),
-      { type: 'Normal', reason: 'Created', message: `Created container: ${String(c.name)}`, fieldPath: path },
-      { type: 'Normal', reason: 'Started', message: `Started container ${String(c.name)}`, fieldPath: path },
+      { type: 'Normal', reason: 'Created', message: shared(`Created container: ${String(c.name)}`), fieldPath: path },
+      { type: 'Normal', reason: 'Started', message: shared(`Started container ${String(c.name)}`), fieldPath: path },
     ],
     logs: [{ container: String(c.name), start: restartCount, lines: startLines(pod, c, restartCount, resolved.env) }],
     env: resolved.env,

@@ -518,9 +518,10 @@ export class KubeletFleet implements Controller, KubeletConnector {
       resolveEnv: (p, c) => resolveEnv(p, c, sources),
       volumeError: (p) => volumeError(p, sources),
       containerID: () => {
-        let id = '';
-        for (let i = 0; i < 8; i++) id += this.ctx.random.nextUint32().toString(16).padStart(8, '0');
-        return `containerd://${id}`;
+        // One flat string (join), not a rope of nine pieces: every container status keeps it.
+        const parts = ['containerd://'];
+        for (let i = 0; i < 8; i++) parts.push(this.ctx.random.nextUint32().toString(16).padStart(8, '0'));
+        return parts.join('');
       },
     };
   }
