@@ -35,17 +35,18 @@ export const STREAMED_LIST_ITEMS = 2000;
 const CHUNK_BYTES = 256 * 1024;
 
 /**
- * A list's JSON as the response body, each item's cached JSON encoded once, straight into the buffer that is
+ * A list's JSON as the response body, each item's JSON encoded once, straight into the buffer that is
  * sent (joining the texts into one string, measuring it for Content-Length and encoding it on write took three
  * passes). Lists longer than STREAMED_LIST_ITEMS are streamed (see ListStream).
  */
 export function listBody(head: ListHead, items: readonly KubeObject[]): Buffer | Readable {
-  return arrayBody(listOpening(head), items, items.length > STREAMED_LIST_ITEMS ? listedJsonOf : jsonOf, ']}');
+  return arrayBody(listOpening(head), items, listedJsonOf, ']}');
 }
 
 /**
- * A long list's items are serialised without filling the per-object cache: a full list of 150,000 pods would
- * otherwise keep 470 MiB of JSON alive for as long as the pods live. Text cached by a get or a watch is reused.
+ * A list's items are serialised without filling the per-object cache: a full list of 150,000 pods (or kubectl
+ * walking them 500 at a time for `-o json`) would otherwise keep 470 MiB of JSON alive for as long as the pods
+ * live. Text cached by a get or a watch is reused.
  */
 function listedJsonOf(obj: object): string {
   return jsonCache.get(obj) ?? JSON.stringify(obj);
