@@ -19,6 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { Client, Pool } from 'undici';
 import { spawnServer, type ServerUsage } from './server-process.js';
 import { fmt, mib, summarize, table, type Summary } from './stats.js';
+import { onLines } from '../src/client/watch-lines.js';
 
 export interface DensityOptions {
   nodes: number;
@@ -84,16 +85,7 @@ class LeaseWatch {
   constructor(url: string, resourceVersion: string) {
     const path = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?watch=true&resourceVersion=${resourceVersion}`;
     this.req = http.get(url + path, { agent: false }, (res) => {
-      res.setEncoding('utf8');
-      let buffer = '';
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        let nl: number;
-        while ((nl = buffer.indexOf('\n')) >= 0) {
-          this.line(buffer.slice(0, nl));
-          buffer = buffer.slice(nl + 1);
-        }
-      });
+      onLines(res, (line) => this.line(line));
       res.on('error', () => {});
     });
     this.req.on('error', () => {});

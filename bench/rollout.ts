@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { resolveFenceposts } from '../src/controllers/deployment/fenceposts.js';
+import { onLines } from '../src/client/watch-lines.js';
 
 interface Options {
   replicas: number;
@@ -127,20 +128,11 @@ class PodTracker {
   private watch(): void {
     const path = `/api/v1/namespaces/default/pods?watch=true&resourceVersion=${this.resourceVersion}`;
     this.req = http.get(this.url + path, { agent: false }, (res) => {
-      res.setEncoding('utf8');
-      let buffer = '';
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        let nl: number;
-        while ((nl = buffer.indexOf('\n')) >= 0) {
-          const line = buffer.slice(0, nl).trim();
-          buffer = buffer.slice(nl + 1);
-          if (!line) continue;
-          const e = JSON.parse(line) as { type: string; object: Obj };
-          if (e.type === 'ERROR') throw new Error(`watch: ${line}`);
-          this.resourceVersion = e.object.metadata.resourceVersion;
-          if (e.type !== 'BOOKMARK') this.apply(e.type, e.object);
-        }
+      onLines(res, (line) => {
+        const e = JSON.parse(line) as { type: string; object: Obj };
+        if (e.type === 'ERROR') throw new Error(`watch: ${line}`);
+        this.resourceVersion = e.object.metadata.resourceVersion;
+        if (e.type !== 'BOOKMARK') this.apply(e.type, e.object);
       });
       // 'close' comes whether the server ended the stream or cut the connection (a reader too far behind).
       res.on('close', () => {

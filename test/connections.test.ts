@@ -5,6 +5,7 @@ import net from 'node:net';
 import { test } from 'node:test';
 import { Api, cmPath, configMap } from './helpers/http.js';
 import { serverFor } from './helpers/server.js';
+import { onLines } from '../src/client/watch-lines.js';
 
 const CONNECTIONS = 1000;
 
@@ -58,22 +59,16 @@ test(`${CONNECTIONS} concurrent connections: open watches all get every event, a
     const events: string[] = [];
     let gotAdded!: () => void;
     const added = new Promise<void>((resolve) => (gotAdded = resolve));
-    let buffered = '';
     const req = http.get(`${server.url}${cmPath('conns')}?watch=true&resourceVersion=${resourceVersion}`, { agent });
     opened.push(
       new Promise((resolve, reject) => {
         req.on('response', (res) => {
           assert.equal(res.statusCode, 200);
           resolve();
-          res.setEncoding('utf8').on('data', (chunk: string) => {
-            buffered += chunk;
-            let newline: number;
-            while ((newline = buffered.indexOf('\n')) >= 0) {
-              const event = JSON.parse(buffered.slice(0, newline)) as { type: string; object: { metadata: { name: string } } };
-              buffered = buffered.slice(newline + 1);
-              events.push(`${event.type} ${event.object.metadata.name}`);
-              if (event.object.metadata.name === 'after') gotAdded();
-            }
+          onLines(res, (line) => {
+            const event = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
+            events.push(`${event.type} ${event.object.metadata.name}`);
+            if (event.object.metadata.name === 'after') gotAdded();
           });
         });
         req.on('error', reject);

@@ -8,6 +8,7 @@ import { FakeKubelet } from './helpers/fake-kubelet.js';
 import { kubectl, kubectlMissing } from './helpers/kubectl.js';
 import { ROOT, startServer, type SimServer } from './helpers/server.js';
 import { httpWatch, type WatchClient, type WatchEvent } from './helpers/watch.js';
+import { onLines } from '../src/client/watch-lines.js';
 
 // End to end with the real kubectl: the ReplicaSet and Deployment controllers against a real server, the test
 // playing kubelet (pods are marked Running and Ready through /status shortly after they appear).
@@ -38,19 +39,9 @@ class AutoKubelet {
     await new Promise<void>((resolve, reject) => {
       const path = `/api/v1/namespaces/${this.namespace}/pods?watch=true&resourceVersion=${list.metadata.resourceVersion}`;
       this.req = http.get(this.api.url + path, { agent: false }, (res) => {
-        res.setEncoding('utf8');
-        let buffer = '';
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          let nl: number;
-          while ((nl = buffer.indexOf('\n')) >= 0) {
-            const line = buffer.slice(0, nl).trim();
-            buffer = buffer.slice(nl + 1);
-            if (line) {
-              const event = JSON.parse(line) as WatchEvent;
-              if (event.type === 'ADDED' || event.type === 'MODIFIED') this.consider(event.object);
-            }
-          }
+        onLines(res, (line) => {
+          const event = JSON.parse(line) as WatchEvent;
+          if (event.type === 'ADDED' || event.type === 'MODIFIED') this.consider(event.object);
         });
         resolve();
       });

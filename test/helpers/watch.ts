@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { WebSocket } from 'ws';
 import type { Obj, StatusBody } from './http.js';
+import { onLines } from '../../src/client/watch-lines.js';
 
 export interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -91,17 +92,7 @@ export function httpWatch(base: string, path: string, headers: Record<string, st
     const req = http.get(base + path, { headers: { accept: 'application/json', ...headers }, agent: false }, (res) => {
       client.status = res.statusCode ?? 0;
       client.contentType = String(res.headers['content-type'] ?? '');
-      res.setEncoding('utf8');
-      let buffer = '';
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        let newline: number;
-        while ((newline = buffer.indexOf('\n')) >= 0) {
-          const line = buffer.slice(0, newline).trim();
-          buffer = buffer.slice(newline + 1);
-          if (line) client.push(JSON.parse(line) as WatchEvent);
-        }
-      });
+      onLines(res, (line) => client.push(JSON.parse(line) as WatchEvent));
       res.on('end', () => client.finish());
       res.on('close', () => client.finish());
       resolve(client);
