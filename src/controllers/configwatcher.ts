@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { parseLabelSelector } from '../api/selectors.js';
-import { isPlainObject, type KubeObject } from '../api/types.js';
+import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources, type Gvr } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { ReconcileLoop, type Controller, type ControllerContext } from '../runtime/controller.js';
@@ -22,7 +22,7 @@ type Source = 'configmap' | 'secret';
  * - A workload annotated for Reloader gets a rolling restart when a ConfigMap or Secret it uses changes:
  *   like Reloader's default env-vars strategy, a STAKATER_<NAME>_<KIND> variable with the data's hash is
  *   set on its containers, which changes the pod template.
- * It remembers a hash of each object's data, so it acts on real data changes only, once each.
+ * It remembers a hash of the data of each object that changed, so it acts on real data changes only, once each.
  */
 export function configWatcher(ctx: ControllerContext): Controller {
   const configmaps = ctx.informers.for(Resources.configmaps);
@@ -37,10 +37,16 @@ export function configWatcher(ctx: ControllerContext): Controller {
   const lastHash = new Map<string, string>();
   const loop = new ReconcileLoop('configwatcher', ctx, reconcile);
 
+  // Only objects whose data changed are hashed: the hash of the data they had before their first change is the
+  // baseline, so creating (or relabelling) a ConfigMap costs nothing here, however many there are.
   const track = (kind: Source, informer: Informer): void => {
     informer.addEventHandler({
-      add: (obj) => lastHash.set(`${kind}/${cacheKey(obj)}`, dataHash(obj)),
-      update: (_old, obj) => loop.queue.add(`${kind}/${cacheKey(obj)}`),
+      update: (old, obj) => {
+        if (deepEqual(old.data, obj.data) && deepEqual(old.binaryData, obj.binaryData)) return;
+        const key = `${kind}/${cacheKey(obj)}`;
+        if (!lastHash.has(key)) lastHash.set(key, dataHash(old));
+        loop.queue.add(key);
+      },
       delete: (obj) => lastHash.delete(`${kind}/${cacheKey(obj)}`),
     });
   };
@@ -51,10 +57,11 @@ export function configWatcher(ctx: ControllerContext): Controller {
     const [kind, namespace, name] = key.split('/') as [Source, string, string];
     const obj = (kind === 'configmap' ? configmaps : secrets).get(namespace, name);
     if (!obj) return;
-    const hash = dataHash(obj);
     const previous = lastHash.get(key);
+    if (previous === undefined) return;
+    const hash = dataHash(obj);
     lastHash.set(key, hash);
-    if (previous === undefined || previous === hash) return;
+    if (previous === hash) return;
     const selector = obj.metadata.annotations?.[POD_DELETE_SELECTOR];
     if (kind === 'configmap' && selector) await deleteSelectedPods(obj, selector);
     await reloadWorkloads(kind, obj, hash);
