@@ -1,7 +1,7 @@
 import { ApiError } from './errors.js';
 import type { FieldPatchMeta } from './schema/patch-meta.js';
 import { typeInfo, type Shape, type TypeInfo } from './schema/schema.js';
-import { deepEqual, isPlainObject, type KubeObject } from './types.js';
+import { deepEqual, freezeShared, isPlainObject, type KubeObject } from './types.js';
 
 /**
  * Field ownership (metadata.managedFields) and server-side apply, after sigs.k8s.io/structured-merge-diff:
@@ -69,7 +69,7 @@ export type Leaves = Map<string, unknown>;
  * The one leaf of every fieldsV1 trie the server builds. Leaves are most of a trie's nodes and stored objects are
  * never changed in place, so they share a frozen {} (a Pod's managedFields take half the memory that way).
  */
-const LEAF: Record<string, unknown> = Object.freeze({});
+const LEAF: Record<string, unknown> = freezeShared({});
 
 /**
  * Beyond leaves, whole subtrees repeat from object to object (every Pod of a template owns the same fields), so
@@ -97,7 +97,7 @@ function intern(node: Record<string, unknown>): Record<string, unknown> {
     internedNodes.clear();
     internedKeyChars = 0;
   }
-  Object.freeze(node);
+  freezeShared(node);
   internedIds.set(node, nextInternedId++);
   internedNodes.set(key, node);
   internedKeyChars += key.length;
