@@ -191,7 +191,8 @@ function deliberate5xx(status: number, body: StatusBody | undefined): boolean {
  * `persistentvolumes/fuzz-a/%2e%2e` (the whole collection) is not mistaken for a fuzz object.
  */
 function deletesOnlyFuzz(path: string): boolean {
-  const segments = new URL(path, 'http://x').pathname.split('/');
+  // Appended to an origin, not resolved against it: a path such as "//" would read as a host-relative URL.
+  const segments = new URL(`http://x${path}`).pathname.split('/');
   const nsIndex = segments.indexOf('namespaces');
   if (nsIndex >= 0 && segments[nsIndex + 1]?.startsWith('fuzz')) return true;
   return segments.length >= 2 && (segments.at(-1)!.startsWith('fuzz') || (segments.at(-2)!.startsWith('fuzz') && segments.length > 4));
