@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import type { Server as TlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { parseDuration } from '../clock/clock.js';
@@ -15,7 +16,7 @@ import type { UserInfo } from '../auth/user.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { kubeconfigYaml } from './kubeconfig.js';
 import { Logger, type LogLevel } from './logger.js';
-import { servingTls, tlsDir, type ServingTls } from './tls.js';
+import { answerPlainHttp, servingTls, tlsDir, type ServingTls } from './tls.js';
 
 export interface ServeOptions {
   port: number;
@@ -136,6 +137,13 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
   let address = `${options.host}:${options.port}`;
   const app = buildServer(cluster, { ...sim.serverOptions, advertiseAddress: () => address, logger: log.error, auth: security?.auth, https: tls });
+  if (tls) {
+    const plainHttp = answerPlainHttp(app.server as unknown as TlsServer);
+    app.addHook('preClose', (done) => {
+      plainHttp.destroyPending();
+      done();
+    });
+  }
   try {
     await app.listen({ port: options.port, host: options.host });
   } catch (err) {

@@ -1,7 +1,8 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { join } from 'node:path';
+import type { Server as TlsServer } from 'node:tls';
 import forge from 'node-forge';
 import { wallClock } from '../clock/clock.js';
 
@@ -113,4 +114,67 @@ export function servingTls(host: string, dataPath?: string): ServingTls {
   ca ??= createCa();
   const serving = createServingCert(ca, host);
   return { caCert: ca.cert, cert: serving.cert, key: serving.key, caDir };
+}
+
+/** What Go's net/http answers on a TLS port when the first bytes look like plain HTTP (server.go, conn.serve). */
+export const PLAIN_HTTP_ANSWER = 'HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n';
+/** net/http's tlsRecordHeaderLooksLikeHTTP: only these five-byte starts count (DELETE, PATCH … just fail TLS). */
+const HTTP_STARTS = new Set(['GET /', 'HEAD ', 'POST ', 'PUT /', 'OPTIO']);
+const TLS_HANDSHAKE = 0x16;
+const RECORD_HEADER_BYTES = 5;
+
+/**
+ * Makes an HTTPS server answer a plain HTTP request as kube-apiserver (Go) does, with a 400 and
+ * "Client sent an HTTP request to an HTTPS server.", instead of dropping the connection. Each connection's first
+ * bytes are looked at before TLS sees them: a TLS handshake (first byte 0x16, every real client) goes straight on
+ * to the server's own TLS listener with the bytes put back; so do other non-HTTP starts, which then fail TLS as
+ * before. A connection that sends nothing for `idleMs` (Node's TLS handshake timeout) is dropped by one shared
+ * sweep rather than a timer per connection. `destroyPending` drops the ones still being looked at (a closing server
+ * waits for every open connection).
+ */
+export function answerPlainHttp(server: TlsServer, idleMs = 120_000): { destroyPending(): void } {
+  const tlsListeners = server.listeners('connection') as Array<(this: TlsServer, socket: Socket) => void>;
+  server.removeAllListeners('connection');
+  // Connections not yet handed to TLS (or answered and not yet closed), with when they arrived.
+  const pending = new Map<Socket, number>();
+  let sweeping = false;
+  const sweep = (): void => {
+    const cutoff = wallClock.now() - idleMs;
+    for (const [socket, since] of pending) if (since <= cutoff) socket.destroy();
+    sweeping = pending.size > 0;
+    if (sweeping) wallClock.setTimer(idleMs / 4, sweep);
+  };
+  server.on('connection', (socket: Socket) => {
+    pending.set(socket, wallClock.now());
+    if (!sweeping) {
+      sweeping = true;
+      wallClock.setTimer(idleMs / 4, sweep);
+    }
+    // A reset while we look must not become an uncaught error (nothing else listens on the raw socket yet).
+    socket.on('error', () => socket.destroy());
+    socket.once('close', () => pending.delete(socket));
+    let head: Buffer | undefined;
+    const onData = (chunk: Buffer): void => {
+      head = head ? Buffer.concat([head, chunk]) : chunk;
+      if (head[0] !== TLS_HANDSHAKE && head.length < RECORD_HEADER_BYTES) return;
+      socket.removeListener('data', onData);
+      socket.pause();
+      if (head[0] !== TLS_HANDSHAKE && HTTP_STARTS.has(head.toString('latin1', 0, RECORD_HEADER_BYTES))) {
+        // Read and drop the rest of the request, so that closing does not reset the connection under the answer.
+        socket.end(PLAIN_HTTP_ANSWER);
+        socket.resume();
+        return;
+      }
+      pending.delete(socket);
+      // TLSSocket reads what the raw socket has buffered before it reads on (tls initRead).
+      socket.unshift(head);
+      for (const listener of tlsListeners) listener.call(server, socket);
+    };
+    socket.on('data', onData);
+  });
+  return {
+    destroyPending: () => {
+      for (const socket of pending.keys()) socket.destroy();
+    },
+  };
 }
