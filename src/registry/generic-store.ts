@@ -374,7 +374,7 @@ export class GenericStore {
     const spec = { ...(isPlainObject(current.spec) ? current.spec : {}) };
     if (Array.isArray(finalizers) && finalizers.length > 0) spec.finalizers = finalizers;
     else delete spec.finalizers;
-    const result: KubeObject = { ...current, spec };
+    const result: KubeObject = { ...current, metadata: { ...current.metadata }, spec };
     this.validate(info, result, current);
     return result;
   }

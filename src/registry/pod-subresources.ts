@@ -85,7 +85,8 @@ export function evictPod(api: GenericStore, info: KindInfo, namespace: string | 
   if (!pod.metadata.deletionTimestamp && !deleteOptions.dryRun) {
     const now = rfc3339(api.ctx.clock.now());
     api.store.guaranteedUpdate(resourceKey(info), namespace, name, deleteOptions.preconditions ?? {}, (current) => {
-      const next: KubeObject = { ...current, status: { ...(isPlainObject(current.status) ? current.status : {}) } };
+      // A metadata of its own: the store stamps the new resourceVersion into it, and `current` is still shared.
+      const next: KubeObject = { ...current, metadata: { ...current.metadata }, status: { ...(isPlainObject(current.status) ? current.status : {}) } };
       setPodCondition(next.status as Obj, { type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' }, now);
       return next;
     });

@@ -224,6 +224,7 @@ export class MemoryStore {
     if (table.objects.has(key)) throw Errors.alreadyExists(table.spec.groupResource, obj.metadata.name!);
     obj.metadata.resourceVersion = String(++this.revision);
     flattenStrings(obj);
+    if (FREEZE) deepFreeze(obj);
     table.objects.set(key, obj);
     table.order.add(key);
     table.index(key, obj, true);
@@ -254,6 +255,7 @@ export class MemoryStore {
     if (dryRun) return { object: next, changed: true };
     next.metadata.resourceVersion = String(++this.revision);
     flattenStrings(next, current);
+    if (FREEZE) deepFreeze(next);
     table.index(key, current, false);
     table.objects.set(key, next);
     table.index(key, next, true);
@@ -289,6 +291,7 @@ export class MemoryStore {
     const table = this.table(resource);
     for (const obj of objects) {
       const key = objectKey(obj.metadata.namespace, obj.metadata.name!);
+      if (FREEZE) deepFreeze(obj);
       table.objects.set(key, obj);
       table.order.add(key);
       table.index(key, obj, true);
@@ -372,6 +375,7 @@ export class MemoryStore {
     const current = table.objects.get(key);
     if (current) table.index(key, current, false);
     else table.order.add(key);
+    if (FREEZE) deepFreeze(obj);
     table.objects.set(key, obj!);
     table.index(key, obj!, true);
     const event = new StoreEvent(current ? 'MODIFIED' : 'ADDED', obj!, current, revision);
@@ -379,6 +383,18 @@ export class MemoryStore {
     this.notify(resource, event);
     return true;
   }
+}
+
+/**
+ * KUBE_SIM_FREEZE_OBJECTS=1 (the tests set it) freezes every stored object, deeply: stored objects are shared with
+ * in-process informers, watch history and cached JSON, so code that changes one in place would corrupt the store
+ * without a write. Frozen, such code throws where it writes.
+ */
+const FREEZE = process.env.KUBE_SIM_FREEZE_OBJECTS === '1';
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
 }
 
 function checkPreconditions(gr: GroupResource, current: KubeObject, pre: Preconditions): void {
