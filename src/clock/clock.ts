@@ -202,20 +202,41 @@ export class VirtualClock implements Clock {
  */
 
 /*
- * Most timestamps written in a burst are of the same second (a reconcile stamps conditions, events and managed
- * fields with one clock reading), so the last formatted second is remembered: a Date and two strings saved per
- * call, and stored objects share one string.
+ * Timestamps are made arithmetically from a remembered day ("2026-11-30T") and tables of two- and three-digit
+ * texts: Date's toISOString took ~0.6 us a call, and a time-travel day stamps ~26,000 Lease renewals, each at a
+ * different millisecond. The last text is remembered too: a reconcile stamps conditions, events and managed
+ * fields with one clock reading, and stored objects then share one string.
  */
+const DAY_MS = 86_400_000;
+const TWO_DIGITS = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
+const MICRO_TAILS = Array.from({ length: 1000 }, (_, i) => ['.', String(i).padStart(3, '0'), '000Z'].join(''));
+let dayStart = NaN;
+let dayPrefix = '';
 let lastSecond = NaN;
 let lastSecondText = '';
 let lastMilli = NaN;
 let lastMilliText = '';
 
+/** "HH:MM:SS" of a whole millisecond, after "YYYY-MM-DDT" of its (UTC) day. */
+function dayAndTime(milli: number): [string, string, number] {
+  if (!(milli >= dayStart && milli < dayStart + DAY_MS)) {
+    dayStart = Math.floor(milli / DAY_MS) * DAY_MS;
+    const iso = new Date(dayStart).toISOString();
+    dayPrefix = iso.slice(0, iso.indexOf('T') + 1);
+  }
+  const inDay = milli - dayStart;
+  const second = Math.floor(inDay / 1000);
+  const time = [TWO_DIGITS[Math.floor(second / 3600)], TWO_DIGITS[Math.floor(second / 60) % 60], TWO_DIGITS[second % 60]].join(':');
+  return [dayPrefix, time, inDay % 1000];
+}
+
 /** Kubernetes timestamps are RFC 3339 with second precision. */
 export function rfc3339(ms: number): string {
-  const second = Math.floor(ms / 1000);
+  // Math.trunc, as Date does with a fractional time.
+  const second = Math.floor(Math.trunc(ms) / 1000);
   if (second !== lastSecond) {
-    lastSecondText = [new Date(ms).toISOString().slice(0, 19), 'Z'].join('');
+    const [day, time] = dayAndTime(second * 1000);
+    lastSecondText = [day, time, 'Z'].join('');
     lastSecond = second;
   }
   return lastSecondText;
@@ -223,9 +244,10 @@ export function rfc3339(ms: number): string {
 
 /** MicroTime (events.k8s.io eventTime, lease renewTime) keeps microseconds. */
 export function rfc3339Micro(ms: number): string {
-  const milli = Math.floor(ms);
+  const milli = Math.trunc(ms);
   if (milli !== lastMilli) {
-    lastMilliText = [new Date(ms).toISOString().slice(0, 23), '000Z'].join('');
+    const [day, time, millis] = dayAndTime(milli);
+    lastMilliText = [day, time, MICRO_TAILS[millis]].join('');
     lastMilli = milli;
   }
   return lastMilliText;
