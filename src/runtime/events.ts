@@ -18,21 +18,25 @@ export const SPAM_REFILL_MS = 300_000;
 /** A map that forgets its least recently used entry beyond `max` (groupcache's lru.Cache). */
 class LruMap<V> {
   private readonly map = new Map<string, V>();
+  /** The most recently used key: the correlator sets each key right after getting it, and it is already last. */
+  private last: string | undefined;
 
   constructor(private readonly max: number) {}
 
   get(key: string): V | undefined {
     const value = this.map.get(key);
-    if (value !== undefined) {
+    if (value !== undefined && key !== this.last) {
       this.map.delete(key);
       this.map.set(key, value);
+      this.last = key;
     }
     return value;
   }
 
   set(key: string, value: V): void {
-    this.map.delete(key);
+    if (key !== this.last) this.map.delete(key);
     this.map.set(key, value);
+    this.last = key;
     if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
   }
 }
