@@ -209,8 +209,8 @@ export function planJob(job: KubeObject, pods: readonly KubeObject[], now: numbe
   const terminatingPods = pods.filter((p) => isTerminating(p) && !isTerminal(p));
 
   let conditions = [...(old.conditions ?? [])];
-  const status: JobStatus = { ...old };
-  delete status.completionTime;
+  // Without `delete`: it turns the object into a slow dictionary that every later copy and comparison pays for.
+  const { completionTime: _previous, ...status }: JobStatus = old;
   const suspended = spec.suspend === true;
   if (!suspended && !status.startTime) status.startTime = nowText;
 
@@ -334,9 +334,12 @@ function planActivePods(
 
 /** Counters that are zero are omitted, as the API's omitempty does; ready and terminating stay (pointers). */
 function tidyStatus(status: JobStatus): JobStatus {
-  const out: JobStatus = { ...status };
-  for (const k of ['active', 'succeeded', 'failed'] as const) if (!out[k]) delete out[k];
-  if (out.completedIndexes === '') delete out.completedIndexes;
+  const out: JobStatus = {};
+  for (const [k, v] of Object.entries(status)) {
+    if ((k === 'active' || k === 'succeeded' || k === 'failed') && !v) continue;
+    if (k === 'completedIndexes' && v === '') continue;
+    out[k] = v;
+  }
   return out;
 }
 
