@@ -68,6 +68,13 @@ export class Scheduler implements Controller {
   private readonly assumed = new Set<string>();
   /** Pods that fit nowhere, with their attempt count and last attempt time. */
   private readonly unschedulable = new Map<string, { attempts: number; at: number }>();
+  /**
+   * Of those, the ones waiting for a cluster change (kube-scheduler's unschedulablePods): a change moves them to
+   * the queue after their back-off and they leave this set, so the next change does not move them again until
+   * they have failed once more. Moving every unschedulable pod on every pod deletion was O(pending × deletions):
+   * 7 million moves in a 10,000-pod rolling update.
+   */
+  private readonly parked = new Set<string>();
   private readonly recorder;
   private wakeScheduled = false;
 
@@ -147,7 +154,7 @@ export class Scheduler implements Controller {
     const node = podNodeName(pod);
     if (node !== '') {
       this.assumed.delete(key);
-      this.unschedulable.delete(key);
+      this.forgetUnschedulable(key);
       const terminal = isTerminal(pod);
       const wasCounted = this.accounted.has(key);
       if (terminal) this.account(key, undefined, undefined);
@@ -156,18 +163,24 @@ export class Scheduler implements Controller {
       return;
     }
     if (!this.isPending(pod)) {
-      this.unschedulable.delete(key);
+      this.forgetUnschedulable(key);
       return;
     }
     // An unschedulable pod is not retried for its own status writes, only when what it asks for changes.
     if (old && this.unschedulable.has(key) && deepEqual(old.spec, pod.spec) && deepEqual(old.metadata.labels, pod.metadata.labels)) return;
+    this.parked.delete(key);
     this.loop.queue.add(key);
+  }
+
+  private forgetUnschedulable(key: string): void {
+    this.unschedulable.delete(key);
+    this.parked.delete(key);
   }
 
   private podDeleted(pod: KubeObject): void {
     const key = cacheKey(pod);
     this.assumed.delete(key);
-    this.unschedulable.delete(key);
+    this.forgetUnschedulable(key);
     if (this.accounted.has(key)) {
       this.account(key, undefined, undefined);
       this.wakeUnschedulable();
@@ -197,7 +210,7 @@ export class Scheduler implements Controller {
    * Changes that arrive together (a Job's pods finishing) move the pods once.
    */
   private wakeUnschedulable(): void {
-    if (this.wakeScheduled || this.unschedulable.size === 0) return;
+    if (this.wakeScheduled || this.parked.size === 0) return;
     this.wakeScheduled = true;
     queueMicrotask(() => {
       this.wakeScheduled = false;
@@ -207,10 +220,13 @@ export class Scheduler implements Controller {
 
   private moveUnschedulable(): void {
     const now = this.ctx.clock.now();
-    for (const [key, u] of this.unschedulable) {
+    for (const key of this.parked) {
+      const u = this.unschedulable.get(key);
+      if (!u) continue;
       const backoff = Math.min(INITIAL_BACKOFF_MS * 2 ** Math.max(0, u.attempts - 1), MAX_BACKOFF_MS);
       this.loop.queue.addAfter(key, Math.max(0, u.at + backoff - now));
     }
+    this.parked.clear();
   }
 
   private nodeOrder(): string[] {
@@ -263,7 +279,7 @@ export class Scheduler implements Controller {
       if (err instanceof ApiError && (err.code === 404 || err.code === 409)) return; // deleted, or bound meanwhile
       throw err;
     }
-    this.unschedulable.delete(key);
+    this.forgetUnschedulable(key);
     this.recorder.event(pod, 'Normal', 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${chosen.name}`);
   }
 
@@ -283,6 +299,8 @@ export class Scheduler implements Controller {
     const now = this.ctx.clock.now();
     const previous = this.unschedulable.get(key);
     this.unschedulable.set(key, { attempts: (previous?.attempts ?? 0) + 1, at: now });
+    // Parked in the same synchronous step as the failed filter: a change after it moves the pod again.
+    this.parked.add(key);
     this.recorder.event(pod, 'Warning', 'FailedScheduling', message);
     const status = deepCopy(isPlainObject(pod.status) ? pod.status : {}) as Obj;
     setPodCondition(status, { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message }, rfc3339(now));
