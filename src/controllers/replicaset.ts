@@ -12,6 +12,7 @@ import { ignoreNotFound } from './namespace.js';
 import { applyClaims, childSelector, planClaims } from './claims.js';
 import { isPodActive } from './pod-util.js';
 import { mattersToReplicaSet, OwnedPodTally, type PodSource, type PodSummary } from './owned-pods.js';
+import { TurnBatch } from './turn-batch.js';
 
 /**
  * The ReplicaSet controller (pkg/controller/replicaset): keeps `spec.replicas` pods from the template, owning
@@ -207,6 +208,7 @@ export function replicaSetController(ctx: ControllerContext): Controller {
   const recorder: EventRecorder = ctx.recorder('replicaset-controller');
   const expectations = new Expectations(ctx.clock);
   const loop = new ReconcileLoop('replicaset', ctx, reconcile, 5);
+  const batch = new TurnBatch(loop.queue, ctx.clock);
   const selectors = new WeakMap<KubeObject, LabelSelector>();
 
   indexByController(pods);
@@ -272,16 +274,16 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     const rs = resolve(pod.metadata.namespace, controllerOf(pod));
     if (!rs) return;
     expectations.deletionObserved(keyOf(rs), pod.metadata.uid!);
-    loop.queue.add(keyOf(rs));
+    batch.add(keyOf(rs));
   };
 
   replicaSets.addEventHandler({
-    add: (rs) => loop.queue.add(keyOf(rs)),
-    update: (_old, rs) => loop.queue.add(keyOf(rs)),
+    add: (rs) => batch.add(keyOf(rs)),
+    update: (_old, rs) => batch.add(keyOf(rs)),
     delete: (rs) => {
       expectations.forget(keyOf(rs));
       tallies.delete(rs.metadata.uid!);
-      loop.queue.add(keyOf(rs));
+      batch.add(keyOf(rs));
     },
   });
 
@@ -294,10 +296,10 @@ export function replicaSetController(ctx: ControllerContext): Controller {
         const rs = resolve(pod.metadata.namespace, ref);
         if (!rs) return;
         expectations.creationObserved(keyOf(rs));
-        loop.queue.add(keyOf(rs));
+        batch.add(keyOf(rs));
         return;
       }
-      for (const rs of matchingReplicaSets(pod)) loop.queue.add(keyOf(rs));
+      for (const rs of matchingReplicaSets(pod)) batch.add(keyOf(rs));
     },
     update: (old, pod) => {
       if (old.metadata.resourceVersion === pod.metadata.resourceVersion) return;
@@ -316,14 +318,14 @@ export function replicaSetController(ctx: ControllerContext): Controller {
       const refChanged = ref?.uid !== oldRef?.uid;
       if (refChanged && oldRef) {
         const oldRs = resolve(old.metadata.namespace, oldRef);
-        if (oldRs) loop.queue.add(keyOf(oldRs));
+        if (oldRs) batch.add(keyOf(oldRs));
       }
       if (ref) {
         const rs = resolve(pod.metadata.namespace, ref);
-        if (rs) loop.queue.add(keyOf(rs));
+        if (rs) batch.add(keyOf(rs));
         return;
       }
-      if (labelsChanged || refChanged) for (const rs of matchingReplicaSets(pod)) loop.queue.add(keyOf(rs));
+      if (labelsChanged || refChanged) for (const rs of matchingReplicaSets(pod)) batch.add(keyOf(rs));
     },
     delete: (pod) => {
       touch(pod);
