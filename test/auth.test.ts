@@ -366,10 +366,12 @@ describe('ServiceAccount tokens (TokenRequest)', () => {
     await create('/api/v1/namespaces/default/serviceaccounts', { metadata: { name: 'robot' } });
     assert.deepEqual((await as(tr.status.token, '/api')).body, UNAUTHORIZED);
 
-    // Expiry follows the cluster clock (virtual here).
+    // Expiry follows the cluster clock (virtual here), with kube-apiserver's minute of leeway.
     const fresh = ((await tokenFor('robot', { expirationSeconds: 600 })).body as { status: { token: string } }).status.token;
     assert.equal((await as(fresh, '/api')).status, 200);
     assert.equal((await admin('/sim/v1/clock/advance', { method: 'POST', body: { by: '601s' } })).status, 200);
+    assert.equal((await as(fresh, '/api')).status, 200, 'a second past expiry, within the leeway');
+    assert.equal((await admin('/sim/v1/clock/advance', { method: 'POST', body: { by: '60s' } })).status, 200);
     assert.deepEqual((await as(fresh, '/api')).body, UNAUTHORIZED);
   });
 
@@ -403,6 +405,91 @@ describe('ServiceAccount tokens (TokenRequest)', () => {
     const missing = await tokenFor('ghost', { expirationSeconds: 60 });
     assert.equal(missing.status, 404);
     assert.equal((missing.body as StatusBody).message, 'serviceaccounts "ghost" not found');
+  });
+});
+
+describe('TokenReview', () => {
+  const API_AUDIENCE = 'https://kubernetes.default.svc.cluster.local';
+  const tokenReview = (as_: string, spec: Json): Promise<Reply> => as(as_, '/apis/authentication.k8s.io/v1/tokenreviews', { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec } });
+  const statusOf = async (spec: Json): Promise<Json> => {
+    const reply = await tokenReview(ADMIN, spec);
+    assert.equal(reply.status, 201, reply.text);
+    const body = reply.body as Json;
+    assert.deepEqual(body.spec, spec, 'the spec comes back as sent');
+    assert.deepEqual(body.metadata, { creationTimestamp: null });
+    return body.status as Json;
+  };
+  const issue = async (name: string, spec: Json = {}): Promise<string> => {
+    const reply = await admin(`/api/v1/namespaces/default/serviceaccounts/${name}/token`, { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec } });
+    assert.equal(reply.status, 201, reply.text);
+    return (reply.body as { status: { token: string } }).status.token;
+  };
+
+  test('answers from the request authenticator: static and ServiceAccount tokens, audiences, and why a token fails', async () => {
+    assert.deepEqual(await statusOf({ token: 'alice-token' }), {
+      authenticated: true,
+      user: { username: 'alice', uid: 'uid-alice', groups: ['dev', 'qa', 'system:authenticated'] },
+      audiences: [API_AUDIENCE],
+    });
+    // A static token is audience-agnostic: good for the API server's audience only.
+    assert.deepEqual(await statusOf({ token: 'alice-token', audiences: ['vault'] }), { user: {}, error: 'invalid bearer token' });
+    assert.deepEqual(await statusOf({ token: 'not-a-token' }), { user: {}, error: 'invalid bearer token' });
+
+    await create('/api/v1/namespaces/default/serviceaccounts', { metadata: { name: 'reviewed' } });
+    const token = await issue('reviewed');
+    const jti = (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { jti: string }).jti;
+    const account = (await admin('/api/v1/namespaces/default/serviceaccounts/reviewed')).body as { metadata: { uid: string } };
+    assert.deepEqual(await statusOf({ token }), {
+      authenticated: true,
+      user: {
+        username: 'system:serviceaccount:default:reviewed',
+        uid: account.metadata.uid,
+        groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated'],
+        extra: { 'authentication.kubernetes.io/credential-id': [`JTI=${jti}`] },
+      },
+      audiences: [API_AUDIENCE],
+    });
+    // A token for another audience passes a review for that audience (and only that one) only.
+    const vault = await issue('reviewed', { audiences: ['vault', 'other'] });
+    const forVault = await statusOf({ token: vault, audiences: ['vault', 'elsewhere'] });
+    assert.equal(forVault.authenticated, true);
+    assert.deepEqual(forVault.audiences, ['vault']);
+    assert.deepEqual(await statusOf({ token: vault }), { user: {}, error: `[invalid bearer token, token audiences ["vault" "other"] is invalid for the target audiences ["${API_AUDIENCE}"]]` });
+    // A forged signature, and an account recreated under the same name.
+    const [h, p] = token.split('.');
+    assert.deepEqual(await statusOf({ token: `${h}.${p}.${Buffer.alloc(64).toString('base64url')}` }), { user: {}, error: '[invalid bearer token, go-jose/go-jose: error in cryptographic primitive]' });
+    assert.equal((await admin('/api/v1/namespaces/default/serviceaccounts/reviewed', { method: 'DELETE' })).status, 200);
+    assert.deepEqual(await statusOf({ token }), { user: {}, error: '[invalid bearer token, serviceaccounts "reviewed" not found]' });
+    await create('/api/v1/namespaces/default/serviceaccounts', { metadata: { name: 'reviewed' } });
+    const recreated = (await admin('/api/v1/namespaces/default/serviceaccounts/reviewed')).body as { metadata: { uid: string } };
+    assert.deepEqual(await statusOf({ token }), { user: {}, error: `[invalid bearer token, service account UID (${recreated.metadata.uid}) does not match claim (${account.metadata.uid})]` });
+    // A pod-bound token stays good while the pod terminates gracefully, and for a minute after its grace period.
+    // (On a Node that exists but has no kubelet, so nothing finishes the deletion, nor garbage-collects the pod.)
+    await create('/api/v1/nodes', { metadata: { name: 'parked' } });
+    await create('/api/v1/namespaces/default/pods', { metadata: { name: 'leaving' }, spec: { serviceAccountName: 'reviewed', nodeName: 'parked', containers: [{ name: 'c', image: 'busybox' }] } });
+    const podToken = await issue('reviewed', { boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'leaving' } });
+    assert.equal((await admin('/api/v1/namespaces/default/pods/leaving?gracePeriodSeconds=30', { method: 'DELETE' })).status, 200);
+    assert.equal((await statusOf({ token: podToken })).authenticated, true, 'terminating, not gone');
+    assert.equal((await admin('/sim/v1/clock/advance', { method: 'POST', body: { by: '89s' } })).status, 200);
+    assert.equal((await statusOf({ token: podToken })).authenticated, true, 'within a minute of the end of the grace period');
+    assert.equal((await admin('/sim/v1/clock/advance', { method: 'POST', body: { by: '2s' } })).status, 200);
+    assert.deepEqual(await statusOf({ token: podToken }), { user: {}, error: '[invalid bearer token, service account token has been invalidated]' });
+    // Expired (past the minute of leeway) on the cluster clock.
+    const short = await issue('reviewed', { expirationSeconds: 600 });
+    assert.equal((await admin('/sim/v1/clock/advance', { method: 'POST', body: { by: '661s' } })).status, 200);
+    assert.deepEqual(await statusOf({ token: short }), { user: {}, error: '[invalid bearer token, service account token has expired]' });
+  });
+
+  test('needs a token, and the right to create tokenreviews (system:auth-delegator)', async () => {
+    const empty = await tokenReview(ADMIN, {});
+    assert.equal(empty.status, 400);
+    assert.equal((empty.body as StatusBody).message, 'token is required for TokenReview in authentication');
+    forbidden(await tokenReview('bob-token', { token: 'alice-token' }), 'tokenreviews.authentication.k8s.io is forbidden: User "bob" cannot create resource "tokenreviews" in API group "authentication.k8s.io" at the cluster scope', { group: 'authentication.k8s.io', kind: 'tokenreviews' });
+    await create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', { metadata: { name: 'bob-delegator' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' }, subjects: [{ kind: 'User', name: 'bob', apiGroup: 'rbac.authorization.k8s.io' }] });
+    await eventually('bob to be allowed tokenreviews', async () => (await tokenReview('bob-token', { token: 'alice-token' })).status === 201);
+    const sar = await as('bob-token', '/apis/authorization.k8s.io/v1/subjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: 'alice', resourceAttributes: { verb: 'get', resource: 'pods' } } } });
+    assert.equal(sar.status, 201, 'system:auth-delegator also grants subjectaccessreviews');
+    assert.equal((await admin('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/bob-delegator', { method: 'DELETE' })).status, 200);
   });
 });
 
@@ -483,6 +570,12 @@ test('without --auth nothing changes: no token needed, every review allowed, no 
   assert.deepEqual(list.body.items, []);
   const reply = await request(open.url, '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { method: 'POST', body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { verb: 'delete', resource: 'nodes' } } } });
   assert.equal(((reply.body as Json).status as Json).allowed, true);
+  // TokenReview is served (kube-apiserver always serves it) but, with no authenticator, authenticates nothing.
+  const resources = await request<{ resources: Array<{ name: string; verbs: string[] }> }>(open.url, '/apis/authentication.k8s.io/v1');
+  assert.deepEqual(resources.body.resources.find((r) => r.name === 'tokenreviews')?.verbs, ['create']);
+  const tr = await request(open.url, '/apis/authentication.k8s.io/v1/tokenreviews', { method: 'POST', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: 'whatever' } } });
+  assert.equal(tr.status, 201, tr.text);
+  assert.deepEqual((tr.body as Json).status, { user: {}, error: 'no authenticator is configured (sim serve runs without --auth): tokens are not checked' });
   assert.doesNotMatch(open.stdout(), /token/);
 });
 

@@ -9,7 +9,7 @@ import { bootstrapClusterRoleBindings, bootstrapClusterRoles } from './bootstrap
 import { impersonate } from './impersonation.js';
 import { RbacAuthorizer } from './rbac.js';
 import { requestAttributes } from './request-info.js';
-import { serviceAccountTokens, type ServiceAccountTokens } from './service-account-tokens.js';
+import { ISSUER, serviceAccountTokens, type ServiceAccountTokens } from './service-account-tokens.js';
 import { ALL_UNAUTHENTICATED, ANONYMOUS_USER, withAuthenticatedGroup, type UserInfo } from './user.js';
 
 /** Who a request acts as and the evaluator that judged it: what access reviews answer from. */
@@ -21,6 +21,16 @@ export interface Requester {
    * prevention for Roles, ClusterRoles and bindings. Throws the 403 to answer.
    */
   admit?(info: KindInfo, obj: KubeObject, old: KubeObject | undefined): void;
+  /** The authenticator that identified them, for TokenReview: checks a token aimed at `audiences`. */
+  reviewToken?(token: string, audiences: readonly string[]): TokenReviewResult;
+}
+
+/** A TokenReview's answer (TokenReviewStatus): who the token is, for which audiences, or why it is not. */
+export interface TokenReviewResult {
+  authenticated: boolean;
+  user?: UserInfo;
+  audiences?: string[];
+  error?: string;
 }
 
 const requesters = new WeakMap<IncomingMessage, Requester>();
@@ -35,6 +45,10 @@ export function requesterOf(req: IncomingMessage): Requester | undefined {
  * health and version endpoints system:public-info-viewer opens. Anything else without a valid token is a 401.
  */
 const ANONYMOUS_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version', '/version/']);
+
+/** kube-apiserver's --api-audiences, which default to the ServiceAccount issuer. */
+const API_AUDIENCES: readonly string[] = [ISSUER];
+const INVALID_BEARER_TOKEN = 'invalid bearer token';
 
 /** The bearer token of an Authorization header, as bearertoken.go reads it (no opinion on anything else). */
 function bearerToken(header: string | undefined): string | undefined {
@@ -79,9 +93,24 @@ export class ApiAuth {
       if (ANONYMOUS_PATHS.has(path)) return { username: ANONYMOUS_USER, groups: [ALL_UNAUTHENTICATED] };
       throw Errors.unauthorized();
     }
-    const user = this.staticTokens.get(token) ?? this.tokens.authenticate(token);
-    if (!user) throw Errors.unauthorized();
-    return withAuthenticatedGroup(user);
+    const result = this.reviewToken(token, API_AUDIENCES);
+    if (!result.user) throw Errors.unauthorized();
+    return result.user;
+  }
+
+  /**
+   * One token through kube-apiserver's token authenticators, in their order: the static token file (audience
+   * agnostic: good only when the API server's audience is asked for), then ServiceAccount tokens. The error is
+   * what the request authenticator chain reports: "invalid bearer token" alone when no authenticator knew the
+   * token, next to the ServiceAccount authenticator's reason when it had one.
+   */
+  reviewToken(token: string, audiences: readonly string[]): TokenReviewResult {
+    const apiAudiences = API_AUDIENCES.filter((a) => audiences.includes(a));
+    const staticUser = apiAudiences.length > 0 ? this.staticTokens.get(token) : undefined;
+    if (staticUser) return { authenticated: true, user: withAuthenticatedGroup(staticUser), audiences: apiAudiences };
+    const result = this.tokens.review(token, audiences);
+    if (result && 'user' in result) return { authenticated: true, user: withAuthenticatedGroup(result.user), audiences: result.audiences };
+    return { authenticated: false, error: result ? `[${INVALID_BEARER_TOKEN}, ${result.error}]` : INVALID_BEARER_TOKEN };
   }
 
   /** Authenticates, applies impersonation and authorizes one request; throws the 401/403 Status to answer. */
@@ -94,6 +123,7 @@ export class ApiAuth {
     const requester: Requester = {
       user,
       authorizer: this.authorizer,
+      reviewToken: (token, audiences) => this.reviewToken(token, audiences),
       admit: (info, obj, old) => {
         if (info.group === 'rbac.authorization.k8s.io') checkRbacWrite(info.resource, obj, old, requester, (kind, name, namespace) => this.rbac.roleRules(kind, name, namespace));
       },

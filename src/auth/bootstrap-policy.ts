@@ -4,7 +4,8 @@ import type { PolicyRule } from './authorizer.js';
 /**
  * The default ClusterRoles and ClusterRoleBindings kube-apiserver bootstraps (plugin/pkg/auth/authorizer/rbac/
  * bootstrappolicy) that matter to a simulated cluster: cluster-admin for system:masters, discovery, the public
- * info endpoints, self reviews, and the user-facing admin/edit/view roles, aggregated from system:aggregate-to-*.
+ * info endpoints, self reviews, delegated authentication (system:auth-delegator, bound to no one by default), and
+ * the user-facing admin/edit/view roles, aggregated from system:aggregate-to-*.
  */
 const RW = ['create', 'delete', 'deletecollection', 'patch', 'update'];
 const READ = ['get', 'list', 'watch'];
@@ -77,6 +78,8 @@ export const bootstrapClusterRoles: readonly KubeObject[] = [
     ],
     { [TO_VIEW]: 'true' },
   ),
+  // For servers that delegate authentication and authorization to this one (kube-rbac-proxy, aggregated APIs).
+  clusterRole('system:auth-delegator', [rule(['authentication.k8s.io'], ['tokenreviews'], ['create']), rule(['authorization.k8s.io'], ['subjectaccessreviews'], ['create'])]),
   clusterRole('system:basic-user', [rule(['authorization.k8s.io'], ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'], ['create']), rule(['authentication.k8s.io'], ['selfsubjectreviews'], ['create'])]),
   clusterRole('system:discovery', [{ nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/healthz', '/livez', '/openapi', '/openapi/*', '/readyz', '/version', '/version/'], verbs: ['get'] }]),
   clusterRole('system:public-info-viewer', [{ nonResourceURLs: ['/healthz', '/livez', '/readyz', '/version', '/version/'], verbs: ['get'] }]),

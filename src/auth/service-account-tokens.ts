@@ -86,54 +86,102 @@ export class ServiceAccountTokens {
     return { token: `${signingInput}.${base64url(signature)}`, expiresAt: claims.exp * 1000 };
   }
 
-  /**
-   * The user a token stands for, or undefined when it is not one of ours, is expired, is for another audience, or
-   * names a ServiceAccount that no longer exists with that uid (a deleted and re-created account's old tokens die).
-   */
+  /** The user a token stands for, for the API server's own audience; undefined when it does not authenticate. */
   authenticate(token: string): UserInfo | undefined {
-    const parts = token.split('.');
-    if (parts.length !== 3 || !this.keys) return undefined;
-    let header: unknown;
-    let claims: unknown;
-    try {
-      header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8'));
-      claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8'));
-    } catch {
-      return undefined;
-    }
-    if (!isPlainObject(header) || header.alg !== 'ES256' || header.kid !== this.keys.kid || !isPlainObject(claims)) return undefined;
-    const valid = verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key: this.keys.publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(parts[2]!, 'base64url'));
-    if (!valid) return undefined;
-    const c = claims as Partial<Claims>;
-    const now = this.api.ctx.clock.now() / 1000;
-    if (c.iss !== ISSUER || typeof c.exp !== 'number' || now >= c.exp || (typeof c.nbf === 'number' && now < c.nbf)) return undefined;
-    if (!Array.isArray(c.aud) || !c.aud.includes(ISSUER)) return undefined;
-    const k8s = c['kubernetes.io'];
-    if (!isPlainObject(k8s) || typeof k8s.namespace !== 'string' || !isPlainObject(k8s.serviceaccount)) return undefined;
-    const { name, uid } = k8s.serviceaccount as { name?: unknown; uid?: unknown };
-    if (typeof name !== 'string' || typeof uid !== 'string') return undefined;
-    if (!this.alive('serviceaccounts', k8s.namespace, { name, uid })) return undefined;
-    const extra: Record<string, string[]> = {};
-    for (const kind of ['pod', 'secret', 'node'] as const) {
-      const ref = k8s[kind];
-      if (ref === undefined) continue;
-      if (!isPlainObject(ref) || typeof ref.name !== 'string' || typeof ref.uid !== 'string') return undefined;
-      if (!this.alive(BOUND_RESOURCES[kind], kind === 'node' ? undefined : k8s.namespace, { name: ref.name, uid: ref.uid })) return undefined;
-      if (kind !== 'secret') extra[`authentication.kubernetes.io/${kind}-name`] = [ref.name];
-      if (kind !== 'secret') extra[`authentication.kubernetes.io/${kind}-uid`] = [ref.uid];
-    }
-    if (typeof c.jti === 'string') extra['authentication.kubernetes.io/credential-id'] = [`JTI=${c.jti}`];
-    const user: UserInfo = { username: serviceAccountUsername(k8s.namespace, name), uid, groups: serviceAccountGroups(k8s.namespace) };
-    if (Object.keys(extra).length > 0) user.extra = extra;
-    return user;
+    const result = this.review(token, [ISSUER]);
+    return result && 'user' in result ? result.user : undefined;
   }
 
-  /** The object still exists with that uid and is not being deleted. */
-  private alive(resource: string, namespace: string | undefined, ref: BoundObject): boolean {
-    const info = this.api.registry.lookup('', 'v1', resource);
-    const current = info ? this.api.store.get(resourceKey(info), namespace, ref.name) : undefined;
-    return current !== undefined && current.metadata.uid === ref.uid && !current.metadata.deletionTimestamp;
+  /**
+   * Checks a token as kube-apiserver's ServiceAccount JWT authenticator does (pkg/serviceaccount/jwt.go and the
+   * validator in claims.go), for a request aimed at `audiences`: undefined when it is not one of ours at all (not a
+   * JWT, another issuer), an error naming why it fails, or the user and the audiences it is good for. A bound
+   * object or account deleted less than a minute ago still counts, and times get a minute of leeway, as there.
+   */
+  review(token: string, audiences: readonly string[]): TokenResult | undefined {
+    const parts = token.split('.');
+    if (parts.length !== 3 || token.trimStart().startsWith('{')) return undefined;
+    const header = parseSegment(parts[0]!);
+    const claims = parseSegment(parts[1]!) as Partial<Claims> | undefined;
+    if (!header || !claims || claims.iss !== ISSUER) return undefined;
+    const keys = this.keys;
+    if (!keys || (typeof header.kid === 'string' && header.kid !== '' && header.kid !== keys.kid)) return { error: 'invalid signature, no keys found' };
+    const signed = header.alg === 'ES256' && verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key: keys.publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(parts[2]!, 'base64url'));
+    if (!signed) return { error: 'go-jose/go-jose: error in cryptographic primitive' };
+    // A token with no audience is a legacy one, good for the API server's own.
+    const tokenAudiences = Array.isArray(claims.aud) && claims.aud.length > 0 ? claims.aud.map(String) : [ISSUER];
+    const granted = tokenAudiences.filter((a) => audiences.includes(a));
+    if (granted.length === 0) return { error: `token audiences ${goQuote(tokenAudiences)} is invalid for the target audiences ${goQuote(audiences)}` };
+    const now = this.api.ctx.clock.now() / 1000;
+    if (typeof claims.nbf === 'number' && now + LEEWAY_SECONDS < claims.nbf) return { error: 'service account token is not valid yet' };
+    if (typeof claims.exp === 'number' && now - LEEWAY_SECONDS > claims.exp) return { error: 'service account token has expired' };
+    if (typeof claims.iat === 'number' && now + LEEWAY_SECONDS < claims.iat) return { error: 'service account token is issued in the future' };
+    const k8s: Record<string, unknown> = isPlainObject(claims['kubernetes.io']) ? claims['kubernetes.io'] : {};
+    const namespace = typeof k8s.namespace === 'string' ? k8s.namespace : '';
+    const account = ref(k8s.serviceaccount);
+    const current = this.lookup('serviceaccounts', namespace, account.name);
+    if (!current) return { error: `serviceaccounts ${JSON.stringify(account.name)} not found` };
+    if (current.metadata.uid !== account.uid) return { error: `service account UID (${current.metadata.uid ?? ''}) does not match claim (${account.uid})` };
+    if (deletedBefore(current, now - LEEWAY_SECONDS)) return { error: `service account ${namespace}/${account.name} has been deleted` };
+    const extra: Record<string, string[]> = {};
+    const pod = k8s.pod === undefined ? undefined : ref(k8s.pod);
+    for (const [kind, bound] of [['secret', k8s.secret === undefined ? undefined : ref(k8s.secret)], ['pod', pod], ['node', pod || k8s.node === undefined ? undefined : ref(k8s.node)]] as const) {
+      if (!bound) continue;
+      const obj = this.lookup(BOUND_RESOURCES[kind], kind === 'node' ? undefined : namespace, bound.name);
+      if (!obj || deletedBefore(obj, now - LEEWAY_SECONDS)) return { error: 'service account token has been invalidated' };
+      if (obj.metadata.uid !== bound.uid) return { error: `${kind} UID (${obj.metadata.uid ?? ''}) does not match service account ${kind} ref claim (${bound.uid})` };
+    }
+    if (pod) {
+      extra['authentication.kubernetes.io/pod-name'] = [pod.name];
+      extra['authentication.kubernetes.io/pod-uid'] = [pod.uid];
+    }
+    // A pod-bound token names the pod's node without its being checked (ServiceAccountTokenPodNodeInfo).
+    const node = k8s.node === undefined ? undefined : ref(k8s.node);
+    if (node && node.name !== '') {
+      extra['authentication.kubernetes.io/node-name'] = [node.name];
+      if (node.uid !== '') extra['authentication.kubernetes.io/node-uid'] = [node.uid];
+    }
+    if (typeof claims.jti === 'string' && claims.jti !== '') extra['authentication.kubernetes.io/credential-id'] = [`JTI=${claims.jti}`];
+    const user: UserInfo = { username: serviceAccountUsername(namespace, account.name), uid: account.uid, groups: serviceAccountGroups(namespace) };
+    if (Object.keys(extra).length > 0) user.extra = extra;
+    return { user, audiences: granted };
   }
+
+  private lookup(resource: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    const info = this.api.registry.lookup('', 'v1', resource);
+    return info ? this.api.store.get(resourceKey(info), namespace, name) : undefined;
+  }
+}
+
+/** What a token check found: who it is and the audiences it is good for, or why it fails. */
+export type TokenResult = { user: UserInfo; audiences: string[] } | { error: string };
+
+/** go-jose's jwt.DefaultLeeway, which the ServiceAccount token validator uses for every time and deletion check. */
+const LEEWAY_SECONDS = 60;
+
+function parseSegment(segment: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
+    return isPlainObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function ref(value: unknown): BoundObject {
+  const r = isPlainObject(value) ? value : {};
+  return { name: typeof r.name === 'string' ? r.name : '', uid: typeof r.uid === 'string' ? r.uid : '' };
+}
+
+/** Being deleted since before `seconds` (a pod's deletionTimestamp is the end of its grace period). */
+function deletedBefore(obj: KubeObject, seconds: number): boolean {
+  const at = obj.metadata.deletionTimestamp;
+  return at !== undefined && at !== null && Date.parse(at) / 1000 < seconds;
+}
+
+/** Go's %q of a []string: ["a" "b"]. */
+function goQuote(values: readonly string[]): string {
+  return `[${values.map((v) => JSON.stringify(v)).join(' ')}]`;
 }
 
 /** The key pair and its JWT key id (the SHA-256 of the public key, as kube-apiserver derives it). */

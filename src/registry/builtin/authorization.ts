@@ -3,17 +3,20 @@ import { isPlainObject, type KubeObject } from '../../api/types.js';
 import type { Requester } from '../../auth/api-auth.js';
 import { alwaysAllow, type Authorizer } from '../../auth/authorizer.js';
 import type { RequestAttributes } from '../../auth/request-info.js';
+import { ISSUER } from '../../auth/service-account-tokens.js';
 import type { UserInfo } from '../../auth/user.js';
 import type { KindInfo } from '../types.js';
 
 /**
  * authorization.k8s.io and authentication.k8s.io reviews: create-only kinds answered, never stored. With --auth they
- * answer from the same evaluator that judges requests (RBAC), for the requester (Self*) or the user in the spec.
+ * answer from the same evaluator that judges requests (RBAC), for the requester (Self*) or the user in the spec, and
+ * TokenReview from the same authenticator.
  * Without it the simulator has no authorization (kube-apiserver's AlwaysAllow): every review is allowed, every rules
  * review lists everything, and `auth whoami` names the admin kubectl would be.
  */
 const UNAUTHENTICATED_ADMIN: UserInfo = { username: 'kubernetes-admin', groups: ['kubeadm:cluster-admins', 'system:authenticated'] };
 const NO_AUTHORIZATION_REASON = 'no authorization is configured: every request is allowed';
+const NO_AUTHENTICATION = 'no authenticator is configured (sim serve runs without --auth): tokens are not checked';
 
 type Obj = Record<string, unknown>;
 
@@ -102,13 +105,47 @@ function selfSubjectRulesReview(obj: KubeObject, _ctx: unknown, requester?: Requ
   return answer(obj, status);
 }
 
+/** authentication.k8s.io/v1 UserInfo as Go writes it: every field omitted when empty. */
+function userInfoOf(user: UserInfo | undefined): Obj {
+  const info: Obj = {};
+  if (!user) return info;
+  if (user.username) info.username = user.username;
+  if (user.uid) info.uid = user.uid;
+  if (user.groups.length > 0) info.groups = user.groups;
+  if (user.extra && Object.keys(user.extra).length > 0) info.extra = user.extra;
+  return info;
+}
+
 function selfSubjectReview(_obj: KubeObject, _ctx: unknown, requester?: Requester): KubeObject {
   const { user } = who(requester);
-  const userInfo: Obj = { username: user.username };
-  if (user.uid) userInfo.uid = user.uid;
-  userInfo.groups = user.groups;
-  if (user.extra) userInfo.extra = user.extra;
-  return { kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null as unknown as string }, status: { userInfo } };
+  return { kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null as unknown as string }, status: { userInfo: userInfoOf(user) } };
+}
+
+/**
+ * TokenReview (pkg/registry/authentication/tokenreview): the token checked by the same authenticator that checks
+ * requests, for spec.audiences or else the API server's own; the spec comes back as sent. Without --auth there is
+ * no authenticator, and kube-apiserver with none hands the review back unanswered (not authenticated); ours says
+ * why in status.error.
+ */
+function tokenReview(obj: KubeObject, _ctx: unknown, requester?: Requester): KubeObject {
+  const spec = isPlainObject(obj.spec) ? obj.spec : {};
+  const token = str(spec.token);
+  if (token === '') throw Errors.badRequest('token is required for TokenReview in authentication');
+  const audiences = strings(spec.audiences);
+  const status: Obj = {};
+  if (requester?.reviewToken) {
+    const result = requester.reviewToken(token, audiences.length > 0 ? audiences : [ISSUER]);
+    if (result.authenticated) status.authenticated = true;
+    status.user = userInfoOf(result.user);
+    if (result.audiences && result.audiences.length > 0) status.audiences = result.audiences;
+    if (result.error) status.error = result.error;
+  } else {
+    status.user = {};
+    status.error = NO_AUTHENTICATION;
+  }
+  const out = answer(obj, status);
+  out.spec = audiences.length > 0 ? { token, audiences } : { token };
+  return out;
 }
 
 function review(kind: string, resource: string, namespaced: boolean, respond: NonNullable<KindInfo['ephemeral']>, group = 'authorization.k8s.io'): KindInfo {
@@ -121,4 +158,5 @@ export const authorizationKinds: KindInfo[] = [
   review('LocalSubjectAccessReview', 'localsubjectaccessreviews', true, localSubjectAccessReview),
   review('SelfSubjectRulesReview', 'selfsubjectrulesreviews', false, selfSubjectRulesReview),
   review('SelfSubjectReview', 'selfsubjectreviews', false, selfSubjectReview, 'authentication.k8s.io'),
+  review('TokenReview', 'tokenreviews', false, tokenReview, 'authentication.k8s.io'),
 ];
