@@ -82,3 +82,46 @@ test('the tally picks the same pods to delete as ranking all of them, ordinary o
     }
   }
 });
+
+test('the tally keeps picking what ranking every pod picks as time moves pods into older log2 buckets', () => {
+  const rnd = lcg(7);
+  const owner = 'rs-uid';
+  const selector = { empty: false, matches: () => true };
+  const labels = { app: 'web' };
+  const store = new Map<string, KubeObject>();
+  const source: PodSource = { get: (key) => store.get(key), controlledKeys: () => store.keys() };
+  const tally = new OwnedPodTally(owner);
+  for (let n = 0; n < 60; n++) {
+    // Ages from half a second to a few minutes: the young ones change bucket within the steps below.
+    const ready = NOW - 500 - 37 * n * n - rnd(400);
+    const pod: KubeObject = {
+      metadata: {
+        name: `web-${n}`,
+        namespace: 'default',
+        uid: `uid-${rnd(1000)}-${n}`,
+        labels,
+        creationTimestamp: new Date(ready - 1000 - rnd(5000)).toISOString(),
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: owner, controller: true }],
+      },
+      spec: { nodeName: `node-${rnd(4)}` },
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(ready).toISOString() }], containerStatuses: [{ name: 'app', restartCount: 0 }] },
+    };
+    store.set(`default/web-${n}`, pod);
+    tally.touch(`default/web-${n}`);
+  }
+  tally.refresh(source, selector, labels);
+  for (let now = NOW, step = 0; step < 40; step++, now += 50 + rnd(3000)) {
+    const pods = tally.pods();
+    const onNode = podsPerNode(pods);
+    const count = 1 + rnd(3);
+    const expected = podsToDelete(pods, onNode, count, now).map((p) => p.metadata.name);
+    const chosen = tally.toDelete(onNode, count, now);
+    assert.deepEqual(chosen.map((p) => p.metadata.name), expected, `step ${step}, ${now - NOW} ms on`);
+    // The chosen pods go, as a scale-down deletes them.
+    for (const p of chosen) {
+      store.delete(`default/${p.metadata.name}`);
+      tally.touch(`default/${p.metadata.name}`);
+    }
+    tally.refresh(source, selector, labels);
+  }
+});

@@ -1,7 +1,7 @@
 import { deepEqual, type KubeObject } from '../api/types.js';
 import type { ChildSelector } from './claims.js';
 import { controllerOf } from './controller-ref.js';
-import { computeRank, DeletionHeap, isOrdinaryForDeletion, nodeName, podsToDelete, type PodRank, type RankedPod } from './pod-ranking.js';
+import { bucketsChangeAt, compareApartFromCrowding, computeRank, DeletionHeap, isOrdinaryForDeletion, nodeName, podsToDelete, type PodRank, type RankedPod } from './pod-ranking.js';
 import { isPodActive, isPodReady, podCondition } from './pod-util.js';
 
 /**
@@ -80,6 +80,8 @@ export function mattersToReplicaSet(old: KubeObject, pod: KubeObject): boolean {
 /** A pod as a tally counts it; its deletion rank is computed on first use and kept with it. */
 class Entry implements RankedPod {
   private computed?: PodRank;
+  /** No longer in the tally (a later version, or gone): skipped by the deletion order that still lists it. */
+  removed = false;
 
   constructor(
     readonly seq: number,
@@ -118,6 +120,15 @@ export class OwnedPodTally implements PodSummary {
   private unusual = 0;
   /** Entries are numbered as they are made: the order pods() lists them in, the ranking's last tie-breaker. */
   private nextSeq = 0;
+  /**
+   * The owned pods in deletion order apart from crowding, kept while every pod is ordinary and no pod joins,
+   * until the first log2 age bucket moves (`orderUntil`). A rolling update scales a ReplicaSet down by a few
+   * pods thousands of times; each scale-down walks this list instead of ranking every pod again.
+   */
+  private order?: Entry[];
+  /** Where the order's first pod still in the tally is (deletions take pods from the front). */
+  private orderHead = 0;
+  private orderUntil = -Infinity;
   private labelsKey?: string;
   count = 0;
   fullyLabeled = 0;
@@ -160,6 +171,7 @@ export class OwnedPodTally implements PodSummary {
         if (onNode.size === 0) this.onNode.delete(before.node);
         if (!isOrdinaryForDeletion(before.rank())) this.unusual--;
       }
+      before.removed = true;
       this.entries.delete(key);
       this.strayKeys.delete(key);
       this.readyTimes.delete(key);
@@ -174,6 +186,7 @@ export class OwnedPodTally implements PodSummary {
     const f = podFacts(pod);
     const entry = new Entry(this.nextSeq++, pod, node, true, carries(pod, templateLabels), f.ready);
     this.entries.set(key, entry);
+    this.order = undefined;
     this.perNode.set(node, (this.perNode.get(node) ?? 0) + 1);
     let onNode = this.onNode.get(node);
     if (!onNode) this.onNode.set(node, (onNode = new Set()));
@@ -199,26 +212,64 @@ export class OwnedPodTally implements PodSummary {
 
   /**
    * When every owned pod is ordinary (the common case: a rolling update scaling down a ReplicaSet of running pods),
-   * crowding decides first, so nodes are offered most crowded first and the rest is skipped once enough pods were
-   * chosen from whole levels of crowding: a scale-down by 2 of 10,000 pods on 100 nodes looks at ~100 pods.
-   * Otherwise every pod is offered. The same answer either way wherever Kubernetes' rules order the pods
+   * crowding decides first and the rest of the ranking does not depend on it: the pods of the most crowded nodes
+   * go first, each level in the kept order (orderedApartFromCrowding), and the walk stops once enough were taken.
+   * Otherwise every pod is offered to a heap. The same answer either way wherever Kubernetes' rules order the pods
    * consistently; where they do not (they are not transitive when some pods share a ready second and others
    * differ within one log2 bucket), the pick is one Kubernetes itself makes for some order of its pod list.
    */
   toDelete(onNode: ReadonlyMap<string, number>, count: number, now: number): KubeObject[] {
     if (count <= 0) return [];
     if (count >= this.count) return this.pods();
-    const heap = new DeletionHeap(count, onNode, now);
     if (this.unusual > 0) {
+      const heap = new DeletionHeap(count, onNode, now);
       for (const entry of this.entries.values()) if (entry.owned) heap.offer(entry);
       return heap.result();
     }
-    const levels = Array.from(this.onNode, ([node, entries]) => ({ crowding: onNode.get(node) ?? 0, entries })).sort((a, b) => b.crowding - a.crowding);
-    for (let i = 0; i < levels.length && !heap.full; ) {
-      const crowding = levels[i]!.crowding;
-      for (; i < levels.length && levels[i]!.crowding === crowding; i++) for (const entry of levels[i]!.entries) heap.offer(entry);
+    // Pods per crowding level; every level above `last` goes whole, of `last` the first `need` in order.
+    const perLevel = new Map<number, number>();
+    for (const [node, entries] of this.onNode) {
+      const crowding = onNode.get(node) ?? 0;
+      perLevel.set(crowding, (perLevel.get(crowding) ?? 0) + entries.size);
     }
-    return heap.result();
+    const levels = [...perLevel.keys()].sort((a, b) => b - a);
+    let above = 0;
+    let last = levels[0]!;
+    for (const crowding of levels) {
+      last = crowding;
+      const n = perLevel.get(crowding)!;
+      if (above + n >= count) break;
+      above += n;
+    }
+    const need = count - above;
+    const whole: Entry[] = [];
+    const part: Entry[] = [];
+    const order = this.orderedApartFromCrowding(now);
+    while (this.orderHead < order.length && order[this.orderHead]!.removed) this.orderHead++;
+    for (let i = this.orderHead; i < order.length; i++) {
+      const entry = order[i]!;
+      if (entry.removed) continue;
+      const crowding = onNode.get(entry.node) ?? 0;
+      if (crowding > last) whole.push(entry);
+      else if (crowding === last && part.length < need) part.push(entry);
+      if (whole.length === above && part.length === need) break;
+    }
+    // Sorting is stable: within a level, the kept order.
+    whole.sort((a, b) => (onNode.get(b.node) ?? 0) - (onNode.get(a.node) ?? 0));
+    return [...whole, ...part].map((e) => e.pod);
+  }
+
+  private orderedApartFromCrowding(now: number): Entry[] {
+    if (this.order && now < this.orderUntil) return this.order;
+    const order: Entry[] = [];
+    for (const entry of this.entries.values()) if (entry.owned) order.push(entry);
+    order.sort((a, b) => compareApartFromCrowding(a, b, now));
+    let until = Infinity;
+    for (const entry of order) until = Math.min(until, bucketsChangeAt(entry.rank(), now));
+    this.order = order;
+    this.orderHead = 0;
+    this.orderUntil = until;
+    return order;
   }
 
   /** Owned pods per node (unscheduled ones under ""). */

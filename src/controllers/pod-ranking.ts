@@ -178,6 +178,23 @@ export class DeletionHeap {
   }
 }
 
+/** The ranking's order leaving out crowding (for pods alike up to it): negative when a goes first. */
+export function compareApartFromCrowding(a: RankedPod, b: RankedPod, now: number): number {
+  return order(a.rank(), 0, a.seq, b.rank(), 0, b.seq, now);
+}
+
+/** When the first of the pod's log2 age buckets (ready since, created) moves on from what it is at `now`. */
+export function bucketsChangeAt(r: PodRank, now: number): number {
+  return Math.min(bucketEnds(r.readySince, now), bucketEnds(r.created, now));
+}
+
+/** A moment before which the bucket surely stays (a microsecond early, for rounding at 1.7e12 ms). */
+function bucketEnds(time: number, now: number): number {
+  if (time === 0) return Infinity; // an unknown time is never bucketed
+  if (now <= time) return time; // no age yet: any later moment has one
+  return time + 2 ** (logBucket(time, now) + 1) / 1e6 - 1e-3;
+}
+
 /**
  * Whether a pod ranks like every ordinary one up to the "doubled up" rule: scheduled, Running, ready, no deletion
  * cost. When all of a ReplicaSet's pods are, the node's crowding decides first.
