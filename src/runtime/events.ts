@@ -15,29 +15,68 @@ export const AGGREGATE_MESSAGE_PREFIX = '(combined from similar events): ';
 export const SPAM_BURST = 25;
 export const SPAM_REFILL_MS = 300_000;
 
-/** A map that forgets its least recently used entry beyond `max` (groupcache's lru.Cache). */
+interface LruEntry<V> {
+  key: string;
+  value: V;
+  newer: LruEntry<V> | undefined;
+  older: LruEntry<V> | undefined;
+}
+
+/**
+ * A map that forgets its least recently used entry beyond `max` (groupcache's lru.Cache: a Map and a list in
+ * use order). Not a Map re-inserted on every use and evicted through keys().next(): V8 leaves a deleted Map
+ * entry as a hole until the table is rebuilt, and an LRU deletes at the front, so finding the oldest key
+ * stepped over thousands of holes: 3-6 us an operation, ~20 us an event for the correlator's three LRUs.
+ */
 class LruMap<V> {
-  private readonly map = new Map<string, V>();
-  /** The most recently used key: the correlator sets each key right after getting it, and it is already last. */
-  private last: string | undefined;
+  private readonly map = new Map<string, LruEntry<V>>();
+  private newest: LruEntry<V> | undefined;
+  private oldest: LruEntry<V> | undefined;
 
   constructor(private readonly max: number) {}
 
   get(key: string): V | undefined {
-    const value = this.map.get(key);
-    if (value !== undefined && key !== this.last) {
-      this.map.delete(key);
-      this.map.set(key, value);
-      this.last = key;
-    }
-    return value;
+    const entry = this.map.get(key);
+    if (!entry) return undefined;
+    this.touch(entry);
+    return entry.value;
   }
 
   set(key: string, value: V): void {
-    if (key !== this.last) this.map.delete(key);
-    this.map.set(key, value);
-    this.last = key;
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
+    const entry = this.map.get(key);
+    if (entry) {
+      entry.value = value;
+      this.touch(entry);
+      return;
+    }
+    const added: LruEntry<V> = { key, value, newer: undefined, older: this.newest };
+    if (this.newest) this.newest.newer = added;
+    this.newest = added;
+    this.oldest ??= added;
+    this.map.set(key, added);
+    if (this.map.size > this.max) {
+      const gone = this.oldest;
+      this.unlink(gone);
+      this.map.delete(gone.key);
+    }
+  }
+
+  private touch(entry: LruEntry<V>): void {
+    if (entry === this.newest) return;
+    this.unlink(entry);
+    entry.older = this.newest;
+    entry.newer = undefined;
+    this.newest!.newer = entry;
+    this.newest = entry;
+    this.oldest ??= entry;
+  }
+
+  private unlink(entry: LruEntry<V>): void {
+    if (entry.newer) entry.newer.older = entry.older;
+    else this.newest = entry.older;
+    if (entry.older) entry.older.newer = entry.newer;
+    else this.oldest = entry.newer;
+    entry.newer = entry.older = undefined;
   }
 }
 
