@@ -10,6 +10,7 @@ import { MAX_BODY_BYTES, parseJson } from './body.js';
 import { Discovery, KUBERNETES_VERSION } from './discovery.js';
 import { parseMediaTypes } from './negotiation.js';
 import { OpenApi } from './openapi.js';
+import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPTED, OpenApiV2 } from './openapi-v2.js';
 import type { KubeletConnector } from '../kubelet/connector.js';
 import type { ApiAuth } from '../auth/api-auth.js';
 import { ExecServer } from './pod-connect.js';
@@ -94,6 +95,7 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   }) as FastifyInstance;
   const discovery = new Discovery(cluster.registry, options.advertiseAddress ?? (() => '127.0.0.1:8080'));
   const openapi = new OpenApi(cluster.registry);
+  const openapiV2 = new OpenApiV2(cluster.registry, openapi);
   const resources = new ResourceHandler(cluster, options.kubelet);
 
   app.removeAllContentTypeParsers();
@@ -150,6 +152,15 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   app.get('/api', discoveryRoute(true));
   app.get('/apis', discoveryRoute(false));
 
+  // kubectl 1.27 and 1.28 ask for protobuf (and send If-None-Match with the ETag they have cached).
+  app.get('/openapi/v2', (request, reply) => {
+    const protobuf = parseMediaTypes(request.headers.accept).some((t) => OPENAPI_V2_PROTOBUF_ACCEPTED.includes(t.type));
+    const doc = protobuf ? openapiV2.protobufDocument() : openapiV2.document();
+    void reply.header('etag', doc.etag).header('vary', 'Accept');
+    if (request.headers['if-none-match'] === doc.etag) return void reply.code(304).send();
+    if ('bytes' in doc) return void reply.code(200).header('content-type', OPENAPI_V2_PROTOBUF).send(doc.bytes);
+    json(reply, doc.text);
+  });
   app.get('/openapi/v3', (_req, reply) => json(reply, openapi.indexDocument()));
   app.get('/openapi/v3/*', (request, reply) => {
     const path = (request.params as { '*': string })['*'].replace(/\/$/, '');

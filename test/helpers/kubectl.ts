@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,18 @@ export const KUBECTL = process.env.KUBE_SIM_KUBECTL ?? '/usr/bin/kubectl';
 export function kubectlMissing(): string | undefined {
   return existsSync(KUBECTL) ? undefined : `kubectl not installed: ${KUBECTL} is absent, so the kubectl end-to-end checks cannot run`;
 }
+
+/** The minor version of the kubectl under test (the dispatcher says "32+"), for output that differs by version. */
+export function kubectlClientMinor(binary = KUBECTL): number {
+  let minor = clientMinors.get(binary);
+  if (minor === undefined) {
+    const out = spawnSync(binary, ['version', '--client', '-o', 'json'], { encoding: 'utf8' }).stdout;
+    minor = Number.parseInt((JSON.parse(out) as { clientVersion: { minor: string } }).clientVersion.minor, 10);
+    clientMinors.set(binary, minor);
+  }
+  return minor;
+}
+const clientMinors = new Map<string, number>();
 
 /** Skips the test (visibly) when kubectl is absent; returns true when the caller should stop. */
 export function skipWithoutKubectl(t: Pick<TestContext, 'skip'>): boolean {
