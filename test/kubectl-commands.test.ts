@@ -472,7 +472,7 @@ ${extra}`;
     assert.equal(await ok(['auth', 'can-i', 'delete', 'deployments', '-n', 'cmds']), 'yes\n');
     const list = await ok(['auth', 'can-i', '--list']);
     assert.match(list, /^Resources\s+Non-Resource URLs\s+Resource Names\s+Verbs\n\*\.\*\s+\[\]\s+\[\]\s+\[\*\]\n\s+\[\*\]\s+\[\]\s+\[\*\]\n$/);
-    // kubectl 1.27 asks for SelfSubjectReview in v1beta1/v1alpha1, which a 1.32 apiserver no longer serves either.
+    // kubectl 1.27 asks for SelfSubjectReview in v1beta1 or v1alpha1 only; kube-sim serves v1 (GA since 1.28).
     if (kubectlClientMinor() >= 28) assert.match(await ok(['auth', 'whoami']), /^ATTRIBUTE\s+VALUE\nUsername\s+kubernetes-admin\n/);
   });
 
