@@ -1,14 +1,65 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { flattenStrings } from '../src/storage/compact.js';
+import { compactObject } from '../src/storage/compact.js';
 
-test('flattening the strings of a stored object leaves every value as it was', () => {
+test('compacting a stored object leaves every value as it was', () => {
   const name = 'pod';
   const obj = {
     metadata: { name: `${name}-${'x'.repeat(20)}`, labels: { a: 'b', long: ['0x10', String(12345678901234)].join(' ') } },
     spec: { list: [`${name}: ${'1e3'.repeat(5)}`, 7, null, true, { deep: [['  42  ']] }], empty: '' },
   };
   const copy = structuredClone(obj);
-  flattenStrings(obj);
+  compactObject(obj);
   assert.deepEqual(obj, copy);
+  assert.equal(JSON.stringify(obj), JSON.stringify(copy));
+});
+
+test('parts two stored objects have alike are one frozen object; their own parts and metadata are not', () => {
+  const pod = (n: number, node: string): Record<string, unknown> => ({
+    metadata: { name: `p${n}`, labels: { app: 'web' } },
+    spec: { nodeName: node, containers: [{ name: 'app', image: 'nginx', ports: [{ containerPort: 80 }] }], securityContext: {} },
+    status: { podIP: `10.0.0.${n}`, conditions: [{ type: 'Ready', status: 'True' }] },
+  });
+  const a = pod(1, 'n1');
+  const b = pod(2, 'n1');
+  const c = pod(3, 'n2');
+  for (const o of [a, b, c]) compactObject(o);
+  const spec = (o: Record<string, unknown>): Record<string, unknown> => o.spec as Record<string, unknown>;
+  assert.equal(a.spec, b.spec);
+  assert.notEqual(a.spec, c.spec);
+  assert.equal(spec(a).containers, spec(c).containers);
+  assert.ok(Object.isFrozen(a.spec));
+  assert.notEqual(a.status, b.status);
+  assert.equal((a.status as { conditions: unknown }).conditions, (c.status as { conditions: unknown }).conditions);
+  assert.equal((a.metadata as { labels: unknown }).labels, (b.metadata as { labels: unknown }).labels);
+  assert.notEqual(a.metadata, b.metadata);
+  assert.ok(!Object.isFrozen(a.metadata) && !Object.isFrozen(a));
+  assert.deepEqual(c, pod(3, 'n2'));
+});
+
+test('nodes alike in text but not in value or order stay apart', () => {
+  const objs = [{ v: 1 }, { v: '1' }, { v: true }, { v: 'true' }, { v: null }, { v: 'null' }, { a: 1, b: 2 }, { b: 2, a: 1 }, { 'a:s1:b': 1 }, { a: 's1:b1' }];
+  const stored = objs.map((o) => ({ metadata: { name: 'x' }, spec: structuredClone(o) }));
+  const again = objs.map((o) => ({ metadata: { name: 'y' }, spec: structuredClone(o) }));
+  for (const o of [...stored, ...again]) compactObject(o);
+  for (let i = 0; i < objs.length; i++) {
+    assert.deepEqual(stored[i]!.spec, objs[i]);
+    assert.equal(JSON.stringify(stored[i]!.spec), JSON.stringify(objs[i]));
+    assert.equal(again[i]!.spec, stored[i]!.spec);
+    for (let j = 0; j < i; j++) assert.notEqual(stored[j]!.spec, stored[i]!.spec);
+  }
+});
+
+test('an update keeps what it shares with the stored version, and a frozen part of another object is left alone', () => {
+  const stored = { metadata: { name: 'a' }, spec: { x: { y: 1 } }, status: { phase: 'Pending' } };
+  compactObject(stored);
+  const foreign = Object.freeze({ z: 1 });
+  const next = { ...stored, status: { phase: 'Running', extra: foreign } };
+  compactObject(next, stored);
+  assert.equal(next.spec, stored.spec);
+  assert.equal(next.status.extra, foreign);
+  const again = { metadata: { name: 'b' }, status: { phase: 'Running', extra: foreign } };
+  compactObject(again);
+  assert.equal(again.status, next.status, 'a frozen part counts as shared: its parent is interned');
+  assert.deepEqual(next.status, { phase: 'Running', extra: { z: 1 } });
 });

@@ -1,10 +1,16 @@
 /**
- * Stored objects live as long as the cluster, so what they hold should be compact. Strings built with `+`,
- * template literals, `replace` and the like are V8 "rope" strings: a tree of pieces, 32 bytes a node, that
- * keeps every piece alive. A pod and its events, written by the kubelet and controllers in-process, held ~100
- * of them (about 3 KB a pod). Converting a rope to a number makes V8 flatten it in place (its first piece
- * becomes the flat text, the second the empty string, as the flatstr package does), and the next
- * young-generation GC then drops the rope node: what stays is one flat string.
+ * Stored objects live as long as the cluster, so what they hold should be compact. Two things make a written
+ * object bigger than its content:
+ *
+ * - Strings built with `+`, template literals, `replace` and the like are V8 "rope" strings: a tree of pieces,
+ *   32 bytes a node, that keeps every piece alive. A pod and its events, written by the kubelet and controllers
+ *   in-process, held ~100 of them (about 3 KB a pod). Converting a rope to a number makes V8 flatten it in place
+ *   (its first piece becomes the flat text, the second the empty string, as the flatstr package does), and the
+ *   next young-generation GC then drops the rope node: what stays is one flat string.
+ * - Objects repeat parts of each other: every Pod of a template has the same containers and tolerations, the
+ *   Pods of one node the same hostIPs, conditions written in the same second are alike, a Pod's events share
+ *   their involvedObject and their node's source. Such parts are interned by content (below): identical ones are
+ *   one frozen object. In a dense cluster that is about a third of a Pod's objects.
  */
 
 /** V8 builds a rope only for results of at least this many characters (ConsString::kMinLength). */
@@ -19,26 +25,172 @@ export function flattenString(text: string): void {
 }
 
 /**
- * Flattens every string of at least 13 characters in a JSON-like value (objects, arrays), in place. With
- * `stored`, the version it replaces: parts it shares with it (a status write keeps the stored spec, an update
- * the stored status) were flattened when that was stored, and are not walked again.
+ * Interned nodes by content key. The key names each member and its value: a primitive by its text, an object by
+ * the id of its interned node, so that a node can only be interned once all of its children are. Past a budget of
+ * key characters the table starts afresh (nodes already shared stay shared, and keep their ids): sharing is an
+ * optimisation, never a requirement, and nodes that never repeat (a pod's containerStatuses) pass through it.
  */
-export function flattenStrings(value: unknown, stored?: unknown): void {
-  if (value === stored) return;
+const interned = new Map<string, object>();
+/** An interned node's id, on the node itself (a non-enumerable symbol: JSON, Object.keys and spreads skip it). */
+const ID = Symbol('kube-sim.internedId');
+/** Ids of nodes frozen by others (managedFields' shared nodes), which cannot be given the property. */
+const frozenIds = new WeakMap<object, number>();
+let nextId = 1;
+let internedKeyChars = 0;
+const INTERNED_KEY_CHARS_BUDGET = 4 * 1024 * 1024;
+/** A node whose key is longer than this (a long annotation, a big ConfigMap) is not worth a table entry. */
+const MAX_KEY_CHARS = 400;
+/** A node holding a longer text than this is not interned (see primitive). */
+const MAX_STRING_CHARS = 64;
+
+/** The id of an interned (or otherwise frozen) node, else undefined. */
+function idOf(node: object): number | undefined {
+  const id = (node as { [ID]?: number })[ID];
+  return id !== undefined ? id : frozenIds.get(node);
+}
+
+/**
+ * Makes a newly stored object compact, in place: flattens its strings and replaces the parts it has in common
+ * with other stored objects by one shared, frozen copy. Only the object's own parts change: the root and its
+ * metadata are never shared (the store stamps the resourceVersion on them); labels, annotations, ownerReferences
+ * and managedFields entries may be. With `stored`, the version it replaces: parts it shares with it (a status
+ * write keeps the stored spec, an update the stored status) were compacted when that was stored, and are not
+ * walked again.
+ *
+ * Shared parts are frozen: stored objects are never changed in place (they are shared with informers and the
+ * watch history already), and code that tried would now throw instead of changing many objects. deepCopy still
+ * copies them, so a copy can be changed as before.
+ */
+export function compactObject(obj: Record<string, unknown>, stored?: Record<string, unknown>): void {
+  compactMembers(obj, stored, false);
+}
+
+/** What a node's members allow: not interning it, interning it by contentKey, or by its JSON (primitives only). */
+const enum Members {
+  Own,
+  Shared,
+  Primitive,
+}
+
+/** Compacts the members of `node` in place; with `share`, says how `node` itself can be interned. */
+function compactMembers(node: Record<string, unknown>, stored: Record<string, unknown> | undefined, share: boolean): Members {
+  let members = share ? Members.Primitive : Members.Own;
+  for (const key in node) {
+    const item = node[key];
+    if (typeof item === 'object' && item !== null) {
+      const before = stored?.[key];
+      if (key === 'metadata' && !share) {
+        if (isRecord(item)) compactMembers(item, isRecord(before) ? before : undefined, false);
+        continue;
+      }
+      const next = compactNode(item, before);
+      if (next !== item) node[key] = next;
+      if (members !== Members.Own) members = Object.isFrozen(next) ? Members.Shared : Members.Own;
+    } else if (members !== Members.Own) members = primitive(item, members);
+    else if (typeof item === 'string') flattenString(item);
+  }
+  return members;
+}
+
+/**
+ * Flattens a member that is not an object and says what it allows: JSON stands for a node's content only if it
+ * writes every member as it is (not undefined members, nor NaN or Infinity, which it writes as null); a long text
+ * is nearly always an object's own (an id, a message), not worth a key.
+ */
+function primitive(item: unknown, members: Members): Members {
+  switch (typeof item) {
+    case 'string':
+      flattenString(item);
+      return item.length > MAX_STRING_CHARS ? Members.Own : members;
+    case 'number':
+      return Number.isFinite(item) ? members : Members.Shared;
+    case 'boolean':
+      return members;
+    case 'object': // null
+      return members;
+    default:
+      return Members.Shared;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The node to store in place of `value`: its interned twin, itself (now interned), or itself with its parts compacted. */
+function compactNode(value: object, stored: unknown): object {
+  if (value === stored) return value; // kept from the stored version: compacted then
+  // Interned already, or frozen by someone else (managedFields' shared nodes): it cannot change, so its identity
+  // stands for its content. (Every frozen node gets an id, so "frozen" is the quick test for "has an id".)
+  if (Object.isFrozen(value)) {
+    if (idOf(value) === undefined) frozenIds.set(value, nextId++);
+    return value;
+  }
+  let members = Members.Primitive;
   if (Array.isArray(value)) {
-    const before = Array.isArray(stored) ? stored : undefined;
+    const before = Array.isArray(stored) ? (stored as unknown[]) : undefined;
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i];
-      if (typeof item === 'string') flattenString(item);
-      else if (typeof item === 'object' && item !== null) flattenStrings(item, before?.[i]);
+      if (typeof item === 'object' && item !== null) {
+        const next = compactNode(item, before?.[i]);
+        if (next !== item) value[i] = next;
+        if (members !== Members.Own) members = Object.isFrozen(next) ? Members.Shared : Members.Own;
+      } else if (members !== Members.Own) members = primitive(item, members);
+      else if (typeof item === 'string') flattenString(item);
     }
-    return;
+  } else {
+    members = compactMembers(value as Record<string, unknown>, isRecord(stored) ? stored : undefined, true);
   }
-  if (typeof value !== 'object' || value === null) return;
-  const before = typeof stored === 'object' && stored !== null && !Array.isArray(stored) ? (stored as Record<string, unknown>) : undefined;
-  for (const key in value) {
-    const item = (value as Record<string, unknown>)[key];
-    if (typeof item === 'string') flattenString(item);
-    else if (typeof item === 'object' && item !== null) flattenStrings(item, before?.[key]);
+  if (members === Members.Own) return value;
+  // JSON.stringify is native, and most nodes hold primitives only; others name their children by id.
+  const key = members === Members.Primitive ? JSON.stringify(value) : contentKey(value);
+  if (key === undefined || key.length > MAX_KEY_CHARS) return value;
+  const twin = interned.get(key);
+  if (twin) return twin;
+  if (internedKeyChars + key.length > INTERNED_KEY_CHARS_BUDGET) {
+    interned.clear();
+    internedKeyChars = 0;
   }
+  Object.defineProperty(value, ID, { value: nextId++ });
+  Object.freeze(value);
+  // A key built piece by piece is a rope that would keep every piece (and the member names) alive.
+  flattenString(key);
+  interned.set(key, value);
+  internedKeyChars += key.length;
+  return value;
+}
+
+/**
+ * The content of a node that holds interned nodes: `<` (an object) or `(` (an array: JSON keys start with `{` or
+ * `[`), then each member's name (objects only) and value, every text length-prefixed so that no content can make
+ * two different nodes' keys equal, and each child by its id. Undefined past MAX_KEY_CHARS.
+ */
+function contentKey(node: object): string | undefined {
+  const array = Array.isArray(node);
+  let key = array ? '(' : '<';
+  for (const name in node) {
+    if (!array) key += `${name.length}:${name}`;
+    const v = (node as Record<string, unknown>)[name];
+    switch (typeof v) {
+      case 'string':
+        key += `s${v.length}:${v}`;
+        break;
+      case 'number':
+        key += `n${v};`;
+        break;
+      case 'boolean':
+        key += v ? 't' : 'f';
+        break;
+      case 'undefined':
+        key += 'u';
+        break;
+      case 'object':
+        key += v === null ? 'z' : `o${idOf(v)!};`;
+        break;
+      default:
+        return undefined;
+    }
+    if (key.length > MAX_KEY_CHARS) return undefined;
+  }
+  return key;
 }

@@ -1,7 +1,7 @@
 import { Errors, type GroupResource } from '../api/errors.js';
 import type { FieldSelector, LabelSelector } from '../api/selectors.js';
 import { deepEqual, type KubeObject } from '../api/types.js';
-import { flattenStrings } from './compact.js';
+import { compactObject } from './compact.js';
 import { SortedKeys } from './sorted-keys.js';
 import { StoreEvent, WatchHub, type FieldsOf, type Watch, type WatchFilter, type WatchSink } from './watch.js';
 
@@ -223,7 +223,7 @@ export class MemoryStore {
     const key = objectKey(obj.metadata.namespace, obj.metadata.name!);
     if (table.objects.has(key)) throw Errors.alreadyExists(table.spec.groupResource, obj.metadata.name!);
     obj.metadata.resourceVersion = String(++this.revision);
-    flattenStrings(obj);
+    compactObject(obj);
     if (FREEZE) deepFreeze(obj);
     table.objects.set(key, obj);
     table.order.add(key);
@@ -254,7 +254,7 @@ export class MemoryStore {
     if (next === current || sameIgnoringVersion(next, current)) return { object: current, changed: false };
     if (dryRun) return { object: next, changed: true };
     next.metadata.resourceVersion = String(++this.revision);
-    flattenStrings(next, current);
+    compactObject(next, current);
     if (FREEZE) deepFreeze(next);
     table.index(key, current, false);
     table.objects.set(key, next);
@@ -291,6 +291,7 @@ export class MemoryStore {
     const table = this.table(resource);
     for (const obj of objects) {
       const key = objectKey(obj.metadata.namespace, obj.metadata.name!);
+      compactObject(obj);
       if (FREEZE) deepFreeze(obj);
       table.objects.set(key, obj);
       table.order.add(key);
@@ -375,6 +376,7 @@ export class MemoryStore {
     const current = table.objects.get(key);
     if (current) table.index(key, current, false);
     else table.order.add(key);
+    compactObject(obj!);
     if (FREEZE) deepFreeze(obj);
     table.objects.set(key, obj!);
     table.index(key, obj!, true);
