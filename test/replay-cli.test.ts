@@ -135,6 +135,54 @@ steps:
   assert.equal(clock.now, '2025-01-01T00:01:30Z', 'the scenario moved the server clock');
 });
 
+test('sim replay against sim serve --auth --tls: credentials from --kubeconfig, or --token and a CA choice; none is a 401 it names', async (t) => {
+  const server = await serverFor(t, ['--auth', '--tls', '--clock', 'virtual', '--nodes', '0']);
+  const kubeconfig = /kubeconfig written to (\S+)/.exec(server.stdout())?.[1];
+  const token = /admin token \(user kubernetes-admin, group system:masters\): (\S+)/.exec(server.stdout())?.[1];
+  assert.ok(kubeconfig && token, server.stdout());
+  const dir = tempDir(t);
+  const file = join(dir, 'authed.yaml');
+  // The kubectl step, when there is a kubectl, shows its run gets the credentials too.
+  const kubectlStep = kubectlMissing() ? '' : `
+  - kubectl:
+      args: get configmap authed -o jsonpath={.data.a}
+      contains: "2"`;
+  writeFileSync(
+    file,
+    `name: authed
+steps:
+  - apply:
+      manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: authed}, data: {a: "1"}}
+  - apply:
+      manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: authed}, data: {a: "2"}}
+  - advance: 10s${kubectlStep}
+  - expect:
+      - events: {kind: ConfigMap, name: authed, event: modified}
+        equals: 1
+`,
+  );
+  // The server, its CA and the admin token, all from the kubeconfig sim serve wrote.
+  const fromKubeconfig = await sim(['replay', '--kubeconfig', kubeconfig, file]);
+  assert.equal(fromKubeconfig.code, 0, `${fromKubeconfig.stdout}\n${fromKubeconfig.stderr}`);
+  assert.match(fromKubeconfig.stdout, /^PASS authed/m);
+  // Or the flags kubectl has: no CA (an https server's certificate then fails), no token (a 401).
+  const noCa = await sim(['replay', '--server', server.url, '--token', token, file]);
+  assert.equal(noCa.code, 1);
+  assert.match(noCa.stderr, /cannot run: cannot reach https:\/\/127\.0\.0\.1:\d+: fetch failed: .*certificate/);
+  const noToken = await sim(['replay', '--server', server.url, '--insecure-skip-tls-verify', file]);
+  assert.equal(noToken.code, 1);
+  assert.match(noToken.stderr, /answered 401 Unauthorized: give a token \(--token, or --kubeconfig with one\)/);
+  const flags = await sim(['replay', '--server', server.url, '--insecure-skip-tls-verify', '--token', token, file]);
+  // It runs every step; only the expectation fails, as the ConfigMap was there from the first run.
+  assert.equal(flags.code, 1, `${flags.stdout}\n${flags.stderr}`);
+  assert.match(flags.stdout, /^FAIL authed: \d steps \(\d passed, 1 failed, 0 skipped\)/m);
+  assert.match(flags.stdout, /found 2/);
+  // Credentials without a server to use them on are a usage error.
+  const stray = await sim(['replay', '--token', token, file]);
+  assert.equal(stray.code, 2);
+  assert.equal(stray.stderr, 'sim replay: --token, --certificate-authority and --insecure-skip-tls-verify need --server or --kubeconfig\n');
+});
+
 test('sim replay: the kubectl step runs the real kubectl against the scenario cluster', async (t) => {
   const missing = kubectlMissing();
   if (missing) return t.skip(missing);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { serve } from './serve.js';
-import { kubeconfigYaml } from './kubeconfig.js';
+import { kubeconfigYaml } from '../client/kubeconfig.js';
 
 function integer(name: string, min: number) {
   return (value: string): number => {
@@ -52,7 +52,7 @@ program
   .option('--token <token>', 'a bearer token for the user (the admin token sim serve --auth prints)')
   .option('--certificate-authority <file>', 'the CA of an https server (sim serve --tls --data PATH keeps it in PATH/tls/ca.crt)')
   .action((opts: { server: string; token?: string; certificateAuthority?: string }) => {
-    process.stdout.write(kubeconfigYaml(opts.server, opts.token, opts.certificateAuthority === undefined ? undefined : readFileSync(opts.certificateAuthority, 'utf8')));
+    process.stdout.write(kubeconfigYaml({ server: opts.server, token: opts.token, caCert: opts.certificateAuthority === undefined ? undefined : readFileSync(opts.certificateAuthority, 'utf8') }));
   });
 
 program
@@ -60,6 +60,10 @@ program
   .description('run scenario files on a fresh virtual-clock cluster (or --server): timeline, assertions, reports')
   .argument('[files...]', 'scenario files (YAML)')
   .option('--server <url>', 'drive a running sim serve instead of an embedded cluster')
+  .option('--kubeconfig <file>', "drive the server of this kubeconfig's current context, with its token and CA (--server overrides the server)")
+  .option('--token <token>', 'bearer token for the server (the admin token sim serve --auth prints)')
+  .option('--certificate-authority <file>', 'the CA of an https server (sim serve --tls --data PATH keeps it in PATH/tls/ca.crt)')
+  .option('--insecure-skip-tls-verify', "do not check an https server's certificate")
   .option('--seed <n>', "override the scenarios' seed", integer('--seed', 0))
   .option('--report <file>', 'write the machine-readable timeline (JSON)')
   .option('--html <file>', 'write a self-contained HTML timeline')

@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { readKubeconfig, type Connection } from '../client/kubeconfig.js';
 import { htmlReport } from '../scenario/html.js';
 import { loadScenario, ScenarioError, type LoadedScenario } from '../scenario/loader.js';
 import { replayReport, scenarioReport, textTimeline, type ScenarioReport } from '../scenario/report.js';
@@ -8,12 +9,36 @@ import { Logger, type LogLevel } from './logger.js';
 
 export interface ReplayOptions {
   server?: string;
+  kubeconfig?: string;
+  token?: string;
+  certificateAuthority?: string;
+  insecureSkipTlsVerify?: boolean;
   seed?: number;
   report?: string;
   html?: string;
   changes: boolean;
   printSchema?: boolean;
   logLevel: LogLevel;
+}
+
+/**
+ * The server to drive and its credentials, as kubectl puts them together: the kubeconfig's current context, with
+ * --server, --token, --certificate-authority and --insecure-skip-tls-verify over what it says. Undefined: run an
+ * embedded cluster. The kubeconfig is only read when named: defaulting to $KUBECONFIG or ~/.kube/config would
+ * point a replay (which creates and deletes objects) at whatever cluster the user last used.
+ */
+function connectionOf(options: ReplayOptions): Connection | undefined {
+  const fromFile = options.kubeconfig === undefined ? undefined : readKubeconfig(options.kubeconfig);
+  const server = options.server ?? fromFile?.server;
+  if (server === undefined) {
+    if (options.token !== undefined || options.certificateAuthority !== undefined || options.insecureSkipTlsVerify) throw new Error('--token, --certificate-authority and --insecure-skip-tls-verify need --server or --kubeconfig');
+    return undefined;
+  }
+  const connection: Connection = { ...fromFile, server };
+  if (options.token !== undefined) connection.token = options.token;
+  if (options.certificateAuthority !== undefined) connection.caCert = readFileSync(options.certificateAuthority, 'utf8');
+  if (options.insecureSkipTlsVerify) connection.insecureSkipTlsVerify = true;
+  return connection;
 }
 
 /**
@@ -32,6 +57,14 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
     return;
   }
   const log = new Logger(options.logLevel);
+  let remote: Connection | undefined;
+  try {
+    remote = connectionOf(options);
+  } catch (err) {
+    process.stderr.write(`sim replay: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 2;
+    return;
+  }
   const loaded: LoadedScenario[] = [];
   for (const file of files) {
     try {
@@ -43,15 +76,15 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
     }
   }
   if (process.exitCode === 2) return;
-  if (options.server && loaded.length > 1) log.warn(`${loaded.length} scenarios run one after another against ${options.server}: each sees what the ones before it left`);
+  if (remote && loaded.length > 1) log.warn(`${loaded.length} scenarios run one after another against ${remote.server}: each sees what the ones before it left`);
   const reports: ScenarioReport[] = [];
   for (const scenario of loaded) {
-    if (options.server && (scenario.scenario.seed !== undefined || scenario.scenario.nodes !== undefined || scenario.scenario.controllers !== undefined)) {
+    if (remote && (scenario.scenario.seed !== undefined || scenario.scenario.nodes !== undefined || scenario.scenario.controllers !== undefined)) {
       log.info(`${scenario.file}: seed, nodes and controllers are the server's own with --server`);
     }
     let report: ScenarioReport;
     try {
-      const run = await runScenario(scenario, { server: options.server, seed: options.seed, log: (level, message) => log.log(level, message) });
+      const run = await runScenario(scenario, { server: remote, seed: options.seed, log: (level, message) => log.log(level, message) });
       report = scenarioReport(run);
     } catch (err) {
       process.stderr.write(`${scenario.file}: cannot run: ${err instanceof Error ? err.message : String(err)}\n`);

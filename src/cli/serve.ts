@@ -14,7 +14,7 @@ import { serviceAccountTokens } from '../auth/service-account-tokens.js';
 import { loadTokenFile } from '../auth/token-file.js';
 import type { UserInfo } from '../auth/user.js';
 import type { Cluster } from '../cluster/cluster.js';
-import { kubeconfigYaml } from './kubeconfig.js';
+import { kubeconfigYaml } from '../client/kubeconfig.js';
 import { Logger, type LogLevel } from './logger.js';
 import { answerPlainHttp, servingTls, tlsDir, type ServingTls } from './tls.js';
 
@@ -178,7 +178,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     const file = resolvePath(options.kubeconfig ?? join(tls?.caDir ?? temporaryDir!, 'kubeconfig'));
     // Without --auth any token is accepted and ignored; kubectl needs one all the same, or over https it stops to
     // prompt for a username and password.
-    writeFileSync(file, kubeconfigYaml(url, security?.adminToken ?? (tls ? 'kube-sim' : undefined), tls?.caCert), { mode: 0o600 });
+    writeFileSync(file, kubeconfigYaml({ server: url, token: security?.adminToken ?? (tls ? 'kube-sim' : undefined), caCert: tls?.caCert }), { mode: 0o600 });
     process.stdout.write(`kubeconfig written to ${file}${tls ? ' (with the CA that signed the serving certificate)' : ''}: export KUBECONFIG=${file}\n`);
   }
   if (security) {

@@ -3,6 +3,7 @@ import { PATCH_CONTENT_TYPES, type PatchType } from '../api/patch.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { DeleteOptions, KubeList } from '../registry/generic-store.js';
 import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, WatchOptions } from './client.js';
+import type { Connection } from './kubeconfig.js';
 
 /** A plain HTTP answer. */
 export interface HttpReply {
@@ -21,12 +22,39 @@ export interface HttpRequest {
 /** Something that answers API requests: fetch against a URL, or fastify's inject against an in-process server. */
 export type HttpTransport = (request: HttpRequest) => Promise<HttpReply>;
 
-export function fetchTransport(baseUrl: string): HttpTransport {
+/** The part of fetch the HTTP client uses: the global one, or one that carries a connection's credentials. */
+export type Fetch = (url: string, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal }) => Promise<FetchReply>;
+
+export interface FetchReply {
+  ok: boolean;
+  status: number;
+  headers: { get(name: string): string | null };
+  text(): Promise<string>;
+  body: unknown;
+}
+
+/**
+ * A fetch for one server: its bearer token on every request and, for https, its CA (or no verification) through
+ * an undici Agent, as the global fetch takes no per-request TLS options. undici is loaded only when needed.
+ */
+export async function connectionFetch(connection: Connection): Promise<Fetch> {
+  let base: Fetch = fetch;
+  if (connection.server.startsWith('https:') && (connection.caCert !== undefined || connection.insecureSkipTlsVerify)) {
+    const { Agent, fetch: undiciFetch } = await import('undici');
+    const dispatcher = new Agent({ connect: connection.insecureSkipTlsVerify ? { rejectUnauthorized: false } : { ca: connection.caCert } });
+    base = (url, init) => undiciFetch(url, { ...init, dispatcher });
+  }
+  const token = connection.token;
+  if (token === undefined) return base;
+  return (url, init) => base(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } });
+}
+
+export function fetchTransport(baseUrl: string, fetchFn: Fetch = fetch): HttpTransport {
   const base = baseUrl.replace(/\/$/, '');
   return async ({ method, path, body, contentType }) => {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = contentType ?? 'application/json';
-    const res = await fetch(base + path, { method, headers, body });
+    const res = await fetchFn(base + path, { method, headers, body });
     return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
   };
 }
@@ -69,8 +97,9 @@ export class HttpClient implements KubeClient {
   constructor(
     private readonly baseUrl: string,
     transport?: HttpTransport,
+    private readonly fetchFn: Fetch = fetch,
   ) {
-    this.transport = transport ?? fetchTransport(baseUrl);
+    this.transport = transport ?? fetchTransport(baseUrl, fetchFn);
   }
 
   private async call<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
@@ -135,7 +164,7 @@ export class HttpClient implements KubeClient {
       onClose(error);
     };
     void (async () => {
-      const res = await fetch(url, { headers: { accept: 'application/json' }, signal: abort.signal });
+      const res = await this.fetchFn(url, { headers: { accept: 'application/json' }, signal: abort.signal });
       if (!res.ok || !res.body) {
         finish(errorOf({ status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() }, `watch ${url}`));
         return;

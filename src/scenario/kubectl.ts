@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { wallClock } from '../clock/clock.js';
+import { kubeconfigYaml, type Connection } from '../client/kubeconfig.js';
 
 /** The kubectl to run: $KUBE_SIM_KUBECTL (as the tests use), else the first `kubectl` on PATH. */
 export function findKubectl(): string | undefined {
@@ -58,15 +59,24 @@ export interface KubectlRun {
 }
 
 /**
- * Runs kubectl against `server` with no kubeconfig (nothing of the user's cluster config leaks in) and a
- * throwaway discovery cache, in `cwd` so relative `-f` paths resolve next to the scenario file.
+ * Runs kubectl against the server with none of the user's kubeconfig (nothing of their cluster config leaks in)
+ * and a throwaway discovery cache, in `cwd` so relative `-f` paths resolve next to the scenario file. A token or
+ * CA goes in a kubeconfig of its own in the throwaway home (mode 0600), not on the command line, where `ps` shows it.
  */
-export function runKubectl(binary: string, server: string, args: string[], options: { stdin?: string; cwd: string; timeoutMs: number }): Promise<KubectlRun> {
+export function runKubectl(binary: string, connection: Connection, args: string[], options: { stdin?: string; cwd: string; timeoutMs: number }): Promise<KubectlRun> {
   const home = mkdtempSync(join(tmpdir(), 'kube-sim-replay-'));
+  const server = connection.server;
+  let kubeconfig = '/dev/null';
+  let serverArgs = ['--server', server];
+  if (connection.token !== undefined || connection.caCert !== undefined || connection.insecureSkipTlsVerify) {
+    kubeconfig = join(home, 'kubeconfig');
+    writeFileSync(kubeconfig, kubeconfigYaml(connection), { mode: 0o600 });
+    serverArgs = [];
+  }
   return new Promise((resolve, reject) => {
-    const child = spawn(binary, ['--server', server, ...args], {
+    const child = spawn(binary, [...serverArgs, ...args], {
       cwd: options.cwd,
-      env: { ...process.env, KUBECONFIG: '/dev/null', HOME: home, KUBECACHEDIR: join(home, 'cache') },
+      env: { ...process.env, KUBECONFIG: kubeconfig, HOME: home, KUBECACHEDIR: join(home, 'cache') },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

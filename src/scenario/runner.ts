@@ -6,6 +6,7 @@ import type { PatchType } from '../api/patch.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
 import { errorOf, resourcePath } from '../client/http.js';
+import type { Connection } from '../client/kubeconfig.js';
 import type { LogFn } from '../runtime/manager.js';
 import { evaluateAssertion, evaluateState, offset, podState, refFor, type EvalContext, type Outcome } from './conditions.js';
 import { DEFAULT_HISTORY_EXCLUDE, History } from './history.js';
@@ -17,7 +18,7 @@ import { ACTIONS, type Action, type Assertion, type FaultStep, type KubectlStep,
 
 export interface RunOptions {
   /** Drive a running `sim serve` instead of an embedded cluster. */
-  server?: string;
+  server?: Connection;
   /** Overrides the scenario's seed. */
   seed?: number;
   log?: LogFn;
@@ -458,8 +459,7 @@ class StepRunner {
     const spec = typeof k === 'string' || Array.isArray(k) ? { args } : k;
     const binary = findKubectl();
     if (!binary) throw new StepFailure('kubectl is not installed: no kubectl on PATH (or set KUBE_SIM_KUBECTL=/path/to/kubectl)');
-    const server = await this.target.serverUrl();
-    const run = await runKubectl(binary, server, args, {
+    const run = await runKubectl(binary, await this.target.connection(), args, {
       stdin: spec.stdin,
       cwd: this.loaded.baseDir,
       timeoutMs: spec.timeout !== undefined ? durationMs(spec.timeout) : 30_000,

@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { parseDuration, wallClock } from '../clock/clock.js';
 import type { KubeClient } from '../client/client.js';
-import { HttpClient, errorOf, fetchTransport, type HttpReply, type HttpRequest, type HttpTransport } from '../client/http.js';
+import { HttpClient, connectionFetch, errorOf, fetchTransport, type HttpReply, type HttpRequest, type HttpTransport } from '../client/http.js';
+import type { Connection } from '../client/kubeconfig.js';
 import { InProcessClient } from '../client/in-process.js';
 import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
@@ -29,8 +30,8 @@ export interface ScenarioTarget {
   settle(): Promise<void>;
   /** When the next scheduled work is due (embedded only; undefined when unknown or nothing is scheduled). */
   nextTimerAt(): number | undefined;
-  /** A URL kubectl can reach (an embedded target starts listening on 127.0.0.1 the first time). */
-  serverUrl(): Promise<string>;
+  /** Where kubectl finds the server, with its credentials (an embedded target starts listening on 127.0.0.1 the first time). */
+  connection(): Promise<Connection>;
   /** Names of the controllers running, when known. */
   controllers(): string[] | undefined;
   close(): Promise<void>;
@@ -77,12 +78,13 @@ export async function embeddedTarget(options: EmbeddedOptions): Promise<Scenario
     advance: (ms) => clock.advance(ms),
     settle: () => clock.settle(),
     nextTimerAt: () => clock.nextTimerAt(),
-    serverUrl: () =>
-      (url ??= app.listen({ host: '127.0.0.1', port: 0 }).then(() => {
+    connection: async () => ({
+      server: await (url ??= app.listen({ host: '127.0.0.1', port: 0 }).then(() => {
         const port = (app.server.address() as AddressInfo).port;
         address = `127.0.0.1:${port}`;
         return `http://${address}`;
       })),
+    }),
     controllers: () => sim.controllers.names(),
     close: async () => {
       await app.close();
@@ -96,15 +98,21 @@ interface ClockState {
   mode: 'real' | 'virtual';
 }
 
-export async function remoteTarget(baseUrl: string): Promise<ScenarioTarget> {
-  const http = fetchTransport(baseUrl);
+export async function remoteTarget(connection: Connection): Promise<ScenarioTarget> {
+  const baseUrl = connection.server.replace(/\/$/, '');
+  const fetchFn = await connectionFetch(connection);
+  const http = fetchTransport(baseUrl, fetchFn);
   const readClock = async (): Promise<ClockState> => {
     let reply: HttpReply;
     try {
       reply = await http({ method: 'GET', path: '/sim/v1/clock' });
     } catch (err) {
-      throw new Error(`cannot reach ${baseUrl}: ${(err as Error).message}`);
+      // fetch says only "fetch failed"; the cause says why (refused, a certificate it cannot verify …).
+      const cause = (err as { cause?: { message?: string } }).cause?.message;
+      throw new Error(`cannot reach ${baseUrl}: ${(err as Error).message}${cause ? `: ${cause}` : ''}`);
     }
+    if (reply.status === 401) throw new Error(`${baseUrl} answered 401 Unauthorized: ${connection.token === undefined ? 'give a token (--token, or --kubeconfig with one)' : 'the token is not valid there'}`);
+    if (reply.status === 403) throw new Error(`${baseUrl} answered 403 Forbidden: ${errorOf(reply, 'GET /sim/v1/clock').message}`);
     if (reply.status !== 200) throw new Error(`${baseUrl} is not a kube-sim server (GET /sim/v1/clock answered ${reply.status})`);
     return JSON.parse(reply.text) as ClockState;
   };
@@ -118,7 +126,7 @@ export async function remoteTarget(baseUrl: string): Promise<ScenarioTarget> {
   };
   return {
     mode: 'remote',
-    client: new HttpClient(baseUrl, http),
+    client: new HttpClient(baseUrl, http, fetchFn),
     http,
     virtual,
     now: () => (virtual ? now : wallClock.now()),
@@ -131,7 +139,7 @@ export async function remoteTarget(baseUrl: string): Promise<ScenarioTarget> {
       else now = Date.parse((await readClock()).now);
     },
     nextTimerAt: () => undefined,
-    serverUrl: async () => baseUrl.replace(/\/$/, ''),
+    connection: async () => ({ ...connection, server: baseUrl }),
     controllers: () => undefined,
     close: async () => undefined,
   };
