@@ -4,8 +4,9 @@ import { authorizationKinds } from './authorization.js';
 import { clusterKinds } from './cluster.js';
 import { coreKinds } from './core.js';
 import { eventsV1 } from './events.js';
+import { policyKinds } from './policy.js';
 import { quotaKinds } from './quota.js';
 import { workloadKinds } from './workloads.js';
 
 /** Every kind the simulator serves out of the box. */
-export const builtinKinds: readonly KindInfo[] = [...coreKinds, ...quotaKinds, ...workloadKinds, ...clusterKinds, eventsV1, ...authorizationKinds, customResourceDefinitions];
+export const builtinKinds: readonly KindInfo[] = [...coreKinds, ...quotaKinds, ...workloadKinds, ...policyKinds, ...clusterKinds, eventsV1, ...authorizationKinds, customResourceDefinitions];
