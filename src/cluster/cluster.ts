@@ -2,6 +2,7 @@ import { RealClock, VirtualClock, type Clock } from '../clock/clock.js';
 import { SeededRandom } from '../clock/random.js';
 import type { KubeObject } from '../api/types.js';
 import { builtinKinds } from '../registry/builtin/index.js';
+import { systemPriorityClasses } from '../registry/builtin/scheduling.js';
 import { customResourceDefinitions, type CrdNamesLookup } from '../registry/crd/kind.js';
 import { serveCustomResources } from '../registry/crd/serve.js';
 import { GenericStore } from '../registry/generic-store.js';
@@ -65,6 +66,7 @@ export class Cluster {
       clock,
       random,
       allocateClusterIP: () => ips.allocate(),
+      objects: (table) => store.all(table),
       // CRD writes are rare and CRDs few: a scan per CRD write, as kube-apiserver's naming controller lists them.
       crdsOfGroup: (group) => store.all(crdKey).filter((crd) => (crd.spec as { group?: unknown } | undefined)?.group === group),
     };
@@ -141,11 +143,16 @@ export class Cluster {
     return cluster;
   }
 
-  /** What a fresh kube-apiserver creates: the system namespaces and the `kubernetes` Service. */
+  /** What a fresh kube-apiserver creates: the system namespaces, PriorityClasses and the `kubernetes` Service. */
   private bootstrap(): void {
     const namespaces = this.kind('', 'v1', 'namespaces');
     for (const name of SYSTEM_NAMESPACES) {
       if (!this.store.get(resourceKey(namespaces), undefined, name)) this.api.create(namespaces, undefined, { metadata: { name } });
+    }
+    // The scheduling post-start hook's system PriorityClasses.
+    const priorityClasses = this.kind('scheduling.k8s.io', 'v1', 'priorityclasses');
+    for (const pc of systemPriorityClasses) {
+      if (!this.store.get(resourceKey(priorityClasses), undefined, (pc.metadata as { name: string }).name)) this.api.create(priorityClasses, undefined, pc);
     }
     const services = this.kind('', 'v1', 'services');
     if (!this.store.get(resourceKey(services), 'default', 'kubernetes')) {

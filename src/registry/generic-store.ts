@@ -379,10 +379,12 @@ export class GenericStore {
     return result;
   }
 
-  delete(info: KindInfo, namespace: string | undefined, name: string, options: DeleteOptions = {}): DeleteResult {
+  delete(info: KindInfo, namespace: string | undefined, name: string, options: DeleteOptions = {}, ofCollection = false): DeleteResult {
     const key = resourceKey(info);
     const ns = scoped(info, namespace);
     const current = this.get(info, ns, name);
+    // Go's DeleteCollection deletes through the generic Store, past REST overrides such as PriorityClass's.
+    if (!ofCollection) info.strategy?.beforeDelete?.(current);
     const preconditions = options.preconditions ?? {};
     const grace = this.gracePeriodFor(info, current, options);
     const finalizers = this.finalizersAfterDelete(current, options);
@@ -425,7 +427,7 @@ export class GenericStore {
     const deleted: KubeObject[] = [];
     for (const item of list.items) {
       try {
-        const result = this.delete(info, item.metadata.namespace, item.metadata.name!, { ...options, preconditions: undefined });
+        const result = this.delete(info, item.metadata.namespace, item.metadata.name!, { ...options, preconditions: undefined }, true);
         deleted.push(result.gone ? item : (result.body as KubeObject));
       } catch (err) {
         if (!(err instanceof Error && 'code' in err && (err as { code: number }).code === 404)) throw err;

@@ -12,6 +12,11 @@ export interface StrategyContext {
   clock: Clock;
   random: SeededRandom;
   allocateClusterIP(): string;
+  /**
+   * The stored objects of a store table (`group/resource`, e.g. `scheduling.k8s.io/priorityclasses`): what
+   * admission plugins read from their informers' listers (PriorityClasses for pods, IngressClasses for ingresses).
+   */
+  objects(table: string): readonly KubeObject[];
 }
 
 /**
@@ -47,6 +52,8 @@ export interface Strategy {
   keepsStatusOnCreate?: boolean;
   /** Called on the copy that records the start of a deletion (a namespace turns Terminating). */
   prepareForDelete?(obj: KubeObject): void;
+  /** Refuses a DELETE by throwing (system PriorityClasses); a DELETE of a collection does not ask, as in Go. */
+  beforeDelete?(obj: KubeObject): void;
   /** Finalizers the server adds when a deletion starts (a CRD's customresourcecleanup). */
   finalizersOnDelete?(obj: KubeObject): readonly string[];
 }

@@ -8,6 +8,8 @@ import { bindPod, evictPod } from '../pod-subresources.js';
 import { defaultPodSpec, qosClass, validatePodSpec } from './pod-spec.js';
 import { podIP, podRestarts, podRow } from '../pod-printer.js';
 import { coreEventColumns } from './events.js';
+import { admitPodPriority, keepPodPriority } from './scheduling.js';
+import { defaultClaimStorageClass } from './storage.js';
 
 type Obj = Record<string, unknown>;
 
@@ -119,13 +121,14 @@ const pods: KindInfo = {
       if (s.serviceAccountName === undefined) s.serviceAccountName = s.serviceAccount ?? 'default';
       s.serviceAccount = s.serviceAccountName;
       if (s.enableServiceLinks === undefined) s.enableServiceLinks = true;
-      if (s.priority === undefined) s.priority = 0;
-      if (s.preemptionPolicy === undefined) s.preemptionPolicy = 'PreemptLowerPriority';
       addDefaultTolerations(s);
     },
-    prepareForCreate(obj) {
+    prepareForCreate(obj, ctx) {
+      // Priority admission: spec.priority and preemptionPolicy come from the PriorityClass, not from defaults.
+      admitPodPriority(obj, ctx);
       obj.status = { phase: 'Pending', qosClass: qosClass(spec(obj)) };
     },
+    prepareForUpdate: keepPodPriority,
     validate(obj) {
       return validatePodSpec(obj.spec, 'spec');
     },
@@ -375,7 +378,8 @@ const persistentvolumeclaims: KindInfo = {
     defaults(obj) {
       spec(obj).volumeMode ??= 'Filesystem';
     },
-    prepareForCreate(obj) {
+    prepareForCreate(obj, ctx) {
+      defaultClaimStorageClass(obj, ctx);
       obj.status = { phase: 'Pending' };
     },
   },
