@@ -60,13 +60,18 @@ function listedJsonOf(obj: object): string {
 export function arrayBody<T>(opening: string, items: readonly T[], textOf: (item: T) => string, closing: string): Buffer | Readable {
   if (items.length > STREAMED_LIST_ITEMS) return new ListStream(opening, items, textOf, closing);
   const texts = new Array<string>(items.length);
-  let chars = opening.length + closing.length + items.length;
-  for (let i = 0; i < items.length; i++) chars += (texts[i] = textOf(items[i]!)).length;
-  const writer = new PieceWriter(chars * 3);
-  writer.write(opening, false);
-  for (let i = 0; i < texts.length; i++) writer.write(texts[i]!, i > 0);
-  writer.write(closing, false);
-  return writer.rest();
+  // Exactly the bytes needed: reserving 3 a character (UTF-8's worst case) made a 100-pod list take 900 KB of
+  // memory outside the heap for 300 KB of JSON, freed only by a later GC.
+  let bytes = Buffer.byteLength(opening) + Buffer.byteLength(closing) + Math.max(0, items.length - 1);
+  for (let i = 0; i < items.length; i++) bytes += Buffer.byteLength((texts[i] = textOf(items[i]!)));
+  const body = Buffer.allocUnsafe(bytes);
+  let at = body.write(opening, 0);
+  for (let i = 0; i < texts.length; i++) {
+    if (i > 0) body[at++] = 0x2c;
+    at += body.write(texts[i]!, at);
+  }
+  body.write(closing, at);
+  return body;
 }
 
 /**
