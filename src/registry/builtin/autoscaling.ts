@@ -108,114 +108,70 @@ function validateV2(o: KubeObject): StatusCause[] {
 
 // --- v2 <-> v1 metric shapes (the v1 annotation format is autoscaling/v2beta1's) ---
 
-function metricSpecToV1(m: Obj): Obj {
-  const type = m.type;
-  const t = (s: Obj): Obj => obj(s.target);
-  const metric = (s: Obj): Obj => obj(s.metric);
-  if (type === 'Resource' && isPlainObject(m.resource)) {
-    const s = m.resource;
-    return { type, resource: compact({ name: s.name, targetAverageUtilization: t(s).averageUtilization, targetAverageValue: t(s).averageValue }) };
+/** The metric source types and the field each keeps its source in. */
+const SOURCES: Record<string, string> = { Resource: 'resource', ContainerResource: 'containerResource', Pods: 'pods', Object: 'object', External: 'external' };
+
+type Side = 'target' | 'current';
+
+/**
+ * Where a v2 target (spec) or current value (status) goes in a v1 metric of each type, e.g. a Pods target's
+ * averageValue is `targetAverageValue`, an Object's is `averageValue`. `zero`: Go quantities that are not pointers
+ * in v1, so they read "0" when unset.
+ */
+function v1Fields(type: string, side: Side): { byName: boolean; selector: string; value?: string; averageValue: string; utilization?: string; zero: string[] } {
+  const averageValue = `${side}AverageValue`;
+  switch (type) {
+    case 'Resource':
+    case 'ContainerResource':
+      return { byName: true, selector: '', averageValue, utilization: `${side}AverageUtilization`, zero: side === 'current' ? [averageValue] : [] };
+    case 'Pods':
+      return { byName: false, selector: 'selector', averageValue, zero: [averageValue] };
+    case 'Object':
+      return { byName: false, selector: 'selector', value: `${side}Value`, averageValue: 'averageValue', zero: [`${side}Value`] };
+    default:
+      return { byName: false, selector: 'metricSelector', value: `${side}Value`, averageValue, zero: side === 'current' ? [`${side}Value`] : [] };
   }
-  if (type === 'ContainerResource' && isPlainObject(m.containerResource)) {
-    const s = m.containerResource;
-    return { type, containerResource: compact({ name: s.name, targetAverageUtilization: t(s).averageUtilization, targetAverageValue: t(s).averageValue, container: s.container }) };
-  }
-  if (type === 'Pods' && isPlainObject(m.pods)) {
-    const s = m.pods;
-    return { type, pods: compact({ metricName: metric(s).name, targetAverageValue: t(s).averageValue ?? '0', selector: metric(s).selector }) };
-  }
-  if (type === 'Object' && isPlainObject(m.object)) {
-    const s = m.object;
-    return { type, object: compact({ target: s.describedObject, metricName: metric(s).name, targetValue: t(s).value ?? '0', selector: metric(s).selector, averageValue: t(s).averageValue }) };
-  }
-  if (type === 'External' && isPlainObject(m.external)) {
-    const s = m.external;
-    return { type, external: compact({ metricName: metric(s).name, metricSelector: metric(s).selector, targetValue: t(s).value, targetAverageValue: t(s).averageValue }) };
-  }
-  return { type };
 }
 
-function metricSpecFromV1(m: Obj): Obj {
-  const type = m.type;
-  const ident = (name: unknown, selector: unknown): Obj => compact({ name, selector });
-  if (type === 'Resource' && isPlainObject(m.resource)) {
-    const s = m.resource;
-    const type2 = s.targetAverageUtilization === undefined ? 'AverageValue' : 'Utilization';
-    return { type, resource: { name: s.name, target: compact({ type: type2, averageValue: s.targetAverageValue, averageUtilization: s.targetAverageUtilization }) } };
-  }
-  if (type === 'ContainerResource' && isPlainObject(m.containerResource)) {
-    const s = m.containerResource;
-    const type2 = s.targetAverageUtilization === undefined ? 'AverageValue' : 'Utilization';
-    return { type, containerResource: { name: s.name, target: compact({ type: type2, averageValue: s.targetAverageValue, averageUtilization: s.targetAverageUtilization }), container: s.container } };
-  }
-  if (type === 'Pods' && isPlainObject(m.pods)) {
-    const s = m.pods;
-    return { type, pods: { metric: ident(s.metricName, s.selector), target: { type: 'AverageValue', averageValue: s.targetAverageValue } } };
-  }
-  if (type === 'Object' && isPlainObject(m.object)) {
-    const s = m.object;
-    const type2 = s.averageValue === undefined ? 'Value' : 'AverageValue';
-    return { type, object: { describedObject: s.target, metric: ident(s.metricName, s.selector), target: compact({ type: type2, value: s.targetValue, averageValue: s.averageValue }) } };
-  }
-  if (type === 'External' && isPlainObject(m.external)) {
-    const s = m.external;
-    const type2 = s.targetValue === undefined ? 'AverageValue' : 'Value';
-    return { type, external: { metric: ident(s.metricName, s.metricSelector), target: compact({ type: type2, value: s.targetValue, averageValue: s.targetAverageValue }) } };
-  }
-  return { type };
+/** A v2 MetricSpec (side `target`) or MetricStatus (side `current`) in v1's form. */
+function metricToV1(m: Obj, side: Side): Obj {
+  const type = String(m.type ?? '');
+  const key = SOURCES[type];
+  if (!key || !isPlainObject(m[key])) return { type: m.type };
+  const source = m[key] as Obj;
+  const values = obj(source[side]);
+  const f = v1Fields(type, side);
+  const out: Obj = f.byName ? { name: source.name } : { metricName: obj(source.metric).name, [f.selector]: obj(source.metric).selector };
+  if (type === 'Object') out.target = source.describedObject;
+  if (f.utilization) out[f.utilization] = values.averageUtilization;
+  if (f.value) out[f.value] = values.value;
+  out[f.averageValue] = values.averageValue;
+  if (type === 'ContainerResource') out.container = source.container;
+  for (const z of f.zero) out[z] ??= '0';
+  return { type, [key]: compact(out) };
 }
 
-function metricStatusToV1(m: Obj): Obj {
-  const type = m.type;
-  const c = (s: Obj): Obj => obj(s.current);
-  const metric = (s: Obj): Obj => obj(s.metric);
-  if (type === 'Resource' && isPlainObject(m.resource)) {
-    const s = m.resource;
-    return { type, resource: compact({ name: s.name, currentAverageUtilization: c(s).averageUtilization, currentAverageValue: c(s).averageValue ?? '0' }) };
-  }
-  if (type === 'ContainerResource' && isPlainObject(m.containerResource)) {
-    const s = m.containerResource;
-    return { type, containerResource: compact({ name: s.name, currentAverageUtilization: c(s).averageUtilization, currentAverageValue: c(s).averageValue ?? '0', container: s.container }) };
-  }
-  if (type === 'Pods' && isPlainObject(m.pods)) {
-    const s = m.pods;
-    return { type, pods: compact({ metricName: metric(s).name, currentAverageValue: c(s).averageValue ?? '0', selector: metric(s).selector }) };
-  }
-  if (type === 'Object' && isPlainObject(m.object)) {
-    const s = m.object;
-    return { type, object: compact({ target: s.describedObject, metricName: metric(s).name, currentValue: c(s).value ?? '0', selector: metric(s).selector, averageValue: c(s).averageValue }) };
-  }
-  if (type === 'External' && isPlainObject(m.external)) {
-    const s = m.external;
-    return { type, external: compact({ metricName: metric(s).name, metricSelector: metric(s).selector, currentValue: c(s).value ?? '0', currentAverageValue: c(s).averageValue }) };
-  }
-  return { type };
+/** The target type Go's conversion infers from which v1 target fields are set. */
+function targetType(type: string, q: Obj): string {
+  if (type === 'Resource' || type === 'ContainerResource') return q.averageUtilization === undefined ? 'AverageValue' : 'Utilization';
+  if (type === 'Pods') return 'AverageValue';
+  if (type === 'Object') return q.averageValue === undefined ? 'Value' : 'AverageValue';
+  return q.value === undefined ? 'AverageValue' : 'Value';
 }
 
-function metricStatusFromV1(m: Obj): Obj {
-  const type = m.type;
-  const ident = (name: unknown, selector: unknown): Obj => compact({ name, selector });
-  if (type === 'Resource' && isPlainObject(m.resource)) {
-    const s = m.resource;
-    return { type, resource: { name: s.name, current: compact({ averageValue: s.currentAverageValue, averageUtilization: s.currentAverageUtilization }) } };
-  }
-  if (type === 'ContainerResource' && isPlainObject(m.containerResource)) {
-    const s = m.containerResource;
-    return { type, containerResource: { name: s.name, current: compact({ averageValue: s.currentAverageValue, averageUtilization: s.currentAverageUtilization }), container: s.container } };
-  }
-  if (type === 'Pods' && isPlainObject(m.pods)) {
-    const s = m.pods;
-    return { type, pods: { metric: ident(s.metricName, s.selector), current: { averageValue: s.currentAverageValue } } };
-  }
-  if (type === 'Object' && isPlainObject(m.object)) {
-    const s = m.object;
-    return { type, object: { describedObject: s.target, metric: ident(s.metricName, s.selector), current: compact({ value: s.currentValue, averageValue: s.averageValue }) } };
-  }
-  if (type === 'External' && isPlainObject(m.external)) {
-    const s = m.external;
-    return { type, external: { metric: ident(s.metricName, s.metricSelector), current: compact({ value: s.currentValue, averageValue: s.currentAverageValue }) } };
-  }
-  return { type };
+/** A v1 metric (from the annotations) back in v2's form. */
+function metricFromV1(m: Obj, side: Side): Obj {
+  const type = String(m.type ?? '');
+  const key = SOURCES[type];
+  if (!key || !isPlainObject(m[key])) return { type: m.type };
+  const source = m[key] as Obj;
+  const f = v1Fields(type, side);
+  const q = compact({ value: f.value && source[f.value], averageValue: source[f.averageValue], averageUtilization: f.utilization && source[f.utilization] });
+  const out: Obj = f.byName ? { name: source.name } : { metric: compact({ name: source.metricName, selector: source[f.selector] }) };
+  if (type === 'Object') out.describedObject = source.target;
+  out[side] = side === 'target' ? { type: targetType(type, q), ...q } : q;
+  if (type === 'ContainerResource') out.container = source.container;
+  return { type, [key]: out };
 }
 
 function withoutRoundTrip(annotations: Record<string, string> | undefined): Record<string, string> {
@@ -240,10 +196,10 @@ export function hpaToV1(o: KubeObject): KubeObject {
   const status = obj(o.status);
   const metrics = list(spec.metrics).map(obj);
   const annotations = withoutRoundTrip(o.metadata.annotations);
-  const others = metrics.filter((m) => !isCpuUtilization(m)).map(metricSpecToV1);
+  const others = metrics.filter((m) => !isCpuUtilization(m)).map((m) => metricToV1(m, 'target'));
   if (others.length > 0) annotations[METRICS] = JSON.stringify(others);
   const current = list(status.currentMetrics).map(obj);
-  if (current.length > 0) annotations[CURRENT_METRICS] = JSON.stringify(current.map(metricStatusToV1));
+  if (current.length > 0) annotations[CURRENT_METRICS] = JSON.stringify(current.map((m) => metricToV1(m, 'current')));
   if (spec.behavior !== undefined) annotations[BEHAVIOR] = JSON.stringify(spec.behavior);
   if (list(status.conditions).length > 0) annotations[CONDITIONS] = JSON.stringify(status.conditions);
   // The first CPU Resource metric gives targetCPUUtilizationPercentage, if it targets a utilization.
@@ -276,7 +232,7 @@ export function hpaFromV1(o: KubeObject): KubeObject {
   const spec = obj(o.spec);
   const status = obj(o.status);
   const annotations = o.metadata.annotations ?? {};
-  const metrics: Obj[] = (parse(annotations[METRICS]) ?? []).map((m) => metricSpecFromV1(obj(m)));
+  const metrics: Obj[] = (parse(annotations[METRICS]) ?? []).map((m) => metricFromV1(obj(m), 'target'));
   if (typeof spec.targetCPUUtilizationPercentage === 'number') metrics.push(cpuUtilization(spec.targetCPUUtilizationPercentage));
   // v1 had an implicit CPU default in the controller; the conversion makes it explicit.
   if (metrics.length === 0) metrics.push(cpuUtilization(DEFAULT_CPU_UTILIZATION));
@@ -299,7 +255,7 @@ export function hpaFromV1(o: KubeObject): KubeObject {
     behavior: isPlainObject(behavior) && Object.keys(behavior).length > 0 ? behavior : undefined,
   });
   if (o.status !== undefined) {
-    let current: unknown[] | undefined = parse(annotations[CURRENT_METRICS])?.map((m) => metricStatusFromV1(obj(m)));
+    let current: unknown[] | undefined = parse(annotations[CURRENT_METRICS])?.map((m) => metricFromV1(obj(m), 'current'));
     if (!current && typeof status.currentCPUUtilizationPercentage === 'number') {
       current = [{ type: 'Resource', resource: { name: 'cpu', current: { averageUtilization: status.currentCPUUtilizationPercentage } } }];
     }
