@@ -4,6 +4,7 @@ import { configWatcher } from './configwatcher.js';
 import { cronJobController } from './cronjob/controller.js';
 import { daemonSetController } from './daemonset.js';
 import { deploymentController } from './deployment/controller.js';
+import { disruptionController } from './disruption.js';
 import { garbageCollector } from './garbage-collector.js';
 import { jobController } from './job/controller.js';
 import { namespaceController } from './namespace.js';
@@ -33,6 +34,7 @@ export const CONTROLLER_NAMES = [
   'configwatcher',
   'clusterrole-aggregation',
   'serviceaccount',
+  'disruption',
 ] as const;
 
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
@@ -50,4 +52,5 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['podgc', podGarbageCollector],
   ['clusterrole-aggregation', clusterRoleAggregationController],
   ['serviceaccount', serviceAccountController],
+  ['disruption', disruptionController],
 ]);

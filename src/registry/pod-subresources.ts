@@ -1,6 +1,8 @@
 import { rfc3339 } from '../clock/clock.js';
 import { ApiError, Errors, FieldErrors, type Status, type StatusCause } from '../api/errors.js';
+import { selectorFromObject } from '../api/selectors.js';
 import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
+import { orderedStatus, pdbSpec, pdbStatus, withDisruptionAllowedCondition, type PdbStatus } from './builtin/policy.js';
 import type { DeleteOptions, GenericStore } from './generic-store.js';
 import { resourceKey, type KindInfo } from './types.js';
 
@@ -64,10 +66,113 @@ export function bindPod(api: GenericStore, info: KindInfo, namespace: string | u
   return created();
 }
 
+/** Eviction's own Status for a pod that more than one budget covers: a Failure without a reason, code 500. */
+class EvictionFailure extends ApiError {
+  override toStatus(): Status {
+    const { reason: _reason, ...status } = super.toStatus();
+    return status;
+  }
+}
+
+const EVICTION_RETRIES = 20;
+/** Entries the controller has not confirmed yet beyond which evictions stop (MaxDisruptedPodSize). */
+const MAX_DISRUPTED_PODS = 2000;
+const DISRUPTION_BUDGET_CAUSE = 'DisruptionBudget';
+const VIOLATES_BUDGET = "Cannot evict pod as it would violate the pod's disruption budget.";
+
+/** errors.NewTooManyRequests with a DisruptionBudget cause (retryAfterSeconds 0 is left out, as omitempty does). */
+function tooManyRequests(cause: string, retryAfterSeconds: number): ApiError {
+  const details: StatusCause[] = [{ reason: DISRUPTION_BUDGET_CAUSE, message: cause }];
+  return new ApiError(429, 'TooManyRequests', VIOLATES_BUDGET, retryAfterSeconds > 0 ? { retryAfterSeconds, causes: details } : { causes: details });
+}
+
+/** createTooManyRequestsError: the budget's status is older than its spec, or the pod changed under the eviction. */
+function stillProcessing(pdbName: string): ApiError {
+  return tooManyRequests(`The disruption budget ${pdbName} is still being processed by the server.`, 10);
+}
+
+/** Pending, finished or already terminating pods are evicted without asking their budget (canIgnorePDB). */
+function canIgnoreBudget(pod: KubeObject): boolean {
+  const phase = isPlainObject(pod.status) ? pod.status.phase : undefined;
+  return phase === 'Succeeded' || phase === 'Failed' || phase === 'Pending' || !!pod.metadata.deletionTimestamp;
+}
+
+function isReady(pod: KubeObject): boolean {
+  const conditions = isPlainObject(pod.status) && Array.isArray(pod.status.conditions) ? (pod.status.conditions as Obj[]) : [];
+  return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+/** The budgets in the pod's namespace whose selector matches it (an empty selector matches every pod, as in policy/v1). */
+function budgetsFor(api: GenericStore, pdbInfo: KindInfo, pod: KubeObject): KubeObject[] {
+  return api.list(pdbInfo, pod.metadata.namespace, {}).items.filter((pdb) => {
+    try {
+      return selectorFromObject(pdbSpec(pdb).selector).matches(pod.metadata.labels);
+    } catch {
+      return false; // an invalid selector matches nothing
+    }
+  });
+}
+
 /**
- * POST pods/NAME/eviction (policy/v1 Eviction). PodDisruptionBudgets are not served, so every eviction is
- * allowed: the pod gets the DisruptionTarget condition (EvictionByEvictionAPI) and is deleted with the
- * Eviction's deleteOptions, as kube-apiserver does once the budget check passes.
+ * checkAndDecrement: refuses with 429 while the budget allows no disruption (or its status is stale), else takes
+ * one disruption and records the pod in status.disruptedPods (the controller then counts it as gone for two
+ * minutes) in a /status update guarded by the budget's resourceVersion, read again and retried on conflict.
+ */
+function takeDisruption(api: GenericStore, pdbInfo: KindInfo, first: KubeObject, podName: string, dryRun: boolean): void {
+  let pdb = first;
+  for (let attempt = 1; ; attempt++) {
+    const status = pdbStatus(pdb);
+    const name = pdb.metadata.name!;
+    if ((status.observedGeneration ?? 0) < (pdb.metadata.generation ?? 0)) throw stillProcessing(name);
+    if (status.disruptionsAllowed < 0) throw Errors.forbidden({ group: 'policy', resource: 'poddisruptionbudget' }, name, 'pdb disruptions allowed is negative');
+    if (Object.keys(status.disruptedPods ?? {}).length > MAX_DISRUPTED_PODS) {
+      throw Errors.forbidden({ group: 'policy', resource: 'poddisruptionbudget' }, name, 'DisruptedPods map too big - too many evictions not confirmed by PDB controller');
+    }
+    if (status.disruptionsAllowed === 0) throw tooManyRequests(`The disruption budget ${name} needs ${status.desiredHealthy} healthy pods and has ${status.currentHealthy} currently`, 0);
+    if (dryRun) return;
+    const now = rfc3339(api.ctx.clock.now());
+    let next: PdbStatus = { ...status, disruptionsAllowed: status.disruptionsAllowed - 1 };
+    if (next.disruptionsAllowed === 0) next = withDisruptionAllowedCondition(next, now);
+    next.disruptedPods = { ...(status.disruptedPods ?? {}), [podName]: now };
+    try {
+      api.update(pdbInfo, pdb.metadata.namespace, name, { ...pdb, status: orderedStatus(next) }, { subresource: 'status' });
+      return;
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 409)) throw err;
+      if (attempt >= EVICTION_RETRIES) throw Errors.timeout(`couldn't update PodDisruptionBudget "${name}" due to conflicts`);
+      pdb = api.get(pdbInfo, pdb.metadata.namespace, name);
+    }
+  }
+}
+
+/**
+ * addConditionAndDeletePod: marks the pod DisruptionTarget=True (EvictionByEvictionAPI), then deletes it with the
+ * Eviction's options. A resourceVersion precondition guards the condition's write and moves to the version that
+ * write made, so it still guards the delete.
+ */
+function markAndDelete(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, options: DeleteOptions): void {
+  const preconditions = { ...(options.preconditions ?? {}) };
+  if (!options.dryRun) {
+    const now = rfc3339(api.ctx.clock.now());
+    const { object } = api.store.guaranteedUpdate(resourceKey(info), namespace, name, preconditions, (current) => {
+      // A metadata of its own: the store stamps the new resourceVersion into it, and `current` is still shared.
+      const next: KubeObject = { ...current, metadata: { ...current.metadata }, status: { ...(isPlainObject(current.status) ? current.status : {}) } };
+      setPodCondition(next.status as Obj, { type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' }, now);
+      return next;
+    });
+    if (preconditions.resourceVersion) preconditions.resourceVersion = object.metadata.resourceVersion;
+  }
+  api.delete(info, namespace, name, { ...options, preconditions });
+}
+
+/**
+ * POST pods/NAME/eviction (policy/v1 Eviction, kube-apiserver's EvictionREST). Pending, finished and terminating
+ * pods are deleted at once. Otherwise the one PodDisruptionBudget covering the pod decides: none lets the eviction
+ * through; more than one is a 500; a budget allowing no disruption is a 429 TooManyRequests with a DisruptionBudget
+ * cause; else one disruption is taken from it before the delete. A pod that is not Ready is deleted without
+ * taking one when its budget's unhealthyPodEvictionPolicy is AlwaysAllow, or (IfHealthyBudget, the default) while
+ * the budget has its desired healthy pods; the delete is then guarded by the pod's resourceVersion, so a pod that
+ * turned Ready meanwhile gets a 429 instead. dryRun checks everything and changes nothing.
  */
 export function evictPod(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): Status {
   if (!isPlainObject(body)) throw Errors.badRequest("Object 'Eviction' is not a JSON object");
@@ -81,16 +186,36 @@ export function evictPod(api: GenericStore, info: KindInfo, namespace: string | 
     if (typeof requested.preconditions.uid === 'string') deleteOptions.preconditions.uid = requested.preconditions.uid;
     if (typeof requested.preconditions.resourceVersion === 'string') deleteOptions.preconditions.resourceVersion = requested.preconditions.resourceVersion;
   }
+  const rvRequested = deleteOptions.preconditions?.resourceVersion !== undefined;
+  const withPodVersion = (pod: KubeObject): DeleteOptions => ({ ...deleteOptions, preconditions: { ...deleteOptions.preconditions, resourceVersion: pod.metadata.resourceVersion } });
+
   const pod = api.get(info, namespace, name);
-  if (!pod.metadata.deletionTimestamp && !deleteOptions.dryRun) {
-    const now = rfc3339(api.ctx.clock.now());
-    api.store.guaranteedUpdate(resourceKey(info), namespace, name, deleteOptions.preconditions ?? {}, (current) => {
-      // A metadata of its own: the store stamps the new resourceVersion into it, and `current` is still shared.
-      const next: KubeObject = { ...current, metadata: { ...current.metadata }, status: { ...(isPlainObject(current.status) ? current.status : {}) } };
-      setPodCondition(next.status as Obj, { type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' }, now);
-      return next;
-    });
+  if (canIgnoreBudget(pod)) {
+    // A Pending pod could turn Ready between the read and the delete: the delete is guarded by the version read
+    // (finished and terminating pods cannot count towards a budget again).
+    const phase = isPlainObject(pod.status) ? pod.status.phase : undefined;
+    const enforce = phase !== 'Succeeded' && phase !== 'Failed' && !pod.metadata.deletionTimestamp && !rvRequested;
+    markAndDelete(api, info, namespace, name, enforce ? withPodVersion(pod) : deleteOptions);
+    return created();
   }
-  api.delete(info, namespace, name, { ...deleteOptions, preconditions: deleteOptions.preconditions?.uid ? { uid: deleteOptions.preconditions.uid } : undefined });
+
+  const pdbInfo = api.registry.lookup('policy', 'v1', 'poddisruptionbudgets');
+  const pdbs = pdbInfo ? budgetsFor(api, pdbInfo, pod) : [];
+  if (pdbs.length > 1) throw new EvictionFailure(500, '', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
+  const pdb = pdbs[0];
+  let guardPodVersion = false;
+  if (pdb && pdbInfo) {
+    const status = pdbStatus(pdb);
+    const unhealthyMayGo = pdbSpec(pdb).unhealthyPodEvictionPolicy === 'AlwaysAllow' || (status.currentHealthy >= status.desiredHealthy && status.desiredHealthy > 0);
+    // An unready pod counts towards neither currentHealthy nor desiredHealthy: deleting it disrupts nothing.
+    if (!isReady(pod) && unhealthyMayGo) guardPodVersion = true;
+    else takeDisruption(api, pdbInfo, pdb, name, deleteOptions.dryRun === true);
+  }
+  try {
+    markAndDelete(api, info, namespace, name, guardPodVersion ? withPodVersion(pod) : deleteOptions);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 409 && guardPodVersion && !rvRequested) throw stillProcessing(pdb!.metadata.name!);
+    throw err;
+  }
   return created();
 }

@@ -1,0 +1,433 @@
+import { rfc3339 } from '../clock/clock.js';
+import { selectorFromObject, LabelSelector } from '../api/selectors.js';
+import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
+import { Resources, type Gvr } from '../client/client.js';
+import { cacheKey } from '../client/informer.js';
+import {
+  conditionsAreUpToDate,
+  orderedStatus,
+  pdbSpec,
+  pdbStatus,
+  scaledIntOrPercent,
+  setCondition,
+  withDisruptionAllowedCondition,
+  DISRUPTION_ALLOWED,
+  SYNC_FAILED,
+  type PdbStatus,
+} from '../registry/builtin/policy.js';
+import { setPodCondition } from '../registry/pod-subresources.js';
+import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
+import type { EventType } from '../runtime/events.js';
+import { controllerOf } from './controller-ref.js';
+import { ignoreNotFound } from './namespace.js';
+import { isPodReady, isTerminal, isTerminating, podCondition } from './pod-util.js';
+
+type Obj = Record<string, unknown>;
+
+const PDBS: Gvr = { group: 'policy', version: 'v1', resource: 'poddisruptionbudgets' };
+
+/**
+ * How long a pod the eviction subresource listed in status.disruptedPods is counted as gone while it is not yet
+ * being deleted (DeletionTimeout); also how long a DisruptionTarget condition may stay on a pod that is not
+ * being deleted before it is turned False (stalePodDisruptionTimeout).
+ */
+export const DELETION_TIMEOUT_MS = 120_000;
+
+/** A pod's controller and the replicas it wants (controllerAndScale). */
+export interface ControllerScale {
+  uid: string;
+  replicas: number;
+}
+
+/** Finds the scale of a pod's controller; undefined when it is not found, throws when it cannot have one. */
+export type ScaleFinder = (ref: OwnerReference, namespace: string) => ControllerScale | undefined;
+
+export interface PdbEvent {
+  object: KubeObject;
+  type: EventType;
+  reason: string;
+  message: string;
+}
+
+export interface PdbPlan {
+  /** The status to write, or undefined when the stored one is current. */
+  status?: PdbStatus;
+  /** When a pod in disruptedPods is due to be forgotten: look again then. */
+  recheckAfterMs?: number;
+  events: PdbEvent[];
+}
+
+/**
+ * getExpectedScale: the sum of the scales of the controllers of the pods. When a percentage or maxUnavailable is
+ * used, the budget is relative to what the controllers want, not to the pods that happen to exist. Pods without a
+ * controller are unmanaged (reported, not counted); a controller no finder knows is an error.
+ */
+function expectedScale(pdb: KubeObject, pods: readonly KubeObject[], findScale: ScaleFinder): { expected: number; unmanaged: string[] } {
+  const scales = new Map<string, number>();
+  const seen = new Set<string>();
+  const unmanaged: string[] = [];
+  for (const pod of pods) {
+    const ref = controllerOf(pod);
+    if (!ref) {
+      unmanaged.push(pod.metadata.name!);
+      continue;
+    }
+    if (seen.has(ref.uid)) continue;
+    const found = findScale(ref, pdb.metadata.namespace!);
+    if (!found) throw new Error(`found no controllers for pod "${pod.metadata.name}"`);
+    seen.add(ref.uid);
+    scales.set(found.uid, found.replicas);
+  }
+  let expected = 0;
+  for (const n of scales.values()) expected += n;
+  return { expected, unmanaged };
+}
+
+/**
+ * getExpectedPodCount. Worked examples, a Deployment of 4 replicas whose 4 pods exist:
+ *   minAvailable 3      → expected 4 (the pods found), desired 3
+ *   minAvailable 50%    → expected 4 (the Deployment's scale), desired ceil(2) = 2
+ *   maxUnavailable 1    → expected 4, desired 4 - 1 = 3
+ *   maxUnavailable 30%  → expected 4, desired 4 - ceil(1.2) = 2
+ */
+function expectedPodCount(pdb: KubeObject, pods: readonly KubeObject[], findScale: ScaleFinder): { expected: number; desired: number; unmanaged: string[] } {
+  const spec = pdbSpec(pdb);
+  if (spec.maxUnavailable !== undefined && spec.maxUnavailable !== null) {
+    const { expected, unmanaged } = expectedScale(pdb, pods, findScale);
+    return { expected, desired: Math.max(0, expected - scaledIntOrPercent(spec.maxUnavailable, expected)), unmanaged };
+  }
+  if (spec.minAvailable !== undefined && spec.minAvailable !== null) {
+    if (typeof spec.minAvailable === 'number') return { expected: pods.length, desired: spec.minAvailable, unmanaged: [] };
+    const { expected, unmanaged } = expectedScale(pdb, pods, findScale);
+    return { expected, desired: scaledIntOrPercent(spec.minAvailable, expected), unmanaged };
+  }
+  return { expected: 0, desired: 0, unmanaged: [] };
+}
+
+/**
+ * The disruption controller's sync of one budget (trySync + updatePdbStatus), pure: the pods its selector
+ * matches, the scales of their controllers and the time give the status. Pods in status.disruptedPods are
+ * counted as gone until they are being deleted or two minutes have passed; disruptions are allowed only while
+ * expected pods exist and more are healthy (Ready, not being deleted) than desired. Throws when the expected
+ * count cannot be computed (the caller writes the fail-safe status).
+ */
+export function planPdb(pdb: KubeObject, pods: readonly KubeObject[], findScale: ScaleFinder, now: number): PdbPlan {
+  const events: PdbEvent[] = [];
+  if (pods.length === 0) events.push({ object: pdb, type: 'Normal', reason: 'NoPods', message: 'No matching pods found' });
+  let counts: ReturnType<typeof expectedPodCount>;
+  try {
+    counts = expectedPodCount(pdb, pods, findScale);
+  } catch (err) {
+    throw Object.assign(err instanceof Error ? err : new Error(String(err)), { events: [...events, { object: pdb, type: 'Warning', reason: 'CalculateExpectedPodCountFailed', message: `Failed to calculate the number of expected pods: ${err instanceof Error ? err.message : String(err)}` }] });
+  }
+  if (counts.unmanaged.length > 0) {
+    events.push({
+      object: pdb,
+      type: 'Warning',
+      reason: 'UnmanagedPods',
+      message: `Pods selected by this PodDisruptionBudget (selector: ${goSelector(pdbSpec(pdb).selector)}) were found to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, which may result in undefined behavior. To account for these pods please set ".spec.minAvailable" field of the PDB to an integer value.`,
+    });
+  }
+
+  const stored = pdbStatus(pdb);
+  const disrupted: Record<string, string> = {};
+  let recheckAt: number | undefined;
+  for (const pod of pods) {
+    if (isTerminating(pod)) continue;
+    const at = stored.disruptedPods?.[pod.metadata.name!];
+    if (at === undefined) continue;
+    const expectedDeletion = Date.parse(at) + DELETION_TIMEOUT_MS;
+    if (expectedDeletion < now) {
+      // kube-controller-manager names the namespace twice in this message.
+      events.push({ object: pod, type: 'Warning', reason: 'NotDeleted', message: `Pod was expected by PDB ${pdb.metadata.namespace}/${pdb.metadata.namespace} to be deleted but it wasn't` });
+    } else {
+      disrupted[pod.metadata.name!] = at;
+      if (recheckAt === undefined || expectedDeletion < recheckAt) recheckAt = expectedDeletion;
+    }
+  }
+  let currentHealthy = 0;
+  for (const pod of pods) {
+    if (isTerminating(pod)) continue;
+    const at = disrupted[pod.metadata.name!];
+    if (at !== undefined && Date.parse(at) + DELETION_TIMEOUT_MS > now) continue;
+    if (isPodReady(pod)) currentHealthy++;
+  }
+  let disruptionsAllowed = currentHealthy - counts.desired;
+  if (counts.expected <= 0 || disruptionsAllowed <= 0) disruptionsAllowed = 0;
+
+  const generation = pdb.metadata.generation ?? 0;
+  const plan: PdbPlan = { events };
+  // Just past the deadline, when the entry is due (at the deadline itself it is kept, and a virtual clock would not move).
+  if (recheckAt !== undefined) plan.recheckAfterMs = recheckAt - now + 1;
+  const unchanged =
+    stored.currentHealthy === currentHealthy &&
+    stored.desiredHealthy === counts.desired &&
+    stored.expectedPods === counts.expected &&
+    stored.disruptionsAllowed === disruptionsAllowed &&
+    deepEqual(stored.disruptedPods ?? {}, disrupted) &&
+    (stored.observedGeneration ?? 0) === generation &&
+    conditionsAreUpToDate(pdb, stored);
+  if (!unchanged) {
+    const next: PdbStatus = { observedGeneration: generation, disruptedPods: disrupted, disruptionsAllowed, currentHealthy, desiredHealthy: counts.desired, expectedPods: counts.expected };
+    if (stored.conditions) next.conditions = stored.conditions;
+    plan.status = orderedStatus(withDisruptionAllowedCondition(next, rfc3339(now)));
+  }
+  return plan;
+}
+
+/** failSafe: when the status cannot be computed, no disruption is allowed and the condition says why. */
+export function failSafeStatus(pdb: KubeObject, error: string, now: number): PdbStatus {
+  const stored = pdbStatus(pdb);
+  const conditions = setCondition(stored.conditions, { type: DISRUPTION_ALLOWED, status: 'False', observedGeneration: stored.observedGeneration, reason: SYNC_FAILED, message: error }, rfc3339(now));
+  return orderedStatus({ ...stored, disruptionsAllowed: 0, conditions });
+}
+
+/** A LabelSelector as Go's %v prints the pointer in the UnmanagedPods event (&LabelSelector{MatchLabels:map[...]...}). */
+function goSelector(selector: unknown): string {
+  const s = isPlainObject(selector) ? selector : {};
+  const labels = isPlainObject(s.matchLabels) ? Object.keys(s.matchLabels).sort().map((k) => `${k}: ${String((s.matchLabels as Obj)[k])},`).join('') : '';
+  const exprs = Array.isArray(s.matchExpressions)
+    ? (s.matchExpressions as Obj[]).map((e) => `LabelSelectorRequirement{Key:${String(e.key)},Operator:${String(e.operator)},Values:[${(Array.isArray(e.values) ? e.values : []).join(' ')}],}`).join(',')
+    : '';
+  return `&LabelSelector{MatchLabels:map[string]string{${labels}},MatchExpressions:[]LabelSelectorRequirement{${exprs}},}`;
+}
+
+/** Built-in kinds that have no scale subresource: a budget needing their scale fails as it does in Kubernetes. */
+function noScaleError(ref: OwnerReference, ctx: ControllerContext): Error {
+  const info = ctx.resources.byKind(ref.apiVersion, ref.kind);
+  if (!info) return new Error(`no matches for kind "${ref.kind}" in version "${ref.apiVersion}"`);
+  return new Error(`${info.gvr.group ? `${info.gvr.resource}.${info.gvr.group}` : info.gvr.resource} does not implement the scale subresource`);
+}
+
+const groupOf = (apiVersion: string): string => (apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '');
+
+/**
+ * Which budgets cover which pods, kept up to date from pod and budget events so that neither a pod event nor a
+ * budget sync scans every pod: a pod is matched against the budgets of its namespace when it appears or its labels
+ * change, and a namespace's pods are matched once when a budget appears or its selector changes.
+ */
+class BudgetIndex {
+  private readonly budgets = new Map<string, { namespace: string; selectorSpec: unknown; selector: LabelSelector; pods: Set<string> }>();
+  private readonly byNamespace = new Map<string, Set<string>>();
+  private readonly ofPod = new Map<string, Set<string>>();
+
+  /** Records a budget, matching its namespace's pods when it is new or its selector changed. */
+  setBudget(pdb: KubeObject, namespacePods: () => readonly KubeObject[]): void {
+    const key = cacheKey(pdb);
+    const spec = pdbSpec(pdb).selector;
+    const existing = this.budgets.get(key);
+    if (existing && deepEqual(existing.selectorSpec, spec)) return;
+    if (existing) this.removeBudget(key);
+    const namespace = pdb.metadata.namespace!;
+    const entry = { namespace, selectorSpec: spec, selector: parseSelector(spec), pods: new Set<string>() };
+    this.budgets.set(key, entry);
+    let keys = this.byNamespace.get(namespace);
+    if (!keys) this.byNamespace.set(namespace, (keys = new Set()));
+    keys.add(key);
+    for (const pod of namespacePods()) if (entry.selector.matches(pod.metadata.labels)) this.link(key, cacheKey(pod));
+  }
+
+  removeBudget(key: string): void {
+    const entry = this.budgets.get(key);
+    if (!entry) return;
+    for (const pod of entry.pods) this.unlink(key, pod);
+    this.budgets.delete(key);
+    const keys = this.byNamespace.get(entry.namespace);
+    keys?.delete(key);
+    if (keys?.size === 0) this.byNamespace.delete(entry.namespace);
+  }
+
+  /** Matches a pod again (undefined: it is gone); returns the budgets that covered it before and after. */
+  podChanged(key: string, pod: KubeObject | undefined): { before: string[]; after: string[] } {
+    const before = [...(this.ofPod.get(key) ?? [])];
+    for (const b of before) this.unlink(b, key);
+    if (pod) {
+      for (const b of this.byNamespace.get(pod.metadata.namespace!) ?? []) if (this.budgets.get(b)!.selector.matches(pod.metadata.labels)) this.link(b, key);
+    }
+    return { before, after: [...(this.ofPod.get(key) ?? [])] };
+  }
+
+  budgetsOf(podKey: string): ReadonlySet<string> {
+    return this.ofPod.get(podKey) ?? EMPTY;
+  }
+
+  podsOf(budgetKey: string): ReadonlySet<string> {
+    return this.budgets.get(budgetKey)?.pods ?? EMPTY;
+  }
+
+  private link(budget: string, pod: string): void {
+    this.budgets.get(budget)!.pods.add(pod);
+    let set = this.ofPod.get(pod);
+    if (!set) this.ofPod.set(pod, (set = new Set()));
+    set.add(budget);
+  }
+
+  private unlink(budget: string, pod: string): void {
+    this.budgets.get(budget)?.pods.delete(pod);
+    const set = this.ofPod.get(pod);
+    set?.delete(budget);
+    if (set?.size === 0) this.ofPod.delete(pod);
+  }
+}
+
+const EMPTY: ReadonlySet<string> = new Set();
+
+/** metav1.LabelSelectorAsSelector: nil matches nothing, {} everything, an invalid selector nothing. */
+function parseSelector(spec: unknown): LabelSelector {
+  try {
+    return selectorFromObject(spec);
+  } catch {
+    return LabelSelector.nothing();
+  }
+}
+
+function sameLabels(a: KubeObject, b: KubeObject): boolean {
+  const x = a.metadata.labels ?? {};
+  const y = b.metadata.labels ?? {};
+  if (x === y) return true;
+  const keys = Object.keys(x);
+  if (keys.length !== Object.keys(y).length) return false;
+  for (const k of keys) if (x[k] !== y[k]) return false;
+  return true;
+}
+
+/** What a budget's status depends on besides membership: readiness, deletion, and the controller (for its scale). */
+function mattersToBudget(old: KubeObject, pod: KubeObject): boolean {
+  return isPodReady(old) !== isPodReady(pod) || isTerminating(old) !== isTerminating(pod) || controllerOf(old)?.uid !== controllerOf(pod)?.uid;
+}
+
+/** nonTerminatingPodHasStaleDisruptionCondition: how long until the pod's DisruptionTarget=True is stale, if it can be. */
+function staleDisruptionIn(pod: KubeObject, now: number): number | undefined {
+  if (isTerminating(pod) || isTerminal(pod)) return undefined;
+  const cond = podCondition(pod, 'DisruptionTarget');
+  // The kubelet's own condition may stay long before the pod terminates: never stale.
+  if (!cond || cond.status !== 'True' || cond.reason === 'TerminationByKubelet') return undefined;
+  return Math.max(0, Date.parse(String(cond.lastTransitionTime ?? '')) + DELETION_TIMEOUT_MS - now || 0);
+}
+
+/**
+ * The disruption controller (kube-controller-manager's disruption.go): keeps each PodDisruptionBudget's status
+ * (expectedPods, currentHealthy, desiredHealthy, disruptionsAllowed, disruptedPods, observedGeneration and the
+ * DisruptionAllowed condition) in step with the pods it selects, which the eviction subresource reads to allow or
+ * refuse an eviction; and turns a DisruptionTarget condition that no deletion followed within two minutes False.
+ */
+export function disruptionController(ctx: ControllerContext): Controller {
+  const pods = ctx.informers.for(Resources.pods);
+  const pdbs = ctx.informers.for(PDBS);
+  const replicaSets = ctx.informers.for(Resources.replicasets);
+  const deployments = ctx.informers.for(Resources.deployments);
+  const statefulSets = ctx.informers.for(Resources.statefulsets);
+  const recorder = ctx.recorder('controllermanager');
+  const index = new BudgetIndex();
+  const loop = new ReconcileLoop('disruption', ctx, reconcile);
+  const staleLoop = new ReconcileLoop('disruption-stale-pods', ctx, clearStaleCondition);
+
+  pdbs.addEventHandler({
+    add: (pdb) => {
+      index.setBudget(pdb, () => pods.listNamespace(pdb.metadata.namespace!));
+      loop.queue.add(cacheKey(pdb));
+    },
+    update: (_old, pdb) => {
+      index.setBudget(pdb, () => pods.listNamespace(pdb.metadata.namespace!));
+      loop.queue.add(cacheKey(pdb));
+    },
+    delete: (pdb) => index.removeBudget(cacheKey(pdb)),
+  });
+
+  const enqueueAll = (keys: Iterable<string>): void => {
+    for (const k of keys) loop.queue.add(k);
+  };
+  const podEvent = (old: KubeObject | undefined, pod: KubeObject | undefined): void => {
+    const key = cacheKey((pod ?? old)!);
+    if (pod && old && sameLabels(old, pod)) {
+      if (mattersToBudget(old, pod)) enqueueAll(index.budgetsOf(key));
+    } else {
+      const { before, after } = index.podChanged(key, pod);
+      enqueueAll(before);
+      enqueueAll(after);
+      if (pod && after.length > 1 && !deepEqual(before, after)) {
+        const first = after[0]!.slice(after[0]!.indexOf('/') + 1);
+        recorder.event(pod, 'Warning', 'MultiplePodDisruptionBudgets', `Pod "${pod.metadata.namespace}"/"${pod.metadata.name}" matches multiple PodDisruptionBudgets.  Chose "${first}" arbitrarily.`);
+      }
+    }
+    if (pod) {
+      const wait = staleDisruptionIn(pod, ctx.clock.now());
+      if (wait !== undefined) staleLoop.queue.addAfter(key, wait);
+    }
+  };
+  pods.addEventHandler({ add: (pod) => podEvent(undefined, pod), update: (old, pod) => podEvent(old, pod), delete: (pod) => podEvent(pod, undefined) });
+
+  /** The finders of disruption.go, in its order: a Deployment through its ReplicaSet, a lone ReplicaSet, a StatefulSet. */
+  const findScale: ScaleFinder = (ref, namespace) => {
+    const group = groupOf(ref.apiVersion);
+    if (ref.kind === 'ReplicaSet' && (group === 'apps' || group === 'extensions')) {
+      const rs = replicaSets.get(namespace, ref.name);
+      if (!rs || rs.metadata.uid !== ref.uid) return undefined;
+      const owner = controllerOf(rs);
+      const d = owner && owner.kind === 'Deployment' && ['apps', 'extensions'].includes(groupOf(owner.apiVersion)) ? deployments.get(namespace, owner.name) : undefined;
+      if (d && d.metadata.uid === owner!.uid) return { uid: d.metadata.uid, replicas: replicasOf(d) };
+      // A ReplicaSet whose Deployment is not found still has a scale of its own (getScaleController).
+      return { uid: rs.metadata.uid, replicas: replicasOf(rs) };
+    }
+    if (ref.kind === 'StatefulSet' && group === 'apps') {
+      const ss = statefulSets.get(namespace, ref.name);
+      return ss && ss.metadata.uid === ref.uid ? { uid: ss.metadata.uid, replicas: replicasOf(ss) } : undefined;
+    }
+    throw noScaleError(ref, ctx);
+  };
+
+  async function reconcile(key: string): Promise<ReconcileResult | void> {
+    const slash = key.indexOf('/');
+    const pdb = pdbs.get(key.slice(0, slash), key.slice(slash + 1));
+    if (!pdb) return;
+    const selected: KubeObject[] = [];
+    for (const podKey of index.podsOf(key)) {
+      const pod = pods.get(podKey.slice(0, podKey.indexOf('/')), podKey.slice(podKey.indexOf('/') + 1));
+      if (pod) selected.push(pod);
+    }
+    const now = ctx.clock.now();
+    let plan: PdbPlan;
+    try {
+      plan = planPdb(pdb, selected, findScale, now);
+    } catch (err) {
+      for (const e of (err as { events?: PdbEvent[] }).events ?? []) recorder.event(e.object, e.type, e.reason, e.message);
+      const message = err instanceof Error ? err.message : String(err);
+      ctx.log('warn', `disruption: failed to sync PDB ${key}: ${message}`);
+      await ctx.client.updateStatus(PDBS, { ...pdb, status: failSafeStatus(pdb, message, now) as unknown as Obj });
+      return;
+    }
+    for (const e of plan.events) recorder.event(e.object, e.type, e.reason, e.message);
+    if (plan.status) await ctx.client.updateStatus(PDBS, { ...pdb, status: plan.status as unknown as Obj });
+    return plan.recheckAfterMs !== undefined ? { requeueAfterMs: plan.recheckAfterMs } : undefined;
+  }
+
+  /** syncStalePodDisruption: a DisruptionTarget=True two minutes old on a pod nobody is deleting goes False. */
+  async function clearStaleCondition(key: string): Promise<ReconcileResult | void> {
+    const slash = key.indexOf('/');
+    const pod = pods.get(key.slice(0, slash), key.slice(slash + 1));
+    if (!pod) return;
+    const wait = staleDisruptionIn(pod, ctx.clock.now());
+    if (wait === undefined) return;
+    if (wait > 0) return { requeueAfterMs: wait };
+    const status = deepCopy(isPlainObject(pod.status) ? pod.status : {}) as Obj;
+    setPodCondition(status, { type: 'DisruptionTarget', status: 'False' }, rfc3339(ctx.clock.now()));
+    await ignoreNotFound(ctx.client.updateStatus(Resources.pods, { ...pod, status }));
+  }
+
+  return {
+    name: 'disruption',
+    start: async () => {
+      loop.start();
+      staleLoop.start();
+    },
+    stop: () => {
+      loop.stop();
+      staleLoop.stop();
+    },
+  };
+}
+
+function replicasOf(obj: KubeObject): number {
+  const r = isPlainObject(obj.spec) ? obj.spec.replicas : undefined;
+  return typeof r === 'number' ? r : 1;
+}
