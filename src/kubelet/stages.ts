@@ -153,17 +153,47 @@ function scalar(value: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether any value the path reaches from `value` (segments from `i` on) satisfies `accept` (any at all without
+ * one): evaluatePath's walk, stopping at the first hit and building no lists. The kubelet asks every stage's
+ * selector on every reconcile of every pod.
+ */
+function anyValue(value: unknown, segments: readonly Segment[], i: number, accept?: readonly string[]): boolean {
+  for (; i < segments.length; i++) {
+    const seg = segments[i]!;
+    if (seg.kind === 'field') {
+      if (!isPlainObject(value)) return false;
+      const v = value[seg.name];
+      if (v === undefined || v === null) return false;
+      value = v;
+      continue;
+    }
+    if (!Array.isArray(value)) return false;
+    if (seg.kind === 'index') {
+      if (value[seg.index] === undefined) return false;
+      value = value[seg.index];
+      continue;
+    }
+    for (const item of value) {
+      if (seg.kind === 'where' && !(isPlainObject(item) && String(item[seg.field]) === seg.value)) continue;
+      if (anyValue(item, segments, i + 1, accept)) return true;
+    }
+    return false;
+  }
+  return accept === undefined || accept.includes(scalar(value) ?? '\u0000');
+}
+
 export function expressionMatches(pod: KubeObject, e: StageExpression): boolean {
-  const values = evaluatePath(pod, e.key);
+  const segments = compilePath(e.key);
   switch (e.operator) {
     case 'Exists':
-      return values.length > 0;
+      return anyValue(pod, segments, 0);
     case 'DoesNotExist':
-      return values.length === 0;
+      return !anyValue(pod, segments, 0);
     case 'In':
-      return values.some((v) => e.values.includes(scalar(v) ?? '\u0000'));
+      return anyValue(pod, segments, 0, e.values);
     case 'NotIn':
-      return !values.some((v) => e.values.includes(scalar(v) ?? '\u0000'));
+      return !anyValue(pod, segments, 0, e.values);
   }
 }
 
