@@ -220,19 +220,22 @@ export function balancedAllocationScore(request: PodRequest, state: NodeState): 
   return (1 - Math.abs(fc - fm) / 2) * 100;
 }
 
-/** Preferred node affinity: the sum of the weights of the terms the node matches. */
-export function preferredAffinityRaw(pod: KubeObject, node: KubeObject): number {
+/** The pod's preferred node affinity terms (read once per scheduling attempt, not once per node). */
+function preferredTerms(pod: KubeObject): Obj[] {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};
   const affinity = isPlainObject(spec.affinity) && isPlainObject(spec.affinity.nodeAffinity) ? spec.affinity.nodeAffinity : undefined;
-  const preferred = affinity && Array.isArray(affinity.preferredDuringSchedulingIgnoredDuringExecution) ? (affinity.preferredDuringSchedulingIgnoredDuringExecution.filter(isPlainObject) as Obj[]) : [];
+  return affinity && Array.isArray(affinity.preferredDuringSchedulingIgnoredDuringExecution) ? (affinity.preferredDuringSchedulingIgnoredDuringExecution.filter(isPlainObject) as Obj[]) : [];
+}
+
+/** Preferred node affinity: the sum of the weights of the terms the node matches. */
+function preferredAffinityRaw(preferred: readonly Obj[], node: KubeObject): number {
   let sum = 0;
   for (const p of preferred) if (isPlainObject(p.preference) && termMatches(p.preference, node)) sum += typeof p.weight === 'number' ? p.weight : 0;
   return sum;
 }
 
-/** PreferNoSchedule taints the pod does not tolerate (fewer is better). */
-export function intolerablePreferNoSchedule(pod: KubeObject, node: KubeObject): number {
-  const tolerations = tolerationsOf(pod).filter((t) => t.effect === undefined || t.effect === '' || t.effect === 'PreferNoSchedule');
+/** PreferNoSchedule taints the pod does not tolerate (fewer is better); `tolerations` those that could apply. */
+function intolerablePreferNoSchedule(tolerations: readonly Toleration[], node: KubeObject): number {
   return nodeTaints(node).filter((t) => t.effect === 'PreferNoSchedule' && !tolerations.some((tol) => tolerates(tol, t))).length;
 }
 
@@ -259,9 +262,11 @@ export function selectHost(pod: KubeObject, request: PodRequest, candidates: rea
   const spreadRaw = candidates.map((c) => c.siblingsOnNode * wHost + c.siblingsInZone * wZone);
   const maxSpread = Math.max(...spreadRaw);
   const minSpread = Math.min(...spreadRaw);
-  const affinityRaw = candidates.map((c) => preferredAffinityRaw(pod, c.state.node));
+  const preferred = preferredTerms(pod);
+  const affinityRaw = candidates.map((c) => (preferred.length === 0 ? 0 : preferredAffinityRaw(preferred, c.state.node)));
   const maxAffinity = Math.max(...affinityRaw);
-  const taintRaw = candidates.map((c) => intolerablePreferNoSchedule(pod, c.state.node));
+  const tolerations = tolerationsOf(pod).filter((t) => t.effect === undefined || t.effect === '' || t.effect === 'PreferNoSchedule');
+  const taintRaw = candidates.map((c) => intolerablePreferNoSchedule(tolerations, c.state.node));
   const maxTaint = Math.max(...taintRaw);
   let best = -Infinity;
   let ties: number[] = [];
