@@ -15,68 +15,39 @@ export const AGGREGATE_MESSAGE_PREFIX = '(combined from similar events): ';
 export const SPAM_BURST = 25;
 export const SPAM_REFILL_MS = 300_000;
 
-interface LruEntry<V> {
-  key: string;
-  value: V;
-  newer: LruEntry<V> | undefined;
-  older: LruEntry<V> | undefined;
-}
-
 /**
- * A map that forgets its least recently used entry beyond `max` (groupcache's lru.Cache: a Map and a list in
- * use order). Not a Map re-inserted on every use and evicted through keys().next(): V8 leaves a deleted Map
- * entry as a hole until the table is rebuilt, and an LRU deletes at the front, so finding the oldest key
- * stepped over thousands of holes: 3-6 us an operation, ~20 us an event for the correlator's three LRUs.
+ * A map that forgets its least recently used entry beyond `max` (groupcache's lru.Cache): a Map in use order,
+ * a key moved to the end when used. The oldest key comes from one iterator kept over the whole life of the map,
+ * not from a new keys().next() each time: V8 leaves a deleted Map entry as a hole until the table is rebuilt,
+ * and an LRU deletes at the front, so a fresh iterator stepped over thousands of holes (3-6 us an eviction,
+ * ~20 us an event for the correlator's three LRUs). A Map iterator visits keys in insertion order, skips keys
+ * deleted before it reaches them and visits keys added after it (a used key is re-added at the end), so the
+ * kept iterator's next key is always the oldest one, and it steps over each hole once.
  */
 class LruMap<V> {
-  private readonly map = new Map<string, LruEntry<V>>();
-  private newest: LruEntry<V> | undefined;
-  private oldest: LruEntry<V> | undefined;
+  private readonly map = new Map<string, V>();
+  private readonly oldest = this.map.keys();
+  /** The most recently used key: the correlator sets each key right after getting it, and it is already last. */
+  private last: string | undefined;
 
   constructor(private readonly max: number) {}
 
   get(key: string): V | undefined {
-    const entry = this.map.get(key);
-    if (!entry) return undefined;
-    this.touch(entry);
-    return entry.value;
+    const value = this.map.get(key);
+    if (value !== undefined && key !== this.last) {
+      this.map.delete(key);
+      this.map.set(key, value);
+      this.last = key;
+    }
+    return value;
   }
 
   set(key: string, value: V): void {
-    const entry = this.map.get(key);
-    if (entry) {
-      entry.value = value;
-      this.touch(entry);
-      return;
-    }
-    const added: LruEntry<V> = { key, value, newer: undefined, older: this.newest };
-    if (this.newest) this.newest.newer = added;
-    this.newest = added;
-    this.oldest ??= added;
-    this.map.set(key, added);
-    if (this.map.size > this.max) {
-      const gone = this.oldest;
-      this.unlink(gone);
-      this.map.delete(gone.key);
-    }
-  }
-
-  private touch(entry: LruEntry<V>): void {
-    if (entry === this.newest) return;
-    this.unlink(entry);
-    entry.older = this.newest;
-    entry.newer = undefined;
-    this.newest!.newer = entry;
-    this.newest = entry;
-    this.oldest ??= entry;
-  }
-
-  private unlink(entry: LruEntry<V>): void {
-    if (entry.newer) entry.newer.older = entry.older;
-    else this.newest = entry.older;
-    if (entry.older) entry.older.newer = entry.newer;
-    else this.oldest = entry.newer;
-    entry.newer = entry.older = undefined;
+    if (key !== this.last) this.map.delete(key);
+    this.map.set(key, value);
+    this.last = key;
+    // More keys than max means one at least lies ahead of the iterator: it never runs out (and stays usable).
+    if (this.map.size > this.max) this.map.delete(this.oldest.next().value!);
   }
 }
 
