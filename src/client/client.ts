@@ -48,6 +48,12 @@ export interface KubeClient {
    * kubelets and node lifecycle controller need it.
    */
   createSubresource?(gvr: Gvr, namespace: string | undefined, name: string, subresource: string, body: unknown): Promise<unknown>;
+  /**
+   * GET and PUT of a resource's autoscaling/v1 Scale subresource (client-go's scale client, which the HPA controller
+   * uses on any kind that has one). Optional, as createSubresource is.
+   */
+  getScale?(gvr: Gvr, namespace: string | undefined, name: string): Promise<KubeObject>;
+  updateScale?(gvr: Gvr, scale: KubeObject): Promise<KubeObject>;
   /** Starts a watch; `onClose` runs once when it ends, with the error (a 410 Expired Status) if it failed. */
   watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle;
 }

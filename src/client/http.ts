@@ -147,6 +147,14 @@ export class HttpClient implements KubeClient {
     return this.call('POST', resourcePath(gvr, namespace, name, subresource), body);
   }
 
+  getScale(gvr: Gvr, namespace: string | undefined, name: string): Promise<KubeObject> {
+    return this.call('GET', resourcePath(gvr, namespace, name, 'scale'));
+  }
+
+  updateScale(gvr: Gvr, scale: KubeObject): Promise<KubeObject> {
+    return this.call('PUT', resourcePath(gvr, scale.metadata.namespace, scale.metadata.name, 'scale'), scale);
+  }
+
   watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle {
     const abort = new AbortController();
     const q = query({

@@ -3,6 +3,7 @@ import type { PatchType } from '../api/patch.js';
 import type { KubeObject } from '../api/types.js';
 import type { Cluster } from '../cluster/cluster.js';
 import type { DeleteOptions, KubeList } from '../registry/generic-store.js';
+import { scaleOf, writeScale } from '../registry/scale.js';
 import type { KindInfo } from '../registry/types.js';
 import type { StoreEvent, WatchEventType } from '../storage/watch.js';
 import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, WatchOptions } from './client.js';
@@ -62,6 +63,21 @@ export class InProcessClient implements KubeClient {
     const handler = info.extraSubresources?.find((s) => s.name === subresource)?.create;
     if (!handler) throw Errors.pathNotFound();
     return handler(this.cluster.api, info, namespace, name, body, {});
+  }
+
+  async getScale(gvr: Gvr, namespace: string | undefined, name: string): Promise<KubeObject> {
+    const info = this.scalable(gvr);
+    return scaleOf(info, this.cluster.api.get(info, namespace, name));
+  }
+
+  async updateScale(gvr: Gvr, scale: KubeObject): Promise<KubeObject> {
+    return writeScale(this.cluster.api, this.scalable(gvr), scale.metadata.namespace, scale.metadata.name!, () => scale, true, {});
+  }
+
+  private scalable(gvr: Gvr): KindInfo {
+    const info = this.kind(gvr);
+    if (!info.scale) throw Errors.pathNotFound();
+    return info;
   }
 
   watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle {

@@ -5,12 +5,12 @@ import type { WebSocket } from 'ws';
 import { ApiError, Errors } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from '../api/patch.js';
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
-import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
+import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { Cluster } from '../cluster/cluster.js';
 import type { DeleteOptions, ListQuery, WatchQuery, WriteOptions } from '../registry/generic-store.js';
 import { defaultFieldManager } from '../api/managed-fields.js';
 import { parseFieldValidation } from '../api/schema/field-validation.js';
-import { field } from '../registry/printers.js';
+import { scaleOf, writeScale } from '../registry/scale.js';
 import { groupVersion, type KindInfo } from '../registry/types.js';
 import type { KubeletConnector } from '../kubelet/connector.js';
 import { requesterOf } from '../auth/api-auth.js';
@@ -256,59 +256,28 @@ export class ResourceHandler {
 
   /** GET/PUT/PATCH of the autoscaling/v1 Scale subresource, writing spec.replicas of the owner. */
   private scale(info: KindInfo, namespace: string | undefined, name: string, request: FastifyRequest, reply: FastifyReply, negotiated: Negotiated): void | Promise<void> {
-    const scaleSpec = info.scale!;
-    const toScale = (obj: KubeObject): KubeObject => {
-      const selector = field(obj, 'status.selector') ?? selectorText(field(obj, 'spec.selector'));
-      return {
-        kind: 'Scale',
-        apiVersion: 'autoscaling/v1',
-        metadata: {
-          name: obj.metadata.name,
-          namespace: obj.metadata.namespace,
-          uid: obj.metadata.uid,
-          resourceVersion: obj.metadata.resourceVersion,
-          creationTimestamp: obj.metadata.creationTimestamp,
-        },
-        spec: { replicas: Number(field(obj, scaleSpec.specReplicasPath) ?? 0) },
-        status: { replicas: Number(field(obj, scaleSpec.statusReplicasPath) ?? 0), selector },
-      };
-    };
     const query = request.query as Query;
     if (request.method === 'GET') {
-      const scale = toScale(this.cluster.api.get(info, namespace, name));
+      const scale = scaleOf(info, this.cluster.api.get(info, namespace, name));
       return this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
     }
     if (request.method !== 'PUT' && request.method !== 'PATCH') throw Errors.methodNotAllowed();
     const body = this.body(request, request.method === 'PATCH');
-    let preconditionRv: string | undefined;
-    const updated = this.cluster.api.writeUpdate(
+    const scale = writeScale(
+      this.cluster.api,
       info,
       namespace,
       name,
-      {},
       (current) => {
-        const scale = toScale(current);
-        let next: unknown;
-        if (request.method === 'PUT') next = body.value;
-        else if (body.patchType === 'json') next = applyJsonPatch(scale, body.value);
-        else if (body.patchType === 'merge') next = applyMergePatch(scale, body.value);
-        else if (body.patchType === 'strategic') next = applyStrategicMergePatch(scale, body.value, 'io.k8s.api.autoscaling.v1.Scale');
-        else throw Errors.unsupportedMediaType('application/apply-patch+yaml');
-        if (!isPlainObject(next)) throw Errors.badRequest('Scale must be a JSON object');
-        const rv = isPlainObject(next.metadata) ? next.metadata.resourceVersion : undefined;
-        if (request.method === 'PUT' && typeof rv === 'string' && rv !== '') preconditionRv = rv;
-        if (preconditionRv !== undefined && preconditionRv !== current.metadata.resourceVersion) throw Errors.conflict(info, name);
-        const replicas = isPlainObject(next.spec) ? next.spec.replicas : undefined;
-        if (replicas !== undefined && (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)) {
-          throw Errors.invalid('autoscaling', 'Scale', name, [{ reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`, field: 'spec.replicas' }]);
-        }
-        const copy = deepCopy(current);
-        setPath(copy, scaleSpec.specReplicasPath, replicas ?? 0);
-        return copy;
+        if (request.method === 'PUT') return body.value;
+        if (body.patchType === 'json') return applyJsonPatch(current, body.value);
+        if (body.patchType === 'merge') return applyMergePatch(current, body.value);
+        if (body.patchType === 'strategic') return applyStrategicMergePatch(current, body.value, 'io.k8s.api.autoscaling.v1.Scale');
+        throw Errors.unsupportedMediaType('application/apply-patch+yaml');
       },
-      { dryRun: dryRun(query), fieldManager: one(query, 'fieldManager') || defaultFieldManager(request.headers['user-agent']), managedSubresource: 'scale' },
+      request.method === 'PUT',
+      { dryRun: dryRun(query), fieldManager: one(query, 'fieldManager') || defaultFieldManager(request.headers['user-agent']) },
     );
-    const scale = toScale(updated);
     return this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
   }
 
@@ -489,27 +458,3 @@ function nameSelector(name: string, existing: string | undefined): string {
   return existing ? `${existing},metadata.name=${escaped}` : `metadata.name=${escaped}`;
 }
 
-function selectorText(selector: unknown): string {
-  if (!isPlainObject(selector)) return '';
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(isPlainObject(selector.matchLabels) ? selector.matchLabels : {})) parts.push(`${k}=${String(v)}`);
-  for (const e of Array.isArray(selector.matchExpressions) ? selector.matchExpressions : []) {
-    if (!isPlainObject(e)) continue;
-    const values = Array.isArray(e.values) ? e.values.join(',') : '';
-    if (e.operator === 'In') parts.push(`${String(e.key)} in (${values})`);
-    else if (e.operator === 'NotIn') parts.push(`${String(e.key)} notin (${values})`);
-    else if (e.operator === 'Exists') parts.push(String(e.key));
-    else if (e.operator === 'DoesNotExist') parts.push(`!${String(e.key)}`);
-  }
-  return parts.sort().join(',');
-}
-
-function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
-  const parts = path.split('.');
-  let current = obj;
-  for (const part of parts.slice(0, -1)) {
-    if (!isPlainObject(current[part])) current[part] = {};
-    current = current[part] as Record<string, unknown>;
-  }
-  current[parts[parts.length - 1]!] = value;
-}
