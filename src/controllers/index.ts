@@ -6,6 +6,7 @@ import { daemonSetController } from './daemonset.js';
 import { deploymentController } from './deployment/controller.js';
 import { disruptionController } from './disruption.js';
 import { garbageCollector } from './garbage-collector.js';
+import { hpaController } from './hpa.js';
 import { jobController } from './job/controller.js';
 import { namespaceController } from './namespace.js';
 import { nodeLifecycleController } from './node-lifecycle.js';
@@ -35,6 +36,7 @@ export const CONTROLLER_NAMES = [
   'clusterrole-aggregation',
   'serviceaccount',
   'disruption',
+  'horizontalpodautoscaling',
 ] as const;
 
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
@@ -53,4 +55,5 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['clusterrole-aggregation', clusterRoleAggregationController],
   ['serviceaccount', serviceAccountController],
   ['disruption', disruptionController],
+  ['horizontalpodautoscaling', (ctx) => hpaController(ctx)],
 ]);

@@ -15,7 +15,8 @@ import type { KindInfo } from '../types.js';
  *   autoscaling.alpha.kubernetes.io/behavior         spec.behavior
  *   autoscaling.alpha.kubernetes.io/conditions       status.conditions
  *
- * Nothing computes metrics here (no metrics API), so no controller writes status: see README.
+ * There is no metrics API: the HPA controller (src/controllers/hpa.ts) writes what kube-controller-manager writes
+ * without one (see README).
  */
 type Obj = Record<string, unknown>;
 

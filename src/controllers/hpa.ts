@@ -1,0 +1,345 @@
+import { ApiError } from '../api/errors.js';
+import { parseLabelSelector } from '../api/selectors.js';
+import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
+import { rfc3339 } from '../clock/clock.js';
+import type { Gvr } from '../client/client.js';
+import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
+
+/**
+ * The HorizontalPodAutoscaler controller (kube-controller-manager's horizontalpodautoscaling, pkg/controller/
+ * podautoscaler/horizontal.go) as it runs in a cluster without metrics-server or a custom/external metrics adapter:
+ * every sync period it reads the target's /scale, clamps replicas outside [minReplicas, maxReplicas] through it,
+ * and otherwise fails to compute metrics exactly as kube-controller-manager does when the metrics APIs are not
+ * served — the same conditions, events and message texts, and no rescale.
+ */
+export const DEFAULT_SYNC_PERIOD_MS = 15_000; // --horizontal-pod-autoscaler-sync-period
+
+const HPAS: Gvr = { group: 'autoscaling', version: 'v2', resource: 'horizontalpodautoscalers' };
+const COMPONENT = 'horizontal-pod-autoscaler';
+/** client-go's answer to a list of an API group nobody serves (metrics.k8s.io without metrics-server). */
+const NOT_SERVED = 'the server could not find the requested resource';
+const NO_CUSTOM_METRICS = 'unable to fetch metrics from custom metrics API: no custom metrics API (custom.metrics.k8s.io) registered';
+/** retry.DefaultRetry's steps for a scale update that meets a conflict. */
+const SCALE_UPDATE_ATTEMPTS = 5;
+
+type Obj = Record<string, unknown>;
+type ConditionStatus = 'True' | 'False';
+
+interface Condition {
+  type: string;
+  status: ConditionStatus;
+  lastTransitionTime?: string;
+  reason: string;
+  message: string;
+}
+
+/** autoscaling/v2 HorizontalPodAutoscalerStatus as Go holds it: omitempty fields are absent when zero. */
+interface Status {
+  lastScaleTime?: string;
+  currentReplicas?: number;
+  desiredReplicas: number;
+  currentMetrics?: Obj[];
+  conditions?: Condition[];
+}
+
+/** One metric's failure: the event and ScalingActive condition (getUnableComputeReplicaCountCondition), the error. */
+interface MetricFailure {
+  reason: string;
+  /** The error the condition and the event carry. */
+  cause: string;
+  /** The error computeReplicasForMetric returns, wrapping `cause`. */
+  error: string;
+}
+
+const obj = (v: unknown): Obj => (isPlainObject(v) ? v : {});
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
+const nonEmpty = <T>(v: T[] | undefined): T[] | undefined => (v && v.length > 0 ? v : undefined);
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** A status read from the API in Go's shape, so that comparing it with a computed one is apiequality.Semantic. */
+function statusOf(raw: unknown): Status {
+  const s = obj(raw);
+  const status: Status = { desiredReplicas: num(s.desiredReplicas) };
+  if (typeof s.lastScaleTime === 'string') status.lastScaleTime = s.lastScaleTime;
+  if (num(s.currentReplicas) !== 0) status.currentReplicas = num(s.currentReplicas);
+  const metrics = Array.isArray(s.currentMetrics) ? s.currentMetrics.map(obj) : undefined;
+  if (nonEmpty(metrics)) status.currentMetrics = metrics;
+  const conditions = Array.isArray(s.conditions) ? (s.conditions.map(obj) as unknown as Condition[]) : undefined;
+  if (nonEmpty(conditions)) status.conditions = conditions;
+  return status;
+}
+
+/** setConditionInList: the transition time moves only when the status does (a new condition's status was ""). */
+export function setCondition(status: Status, type: string, value: ConditionStatus, reason: string, message: string, now: number): void {
+  const conditions = (status.conditions ??= []);
+  const index = conditions.findIndex((c) => c.type === type);
+  const previous = conditions[index];
+  const since = previous && previous.status === value ? previous.lastTransitionTime : rfc3339(now);
+  // In Go's field order, so that a written condition reads as kube-controller-manager's does.
+  const next: Condition = since === undefined ? { type, status: value, reason, message } : { type, status: value, lastTransitionTime: since, reason, message };
+  if (index >= 0) conditions[index] = next;
+  else conditions.push(next);
+}
+
+function removeCondition(status: Status, type: string): void {
+  if (status.conditions) status.conditions = nonEmpty(status.conditions.filter((c) => c.type !== type));
+}
+
+/** setStatus: a new status keeping lastScaleTime (moved on a rescale) and the conditions. */
+function withReplicas(status: Status, currentReplicas: number, desiredReplicas: number, metrics: Obj[] | undefined, rescaledAt?: number): Status {
+  const next: Status = { desiredReplicas };
+  const lastScaleTime = rescaledAt !== undefined ? rfc3339(rescaledAt) : status.lastScaleTime;
+  if (lastScaleTime !== undefined) next.lastScaleTime = lastScaleTime;
+  if (currentReplicas !== 0) next.currentReplicas = currentReplicas;
+  if (nonEmpty(metrics)) next.currentMetrics = metrics;
+  if (nonEmpty(status.conditions)) next.conditions = status.conditions;
+  return next;
+}
+
+/** schema.ParseGroupVersion: "" and "v1" are the core group; more than one slash is an error. */
+function parseGroupVersion(apiVersion: string): { group: string } | { error: string } {
+  if (apiVersion === '' || apiVersion === '/') return { group: '' };
+  const parts = apiVersion.split('/');
+  if (parts.length === 1) return { group: '' };
+  if (parts.length === 2) return { group: parts[0]! };
+  return { error: `unexpected GroupVersion string: ${apiVersion}` };
+}
+
+/** Go's %+v of a *metav1.LabelSelector (its generated String method), as the external metric error prints it. */
+function goLabelSelector(selector: unknown): string {
+  if (!isPlainObject(selector)) return 'nil';
+  const labels = Object.entries(obj(selector.matchLabels))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}: ${String(v)},`)
+    .join('');
+  const expressions = (Array.isArray(selector.matchExpressions) ? selector.matchExpressions : [])
+    .map(obj)
+    .map((e) => `LabelSelectorRequirement{Key:${str(e.key)},Operator:${str(e.operator)},Values:[${(Array.isArray(e.values) ? e.values : []).join(' ')}],},`)
+    .join('');
+  return `&LabelSelector{MatchLabels:map[string]string{${labels}},MatchExpressions:[]LabelSelectorRequirement{${expressions}},}`;
+}
+
+/**
+ * What computeReplicasForMetric reports for one metric when no metrics API is served (replica_calculator.go and
+ * metrics/client.go wrap the client's error on the way up). E.g. a CPU utilization target:
+ *   event FailedGetResourceMetric: failed to get cpu utilization: unable to get metrics for resource cpu: unable to
+ *     fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)
+ *   error: failed to get cpu resource metric value: <the same>
+ */
+export function metricFailure(metric: Obj, namespace: string): MetricFailure {
+  const type = str(metric.type);
+  switch (type) {
+    case 'Resource':
+    case 'ContainerResource': {
+      const source = obj(type === 'Resource' ? metric.resource : metric.containerResource);
+      const name = str(source.name);
+      const target = obj(source.target);
+      const fetch = `unable to get metrics for resource ${name}: unable to fetch metrics from resource metrics API: ${NOT_SERVED} (get pods.metrics.k8s.io)`;
+      let cause: string;
+      if (target.averageValue !== undefined && target.averageValue !== null) cause = `failed to get ${name} usage: ${fetch}`;
+      else if (target.averageUtilization === undefined || target.averageUtilization === null) cause = 'invalid resource metric source: neither an average utilization target nor an average value (usage) target was set';
+      else cause = `failed to get ${name} utilization: ${fetch}`;
+      if (type === 'Resource') return { reason: 'FailedGetResourceMetric', cause, error: `failed to get ${name} resource metric value: ${cause}` };
+      return { reason: 'FailedGetContainerResourceMetric', cause, error: `failed to get ${str(source.container)} container metric value: ${cause}` };
+    }
+    case 'Pods': {
+      const cause = `unable to get metric ${str(obj(obj(metric.pods).metric).name)}: ${NO_CUSTOM_METRICS}`;
+      return { reason: 'FailedGetPodsMetric', cause, error: `failed to get pods metric value: ${cause}` };
+    }
+    case 'Object': {
+      const source = obj(metric.object);
+      const name = str(obj(source.metric).name);
+      const target = obj(source.target);
+      const described = obj(source.describedObject);
+      // The format's verbs and arguments do not line up in replica_calculator.go; this is what it prints.
+      const cause = `unable to get metric ${name}: ${str(described.kind)} on ${namespace} ${str(described.name)}/${NO_CUSTOM_METRICS}`;
+      if (target.type === 'Value' && target.value !== undefined) return { reason: 'FailedGetObjectMetric', cause, error: `failed to get object metric value: ${cause}` };
+      if (target.type === 'AverageValue' && target.averageValue !== undefined) {
+        return { reason: 'FailedGetObjectMetric', cause, error: `failed to get object metric value: failed to get ${name} object metric: ${cause}` };
+      }
+      const invalid = 'invalid object metric source: neither a value target nor an average value target was set';
+      return { reason: 'FailedGetObjectMetric', cause: invalid, error: `failed to get object metric value: ${invalid}` };
+    }
+    case 'External': {
+      const m = obj(obj(metric.external).metric);
+      const name = str(m.name);
+      const target = obj(obj(metric.external).target);
+      const cause = `unable to get external metric ${namespace}/${name}/${goLabelSelector(m.selector)}: unable to fetch metrics from external metrics API: ${NOT_SERVED} (get ${name}.external.metrics.k8s.io)`;
+      const wrap = (inner: string): string => `failed to get ${name} external metric value: ${inner}`;
+      if (target.averageValue !== undefined) return { reason: 'FailedGetExternalMetric', cause, error: wrap(`failed to get ${name} external metric: ${cause}`) };
+      if (target.value !== undefined) return { reason: 'FailedGetExternalMetric', cause, error: wrap(`failed to get external metric ${name}: ${cause}`) };
+      const invalid = 'invalid external metric source: neither a value target nor an average value target was set';
+      return { reason: 'FailedGetExternalMetric', cause: invalid, error: wrap(invalid) };
+    }
+    default: {
+      const cause = `unknown metric source type ${JSON.stringify(type)}`;
+      return { reason: 'InvalidMetricSourceType', cause, error: cause };
+    }
+  }
+}
+
+export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYNC_PERIOD_MS): Controller {
+  const hpas = ctx.informers.for(HPAS);
+  const recorder = ctx.recorder(COMPONENT);
+  const loop = new ReconcileLoop('horizontalpodautoscaling', ctx, reconcile);
+  const keyOf = (hpa: KubeObject): string => `${hpa.metadata.namespace}/${hpa.metadata.name}`;
+
+  // enqueueHPA: AddRateLimited on a rate limiter that always answers the sync period, so a new or changed HPA is
+  // looked at within one period, never sooner (an earlier pending look wins).
+  hpas.addEventHandler({
+    add: (hpa) => loop.queue.addAfter(keyOf(hpa), syncPeriodMs),
+    update: (_old, hpa) => loop.queue.addAfter(keyOf(hpa), syncPeriodMs),
+  });
+
+  async function reconcile(key: string): Promise<ReconcileResult | void> {
+    const slash = key.indexOf('/');
+    const hpa = hpas.get(key.slice(0, slash), key.slice(slash + 1));
+    if (!hpa) return;
+    try {
+      await reconcileAutoscaler(deepCopy(hpa));
+    } catch (err) {
+      // processNextWorkItem: every error is only logged; the HPA comes back after the sync period all the same.
+      if (!(err instanceof ApiError && err.code === 409)) ctx.log('debug', `horizontalpodautoscaling: ${key}: ${messageOf(err)}`);
+    }
+    return { requeueAfterMs: syncPeriodMs };
+  }
+
+  async function reconcileAutoscaler(hpa: KubeObject): Promise<void> {
+    const namespace = hpa.metadata.namespace!;
+    const original = statusOf(hpa.status);
+    let status = statusOf(hpa.status);
+    const spec = obj(hpa.spec);
+    const ref = obj(spec.scaleTargetRef);
+    const reference = `${str(ref.kind)}/${namespace}/${str(ref.name)}`;
+    const now = (): number => ctx.clock.now();
+
+    const updateStatusIfNeeded = async (): Promise<void> => {
+      if (deepEqual(original, status)) return;
+      try {
+        await ctx.client.updateStatus(HPAS, { ...hpa, status });
+      } catch (err) {
+        recorder.event(hpa, 'Warning', 'FailedUpdateStatus', messageOf(err));
+        throw new Error(`failed to update status for ${hpa.metadata.name}: ${messageOf(err)}`);
+      }
+    };
+    const failedGetScale = async (message: string): Promise<Error> => {
+      recorder.event(hpa, 'Warning', 'FailedGetScale', message);
+      setCondition(status, 'AbleToScale', 'False', 'FailedGetScale', `the HPA controller was unable to get the target's current scale: ${message}`, now());
+      await updateStatusIfNeeded().catch((err: unknown) => ctx.log('debug', messageOf(err)));
+      return new Error(`failed to query scale subresource for ${reference}: ${message}`);
+    };
+
+    // The target's RESTMappings: every served version of its group and kind, tried in turn; the first error stands.
+    const gv = parseGroupVersion(str(ref.apiVersion));
+    if ('error' in gv) throw await failedGetScale(gv.error);
+    const mappings = ctx.resources.all().filter((r) => r.gvr.group === gv.group && r.kind === str(ref.kind));
+    if (mappings.length === 0) throw await failedGetScale(`no matches for kind ${JSON.stringify(str(ref.kind))} in group ${JSON.stringify(gv.group)}`);
+    let scale: KubeObject | undefined;
+    let target: Gvr | undefined;
+    let firstError: unknown;
+    for (const mapping of mappings) {
+      try {
+        scale = await ctx.client.getScale!(mapping.gvr, namespace, str(ref.name));
+        target = mapping.gvr;
+        break;
+      } catch (err) {
+        firstError ??= err;
+      }
+    }
+    if (!scale || !target) throw await failedGetScale(messageOf(firstError));
+    setCondition(status, 'AbleToScale', 'True', 'SucceededGetScale', "the HPA controller was able to get the target's current scale", now());
+
+    const currentReplicas = num(obj(scale.spec).replicas);
+    const minReplicas = typeof spec.minReplicas === 'number' ? spec.minReplicas : 1;
+    const maxReplicas = num(spec.maxReplicas);
+    let desiredReplicas = 0;
+    let rescaleReason = '';
+    let rescale = true;
+
+    if (currentReplicas === 0) {
+      // Someone scaled the target to zero: the HPA leaves it alone (HPAScaleToZero is off by default).
+      rescale = false;
+      setCondition(status, 'ScalingActive', 'False', 'ScalingDisabled', 'scaling is disabled since the replica count of the target is zero', now());
+      removeCondition(status, 'ScaledToZero');
+    } else if (currentReplicas > maxReplicas) {
+      rescaleReason = 'Current number of replicas above Spec.MaxReplicas';
+      desiredReplicas = maxReplicas;
+    } else if (currentReplicas < minReplicas) {
+      rescaleReason = 'Current number of replicas below Spec.MinReplicas';
+      desiredReplicas = minReplicas;
+    } else {
+      // In range: the replica count comes from metrics, and none can be read here.
+      const error = computeReplicasForMetrics(hpa, status, obj(scale.status), namespace, now());
+      status = withReplicas(status, currentReplicas, status.desiredReplicas, error.statuses);
+      await updateStatusIfNeeded().catch((err: unknown) => ctx.log('debug', messageOf(err)));
+      recorder.event(hpa, 'Warning', 'FailedComputeMetricsReplicas', error.message);
+      throw new Error(`failed to compute desired number of replicas based on listed metrics for ${reference}: ${error.message}`);
+    }
+
+    if (rescale) {
+      try {
+        await updateScale(target, scale, desiredReplicas);
+      } catch (err) {
+        recorder.event(hpa, 'Warning', 'FailedRescale', `New size: ${desiredReplicas}; reason: ${rescaleReason}; error: ${messageOf(err)}`);
+        setCondition(status, 'AbleToScale', 'False', 'FailedUpdateScale', `the HPA controller was unable to update the target scale: ${messageOf(err)}`, now());
+        status = withReplicas(status, currentReplicas, status.desiredReplicas, undefined);
+        await updateStatusIfNeeded().catch((e: unknown) => ctx.log('debug', messageOf(e)));
+        throw new Error(`failed to rescale ${reference}: ${messageOf(err)}`);
+      }
+      setCondition(status, 'AbleToScale', 'True', 'SucceededRescale', `the HPA controller was able to update the target scale to ${desiredReplicas}`, now());
+      recorder.event(hpa, 'Normal', 'SuccessfulRescale', `New size: ${desiredReplicas}; reason: ${rescaleReason}`);
+      removeCondition(status, 'ScaledToZero');
+    } else desiredReplicas = currentReplicas;
+
+    status = withReplicas(status, currentReplicas, desiredReplicas, undefined, rescale ? now() : undefined);
+    await updateStatusIfNeeded();
+  }
+
+  /** Scales(ns).Update under retry.RetryOnConflict: a conflict re-reads the scale and tries again. */
+  async function updateScale(target: Gvr, scale: KubeObject, replicas: number): Promise<void> {
+    let current = scale;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await ctx.client.updateScale!(target, { ...current, spec: { ...obj(current.spec), replicas } });
+        return;
+      } catch (err) {
+        if (!(err instanceof ApiError && err.code === 409) || attempt >= SCALE_UPDATE_ATTEMPTS) throw err;
+        current = await ctx.client.getScale!(target, current.metadata.namespace, current.metadata.name!).catch(() => current);
+      }
+    }
+  }
+
+  /**
+   * computeReplicasForMetrics when no metric can be read: the selector checks, then one failure per metric (an event
+   * each), ScalingActive from the first, and an empty MetricStatus per metric ({type: ""}, which kubectl shows as
+   * <unknown>).
+   */
+  function computeReplicasForMetrics(hpa: KubeObject, status: Status, scaleStatus: Obj, namespace: string, now: number): { message: string; statuses?: Obj[] } {
+    const selector = str(scaleStatus.selector);
+    if (selector === '') {
+      recorder.event(hpa, 'Warning', 'SelectorRequired', 'selector is required');
+      setCondition(status, 'ScalingActive', 'False', 'InvalidSelector', "the HPA target's scale is missing a selector", now);
+      return { message: 'selector is required' };
+    }
+    try {
+      parseLabelSelector(selector);
+    } catch (err) {
+      const message = `couldn't convert selector into a corresponding internal selector object: ${messageOf(err)}`;
+      recorder.event(hpa, 'Warning', 'InvalidSelector', message);
+      setCondition(status, 'ScalingActive', 'False', 'InvalidSelector', message, now);
+      return { message };
+    }
+    const metrics = (Array.isArray(obj(hpa.spec).metrics) ? (obj(hpa.spec).metrics as unknown[]) : []).map(obj);
+    const failures = metrics.map((metric) => metricFailure(metric, namespace));
+    for (const f of failures) recorder.event(hpa, 'Warning', f.reason, f.cause);
+    const first = failures[0];
+    if (first) setCondition(status, 'ScalingActive', 'False', first.reason, `the HPA was unable to compute the replica count: ${first.cause}`, now);
+    return {
+      message: `invalid metrics (${failures.length} invalid out of ${metrics.length}), first error is: ${first?.error ?? ''}`,
+      statuses: metrics.map(() => ({ type: '' })),
+    };
+  }
+
+  return { name: 'horizontalpodautoscaling', start: async () => loop.start(), stop: () => loop.stop() };
+}
