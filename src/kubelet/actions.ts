@@ -131,10 +131,18 @@ export function normalizeImage(image: string): string {
   return ref;
 }
 
+/** Image → its digest reference, so a container start hashes an image once, not every time (bounded as above). */
+const imageIDs = new Map<string, string>();
+
 function imageID(image: string): string {
+  const known = imageIDs.get(image);
+  if (known !== undefined) return known;
   const normalized = normalizeImage(image);
   const repo = normalized.includes('@') ? normalized.slice(0, normalized.indexOf('@')) : normalized.slice(0, normalized.lastIndexOf(':'));
-  return shared(`${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`);
+  const id = shared(`${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`);
+  if (imageIDs.size >= SHARED_TEXTS_MAX) imageIDs.clear();
+  imageIDs.set(image, id);
+  return id;
 }
 
 /** Go's time.Duration formatting for whole seconds: 10s, 1m20s, 5m0s. */
