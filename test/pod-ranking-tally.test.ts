@@ -23,16 +23,21 @@ function lcg(seed: number): (n: number) => number {
   };
 }
 
+const owner = 'rs-uid';
+const selector = { empty: false, matches: () => true };
+const labels = { app: 'web' };
+
+/** An empty tally over a pod store the test fills. */
+function storeAndTally(): { store: Map<string, KubeObject>; source: PodSource; tally: OwnedPodTally } {
+  const store = new Map<string, KubeObject>();
+  return { store, source: { get: (key) => store.get(key), controlledKeys: () => store.keys() }, tally: new OwnedPodTally(owner) };
+}
+
 test('the tally picks the same pods to delete as ranking all of them, ordinary or not', () => {
   const rnd = lcg(42);
-  const owner = 'rs-uid';
-  const selector = { empty: false, matches: () => true };
-  const labels = { app: 'web' };
   for (let round = 0; round < 40; round++) {
     const unusualOdds = round % 2 === 0 ? 0 : 4; // half the rounds: only ordinary pods, the fast path
-    const store = new Map<string, KubeObject>();
-    const source: PodSource = { get: (key) => store.get(key), controlledKeys: () => store.keys() };
-    const tally = new OwnedPodTally(owner);
+    const { store, source, tally } = storeAndTally();
     let serial = 0;
     const makePod = (): KubeObject => {
       const n = serial++;
@@ -85,12 +90,7 @@ test('the tally picks the same pods to delete as ranking all of them, ordinary o
 
 test('the tally keeps picking what ranking every pod picks as time moves pods into older log2 buckets', () => {
   const rnd = lcg(7);
-  const owner = 'rs-uid';
-  const selector = { empty: false, matches: () => true };
-  const labels = { app: 'web' };
-  const store = new Map<string, KubeObject>();
-  const source: PodSource = { get: (key) => store.get(key), controlledKeys: () => store.keys() };
-  const tally = new OwnedPodTally(owner);
+  const { store, source, tally } = storeAndTally();
   for (let n = 0; n < 60; n++) {
     // Ages from half a second to a few minutes: the young ones change bucket within the steps below.
     const ready = NOW - 500 - 37 * n * n - rnd(400);
