@@ -49,6 +49,14 @@ describe('PodDisruptionBudgets and evictions', () => {
   const live = (pods: Obj[]): Obj[] => pods.filter((p) => !p.metadata.deletionTimestamp);
   const evict = (ns: string, pod: string, extra: Record<string, unknown> = {}, query = ''): Promise<Reply> =>
     api.request(`${podsPath(ns, pod)}/eviction${query}`, { method: 'POST', body: eviction(pod, extra) });
+  /** A namespace with a Deployment `app` and a budget over it, once the pods are Ready; resolves with the pods. */
+  const budgeted = async (ns: string, app: string, replicas: number, spec: Record<string, unknown>): Promise<Obj[]> => {
+    await api.namespace(ns);
+    await api.create(`/apis/apps/v1/namespaces/${ns}/deployments`, deployment(app, replicas));
+    await api.create(pdbPath(ns), pdb(app, app, spec));
+    await advance('31s');
+    return live(await podsOf(ns, app));
+  };
 
   test('status for minAvailable, maxUnavailable and percentages of a Deployment', async () => {
     const ns = 'budgets';
@@ -117,12 +125,8 @@ describe('PodDisruptionBudgets and evictions', () => {
 
   test('an eviction takes a disruption and records the pod; the next is refused with 429 until a replacement is Ready', async () => {
     const ns = 'evict';
-    await api.namespace(ns);
-    await api.create(`/apis/apps/v1/namespaces/${ns}/deployments`, deployment('web', 3));
-    await api.create(pdbPath(ns), pdb('web', 'web', { minAvailable: 2 }));
-    await advance('31s');
+    const [a, b] = await budgeted(ns, 'web', 3, { minAvailable: 2 });
     assert.equal((await status(ns, 'web')).disruptionsAllowed, 1);
-    const [a, b] = live(await podsOf(ns, 'web'));
     const budget = await api.get(pdbPath(ns, 'web'));
 
     // dryRun checks and changes nothing.
@@ -170,11 +174,7 @@ describe('PodDisruptionBudgets and evictions', () => {
 
   test('unready pods follow unhealthyPodEvictionPolicy; two budgets over one pod are a 500', async () => {
     const ns = 'unhealthy';
-    await api.namespace(ns);
-    await api.create(`/apis/apps/v1/namespaces/${ns}/deployments`, deployment('db', 3));
-    await api.create(pdbPath(ns), pdb('db', 'db', { minAvailable: 3 }));
-    await advance('31s');
-    const ready = live(await podsOf(ns, 'db'))[0]!;
+    const ready = (await budgeted(ns, 'db', 3, { minAvailable: 3 }))[0]!;
     assert.equal((await evict(ns, ready.metadata.name!)).status, 429);
 
     // A fourth replica, Running but not Ready yet: the budget is healthy (3 of 3), so it may go (IfHealthyBudget).
@@ -211,11 +211,7 @@ describe('PodDisruptionBudgets and evictions', () => {
 
   test('disruptedPods entries expire after two minutes of cluster time', async () => {
     const ns = 'expiry';
-    await api.namespace(ns);
-    await api.create(`/apis/apps/v1/namespaces/${ns}/deployments`, deployment('app', 2));
-    await api.create(pdbPath(ns), pdb('app', 'app', { minAvailable: 1 }));
-    await advance('31s');
-    const pod = live(await podsOf(ns, 'app'))[0]!;
+    const pod = (await budgeted(ns, 'app', 2, { minAvailable: 1 }))[0]!;
     // As if an eviction had been granted but the pod never deleted: the pod counts as gone while listed.
     const now = ((await api.get('/sim/v1/clock')) as unknown as { now: string }).now;
     const current = await api.get(pdbPath(ns, 'app'));

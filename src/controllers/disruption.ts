@@ -57,30 +57,34 @@ export interface PdbPlan {
   events: PdbEvent[];
 }
 
+/** What a sync needs of the pods a budget selects, kept up to date from pod events (no pod list is walked). */
+export interface BudgetPods {
+  readonly count: number;
+  /** Ready and not being deleted. */
+  readonly healthy: number;
+  /** Without a controller. */
+  readonly unmanaged: number;
+  /** Each controller of the pods once, with the name of one of its pods. */
+  controllers(): Iterable<{ ref: OwnerReference; pod: string }>;
+  /** A selected pod, by name. */
+  pod(name: string): KubeObject | undefined;
+}
+
 /**
  * getExpectedScale: the sum of the scales of the controllers of the pods. When a percentage or maxUnavailable is
  * used, the budget is relative to what the controllers want, not to the pods that happen to exist. Pods without a
  * controller are unmanaged (reported, not counted); a controller no finder knows is an error.
  */
-function expectedScale(pdb: KubeObject, pods: readonly KubeObject[], findScale: ScaleFinder): { expected: number; unmanaged: string[] } {
+function expectedScale(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinder): number {
   const scales = new Map<string, number>();
-  const seen = new Set<string>();
-  const unmanaged: string[] = [];
-  for (const pod of pods) {
-    const ref = controllerOf(pod);
-    if (!ref) {
-      unmanaged.push(pod.metadata.name!);
-      continue;
-    }
-    if (seen.has(ref.uid)) continue;
+  for (const { ref, pod } of pods.controllers()) {
     const found = findScale(ref, pdb.metadata.namespace!);
-    if (!found) throw new Error(`found no controllers for pod "${pod.metadata.name}"`);
-    seen.add(ref.uid);
+    if (!found) throw new Error(`found no controllers for pod "${pod}"`);
     scales.set(found.uid, found.replicas);
   }
   let expected = 0;
   for (const n of scales.values()) expected += n;
-  return { expected, unmanaged };
+  return expected;
 }
 
 /**
@@ -90,18 +94,18 @@ function expectedScale(pdb: KubeObject, pods: readonly KubeObject[], findScale: 
  *   maxUnavailable 1    → expected 4, desired 4 - 1 = 3
  *   maxUnavailable 30%  → expected 4, desired 4 - ceil(1.2) = 2
  */
-function expectedPodCount(pdb: KubeObject, pods: readonly KubeObject[], findScale: ScaleFinder): { expected: number; desired: number; unmanaged: string[] } {
+function expectedPodCount(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinder): { expected: number; desired: number; scaled: boolean } {
   const spec = pdbSpec(pdb);
   if (spec.maxUnavailable !== undefined && spec.maxUnavailable !== null) {
-    const { expected, unmanaged } = expectedScale(pdb, pods, findScale);
-    return { expected, desired: Math.max(0, expected - scaledIntOrPercent(spec.maxUnavailable, expected)), unmanaged };
+    const expected = expectedScale(pdb, pods, findScale);
+    return { expected, desired: Math.max(0, expected - scaledIntOrPercent(spec.maxUnavailable, expected)), scaled: true };
   }
   if (spec.minAvailable !== undefined && spec.minAvailable !== null) {
-    if (typeof spec.minAvailable === 'number') return { expected: pods.length, desired: spec.minAvailable, unmanaged: [] };
-    const { expected, unmanaged } = expectedScale(pdb, pods, findScale);
-    return { expected, desired: scaledIntOrPercent(spec.minAvailable, expected), unmanaged };
+    if (typeof spec.minAvailable === 'number') return { expected: pods.count, desired: spec.minAvailable, scaled: false };
+    const expected = expectedScale(pdb, pods, findScale);
+    return { expected, desired: scaledIntOrPercent(spec.minAvailable, expected), scaled: true };
   }
-  return { expected: 0, desired: 0, unmanaged: [] };
+  return { expected: 0, desired: 0, scaled: false };
 }
 
 /**
@@ -111,16 +115,16 @@ function expectedPodCount(pdb: KubeObject, pods: readonly KubeObject[], findScal
  * expected pods exist and more are healthy (Ready, not being deleted) than desired. Throws when the expected
  * count cannot be computed (the caller writes the fail-safe status).
  */
-export function planPdb(pdb: KubeObject, pods: readonly KubeObject[], findScale: ScaleFinder, now: number): PdbPlan {
+export function planPdb(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinder, now: number): PdbPlan {
   const events: PdbEvent[] = [];
-  if (pods.length === 0) events.push({ object: pdb, type: 'Normal', reason: 'NoPods', message: 'No matching pods found' });
+  if (pods.count === 0) events.push({ object: pdb, type: 'Normal', reason: 'NoPods', message: 'No matching pods found' });
   let counts: ReturnType<typeof expectedPodCount>;
   try {
     counts = expectedPodCount(pdb, pods, findScale);
   } catch (err) {
     throw Object.assign(err instanceof Error ? err : new Error(String(err)), { events: [...events, { object: pdb, type: 'Warning', reason: 'CalculateExpectedPodCountFailed', message: `Failed to calculate the number of expected pods: ${err instanceof Error ? err.message : String(err)}` }] });
   }
-  if (counts.unmanaged.length > 0) {
+  if (counts.scaled && pods.unmanaged > 0) {
     events.push({
       object: pdb,
       type: 'Warning',
@@ -132,25 +136,21 @@ export function planPdb(pdb: KubeObject, pods: readonly KubeObject[], findScale:
   const stored = pdbStatus(pdb);
   const disrupted: Record<string, string> = {};
   let recheckAt: number | undefined;
-  for (const pod of pods) {
-    if (isTerminating(pod)) continue;
-    const at = stored.disruptedPods?.[pod.metadata.name!];
-    if (at === undefined) continue;
+  let currentHealthy = pods.healthy;
+  for (const [name, at] of Object.entries(stored.disruptedPods ?? {})) {
+    const pod = pods.pod(name);
+    // Entries of pods gone, no longer selected or already being deleted are dropped.
+    if (!pod || isTerminating(pod)) continue;
     const expectedDeletion = Date.parse(at) + DELETION_TIMEOUT_MS;
     if (expectedDeletion < now) {
       // kube-controller-manager names the namespace twice in this message.
       events.push({ object: pod, type: 'Warning', reason: 'NotDeleted', message: `Pod was expected by PDB ${pdb.metadata.namespace}/${pdb.metadata.namespace} to be deleted but it wasn't` });
-    } else {
-      disrupted[pod.metadata.name!] = at;
-      if (recheckAt === undefined || expectedDeletion < recheckAt) recheckAt = expectedDeletion;
+      continue;
     }
-  }
-  let currentHealthy = 0;
-  for (const pod of pods) {
-    if (isTerminating(pod)) continue;
-    const at = disrupted[pod.metadata.name!];
-    if (at !== undefined && Date.parse(at) + DELETION_TIMEOUT_MS > now) continue;
-    if (isPodReady(pod)) currentHealthy++;
+    disrupted[name] = at;
+    if (recheckAt === undefined || expectedDeletion < recheckAt) recheckAt = expectedDeletion;
+    // A pod an eviction was granted for counts as gone (at the deadline itself it counts again).
+    if (expectedDeletion > now && isPodReady(pod)) currentHealthy--;
   }
   let disruptionsAllowed = currentHealthy - counts.desired;
   if (counts.expected <= 0 || disruptionsAllowed <= 0) disruptionsAllowed = 0;
@@ -201,13 +201,69 @@ function noScaleError(ref: OwnerReference, ctx: ControllerContext): Error {
 
 const groupOf = (apiVersion: string): string => (apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '');
 
+/** What a budget's status takes from one pod. */
+interface PodFacts {
+  name: string;
+  ready: boolean;
+  terminating: boolean;
+  ref: OwnerReference | undefined;
+}
+
+function factsOf(pod: KubeObject): PodFacts {
+  return { name: pod.metadata.name!, ready: isPodReady(pod), terminating: isTerminating(pod), ref: controllerOf(pod) };
+}
+
+function sameFacts(a: PodFacts, b: PodFacts): boolean {
+  return a.ready === b.ready && a.terminating === b.terminating && a.ref?.uid === b.ref?.uid;
+}
+
+/** One budget's pods and the counts a sync reads, changed pod by pod. */
+class BudgetEntry {
+  readonly pods = new Map<string, PodFacts>();
+  healthy = 0;
+  unmanaged = 0;
+  /** Controller uid → its reference and how many of the pods it controls. */
+  readonly controllers = new Map<string, { ref: OwnerReference; pods: Map<string, true> }>();
+
+  constructor(
+    readonly namespace: string,
+    readonly selectorSpec: unknown,
+    readonly selector: LabelSelector,
+  ) {}
+
+  add(key: string, facts: PodFacts): void {
+    this.pods.set(key, facts);
+    this.count(facts, 1);
+  }
+
+  remove(key: string): void {
+    const facts = this.pods.get(key);
+    if (!facts) return;
+    this.pods.delete(key);
+    this.count(facts, -1);
+  }
+
+  private count(facts: PodFacts, sign: 1 | -1): void {
+    if (facts.ready && !facts.terminating) this.healthy += sign;
+    if (!facts.ref) {
+      this.unmanaged += sign;
+      return;
+    }
+    let c = this.controllers.get(facts.ref.uid);
+    if (!c) this.controllers.set(facts.ref.uid, (c = { ref: facts.ref, pods: new Map() }));
+    if (sign > 0) c.pods.set(facts.name, true);
+    else if (c.pods.delete(facts.name) && c.pods.size === 0) this.controllers.delete(facts.ref.uid);
+  }
+}
+
 /**
- * Which budgets cover which pods, kept up to date from pod and budget events so that neither a pod event nor a
- * budget sync scans every pod: a pod is matched against the budgets of its namespace when it appears or its labels
- * change, and a namespace's pods are matched once when a budget appears or its selector changes.
+ * Which budgets cover which pods, and each budget's counts, kept up to date from pod and budget events so that
+ * neither a pod event nor a budget sync walks a list of pods: a pod is matched against the budgets of its
+ * namespace when it appears or its labels change, a namespace's pods are matched once when a budget appears or
+ * its selector changes, and a sync reads counts (and the few pods in disruptedPods).
  */
 class BudgetIndex {
-  private readonly budgets = new Map<string, { namespace: string; selectorSpec: unknown; selector: LabelSelector; pods: Set<string> }>();
+  private readonly budgets = new Map<string, BudgetEntry>();
   private readonly byNamespace = new Map<string, Set<string>>();
   private readonly ofPod = new Map<string, Set<string>>();
 
@@ -219,22 +275,27 @@ class BudgetIndex {
     if (existing && deepEqual(existing.selectorSpec, spec)) return;
     if (existing) this.removeBudget(key);
     const namespace = pdb.metadata.namespace!;
-    const entry = { namespace, selectorSpec: spec, selector: parseSelector(spec), pods: new Set<string>() };
+    const entry = new BudgetEntry(namespace, spec, parseSelector(spec));
     this.budgets.set(key, entry);
     let keys = this.byNamespace.get(namespace);
     if (!keys) this.byNamespace.set(namespace, (keys = new Set()));
     keys.add(key);
-    for (const pod of namespacePods()) if (entry.selector.matches(pod.metadata.labels)) this.link(key, cacheKey(pod));
+    for (const pod of namespacePods()) if (entry.selector.matches(pod.metadata.labels)) this.link(key, cacheKey(pod), factsOf(pod));
   }
 
   removeBudget(key: string): void {
     const entry = this.budgets.get(key);
     if (!entry) return;
-    for (const pod of entry.pods) this.unlink(key, pod);
+    for (const pod of [...entry.pods.keys()]) this.unlink(key, pod);
     this.budgets.delete(key);
     const keys = this.byNamespace.get(entry.namespace);
     keys?.delete(key);
     if (keys?.size === 0) this.byNamespace.delete(entry.namespace);
+  }
+
+  /** Whether a pod could be covered: its namespace has budgets, or it was covered before. */
+  covers(namespace: string, podKey: string): boolean {
+    return this.byNamespace.has(namespace) || this.ofPod.has(podKey);
   }
 
   /** Matches a pod again (undefined: it is gone); returns the budgets that covered it before and after. */
@@ -242,28 +303,41 @@ class BudgetIndex {
     const before = [...(this.ofPod.get(key) ?? [])];
     for (const b of before) this.unlink(b, key);
     if (pod) {
-      for (const b of this.byNamespace.get(pod.metadata.namespace!) ?? []) if (this.budgets.get(b)!.selector.matches(pod.metadata.labels)) this.link(b, key);
+      const facts = factsOf(pod);
+      for (const b of this.byNamespace.get(pod.metadata.namespace!) ?? []) if (this.budgets.get(b)!.selector.matches(pod.metadata.labels)) this.link(b, key, facts);
     }
     return { before, after: [...(this.ofPod.get(key) ?? [])] };
   }
 
-  budgetsOf(podKey: string): ReadonlySet<string> {
-    return this.ofPod.get(podKey) ?? EMPTY;
+  /** A covered pod whose labels did not change: returns the budgets to sync when what they count changed. */
+  podUpdated(key: string, pod: KubeObject): ReadonlySet<string> {
+    const budgets = this.ofPod.get(key);
+    if (!budgets) return EMPTY;
+    const facts = factsOf(pod);
+    const first = this.budgets.get(budgets.values().next().value!)!;
+    const old = first.pods.get(key);
+    if (old && sameFacts(old, facts)) return EMPTY;
+    for (const b of budgets) {
+      const entry = this.budgets.get(b)!;
+      entry.remove(key);
+      entry.add(key, facts);
+    }
+    return budgets;
   }
 
-  podsOf(budgetKey: string): ReadonlySet<string> {
-    return this.budgets.get(budgetKey)?.pods ?? EMPTY;
+  entry(budgetKey: string): BudgetEntry | undefined {
+    return this.budgets.get(budgetKey);
   }
 
-  private link(budget: string, pod: string): void {
-    this.budgets.get(budget)!.pods.add(pod);
+  private link(budget: string, pod: string, facts: PodFacts): void {
+    this.budgets.get(budget)!.add(pod, facts);
     let set = this.ofPod.get(pod);
     if (!set) this.ofPod.set(pod, (set = new Set()));
     set.add(budget);
   }
 
   private unlink(budget: string, pod: string): void {
-    this.budgets.get(budget)?.pods.delete(pod);
+    this.budgets.get(budget)?.remove(pod);
     const set = this.ofPod.get(pod);
     set?.delete(budget);
     if (set?.size === 0) this.ofPod.delete(pod);
@@ -289,11 +363,6 @@ function sameLabels(a: KubeObject, b: KubeObject): boolean {
   if (keys.length !== Object.keys(y).length) return false;
   for (const k of keys) if (x[k] !== y[k]) return false;
   return true;
-}
-
-/** What a budget's status depends on besides membership: readiness, deletion, and the controller (for its scale). */
-function mattersToBudget(old: KubeObject, pod: KubeObject): boolean {
-  return isPodReady(old) !== isPodReady(pod) || isTerminating(old) !== isTerminating(pod) || controllerOf(old)?.uid !== controllerOf(pod)?.uid;
 }
 
 /** nonTerminatingPodHasStaleDisruptionCondition: how long until the pod's DisruptionTarget=True is stale, if it can be. */
@@ -338,16 +407,20 @@ export function disruptionController(ctx: ControllerContext): Controller {
     for (const k of keys) loop.queue.add(k);
   };
   const podEvent = (old: KubeObject | undefined, pod: KubeObject | undefined): void => {
-    const key = cacheKey((pod ?? old)!);
-    if (pod && old && sameLabels(old, pod)) {
-      if (mattersToBudget(old, pod)) enqueueAll(index.budgetsOf(key));
-    } else {
-      const { before, after } = index.podChanged(key, pod);
-      enqueueAll(before);
-      enqueueAll(after);
-      if (pod && after.length > 1 && !deepEqual(before, after)) {
-        const first = after[0]!.slice(after[0]!.indexOf('/') + 1);
-        recorder.event(pod, 'Warning', 'MultiplePodDisruptionBudgets', `Pod "${pod.metadata.namespace}"/"${pod.metadata.name}" matches multiple PodDisruptionBudgets.  Chose "${first}" arbitrarily.`);
+    const obj = (pod ?? old)!;
+    const key = cacheKey(obj);
+    // Namespaces without budgets (most pods) cost one lookup.
+    if (index.covers(obj.metadata.namespace!, key)) {
+      if (pod && old && sameLabels(old, pod)) {
+        enqueueAll(index.podUpdated(key, pod));
+      } else {
+        const { before, after } = index.podChanged(key, pod);
+        enqueueAll(before);
+        enqueueAll(after);
+        if (pod && after.length > 1 && !deepEqual(before, after)) {
+          const first = after[0]!.slice(after[0]!.indexOf('/') + 1);
+          recorder.event(pod, 'Warning', 'MultiplePodDisruptionBudgets', `Pod "${pod.metadata.namespace}"/"${pod.metadata.name}" matches multiple PodDisruptionBudgets.  Chose "${first}" arbitrarily.`);
+        }
       }
     }
     if (pod) {
@@ -380,15 +453,20 @@ export function disruptionController(ctx: ControllerContext): Controller {
     const slash = key.indexOf('/');
     const pdb = pdbs.get(key.slice(0, slash), key.slice(slash + 1));
     if (!pdb) return;
-    const selected: KubeObject[] = [];
-    for (const podKey of index.podsOf(key)) {
-      const pod = pods.get(podKey.slice(0, podKey.indexOf('/')), podKey.slice(podKey.indexOf('/') + 1));
-      if (pod) selected.push(pod);
-    }
+    const entry = index.entry(key);
+    const budgetPods: BudgetPods = {
+      count: entry?.pods.size ?? 0,
+      healthy: entry?.healthy ?? 0,
+      unmanaged: entry?.unmanaged ?? 0,
+      *controllers() {
+        for (const c of entry?.controllers.values() ?? []) yield { ref: c.ref, pod: c.pods.keys().next().value! };
+      },
+      pod: (name) => (entry?.pods.has(`${pdb.metadata.namespace}/${name}`) ? pods.get(pdb.metadata.namespace, name) : undefined),
+    };
     const now = ctx.clock.now();
     let plan: PdbPlan;
     try {
-      plan = planPdb(pdb, selected, findScale, now);
+      plan = planPdb(pdb, budgetPods, findScale, now);
     } catch (err) {
       for (const e of (err as { events?: PdbEvent[] }).events ?? []) recorder.event(e.object, e.type, e.reason, e.message);
       const message = err instanceof Error ? err.message : String(err);
