@@ -192,7 +192,10 @@ function goSelector(selector: unknown): string {
   return `&LabelSelector{MatchLabels:map[string]string{${labels}},MatchExpressions:[]LabelSelectorRequirement{${exprs}},}`;
 }
 
-/** Built-in kinds that have no scale subresource: a budget needing their scale fails as it does in Kubernetes. */
+/**
+ * Owners other than a ReplicaSet or StatefulSet: kube-controller-manager asks their scale subresource, which Jobs,
+ * DaemonSets and the like do not have (its error). Custom resources' scale is not looked up: the same error.
+ */
 function noScaleError(ref: OwnerReference, ctx: ControllerContext): Error {
   const info = ctx.resources.byKind(ref.apiVersion, ref.kind);
   if (!info) return new Error(`no matches for kind "${ref.kind}" in version "${ref.apiVersion}"`);
