@@ -50,8 +50,8 @@ export function objectKey(namespace: string | undefined, name: string): string {
 class ResourceTable {
   readonly objects = new Map<string, KubeObject>();
   readonly order = new SortedKeys();
-  readonly labelIndex = new Map<string, Map<string, Set<string>>>();
-  readonly fieldIndex = new Map<string, Map<string, Set<string>>>();
+  readonly labelIndex = new Map<string, Map<string, Keys>>();
+  readonly fieldIndex = new Map<string, Map<string, Keys>>();
   readonly namespaceCounts = new Map<string, number>();
   readonly hub: WatchHub;
 
@@ -71,13 +71,13 @@ class ResourceTable {
       for (const [k, v] of Object.entries(labels)) {
         let values = this.labelIndex.get(k);
         if (!values) this.labelIndex.set(k, (values = new Map()));
-        updateSet(values, v, key, add);
+        updateKeys(values, v, key, add);
         if (!add && values.size === 0) this.labelIndex.delete(k);
       }
     }
     if (this.fieldIndex.size > 0) {
       const fields = this.spec.fieldsOf(obj);
-      for (const [field, values] of this.fieldIndex) updateSet(values, fields(field) ?? '', key, add);
+      for (const [field, values] of this.fieldIndex) updateKeys(values, fields(field) ?? '', key, add);
     }
     const ns = obj.metadata.namespace ?? '';
     this.namespaceCounts.set(ns, (this.namespaceCounts.get(ns) ?? 0) + (add ? 1 : -1));
@@ -85,15 +85,47 @@ class ResourceTable {
   }
 }
 
-function updateSet(map: Map<string, Set<string>>, value: string, key: string, add: boolean): void {
-  let set = map.get(value);
+/**
+ * The keys of one index entry. Most entries hold a few keys (the 3 or 4 events of a pod, indexed by
+ * involvedObject.uid), and a Set's hash table takes ~300 bytes even for three: so one key is kept as the string,
+ * up to SMALL_KEYS as an array, more as a Set.
+ */
+type Keys = string | string[] | Set<string>;
+const SMALL_KEYS = 8;
+const NO_KEYS: readonly string[] = [];
+
+function updateKeys(map: Map<string, Keys>, value: string, key: string, add: boolean): void {
+  const keys = map.get(value);
   if (add) {
-    if (!set) map.set(value, (set = new Set()));
-    set.add(key);
-  } else if (set) {
-    set.delete(key);
-    if (set.size === 0) map.delete(value);
+    if (keys === undefined) map.set(value, key);
+    else if (typeof keys === 'string') {
+      if (keys !== key) map.set(value, [keys, key]);
+    } else if (Array.isArray(keys)) {
+      // concat makes an array of the exact length; push, a spread or filter leave room for ~16 more.
+      if (!keys.includes(key)) map.set(value, keys.length < SMALL_KEYS ? keys.concat(key) : new Set(keys).add(key));
+    } else keys.add(key);
+    return;
   }
+  if (keys === undefined) return;
+  if (typeof keys === 'string') {
+    if (keys === key) map.delete(value);
+  } else if (Array.isArray(keys)) {
+    const i = keys.indexOf(key);
+    if (i < 0) return;
+    map.set(value, keys.length === 2 ? keys[1 - i]! : keys.slice(0, i).concat(keys.slice(i + 1)));
+  } else {
+    keys.delete(key);
+    if (keys.size === 0) map.delete(value);
+  }
+}
+
+function keyCount(keys: Keys | readonly string[]): number {
+  return typeof keys === 'string' ? 1 : Array.isArray(keys) ? keys.length : (keys as Set<string>).size;
+}
+
+/** The keys as a new array (to sort). */
+function keyList(keys: Keys | readonly string[]): string[] {
+  return typeof keys === 'string' ? [keys] : Array.isArray(keys) ? keys.slice() : [...(keys as Set<string>)];
 }
 
 export class MemoryStore {
@@ -187,7 +219,7 @@ export class MemoryStore {
    * small), or the namespace's contiguous range of the resource's ordered keys.
    */
   private candidates(table: ResourceTable, options: ListOptions): { keys: readonly string[]; from: number; prefix?: string; end?: number } {
-    const sets: Set<string>[] = [];
+    const sets: Array<Keys | readonly string[]> = [];
     const name = options.field.equality('metadata.name');
     if (name !== undefined) {
       if (options.namespace !== undefined) {
@@ -195,15 +227,15 @@ export class MemoryStore {
         return { keys: table.objects.has(key) ? [key] : [], from: 0 };
       }
     }
-    for (const [k, v] of options.label.equalities()) sets.push(table.labelIndex.get(k)?.get(v) ?? new Set());
+    for (const [k, v] of options.label.equalities()) sets.push(table.labelIndex.get(k)?.get(v) ?? NO_KEYS);
     for (const [field, values] of table.fieldIndex) {
       const wanted = options.field.equality(field);
-      if (wanted !== undefined) sets.push(values.get(wanted) ?? new Set());
+      if (wanted !== undefined) sets.push(values.get(wanted) ?? NO_KEYS);
     }
     const prefixScan = options.namespace !== undefined ? (table.namespaceCounts.get(options.namespace) ?? 0) : table.objects.size;
-    const smallest = sets.reduce<Set<string> | undefined>((best, s) => (!best || s.size < best.size ? s : best), undefined);
-    if (smallest && smallest.size < prefixScan) {
-      const keys = [...smallest].sort();
+    const smallest = sets.reduce<Keys | readonly string[] | undefined>((best, s) => (best === undefined || keyCount(s) < keyCount(best) ? s : best), undefined);
+    if (smallest !== undefined && keyCount(smallest) < prefixScan) {
+      const keys = keyList(smallest).sort();
       const from = options.after !== undefined ? upperBound(keys, options.after) : 0;
       return { keys, from };
     }
