@@ -111,6 +111,44 @@ describe('PodDisruptionBudgets and evictions', () => {
     }
   });
 
+  test('other owners: a custom resource through its scale subresource; a Job has none (SyncFailed)', async () => {
+    const ns = 'owners';
+    await api.namespace(ns);
+    await api.create('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'pools.example.com' },
+      spec: {
+        group: 'example.com',
+        names: { plural: 'pools', singular: 'pool', kind: 'Pool' },
+        scope: 'Namespaced',
+        versions: [{ name: 'v1', served: true, storage: true, subresources: { scale: { specReplicasPath: '.spec.size', statusReplicasPath: '.status.size' } }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    });
+    await advance('1s');
+    const pool = await api.create(`/apis/example.com/v1/namespaces/${ns}/pools`, { apiVersion: 'example.com/v1', kind: 'Pool', metadata: { name: 'p' }, spec: { size: 5 } });
+    for (const name of ['p-0', 'p-1']) {
+      await api.create(podsPath(ns), {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, labels: { app: 'pool' }, ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'Pool', name: 'p', uid: pool.metadata.uid, controller: true }] },
+        spec: { containers: [{ name: 'a', image: 'nginx' }] },
+      });
+    }
+    await api.create(pdbPath(ns), pdb('pool', 'pool', { maxUnavailable: 1 }));
+    await advance('31s');
+    const s = await status(ns, 'pool');
+    assert.deepEqual([s.expectedPods, s.desiredHealthy, s.currentHealthy, s.disruptionsAllowed], [5, 4, 2, 0]);
+
+    await api.create(`/apis/batch/v1/namespaces/${ns}/jobs`, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'j' }, spec: { template: { metadata: { labels: { app: 'job' } }, spec: { restartPolicy: 'Never', containers: [{ name: 'a', image: 'busybox' }] } } } });
+    await api.create(pdbPath(ns), pdb('job', 'job', { minAvailable: '50%' }));
+    await advance('1s');
+    const failed = await status(ns, 'job');
+    assert.equal(failed.disruptionsAllowed, 0);
+    const cond = (failed.conditions as Array<Record<string, unknown>>)[0]!;
+    assert.deepEqual([cond.type, cond.status, cond.reason, cond.message], ['DisruptionAllowed', 'False', 'SyncFailed', 'jobs.batch does not implement the scale subresource']);
+  });
+
   test('validation: minAvailable and maxUnavailable are exclusive, percentages at most 100%', async () => {
     const both = await api.request(pdbPath('default'), { method: 'POST', body: pdb('both', 'x', { minAvailable: 1, maxUnavailable: 1 }) });
     assert.equal(both.status, 422);

@@ -1,4 +1,5 @@
 import { rfc3339 } from '../clock/clock.js';
+import { ApiError } from '../api/errors.js';
 import { selectorFromObject, LabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
 import { Resources, type Gvr } from '../client/client.js';
@@ -193,13 +194,31 @@ function goSelector(selector: unknown): string {
 }
 
 /**
- * Owners other than a ReplicaSet or StatefulSet: kube-controller-manager asks their scale subresource, which Jobs,
- * DaemonSets and the like do not have (its error). Custom resources' scale is not looked up: the same error.
+ * getScaleController: owners other than a ReplicaSet or StatefulSet are asked for their scale subresource (a custom
+ * resource with one counts its spec replicas). Jobs, DaemonSets and the like have none: kube-controller-manager's
+ * error. Undefined when the owner is gone or is another object of the same name.
  */
-function noScaleError(ref: OwnerReference, ctx: ControllerContext): Error {
+async function scaleOfOwner(ctx: ControllerContext, ref: OwnerReference, namespace: string): Promise<ControllerScale | Error | undefined> {
   const info = ctx.resources.byKind(ref.apiVersion, ref.kind);
   if (!info) return new Error(`no matches for kind "${ref.kind}" in version "${ref.apiVersion}"`);
-  return new Error(`${info.gvr.group ? `${info.gvr.resource}.${info.gvr.group}` : info.gvr.resource} does not implement the scale subresource`);
+  const noScale = new Error(`${info.gvr.group ? `${info.gvr.resource}.${info.gvr.group}` : info.gvr.resource} does not implement the scale subresource`);
+  if (!ctx.client.getScale) return noScale;
+  try {
+    const scale = await ctx.client.getScale(info.gvr, namespace, ref.name);
+    if (scale.metadata.uid !== ref.uid) return undefined;
+    const replicas = isPlainObject(scale.spec) && typeof scale.spec.replicas === 'number' ? scale.spec.replicas : 0;
+    return { uid: ref.uid, replicas };
+  } catch (err) {
+    // A 404 naming the object: the owner is gone; without a name: the kind has no scale subresource.
+    if (err instanceof ApiError && err.code === 404) return err.details?.name !== undefined ? undefined : noScale;
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+/** Whether the budget is relative to its controllers' scale (maxUnavailable, or a percentage). */
+function needsScale(pdb: KubeObject): boolean {
+  const spec = pdbSpec(pdb);
+  return (spec.maxUnavailable !== undefined && spec.maxUnavailable !== null) || typeof spec.minAvailable === 'string';
 }
 
 const groupOf = (apiVersion: string): string => (apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '');
@@ -433,7 +452,7 @@ export function disruptionController(ctx: ControllerContext): Controller {
   };
   pods.addEventHandler({ add: (pod) => podEvent(undefined, pod), update: (old, pod) => podEvent(old, pod), delete: (pod) => podEvent(pod, undefined) });
 
-  /** The finders of disruption.go, in its order: a Deployment through its ReplicaSet, a lone ReplicaSet, a StatefulSet. */
+  /** The finders of disruption.go, in its order: a Deployment through its ReplicaSet, a lone ReplicaSet, a StatefulSet, any scale. */
   const findScale: ScaleFinder = (ref, namespace) => {
     const group = groupOf(ref.apiVersion);
     if (ref.kind === 'ReplicaSet' && (group === 'apps' || group === 'extensions')) {
@@ -449,7 +468,15 @@ export function disruptionController(ctx: ControllerContext): Controller {
       const ss = statefulSets.get(namespace, ref.name);
       return ss && ss.metadata.uid === ref.uid ? { uid: ss.metadata.uid, replicas: replicasOf(ss) } : undefined;
     }
-    throw noScaleError(ref, ctx);
+    const other = otherScales.get(ref.uid);
+    if (other instanceof Error) throw other;
+    return other;
+  };
+  /** Scales of the other owners, read before each sync that needs them (planPdb itself is synchronous). */
+  const otherScales = new Map<string, ControllerScale | Error | undefined>();
+  const fromInformers = (ref: OwnerReference): boolean => {
+    const group = groupOf(ref.apiVersion);
+    return (ref.kind === 'ReplicaSet' && (group === 'apps' || group === 'extensions')) || (ref.kind === 'StatefulSet' && group === 'apps');
   };
 
   async function reconcile(key: string): Promise<ReconcileResult | void> {
@@ -466,6 +493,10 @@ export function disruptionController(ctx: ControllerContext): Controller {
       },
       pod: (name) => (entry?.pods.has(`${pdb.metadata.namespace}/${name}`) ? pods.get(pdb.metadata.namespace, name) : undefined),
     };
+    otherScales.clear();
+    if (needsScale(pdb)) {
+      for (const c of entry?.controllers.values() ?? []) if (!fromInformers(c.ref)) otherScales.set(c.ref.uid, await scaleOfOwner(ctx, c.ref, pdb.metadata.namespace!));
+    }
     const now = ctx.clock.now();
     let plan: PdbPlan;
     try {
