@@ -40,7 +40,10 @@ test('in-process writes are logged, compacted into the snapshot while running, a
   const revision = first.store.currentRevision;
   const snapshot = JSON.parse(readFileSync(join(data, 'snapshot.json'), 'utf8')) as { revision: number };
   assert.ok(snapshot.revision > 0 && snapshot.revision < revision, `compacted while running (snapshot at ${snapshot.revision} of ${revision})`);
-  assert.ok(statSync(join(data, 'wal.log')).size < 40_000, 'the log was emptied by compaction');
+  // Compaction empties the log each time it grows as large as the last snapshot (a byte rewritten per byte logged),
+  // so whatever the start-up state's size, the log never holds much more than the snapshot plus one batch.
+  const snapshotBytes = statSync(join(data, 'snapshot.json')).size;
+  assert.ok(statSync(join(data, 'wal.log')).size < snapshotBytes + 10_000, 'the log was emptied by compaction');
 
   // A second start on the same directory without closing the first: as after a crash.
   const second = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data });
