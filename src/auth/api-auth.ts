@@ -57,6 +57,38 @@ function bearerToken(header: string | undefined): string | undefined {
   return parts[1];
 }
 
+const BEARER_PROTOCOL_PREFIX = 'base64url.bearer.authorization.k8s.io.';
+
+/**
+ * The token of a WebSocket request that carries it as a subprotocol, as kube-apiserver's
+ * websocket.ProtocolAuthenticator reads it (a browser cannot set headers on a WebSocket):
+ * `base64url.bearer.authorization.k8s.io.<token, base64url without padding>` beside at least one real subprotocol.
+ * The token's subprotocol is taken out of the request, so that it is never the one echoed back. A malformed one
+ * is a 401.
+ */
+function protocolToken(req: IncomingMessage): string | undefined {
+  const header = req.headers['sec-websocket-protocol'];
+  if (header === undefined || req.headers.upgrade?.toLowerCase() !== 'websocket') return undefined;
+  let token: string | undefined;
+  const others: string[] = [];
+  for (const protocol of header.split(',').map((p) => p.trim())) {
+    if (!protocol.startsWith(BEARER_PROTOCOL_PREFIX)) {
+      others.push(protocol);
+      continue;
+    }
+    // multiple tokens, bad base64url, or bytes that are not UTF-8
+    const encoded = protocol.slice(BEARER_PROTOCOL_PREFIX.length);
+    if (token !== undefined || !/^[A-Za-z0-9_-]*$/.test(encoded)) throw Errors.unauthorized();
+    const bytes = Buffer.from(encoded, 'base64url');
+    token = bytes.toString('utf8');
+    if (!Buffer.from(token, 'utf8').equals(bytes)) throw Errors.unauthorized();
+  }
+  if (token === undefined || token === '') return undefined;
+  if (others.length === 0) throw Errors.unauthorized();
+  req.headers['sec-websocket-protocol'] = others.join(', ');
+  return token;
+}
+
 /**
  * `sim serve --auth`: authentication (static tokens, ServiceAccount tokens), impersonation and RBAC authorization
  * for every HTTP request, in kube-apiserver's order — 401 before anything else, then 403 before routing.
@@ -86,16 +118,19 @@ export class ApiAuth {
     }
   }
 
+  /** The Authorization header's bearer token, then a WebSocket's token subprotocol (kube-apiserver's order). */
   authenticate(req: IncomingMessage): UserInfo {
-    const token = bearerToken(req.headers.authorization);
-    if (token === undefined) {
+    const headerToken = bearerToken(req.headers.authorization);
+    const fromHeader = headerToken === undefined ? undefined : this.reviewToken(headerToken, API_AUDIENCES).user;
+    if (fromHeader) return fromHeader;
+    const socketToken = protocolToken(req);
+    const fromProtocol = socketToken === undefined ? undefined : this.reviewToken(socketToken, API_AUDIENCES).user;
+    if (fromProtocol) return fromProtocol;
+    if (headerToken === undefined && socketToken === undefined) {
       const path = new URL(req.url ?? '/', 'http://localhost').pathname;
       if (ANONYMOUS_PATHS.has(path)) return { username: ANONYMOUS_USER, groups: [ALL_UNAUTHENTICATED] };
-      throw Errors.unauthorized();
     }
-    const result = this.reviewToken(token, API_AUDIENCES);
-    if (!result.user) throw Errors.unauthorized();
-    return result.user;
+    throw Errors.unauthorized();
   }
 
   /**
