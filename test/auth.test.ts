@@ -90,29 +90,11 @@ describe('authentication', () => {
   });
 
   test('WebSocket watches are authenticated and authorized too', async () => {
-    const open = (token: string | undefined, path: string): Promise<number> =>
+    const WATCH = '/api/v1/namespaces/default/configmaps?watch=true';
+    /** The subprotocol the server chose on a successful upgrade, or the refusal's status code. */
+    const connect = (protocols: string[], token?: string): Promise<string | number> =>
       new Promise((resolve, reject) => {
-        const ws = new WebSocket(server.url.replace(/^http/, 'ws') + path, token ? { headers: { authorization: `Bearer ${token}` } } : {});
-        ws.once('open', () => {
-          ws.terminate();
-          resolve(101);
-        });
-        ws.once('unexpected-response', (_req, res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-          ws.terminate();
-        });
-        ws.once('error', reject);
-      });
-    assert.equal(await open(undefined, '/api/v1/namespaces/default/configmaps?watch=true'), 401);
-    assert.equal(await open('bob-token', '/api/v1/namespaces/default/configmaps?watch=true'), 403);
-    assert.equal(await open(ADMIN, '/api/v1/namespaces/default/configmaps?watch=true'), 101);
-
-    // The token as a subprotocol, as browsers send it (they cannot set headers): kube-apiserver's
-    // base64url.bearer.authorization.k8s.io.<token>, beside a real subprotocol, which is the one chosen.
-    const withProtocols = (protocols: string[]): Promise<number | string> =>
-      new Promise((resolve, reject) => {
-        const ws = new WebSocket(server.url.replace(/^http/, 'ws') + '/api/v1/namespaces/default/configmaps?watch=true', protocols);
+        const ws = new WebSocket(server.url.replace(/^http/, 'ws') + WATCH, protocols, token ? { headers: { authorization: `Bearer ${token}` } } : {});
         ws.once('open', () => {
           resolve(ws.protocol);
           ws.terminate();
@@ -124,11 +106,17 @@ describe('authentication', () => {
         });
         ws.once('error', reject);
       });
+    assert.equal(await connect([]), 401);
+    assert.equal(await connect([], 'bob-token'), 403);
+    assert.equal(await connect([], ADMIN), '');
+
+    // The token as a subprotocol, as browsers send it (they cannot set headers): kube-apiserver's
+    // base64url.bearer.authorization.k8s.io.<token>, beside a real subprotocol, which is the one chosen.
     const tokenProtocol = (token: string): string => `base64url.bearer.authorization.k8s.io.${Buffer.from(token).toString('base64url')}`;
-    assert.equal(await withProtocols([tokenProtocol(ADMIN), 'v4.channel.k8s.io']), 'v4.channel.k8s.io');
-    assert.equal(await withProtocols([tokenProtocol('bob-token'), 'v4.channel.k8s.io']), 403);
-    assert.equal(await withProtocols([tokenProtocol('wrong'), 'v4.channel.k8s.io']), 401);
-    assert.equal(await withProtocols([tokenProtocol(ADMIN)]), 401, 'a token needs a real subprotocol beside it');
+    assert.equal(await connect([tokenProtocol(ADMIN), 'v4.channel.k8s.io']), 'v4.channel.k8s.io');
+    assert.equal(await connect([tokenProtocol('bob-token'), 'v4.channel.k8s.io']), 403);
+    assert.equal(await connect([tokenProtocol('wrong'), 'v4.channel.k8s.io']), 401);
+    assert.equal(await connect([tokenProtocol(ADMIN)]), 401, 'a token needs a real subprotocol beside it');
   });
 
   test('health and version stay open to anonymous requests (system:public-info-viewer)', async () => {
