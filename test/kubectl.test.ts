@@ -158,9 +158,8 @@ test('kubectl get cm -w prints the changes another kubectl makes, each once', as
   assert.equal(rows.lines.filter((l) => l.startsWith('NAME ')).length, 1, 'one header');
 });
 
-// One client per discovery/validation regime of ../shared/KUBECTL-WIRE.md (v2beta1 discovery and /openapi/v2 for
-// 1.27; /openapi/v3 from 1.29; v2 discovery from 1.30; 1.33). 1.27 validates against the protobuf /openapi/v2,
-// which is not served, hence --validate=false.
+// One client per discovery/validation regime of ../shared/KUBECTL-WIRE.md (v2beta1 discovery and the protobuf
+// /openapi/v2 for 1.27; /openapi/v3 from 1.29; v2 discovery from 1.30; 1.33), each validating as it does by default.
 test('kubectl clients from 1.27 to 1.33 can create -f and get', async (t) => {
   if (skipWithoutKubectl(t)) return;
   const versions = [27, 29, 31, 33].map((minor) => `/usr/lib/google-cloud-sdk/bin/kubectl.1.${minor}`).filter((path) => existsSync(path));
@@ -173,7 +172,7 @@ test('kubectl clients from 1.27 to 1.33 can create -f and get', async (t) => {
     const name = `v-${binary.split('.').pop()}`;
     const cm = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { k: 'v' } });
     await t.test(binary, async () => {
-      const created = await kubectl(server.url, ['create', '--validate=false', '-f', '-'], { binary, input: cm });
+      const created = await kubectl(server.url, ['create', '-f', '-'], { binary, input: cm });
       assert.equal(created.code, 0, created.stderr);
       assert.equal(created.stdout.trim(), `configmap/${name} created`);
       const table = await kubectl(server.url, ['get', 'cm', name], { binary });
