@@ -361,7 +361,7 @@ export class GenericStore {
     else result.status = next.status;
     for (const f of info.strategy?.statusMetadata ?? []) {
       if (next.metadata[f] === undefined) delete result.metadata[f];
-      else result.metadata[f] = next.metadata[f];
+      else (result.metadata as Record<string, unknown>)[f] = next.metadata[f];
     }
     if (next.metadata.resourceVersion !== undefined) result.metadata.resourceVersion = current.metadata.resourceVersion;
     this.validate(info, result, current);

@@ -45,9 +45,9 @@ export interface Strategy {
   /**
    * Metadata a /status write may change too (the rest of the object stays as stored). Kubernetes' status
    * strategies reset spec, not annotations: the deployment controller records `deployment.kubernetes.io/revision`
-   * with its status write, which must not bump generation.
+   * with its status write, which must not bump generation; pods/status keeps labels and finalizers as well.
    */
-  statusMetadata?: ReadonlyArray<'annotations'>;
+  statusMetadata?: ReadonlyArray<'annotations' | 'labels' | 'finalizers'>;
   /** Status sent on create is kept (nodes: a kubelet registers its Node with its status). */
   keepsStatusOnCreate?: boolean;
   /** Called on the copy that records the start of a deletion (a namespace turns Terminating). */

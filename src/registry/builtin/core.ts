@@ -129,6 +129,9 @@ const pods: KindInfo = {
       obj.status = { phase: 'Pending', qosClass: qosClass(spec(obj)) };
     },
     prepareForUpdate: keepPodPriority,
+    // pods/status resets only spec, deletionTimestamp and ownerReferences (podStatusStrategy): labels, annotations
+    // and finalizers sent with a status write are kept, so a kubelet can label a pod as it reports on it.
+    statusMetadata: ['labels', 'annotations', 'finalizers'],
     validate(obj) {
       return validatePodSpec(obj.spec, 'spec');
     },
