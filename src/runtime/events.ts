@@ -16,17 +16,13 @@ export const SPAM_BURST = 25;
 export const SPAM_REFILL_MS = 300_000;
 
 /**
- * A map that forgets its least recently used entry beyond `max` (groupcache's lru.Cache): a Map in use order,
- * a key moved to the end when used. The oldest key comes from one iterator kept over the whole life of the map,
- * not from a new keys().next() each time: V8 leaves a deleted Map entry as a hole until the table is rebuilt,
- * and an LRU deletes at the front, so a fresh iterator stepped over thousands of holes (3-6 us an eviction,
- * ~20 us an event for the correlator's three LRUs). A Map iterator visits keys in insertion order, skips keys
- * deleted before it reaches them and visits keys added after it (a used key is re-added at the end), so the
- * kept iterator's next key is always the oldest one, and it steps over each hole once.
+ * A map that forgets its least recently used entry beyond `max` (groupcache's lru.Cache): a Map in use order.
+ * Evicting through keys().next() steps over the holes V8 leaves at the front of a Map until it rebuilds the
+ * table (~3-6 us once full); a list entry per key, or one iterator kept for the map's life, evicts in ~1 us but
+ * costs heap (~40 bytes a key; a kept iterator holds on to outgrown tables), measured as not worth it here.
  */
 class LruMap<V> {
   private readonly map = new Map<string, V>();
-  private readonly oldest = this.map.keys();
   /** The most recently used key: the correlator sets each key right after getting it, and it is already last. */
   private last: string | undefined;
 
@@ -46,8 +42,7 @@ class LruMap<V> {
     if (key !== this.last) this.map.delete(key);
     this.map.set(key, value);
     this.last = key;
-    // More keys than max means one at least lies ahead of the iterator: it never runs out (and stays usable).
-    if (this.map.size > this.max) this.map.delete(this.oldest.next().value!);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
   }
 }
 
