@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { KubeObject } from '../src/api/types.js';
+import { Cluster } from '../src/cluster/cluster.js';
 import { compactObject } from '../src/storage/compact.js';
 
 test('compacting a stored object leaves every value as it was', () => {
@@ -62,4 +64,24 @@ test('an update keeps what it shares with the stored version, and a frozen part 
   compactObject(again);
   assert.equal(again.status, next.status, 'a frozen part counts as shared: its parent is interned');
   assert.deepEqual(next.status, { phase: 'Running', extra: { z: 1 } });
+});
+
+test('the store shares alike parts for Pods and Events only; other kinds keep their own objects', async () => {
+  const cluster = await Cluster.start({ clock: 'virtual', seed: 2 });
+  try {
+    const pods = cluster.kind('', 'v1', 'pods');
+    const configmaps = cluster.kind('', 'v1', 'configmaps');
+    const pod = (name: string): KubeObject => ({ metadata: { name }, spec: { containers: [{ name: 'web', image: 'nginx:1.27', ports: [{ containerPort: 80 }] }] } });
+    const a = cluster.api.create(pods, 'default', pod('a'));
+    const b = cluster.api.create(pods, 'default', pod('b'));
+    const containers = (p: KubeObject): unknown => (p.spec as { containers: unknown[] }).containers[0];
+    assert.equal(containers(a), containers(b), 'one shared container for a template');
+    const cm = (name: string): KubeObject => ({ metadata: { name }, data: { mode: 'fast', level: '3' } });
+    const x = cluster.api.create(configmaps, 'default', cm('x'));
+    const y = cluster.api.create(configmaps, 'default', cm('y'));
+    assert.notEqual(x.data, y.data, 'ConfigMaps are not worth the cost of sharing');
+    assert.deepEqual(x.data, y.data);
+  } finally {
+    await cluster.close();
+  }
 });

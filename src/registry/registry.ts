@@ -27,6 +27,7 @@ export class Registry {
         key,
         groupResource: { group: info.group, resource: info.resource },
         indexedFields: info.indexedFields ?? [],
+        shareParts: info.shareParts === true,
         fieldsOf: (obj) => {
           const aliases = this.aliasFields(key);
           if (aliases.length === 0) return own(obj);

@@ -92,6 +92,12 @@ export interface KindInfo {
   selectableFields?: Record<string, (obj: KubeObject) => string | undefined>;
   /** Of those, the ones worth an index (asked on hot paths, e.g. spec.nodeName). */
   indexedFields?: string[];
+  /**
+   * Its stored objects share the parts they have alike (src/storage/compact.ts): worth its CPU (tens of µs a
+   * write) only for kinds a cluster holds by the hundred thousand and whose objects repeat each other, Pods and
+   * Events; every other kind's objects only get their strings flattened.
+   */
+  shareParts?: boolean;
   strategy?: Strategy;
   /** Columns after NAME for `kubectl get`; AGE is appended unless `noAge`. */
   columns?: TableColumn[];

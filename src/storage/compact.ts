@@ -61,8 +61,19 @@ function idOf(node: object): number | undefined {
  * watch history already), and code that tried would now throw instead of changing many objects. deepCopy still
  * copies them, so a copy can be changed as before.
  */
-export function compactObject(obj: Record<string, unknown>, stored?: Record<string, unknown>): void {
-  compactMembers(obj, stored, false);
+export function compactObject(obj: Record<string, unknown>, stored?: Record<string, unknown>, share = true): void {
+  if (share) compactMembers(obj, stored, false);
+  else flattenMembers(obj, stored);
+}
+
+/** Flattens the strings of a node and of its parts that are not kept from the stored version (or frozen). */
+function flattenMembers(node: object, stored: unknown): void {
+  const before = typeof stored === 'object' && stored !== null ? (stored as Record<string, unknown>) : undefined;
+  for (const key in node) {
+    const item = (node as Record<string, unknown>)[key];
+    if (typeof item === 'string') flattenString(item);
+    else if (typeof item === 'object' && item !== null && item !== before?.[key] && !Object.isFrozen(item)) flattenMembers(item, before?.[key]);
+  }
 }
 
 /** What a node's members allow: not interning it, interning it by contentKey, or by its JSON (primitives only). */

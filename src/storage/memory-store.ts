@@ -17,6 +17,8 @@ export interface ResourceSpec {
   /** Field selectors answered from an index, besides metadata.name/namespace (e.g. spec.nodeName for pods). */
   indexedFields?: readonly string[];
   fieldsOf: FieldsOf;
+  /** Objects of this resource share their alike parts (compactObject); others only get their strings flattened. */
+  shareParts?: boolean;
 }
 
 export interface Preconditions {
@@ -255,7 +257,7 @@ export class MemoryStore {
     const key = objectKey(obj.metadata.namespace, obj.metadata.name!);
     if (table.objects.has(key)) throw Errors.alreadyExists(table.spec.groupResource, obj.metadata.name!);
     obj.metadata.resourceVersion = String(++this.revision);
-    compactObject(obj);
+    compactObject(obj, undefined, table.spec.shareParts === true);
     if (FREEZE) deepFreeze(obj);
     table.objects.set(key, obj);
     table.order.add(key);
@@ -286,7 +288,7 @@ export class MemoryStore {
     if (next === current || sameIgnoringVersion(next, current)) return { object: current, changed: false };
     if (dryRun) return { object: next, changed: true };
     next.metadata.resourceVersion = String(++this.revision);
-    compactObject(next, current);
+    compactObject(next, current, table.spec.shareParts === true);
     if (FREEZE) deepFreeze(next);
     table.index(key, current, false);
     table.objects.set(key, next);
@@ -323,7 +325,7 @@ export class MemoryStore {
     const table = this.table(resource);
     for (const obj of objects) {
       const key = objectKey(obj.metadata.namespace, obj.metadata.name!);
-      compactObject(obj);
+      compactObject(obj, undefined, table.spec.shareParts === true);
       if (FREEZE) deepFreeze(obj);
       table.objects.set(key, obj);
       table.order.add(key);
@@ -408,7 +410,7 @@ export class MemoryStore {
     const current = table.objects.get(key);
     if (current) table.index(key, current, false);
     else table.order.add(key);
-    compactObject(obj!);
+    compactObject(obj!, undefined, table.spec.shareParts === true);
     if (FREEZE) deepFreeze(obj);
     table.objects.set(key, obj!);
     table.index(key, obj!, true);

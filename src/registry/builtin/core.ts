@@ -94,6 +94,7 @@ const pods: KindInfo = {
   resource: 'pods',
   singular: 'pod',
   namespaced: true,
+  shareParts: true,
   shortNames: ['po'],
   categories: ['all'],
   status: true,
@@ -494,6 +495,7 @@ const events: KindInfo = {
   singular: 'event',
   namespaced: true,
   shortNames: ['ev'],
+  shareParts: true,
   selectableFields: {
     'involvedObject.kind': involved('kind'),
     'involvedObject.namespace': involved('namespace'),
