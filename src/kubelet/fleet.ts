@@ -583,14 +583,24 @@ export class KubeletFleet implements Controller, KubeletConnector {
     let current = pod;
     let wrote = false;
     const annotations = Object.entries(result.annotations ?? {}).filter(([k, v]) => (pod.metadata.annotations?.[k] ?? null) !== v);
-    if (annotations.length > 0) {
+    if (status !== undefined && !deepEqual(status, pod.status)) {
+      // pods/status keeps the annotations it is sent (podStatusStrategy), so the action's ride on its status write:
+      // one write and one watch event where there were two.
+      let metadata = pod.metadata;
+      if (annotations.length > 0) {
+        const merged: Record<string, string> = { ...(pod.metadata.annotations ?? {}) };
+        for (const [k, v] of annotations) {
+          if (v === null || v === undefined) delete merged[k];
+          else merged[k] = v;
+        }
+        metadata = { ...pod.metadata, annotations: merged };
+      }
+      current = await this.ctx.client.updateStatus(Resources.pods, { ...pod, metadata, status });
+      wrote = true;
+    } else if (annotations.length > 0) {
       current = await this.ctx.client.patch(Resources.pods, pod.metadata.namespace, pod.metadata.name!, 'merge', {
         metadata: { annotations: Object.fromEntries(annotations), resourceVersion: pod.metadata.resourceVersion },
       });
-      wrote = true;
-    }
-    if (status !== undefined && !deepEqual(status, pod.status)) {
-      current = await this.ctx.client.updateStatus(Resources.pods, { ...current, status });
       wrote = true;
     }
     if (wrote) {
