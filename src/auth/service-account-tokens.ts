@@ -60,10 +60,9 @@ export class ServiceAccountTokens {
       this.keys = withKid(createPrivateKey(readFileSync(file, 'utf8')));
       return;
     }
-    const keys = withKid(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey);
+    const keys = this.keyPair();
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     writeFileSync(file, keys.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-    this.keys = keys;
   }
 
   issue(serviceAccount: KubeObject, audiences: string[], expirationSeconds: number, bound: Partial<Record<BoundKind, BoundObject>> = {}): { token: string; expiresAt: number } {
@@ -84,12 +83,6 @@ export class ServiceAccountTokens {
     const signingInput = `${base64url(JSON.stringify({ alg: 'ES256', kid }))}.${base64url(JSON.stringify(claims))}`;
     const signature = sign('sha256', Buffer.from(signingInput), { key: privateKey, dsaEncoding: 'ieee-p1363' });
     return { token: `${signingInput}.${base64url(signature)}`, expiresAt: claims.exp * 1000 };
-  }
-
-  /** The user a token stands for, for the API server's own audience; undefined when it does not authenticate. */
-  authenticate(token: string): UserInfo | undefined {
-    const result = this.review(token, [ISSUER]);
-    return result && 'user' in result ? result.user : undefined;
   }
 
   /**
