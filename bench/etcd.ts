@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { procCpuMs, spawnServer } from './server-process.js';
 import { post } from './http-post.js';
+import { median, summarize } from './stats.js';
 
 function option(flag: string, fallback: number): number {
   const i = process.argv.indexOf(flag);
@@ -148,16 +149,9 @@ async function measure(target: Target, round: number): Promise<Result> {
   stop = true;
   await Promise.all(workers);
   agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? NaN;
-  return { perSecond: counted / seconds, p50: pct(0.5), p99: pct(0.99), cpuMsPerWrite: cpu / Math.max(1, counted), clientCpuMsPerWrite: (client.user + client.system) / 1000 / Math.max(1, counted), writesPerFsync: fsyncs > 0 ? counted / fsyncs : NaN };
+  const latency = summarize(latencies);
+  return { perSecond: counted / seconds, p50: latency.p50, p99: latency.p99, cpuMsPerWrite: cpu / Math.max(1, counted), clientCpuMsPerWrite: (client.user + client.system) / 1000 / Math.max(1, counted), writesPerFsync: fsyncs > 0 ? counted / fsyncs : NaN };
 }
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /**
  * Counts commit markers in kube-sim's log, reading only what was appended since the last look; a compaction
