@@ -287,3 +287,21 @@ export function parseFieldSelector(text: string | undefined, supported: Readonly
   }
   return new FieldSelector(requirements);
 }
+
+/**
+ * A *metav1.LabelSelector as Go's %v / %+v prints it (its generated String method: every member followed by a
+ * comma, "nil" for no selector), for messages that quote one (HPA external metrics, the PDB UnmanagedPods event).
+ */
+export function goLabelSelectorString(selector: unknown): string {
+  if (!isPlainObject(selector)) return 'nil';
+  const matchLabels = isPlainObject(selector.matchLabels) ? selector.matchLabels : {};
+  const labels = Object.keys(matchLabels)
+    .sort()
+    .map((k) => `${k}: ${String(matchLabels[k])},`)
+    .join('');
+  const expressions = (Array.isArray(selector.matchExpressions) ? selector.matchExpressions : [])
+    .map((e) => (isPlainObject(e) ? e : {}))
+    .map((e) => `LabelSelectorRequirement{Key:${String(e.key ?? '')},Operator:${String(e.operator ?? '')},Values:[${(Array.isArray(e.values) ? e.values : []).join(' ')}],},`)
+    .join('');
+  return `&LabelSelector{MatchLabels:map[string]string{${labels}},MatchExpressions:[]LabelSelectorRequirement{${expressions}},}`;
+}

@@ -1,6 +1,6 @@
 import { rfc3339 } from '../clock/clock.js';
 import { ApiError } from '../api/errors.js';
-import { selectorFromObject, LabelSelector } from '../api/selectors.js';
+import { goLabelSelectorString, selectorFromObject, LabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
 import { Resources, type Gvr } from '../client/client.js';
 import { cacheKey } from '../client/informer.js';
@@ -130,7 +130,7 @@ export function planPdb(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinde
       object: pdb,
       type: 'Warning',
       reason: 'UnmanagedPods',
-      message: `Pods selected by this PodDisruptionBudget (selector: ${goSelector(pdbSpec(pdb).selector)}) were found to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, which may result in undefined behavior. To account for these pods please set ".spec.minAvailable" field of the PDB to an integer value.`,
+      message: `Pods selected by this PodDisruptionBudget (selector: ${goLabelSelectorString(pdbSpec(pdb).selector)}) were found to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, which may result in undefined behavior. To account for these pods please set ".spec.minAvailable" field of the PDB to an integer value.`,
     });
   }
 
@@ -181,16 +181,6 @@ export function failSafeStatus(pdb: KubeObject, error: string, now: number): Pdb
   const stored = pdbStatus(pdb);
   const conditions = setCondition(stored.conditions, { type: DISRUPTION_ALLOWED, status: 'False', observedGeneration: stored.observedGeneration, reason: SYNC_FAILED, message: error }, rfc3339(now));
   return orderedStatus({ ...stored, disruptionsAllowed: 0, conditions });
-}
-
-/** A LabelSelector as Go's %v prints the pointer in the UnmanagedPods event (&LabelSelector{MatchLabels:map[...]...}). */
-function goSelector(selector: unknown): string {
-  const s = isPlainObject(selector) ? selector : {};
-  const labels = isPlainObject(s.matchLabels) ? Object.keys(s.matchLabels).sort().map((k) => `${k}: ${String((s.matchLabels as Obj)[k])},`).join('') : '';
-  const exprs = Array.isArray(s.matchExpressions)
-    ? (s.matchExpressions as Obj[]).map((e) => `LabelSelectorRequirement{Key:${String(e.key)},Operator:${String(e.operator)},Values:[${(Array.isArray(e.values) ? e.values : []).join(' ')}],}`).join(',')
-    : '';
-  return `&LabelSelector{MatchLabels:map[string]string{${labels}},MatchExpressions:[]LabelSelectorRequirement{${exprs}},}`;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { ApiError } from '../api/errors.js';
-import { parseLabelSelector } from '../api/selectors.js';
+import { goLabelSelectorString, parseLabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { rfc3339 } from '../clock/clock.js';
 import type { Gvr } from '../client/client.js';
@@ -106,20 +106,6 @@ function parseGroupVersion(apiVersion: string): { group: string } | { error: str
   return { error: `unexpected GroupVersion string: ${apiVersion}` };
 }
 
-/** Go's %+v of a *metav1.LabelSelector (its generated String method), as the external metric error prints it. */
-function goLabelSelector(selector: unknown): string {
-  if (!isPlainObject(selector)) return 'nil';
-  const labels = Object.entries(obj(selector.matchLabels))
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([k, v]) => `${k}: ${String(v)},`)
-    .join('');
-  const expressions = (Array.isArray(selector.matchExpressions) ? selector.matchExpressions : [])
-    .map(obj)
-    .map((e) => `LabelSelectorRequirement{Key:${str(e.key)},Operator:${str(e.operator)},Values:[${(Array.isArray(e.values) ? e.values : []).join(' ')}],},`)
-    .join('');
-  return `&LabelSelector{MatchLabels:map[string]string{${labels}},MatchExpressions:[]LabelSelectorRequirement{${expressions}},}`;
-}
-
 /**
  * What computeReplicasForMetric reports for one metric when no metrics API is served (replica_calculator.go and
  * metrics/client.go wrap the client's error on the way up). E.g. a CPU utilization target:
@@ -165,7 +151,7 @@ export function metricFailure(metric: Obj, namespace: string): MetricFailure {
       const m = obj(obj(metric.external).metric);
       const name = str(m.name);
       const target = obj(obj(metric.external).target);
-      const cause = `unable to get external metric ${namespace}/${name}/${goLabelSelector(m.selector)}: unable to fetch metrics from external metrics API: ${NOT_SERVED} (get ${name}.external.metrics.k8s.io)`;
+      const cause = `unable to get external metric ${namespace}/${name}/${goLabelSelectorString(m.selector)}: unable to fetch metrics from external metrics API: ${NOT_SERVED} (get ${name}.external.metrics.k8s.io)`;
       const wrap = (inner: string): string => `failed to get ${name} external metric value: ${inner}`;
       if (target.averageValue !== undefined) return { reason: 'FailedGetExternalMetric', cause, error: wrap(`failed to get ${name} external metric: ${cause}`) };
       if (target.value !== undefined) return { reason: 'FailedGetExternalMetric', cause, error: wrap(`failed to get external metric ${name}: ${cause}`) };
