@@ -240,6 +240,7 @@ function gnosticDocumentType(): protobufjs.Type {
 
 /** The /openapi/v2 document of every group-version served, in JSON and protobuf, each made once per registry state. */
 export class OpenApiV2 {
+  private swaggerDoc?: Json;
   private json?: { text: string; etag: string };
   private protobuf?: { bytes: Buffer; etag: string };
 
@@ -248,12 +249,19 @@ export class OpenApiV2 {
     private readonly v3: OpenApi,
   ) {
     registry.onChange(() => {
+      this.swaggerDoc = undefined;
       this.json = undefined;
       this.protobuf = undefined;
     });
   }
 
+  /** The Swagger document both encodings are made from, built once per registry state. */
   private swagger(): Json {
+    this.swaggerDoc ??= this.buildSwagger();
+    return this.swaggerDoc;
+  }
+
+  private buildSwagger(): Json {
     const paths: Json = {};
     const definitions: Json = {};
     for (const g of this.registry.groupVersions()) {
