@@ -114,9 +114,9 @@ export class OwnedPodTally implements PodSummary {
   private readonly strayKeys = new Set<string>();
   private readonly readyTimes = new Map<string, number>();
   private readonly dirty = new Set<string>();
+  /** Owned pods per node. */
   private readonly perNode = new Map<string, number>();
-  /** Owned pods per node, and how many owned pods rank unlike an ordinary running one (isOrdinaryForDeletion). */
-  private readonly onNode = new Map<string, Set<Entry>>();
+  /** How many owned pods rank unlike an ordinary running one (isOrdinaryForDeletion). */
   private unusual = 0;
   /** Entries are numbered as they are made: the order pods() lists them in, the ranking's last tie-breaker. */
   private nextSeq = 0;
@@ -166,9 +166,6 @@ export class OwnedPodTally implements PodSummary {
         const n = this.perNode.get(before.node)! - 1;
         if (n === 0) this.perNode.delete(before.node);
         else this.perNode.set(before.node, n);
-        const onNode = this.onNode.get(before.node)!;
-        onNode.delete(before);
-        if (onNode.size === 0) this.onNode.delete(before.node);
         if (!isOrdinaryForDeletion(before.rank())) this.unusual--;
       }
       before.removed = true;
@@ -188,9 +185,6 @@ export class OwnedPodTally implements PodSummary {
     this.entries.set(key, entry);
     this.order = undefined;
     this.perNode.set(node, (this.perNode.get(node) ?? 0) + 1);
-    let onNode = this.onNode.get(node);
-    if (!onNode) this.onNode.set(node, (onNode = new Set()));
-    onNode.add(entry);
     if (!isOrdinaryForDeletion(entry.rank())) this.unusual++;
     this.count++;
     if (entry.fullyLabeled) this.fullyLabeled++;
@@ -228,9 +222,9 @@ export class OwnedPodTally implements PodSummary {
     }
     // Pods per crowding level; every level above `last` goes whole, of `last` the first `need` in order.
     const perLevel = new Map<number, number>();
-    for (const [node, entries] of this.onNode) {
+    for (const [node, owned] of this.perNode) {
       const crowding = onNode.get(node) ?? 0;
-      perLevel.set(crowding, (perLevel.get(crowding) ?? 0) + entries.size);
+      perLevel.set(crowding, (perLevel.get(crowding) ?? 0) + owned);
     }
     const levels = [...perLevel.keys()].sort((a, b) => b - a);
     let above = 0;
