@@ -44,11 +44,11 @@ export function listBody(head: ListHead, items: readonly KubeObject[]): Buffer |
 }
 
 /**
- * A list's items are serialised without filling the per-object cache: a full list of 150,000 pods (or kubectl
- * walking them 500 at a time for `-o json`) would otherwise keep 470 MiB of JSON alive for as long as the pods
- * live. Text cached by a get or a watch is reused.
+ * A list's items (and a snapshot's objects) are serialised without filling the per-object cache: a full list of
+ * 150,000 pods (or kubectl walking them 500 at a time for `-o json`) would otherwise keep 470 MiB of JSON alive
+ * for as long as the pods live. Text cached by a get or a watch is reused.
  */
-function listedJsonOf(obj: object): string {
+export function listedJsonOf(obj: object): string {
   return jsonCache.get(obj) ?? JSON.stringify(obj);
 }
 

@@ -3,6 +3,7 @@ import { open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import type { KubeObject } from '../api/types.js';
+import { listedJsonOf } from '../server/encoding.js';
 import type { MemoryStore } from './memory-store.js';
 import { fsyncDir } from './wal.js';
 
@@ -65,7 +66,7 @@ class DurableSnapshotFile implements Adapter<SnapshotData> {
       for (const [resource, objects] of Object.entries(data.resources)) {
         await put(`${firstResource ? '' : ','}${JSON.stringify(resource)}:[`);
         firstResource = false;
-        for (let i = 0; i < objects.length; i++) await put(i === 0 ? JSON.stringify(objects[i]) : `,${JSON.stringify(objects[i])}`);
+        for (let i = 0; i < objects.length; i++) await put(i === 0 ? listedJsonOf(objects[i]!) : `,${listedJsonOf(objects[i]!)}`);
         await put(']');
       }
       const tail = Buffer.from(`${piece.join('')}}}`);
