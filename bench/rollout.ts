@@ -14,12 +14,11 @@
  * then not checked, nor when the old pods are gone): serving it took 3-5 of the server's ~25 CPU seconds in a
  * 10,000-pod update, which a rollout followed only by `kubectl rollout status` does not pay.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { resolveFenceposts } from '../src/controllers/deployment/fenceposts.js';
 import { onLines } from '../src/client/watch-lines.js';
+import { procCpuMs, spawnServer, type SpawnedServer } from './server-process.js';
 
 interface Options {
   replicas: number;
@@ -58,41 +57,10 @@ interface Obj {
   status?: Record<string, unknown>;
 }
 
-const SIM = fileURLToPath(new URL('../../bin/sim.js', import.meta.url));
-
-const servers = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of servers) child.kill('SIGKILL');
-});
-
-async function startServer(o: Options): Promise<{ url: string; child: ChildProcess }> {
-  const args = [
-    ...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []),
-    SIM,
-    'serve',
-    '--port',
-    '0',
-    '--nodes',
-    String(o.nodes),
-    '--log-level',
-    'warn',
-    ...(o.watchHistory ? ['--watch-history', o.watchHistory] : []),
-    ...(o.stopDelay ? ['--stop-delay', o.stopDelay] : []),
-  ];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  servers.add(child);
-  child.once('exit', () => servers.delete(child));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-      const m = /serving on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`sim serve exited ${code}`)));
-  });
-  child.stdout!.resume();
-  return { url, child };
+/** `sim serve` for this run, in its own process (bench/server-process.ts), with the server's CPU profile if asked. */
+function startServer(o: Options): Promise<SpawnedServer> {
+  const args = ['--nodes', String(o.nodes), ...(o.watchHistory ? ['--watch-history', o.watchHistory] : []), ...(o.stopDelay ? ['--stop-delay', o.stopDelay] : [])];
+  return spawnServer(args, o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []);
 }
 
 async function call<T>(url: string, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
@@ -191,10 +159,7 @@ async function until(url: string, path: string, done: (d: Obj) => boolean, timeo
   }
 }
 
-function serverCpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+const serverCpuSeconds = (pid: number): number => (procCpuMs(pid) ?? NaN) / 1000;
 
 function peakRssMiB(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -203,7 +168,8 @@ function peakRssMiB(pid: number): number {
 
 async function run(o: Options): Promise<string> {
   const { surge, unavailable } = resolveFenceposts(o.surge, o.unavailable, o.replicas);
-  const { url, child } = await startServer(o);
+  const server = await startServer(o);
+  const { url, child } = server;
   try {
     const ns = '/apis/apps/v1/namespaces/default/deployments';
     const path = `${ns}/web`;
@@ -253,10 +219,8 @@ async function run(o: Options): Promise<string> {
     const cpu = serverCpuSeconds(child.pid!);
     return `| ${o.replicas} | ${o.nodes} | ${o.surge} / ${o.unavailable} (${surge} / ${unavailable}) | ${(availableMs / 1000).toFixed(1)} s | ${(rolledMs / 1000).toFixed(1)} s | ${drained} | ${tracker?.events ?? '–'} | ${watched} | ${cpuCreate.toFixed(1)} + ${(cpu - cpuCreate).toFixed(1)} s | ${peakRssMiB(child.pid!)} MiB |`;
   } finally {
-    // Wait for the server to exit: a CPU profile is written on a clean exit.
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
+    // Waits for the server to exit: a CPU profile is written on a clean exit.
+    await server.stop();
   }
 }
 
