@@ -74,7 +74,6 @@ class EvictionFailure extends ApiError {
   }
 }
 
-const EVICTION_RETRIES = 20;
 /** Entries the controller has not confirmed yet beyond which evictions stop (MaxDisruptedPodSize). */
 const MAX_DISRUPTED_PODS = 2000;
 const DISRUPTION_BUDGET_CAUSE = 'DisruptionBudget';
@@ -116,33 +115,25 @@ function budgetsFor(api: GenericStore, pdbInfo: KindInfo, pod: KubeObject): Kube
 /**
  * checkAndDecrement: refuses with 429 while the budget allows no disruption (or its status is stale), else takes
  * one disruption and records the pod in status.disruptedPods (the controller then counts it as gone for two
- * minutes) in a /status update guarded by the budget's resourceVersion, read again and retried on conflict.
+ * minutes). kube-apiserver guards this /status write with the budget's resourceVersion and retries on conflict,
+ * since apiservers run side by side; here the eviction reads and writes in one synchronous call, so nothing can
+ * come between.
  */
-function takeDisruption(api: GenericStore, pdbInfo: KindInfo, first: KubeObject, podName: string, dryRun: boolean): void {
-  let pdb = first;
-  for (let attempt = 1; ; attempt++) {
-    const status = pdbStatus(pdb);
-    const name = pdb.metadata.name!;
-    if ((status.observedGeneration ?? 0) < (pdb.metadata.generation ?? 0)) throw stillProcessing(name);
-    if (status.disruptionsAllowed < 0) throw Errors.forbidden({ group: 'policy', resource: 'poddisruptionbudget' }, name, 'pdb disruptions allowed is negative');
-    if (Object.keys(status.disruptedPods ?? {}).length > MAX_DISRUPTED_PODS) {
-      throw Errors.forbidden({ group: 'policy', resource: 'poddisruptionbudget' }, name, 'DisruptedPods map too big - too many evictions not confirmed by PDB controller');
-    }
-    if (status.disruptionsAllowed === 0) throw tooManyRequests(`The disruption budget ${name} needs ${status.desiredHealthy} healthy pods and has ${status.currentHealthy} currently`, 0);
-    if (dryRun) return;
-    const now = rfc3339(api.ctx.clock.now());
-    let next: PdbStatus = { ...status, disruptionsAllowed: status.disruptionsAllowed - 1 };
-    if (next.disruptionsAllowed === 0) next = withDisruptionAllowedCondition(next, now);
-    next.disruptedPods = { ...(status.disruptedPods ?? {}), [podName]: now };
-    try {
-      api.update(pdbInfo, pdb.metadata.namespace, name, { ...pdb, status: orderedStatus(next) }, { subresource: 'status' });
-      return;
-    } catch (err) {
-      if (!(err instanceof ApiError && err.code === 409)) throw err;
-      if (attempt >= EVICTION_RETRIES) throw Errors.timeout(`couldn't update PodDisruptionBudget "${name}" due to conflicts`);
-      pdb = api.get(pdbInfo, pdb.metadata.namespace, name);
-    }
+function takeDisruption(api: GenericStore, pdbInfo: KindInfo, pdb: KubeObject, podName: string, dryRun: boolean): void {
+  const status = pdbStatus(pdb);
+  const name = pdb.metadata.name!;
+  if ((status.observedGeneration ?? 0) < (pdb.metadata.generation ?? 0)) throw stillProcessing(name);
+  if (status.disruptionsAllowed < 0) throw Errors.forbidden({ group: 'policy', resource: 'poddisruptionbudget' }, name, 'pdb disruptions allowed is negative');
+  if (Object.keys(status.disruptedPods ?? {}).length > MAX_DISRUPTED_PODS) {
+    throw Errors.forbidden({ group: 'policy', resource: 'poddisruptionbudget' }, name, 'DisruptedPods map too big - too many evictions not confirmed by PDB controller');
   }
+  if (status.disruptionsAllowed === 0) throw tooManyRequests(`The disruption budget ${name} needs ${status.desiredHealthy} healthy pods and has ${status.currentHealthy} currently`, 0);
+  if (dryRun) return;
+  const now = rfc3339(api.ctx.clock.now());
+  let next: PdbStatus = { ...status, disruptionsAllowed: status.disruptionsAllowed - 1 };
+  if (next.disruptionsAllowed === 0) next = withDisruptionAllowedCondition(next, now);
+  next.disruptedPods = { ...(status.disruptedPods ?? {}), [podName]: now };
+  api.update(pdbInfo, pdb.metadata.namespace, name, { ...pdb, status: orderedStatus(next) }, { subresource: 'status' });
 }
 
 /**
@@ -171,8 +162,9 @@ function markAndDelete(api: GenericStore, info: KindInfo, namespace: string | un
  * through; more than one is a 500; a budget allowing no disruption is a 429 TooManyRequests with a DisruptionBudget
  * cause; else one disruption is taken from it before the delete. A pod that is not Ready is deleted without
  * taking one when its budget's unhealthyPodEvictionPolicy is AlwaysAllow, or (IfHealthyBudget, the default) while
- * the budget has its desired healthy pods; the delete is then guarded by the pod's resourceVersion, so a pod that
- * turned Ready meanwhile gets a 429 instead. dryRun checks everything and changes nothing.
+ * the budget has its desired healthy pods. kube-apiserver guards those deletes with the pod's resourceVersion
+ * against a pod turning Ready meanwhile; a synchronous eviction here reads and deletes with nothing in between.
+ * dryRun checks everything and changes nothing.
  */
 export function evictPod(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): Status {
   if (!isPlainObject(body)) throw Errors.badRequest("Object 'Eviction' is not a JSON object");
@@ -186,16 +178,9 @@ export function evictPod(api: GenericStore, info: KindInfo, namespace: string | 
     if (typeof requested.preconditions.uid === 'string') deleteOptions.preconditions.uid = requested.preconditions.uid;
     if (typeof requested.preconditions.resourceVersion === 'string') deleteOptions.preconditions.resourceVersion = requested.preconditions.resourceVersion;
   }
-  const rvRequested = deleteOptions.preconditions?.resourceVersion !== undefined;
-  const withPodVersion = (pod: KubeObject): DeleteOptions => ({ ...deleteOptions, preconditions: { ...deleteOptions.preconditions, resourceVersion: pod.metadata.resourceVersion } });
-
   const pod = api.get(info, namespace, name);
   if (canIgnoreBudget(pod)) {
-    // A Pending pod could turn Ready between the read and the delete: the delete is guarded by the version read
-    // (finished and terminating pods cannot count towards a budget again).
-    const phase = isPlainObject(pod.status) ? pod.status.phase : undefined;
-    const enforce = phase !== 'Succeeded' && phase !== 'Failed' && !pod.metadata.deletionTimestamp && !rvRequested;
-    markAndDelete(api, info, namespace, name, enforce ? withPodVersion(pod) : deleteOptions);
+    markAndDelete(api, info, namespace, name, deleteOptions);
     return created();
   }
 
@@ -203,19 +188,12 @@ export function evictPod(api: GenericStore, info: KindInfo, namespace: string | 
   const pdbs = pdbInfo ? budgetsFor(api, pdbInfo, pod) : [];
   if (pdbs.length > 1) throw new EvictionFailure(500, '', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
   const pdb = pdbs[0];
-  let guardPodVersion = false;
   if (pdb && pdbInfo) {
     const status = pdbStatus(pdb);
     const unhealthyMayGo = pdbSpec(pdb).unhealthyPodEvictionPolicy === 'AlwaysAllow' || (status.currentHealthy >= status.desiredHealthy && status.desiredHealthy > 0);
     // An unready pod counts towards neither currentHealthy nor desiredHealthy: deleting it disrupts nothing.
-    if (!isReady(pod) && unhealthyMayGo) guardPodVersion = true;
-    else takeDisruption(api, pdbInfo, pdb, name, deleteOptions.dryRun === true);
+    if (isReady(pod) || !unhealthyMayGo) takeDisruption(api, pdbInfo, pdb, name, deleteOptions.dryRun === true);
   }
-  try {
-    markAndDelete(api, info, namespace, name, guardPodVersion ? withPodVersion(pod) : deleteOptions);
-  } catch (err) {
-    if (err instanceof ApiError && err.code === 409 && guardPodVersion && !rvRequested) throw stillProcessing(pdb!.metadata.name!);
-    throw err;
-  }
+  markAndDelete(api, info, namespace, name, deleteOptions);
   return created();
 }
