@@ -244,7 +244,10 @@ spec:
   }
   const [last] = await active('job-name=flaky');
   await kubelet.finish(last!.metadata.name!, 1);
+  // A pod's change reaches its Job within the Job controller's 1 s batch period (syncJobBatchPeriod).
   await kubelet.advance('0s');
+  assert.equal((JSON.parse(await k(['get', 'job', 'flaky', '-o', 'json'])).status as { failed?: number }).failed, 2, 'not counted before the batch period');
+  await kubelet.advance('1s');
   const failed = JSON.parse(await k(['get', 'job', 'flaky', '-o', 'json'])).status as { failed: number; conditions: Array<{ type: string; reason: string; message: string }> };
   assert.equal(failed.failed, 3);
   assert.deepEqual(failed.conditions.map((c) => [c.type, c.reason]), [['FailureTarget', 'BackoffLimitExceeded'], ['Failed', 'BackoffLimitExceeded']]);
@@ -268,7 +271,11 @@ spec:
 `);
   await kubelet.advance('59s');
   assert.match(await k(['get', 'job', 'slow']), /^slow\s+Running/m);
+  // The deadline's sync deletes the pod; the pod's updates (its finalizer removed, then gone) reach the Job one
+  // batch period each, and the Job is Failed once the pod is gone.
   await kubelet.advance('1s');
+  assert.match(await k(['get', 'job', 'slow']), /^slow\s+FailureTarget/m);
+  await kubelet.advance('2s');
   const slow = JSON.parse(await k(['get', 'job', 'slow', '-o', 'json'])).status as { conditions: Array<{ type: string; reason: string; message: string }> };
   assert.deepEqual(slow.conditions.at(-1), { ...slow.conditions.at(-1)!, type: 'Failed', reason: 'DeadlineExceeded', message: 'Job was active longer than specified deadline' });
   assert.equal((await kubelet.pods('job-name=slow')).length, 0, 'the unscheduled pod was deleted');
@@ -293,7 +300,7 @@ spec:
     const running = await active('job-name=idx');
     if (running.length === 0) break;
     for (const p of running) await kubelet.finish(p.metadata.name!, 0);
-    await kubelet.advance('0s');
+    await kubelet.advance('1s');
   }
   const idxPods = await kubelet.pods('job-name=idx');
   assert.deepEqual(idxPods.map((p) => p.metadata.annotations?.['batch.kubernetes.io/job-completion-index']).sort(), ['0', '1', '2']);
@@ -350,7 +357,7 @@ spec:
         for (const p of await kubelet.pods(`job-name=${job.metadata.name}`)) if ((p.status as { phase: string }).phase === 'Pending') await kubelet.finish(p.metadata.name!, 1);
       }
     }
-    await kubelet.advance('0s');
+    await kubelet.advance('1s');
   }
   const remaining = (JSON.parse(await k(['get', 'jobs', '-o', 'json'])).items as Obj[]).map((j) => j.metadata.name).sort();
   assert.deepEqual(remaining, [created[3], created[4], created[5], created[6]].sort(), 'three successful Jobs and the failed one are kept');

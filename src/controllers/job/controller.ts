@@ -9,6 +9,12 @@ import { COMPLETION_INDEX } from './indexes.js';
 import { JOB_TRACKING_FINALIZER, jobSpec, planJob, statusChanged, type JobStatus } from './plan.js';
 
 /**
+ * kube-controller-manager's syncJobBatchPeriod: pod events and the Job's own status updates sync it a second
+ * later, so that the changes of that second (a pod bound, started and ready) make one sync and one status write.
+ */
+export const SYNC_JOB_BATCH_PERIOD_MS = 1000;
+
+/**
  * The Job controller: runs a Job's pods to completion (see planJob for the rules), counting finished pods
  * through the job-tracking finalizer, and re-syncing on the clock for back-off and activeDeadlineSeconds.
  */
@@ -22,15 +28,17 @@ export function jobController(ctx: ControllerContext): Controller {
   const loop = new ReconcileLoop('job', ctx, reconcile, 2);
   const keyOf = (job: KubeObject): string => `${job.metadata.namespace}/${job.metadata.name}`;
 
+  const syncBatched = { add: (key: string) => loop.queue.addAfter(key, SYNC_JOB_BATCH_PERIOD_MS) };
   jobs.addEventHandler({
     add: (job) => loop.queue.add(keyOf(job)),
-    update: (_old, job) => loop.queue.add(keyOf(job)),
+    // As job_controller.go's updateJob: a spec change (new generation) syncs at once, a status update batched.
+    update: (old, job) => (job.metadata.generation === old.metadata.generation ? syncBatched : loop.queue).add(keyOf(job)),
     delete: (job) => {
       expectations.forget(keyOf(job));
       backoffs.delete(job.metadata.uid!);
     },
   });
-  wakeOwnerOnPodEvents(pods, 'Job', loop.queue, expectations);
+  wakeOwnerOnPodEvents(pods, 'Job', syncBatched, expectations);
 
   async function reconcile(key: string): Promise<ReconcileResult | void> {
     const [namespace, name] = key.split('/') as [string, string];
