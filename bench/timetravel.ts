@@ -67,13 +67,18 @@ async function run(o: Options): Promise<void> {
   const sim = await startSimulator({ clock: 'virtual', seed: 8, startTime: DEFAULT_VIRTUAL_START, nodes: o.nodes });
   const clock = sim.cluster.virtualClock!;
   const created = new Map<string, number>();
+  // Every write by resource and event type, counted only over the measured days (what a virtual day is made of).
+  const writes = new Map<string, number>();
+  let counting = false;
   sim.cluster.store.onChange((key, event) => {
     if (event.type === 'ADDED') created.set(key, (created.get(key) ?? 0) + 1);
+    if (counting) writes.set(`${key} ${event.type}`, (writes.get(`${key} ${event.type}`) ?? 0) + 1);
   });
   const client = new InProcessClient(sim.cluster);
   for (let i = 0; i < o.cronjobs; i++) await client.create(Resources.cronjobs, 'default', cronJob(i, o.duration));
   await clock.settle();
 
+  counting = true;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const perDay: number[] = [];
@@ -99,6 +104,8 @@ async function run(o: Options): Promise<void> {
   console.log(
     `| ${o.days} | ${o.cronjobs} | ${o.nodes} | ${(wallMs / 1000).toFixed(1)} s | ${(sorted[sorted.length >> 1]! / 1000).toFixed(2)} s, ${(sorted.at(-1)! / 1000).toFixed(2)} s | ${jobs}${jobs === expectedJobs ? '' : ` (expected ${expectedJobs})`} | ${pods} | ${jobsLeft} / ${podsLeft} / ${eventsLeft} | ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s | ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB |`,
   );
+  console.log('\n| writes per virtual day | count |\n|---|---:|');
+  for (const [what, n] of [...writes].sort((a, b) => b[1] - a[1])) console.log(`| ${what} | ${Math.round(n / o.days)} |`);
   if (jobs !== expectedJobs) process.exitCode = 1;
   await sim.close();
 }
