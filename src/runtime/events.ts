@@ -20,15 +20,16 @@ export const SPAM_REFILL_MS = 300_000;
  * Evicting through keys().next() steps over the holes V8 leaves at the front of a Map until it rebuilds the
  * table (~3-6 us once full); a list entry per key, or one iterator kept for the map's life, evicts in ~1 us but
  * costs heap (~40 bytes a key; a kept iterator holds on to outgrown tables), measured as not worth it here.
+ * Keys are KeyHash digests, never negative.
  */
 class LruMap<V> {
-  private readonly map = new Map<string, V>();
+  private readonly map = new Map<number, V>();
   /** The most recently used key: the correlator sets each key right after getting it, and it is already last. */
-  private last: string | undefined;
+  private last = -1;
 
   constructor(private readonly max: number) {}
 
-  get(key: string): V | undefined {
+  get(key: number): V | undefined {
     const value = this.map.get(key);
     if (value !== undefined && key !== this.last) {
       this.map.delete(key);
@@ -38,7 +39,7 @@ class LruMap<V> {
     return value;
   }
 
-  set(key: string, value: V): void {
+  set(key: number, value: V): void {
     if (key !== this.last) this.map.delete(key);
     this.map.set(key, value);
     this.last = key;
@@ -47,13 +48,74 @@ class LruMap<V> {
 }
 
 /**
- * The distinct messages of similar events, in insertion order. Nearly every aggregate only ever sees one
- * message (a kubelet's Pulled/Created/Started for one pod), so a Set is made from the second on: a Set for each
- * of 3 aggregates a pod was ~470 bytes a pod in a dense cluster.
+ * A 53-bit hash of a correlator key's fields, which the LRUs hold instead of the key string: a number (one
+ * 16-byte heap number) rather than ~100-200 characters, which 5,000 kubelet recorders kept at ~1.9 KB a pod.
+ * Two 32-bit lanes, each a multiply-rotate step per UTF-16 unit (a bijection of the lane's state, so keys of one
+ * length that differ in one unit never meet) and a separator after each field that no unit can equal (so fields
+ * cannot run into each other, which the old \0-joined strings could); then both lanes mixed into each other.
+ * Why a collision cannot matter in practice: an LRU holds at most 4,096 keys, so a new key meets one of them with
+ * odds of ~4,096 / 2^53 (5e-13); a billion events in one recorder would leave odds of 5e-4 of one wrong count bump
+ * or aggregate in the whole run. Keys crafted to collide could (object names are the input), which would only
+ * misplace an Event's count: the simulator is not a security boundary.
  */
-class DistinctMessages {
+class KeyHash {
+  private a = 0;
+  private b = 0;
+
+  start(): this {
+    this.a = 0x2545f491;
+    this.b = 0x6a09e667;
+    return this;
+  }
+
+  /** Continue from another hash's fields (the object's fields are the start of every key). */
+  from(other: KeyHash): this {
+    this.a = other.a;
+    this.b = other.b;
+    return this;
+  }
+
+  add(field: string): this {
+    let a = this.a;
+    let b = this.b;
+    for (let i = 0; i < field.length; i++) {
+      const c = field.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x9e3779b1);
+      a = (a << 15) | (a >>> 17);
+      b = Math.imul(b ^ c, 0x85ebca77);
+      b = (b << 13) | (b >>> 19);
+    }
+    // The separator: 0x10000 is above every UTF-16 unit.
+    a = Math.imul(a ^ 0x10000, 0x9e3779b1);
+    this.a = (a << 15) | (a >>> 17);
+    b = Math.imul(b ^ 0x10000, 0x85ebca77);
+    this.b = (b << 13) | (b >>> 19);
+    return this;
+  }
+
+  /** 53 bits of both lanes after murmur3-style finalising, as a non-negative integer Map key. */
+  digest(): number {
+    let a = this.a;
+    let b = this.b;
+    a = Math.imul(a ^ (a >>> 16), 0x85ebca6b);
+    a ^= Math.imul(b ^ (b >>> 13), 0xc2b2ae35);
+    b = Math.imul(b ^ (b >>> 16), 0x85ebca6b);
+    b ^= Math.imul(a ^ (a >>> 13), 0xc2b2ae35);
+    a = Math.imul(a ^ (a >>> 16), 0x27d4eb2f);
+    return (b & 0x1fffff) * 0x1_0000_0000 + (a >>> 0);
+  }
+}
+
+/**
+ * The distinct messages of similar events in the current window, in insertion order, and when the last came.
+ * Nearly every aggregate only ever sees one message (a kubelet's Pulled/Created/Started for one pod), so a Set
+ * is made from the second on: a Set for each of 3 aggregates a pod was ~470 bytes a pod in a dense cluster.
+ */
+class AggregateRecord {
   private first: string | undefined;
   private many: Set<string> | undefined;
+
+  constructor(public last: number) {}
 
   add(message: string): void {
     if (this.many) this.many.add(message);
@@ -71,12 +133,31 @@ class DistinctMessages {
   }
 }
 
+/** The event written first for a key, which the same event again bumps. */
+class ObservedRecord {
+  constructor(
+    readonly count: number,
+    readonly firstTimestamp: string,
+    readonly name: string,
+  ) {}
+}
+
+interface ObjectReference {
+  kind: string | undefined;
+  namespace?: string;
+  name: string | undefined;
+  uid: string | undefined;
+  apiVersion: string | undefined;
+  resourceVersion: string | undefined;
+  fieldPath?: string;
+}
+
 interface EventBody {
   metadata: { name: string; namespace: string };
-  involvedObject: Record<string, unknown>;
+  involvedObject: ObjectReference;
   reason: string;
   message: string;
-  source: Record<string, string>;
+  source: { component: string; host?: string };
   firstTimestamp: string;
   lastTimestamp: string;
   count: number;
@@ -87,7 +168,9 @@ interface EventBody {
 }
 
 /** What the correlator decided for one event: drop it, create it, or bump an existing one's count. */
-export type Correlation = { skip: true } | { skip: false; key: string; event: EventBody; update: boolean };
+export type Correlation = { skip: true } | { skip: false; key: number; event: EventBody; update: boolean };
+
+const SKIP: Correlation = { skip: true };
 
 /**
  * client-go's EventCorrelator, on the injected clock:
@@ -100,31 +183,40 @@ export type Correlation = { skip: true } | { skip: false; key: string; event: Ev
  * A 10,000-replica Deployment's ReplicaSet thus writes 25 "SuccessfulCreate" events, not 10,000.
  */
 export class EventCorrelator {
-  private readonly aggregates = new LruMap<{ messages: DistinctMessages; last: number }>(LRU_ENTRIES);
-  private readonly observed = new LruMap<{ count: number; firstTimestamp: string; name: string }>(LRU_ENTRIES);
-  private readonly buckets = new LruMap<{ tokens: number; at: number }>(LRU_ENTRIES);
+  private readonly aggregates = new LruMap<AggregateRecord>(LRU_ENTRIES);
+  private readonly observed = new LruMap<ObservedRecord>(LRU_ENTRIES);
+  /**
+   * The spam filter's token buckets, each held as one number: the instant it was (or would have been) empty.
+   * Its tokens are (now - that) / SPAM_REFILL_MS, at most SPAM_BURST; in whole milliseconds this is exact, where
+   * a fractional token count added up refills with rounding errors.
+   */
+  private readonly buckets = new LruMap<number>(LRU_ENTRIES);
+  private readonly objectHash = new KeyHash();
+  private readonly keyHash = new KeyHash();
 
   constructor(private readonly clock: Clock) {}
 
   correlate(event: EventBody, newName: () => string): Correlation {
     const now = this.clock.now();
     const { involvedObject: o, source } = event;
-    const objectKey = [source.component, source.host ?? '', o.kind, o.namespace ?? '', o.name, o.uid, o.apiVersion].join('\u0000');
+    const object = this.objectHash.start().add(source.component).add(source.host ?? '').add(o.kind ?? '').add(o.namespace ?? '');
+    object.add(o.name ?? '').add(o.uid ?? '').add(o.apiVersion ?? '');
+    const objectKey = object.digest();
 
     // EventAggregate: similar events (all but the message) in the last 10 minutes.
-    // Keys are built with join(), not template strings: these stay in the LRUs (up to 4,096 per kubelet), and a
-    // template string is a rope of one V8 string per piece (8 MB for 5,000 pods' events).
-    const aggregateKey = [objectKey, event.type, event.reason, event.reportingComponent, event.reportingInstance].join('\u0000');
+    const similar = this.keyHash.from(object).add(event.type).add(event.reason).add(event.reportingComponent).add(event.reportingInstance);
+    const aggregateKey = similar.digest();
     let aggregate = this.aggregates.get(aggregateKey);
-    if (!aggregate || now - aggregate.last > AGGREGATE_INTERVAL_MS) aggregate = { messages: new DistinctMessages(), last: now };
-    aggregate.messages.add(event.message);
+    if (!aggregate || now - aggregate.last > AGGREGATE_INTERVAL_MS) aggregate = new AggregateRecord(now);
+    aggregate.add(event.message);
     aggregate.last = now;
     this.aggregates.set(aggregateKey, aggregate);
-    let key = [objectKey, o.fieldPath ?? '', event.type, event.reason, event.message].join('\u0000');
-    if (aggregate.messages.size >= AGGREGATE_MAX_EVENTS) {
+    let key: number;
+    if (aggregate.size >= AGGREGATE_MAX_EVENTS) {
       // The set stays below the threshold, so every further similar event is aggregated too.
-      aggregate.messages.dropOldest();
-      key = ['aggregate', aggregateKey].join('\u0000');
+      aggregate.dropOldest();
+      // One field more than any event's own key below, so the two kinds of key cannot be the same fields.
+      key = similar.add('aggregate').digest();
       const at = rfc3339(now);
       // Like client-go's aggregate event: no reporting controller or instance.
       event = {
@@ -137,29 +229,30 @@ export class EventCorrelator {
         reportingComponent: '',
         reportingInstance: '',
       };
+    } else {
+      key = this.keyHash.from(object).add(o.fieldPath ?? '').add(event.type).add(event.reason).add(event.message).digest();
     }
 
     // eventObserve: the same event again is a count bump of the one written first.
     const previous = this.observed.get(key);
     if (previous) event = { ...event, metadata: { ...event.metadata, name: previous.name }, firstTimestamp: previous.firstTimestamp, count: previous.count + 1 };
-    this.observed.set(key, { count: event.count, firstTimestamp: event.firstTimestamp, name: event.metadata.name });
+    this.observed.set(key, new ObservedRecord(event.count, event.firstTimestamp, event.metadata.name));
 
     // EventSourceObjectSpamFilter: a token bucket per source and object, full to start with.
-    let bucket = this.buckets.get(objectKey);
-    if (!bucket) bucket = { tokens: SPAM_BURST, at: now };
-    bucket.tokens = Math.min(SPAM_BURST, bucket.tokens + (now - bucket.at) / SPAM_REFILL_MS);
-    bucket.at = now;
-    this.buckets.set(objectKey, bucket);
-    if (bucket.tokens < 1) return { skip: true };
-    bucket.tokens -= 1;
+    const full = now - SPAM_BURST * SPAM_REFILL_MS;
+    let emptyAt = this.buckets.get(objectKey) ?? full;
+    if (emptyAt < full) emptyAt = full;
+    const allowed = now - emptyAt >= SPAM_REFILL_MS;
+    this.buckets.set(objectKey, allowed ? emptyAt + SPAM_REFILL_MS : emptyAt);
+    if (!allowed) return SKIP;
     return { skip: false, key, event, update: event.count > 1 };
   }
 
   /** The server's answer (its count, after a create that replaced a vanished event) for the next bump. */
-  written(key: string, event: KubeObject): void {
+  written(key: number, event: KubeObject): void {
     const count = typeof event.count === 'number' ? event.count : 1;
     const firstTimestamp = typeof event.firstTimestamp === 'string' ? event.firstTimestamp : '';
-    this.observed.set(key, { count, firstTimestamp, name: event.metadata.name! });
+    this.observed.set(key, new ObservedRecord(count, firstTimestamp, event.metadata.name!));
   }
 }
 
@@ -170,6 +263,8 @@ export class EventCorrelator {
 export class EventRecorder {
   private readonly correlator: EventCorrelator;
   private sequence = 0;
+  /** The same for every event: the store copies what it is given. */
+  private readonly source: { component: string; host?: string };
 
   constructor(
     private readonly client: KubeClient,
@@ -178,6 +273,7 @@ export class EventRecorder {
     private readonly host?: string,
   ) {
     this.correlator = new EventCorrelator(clock);
+    this.source = host ? { component, host } : { component };
   }
 
   event(obj: KubeObject, type: EventType, reason: string, message: string, fieldPath?: string): void {
@@ -193,18 +289,14 @@ export class EventRecorder {
   private async record(obj: KubeObject, type: EventType, reason: string, message: string, fieldPath?: string): Promise<void> {
     const namespace = obj.metadata.namespace || 'default';
     const now = this.clock.now();
-    const involvedObject: Record<string, unknown> = {
-      kind: obj.kind,
-      namespace: obj.metadata.namespace,
-      name: obj.metadata.name,
-      uid: obj.metadata.uid,
-      apiVersion: obj.apiVersion,
-      resourceVersion: obj.metadata.resourceVersion,
-    };
+    const { kind, apiVersion } = obj;
+    const { name, uid, resourceVersion } = obj.metadata;
+    // Made in their final shape: a `delete` would turn the object into a slow dictionary.
+    const involvedObject: ObjectReference = obj.metadata.namespace
+      ? { kind, namespace: obj.metadata.namespace, name, uid, apiVersion, resourceVersion }
+      : { kind, name, uid, apiVersion, resourceVersion };
     if (fieldPath) involvedObject.fieldPath = fieldPath;
-    if (!obj.metadata.namespace) delete involvedObject.namespace;
-    const source: Record<string, string> = { component: this.component };
-    if (this.host) source.host = this.host;
+    const source = this.source;
     const at = rfc3339(now);
     const newName = (): string => this.nameFor(obj.metadata.name!, now);
     const result = this.correlator.correlate(
