@@ -116,6 +116,27 @@ test('compaction waits until the log is as large as the last snapshot, so rewrit
   assert.ok(sizesAtCompaction.length >= 2, `compacted ${sizesAtCompaction.length} times`);
   assert.ok(sizesAtCompaction[0]! > 5_000 && sizesAtCompaction[0]! < 40_000, `first at ${sizesAtCompaction[0]} bytes`);
   for (const size of sizesAtCompaction.slice(1)) assert.ok(size > snapshotBytes, `a later compaction at ${size} bytes`);
+
+  // After a restart the log continues the snapshot on disk: its size counts from the first compaction on.
+  await wal.close();
+  sizesAtCompaction.length = 0;
+  const reopened = await WriteAheadLog.open(file, {
+    compactBytes: 5_000,
+    snapshotBytes,
+    snapshot: async () => {
+      sizesAtCompaction.push(statSync(file).size);
+      return snapshotBytes;
+    },
+    onDurable: () => undefined,
+  });
+  t.after(() => reopened.close());
+  reopened.startAt(400);
+  for (let revision = 401; revision <= 600; revision++) {
+    reopened.append('/configmaps', new StoreEvent('ADDED', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${revision}`, namespace: 'default' }, data: { pad: 'p'.repeat(200) } }, undefined, revision));
+    await reopened.whenDurable(revision);
+  }
+  assert.ok(sizesAtCompaction.length >= 1, `compacted ${sizesAtCompaction.length} times after the restart`);
+  for (const size of sizesAtCompaction) assert.ok(size > snapshotBytes, `a compaction after the restart at ${size} bytes`);
 });
 
 test('scanWal: clean, torn tail, hole in the last commit, corruption before a later commit, repair', (t) => {

@@ -103,6 +103,7 @@ export class Cluster {
       const wal = await WriteAheadLog.open(paths.wal, {
         compactBytes: options.walCompactBytes ?? 64 * 1024 * 1024,
         snapshot: () => snapshotFile.write(store, clock.now()),
+        snapshotBytes: snapshotFile.bytes,
         now: () => clock.now(),
         onDurable: (revision) => store.releaseWatchEvents(revision),
         onError: (err) => options.log?.('error', `--data: writing ${paths.wal} failed (${err.message}); writes are no longer acknowledged`),

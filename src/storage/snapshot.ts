@@ -24,7 +24,7 @@ export interface SnapshotData {
 const PIECE_BYTES = 1 << 20;
 
 class DurableSnapshotFile implements Adapter<SnapshotData> {
-  /** Bytes of the snapshot last written. */
+  /** Bytes of the snapshot last written, or read. */
   written = 0;
 
   constructor(private readonly path: string) {}
@@ -37,6 +37,7 @@ class DurableSnapshotFile implements Adapter<SnapshotData> {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
     }
+    this.written = Buffer.byteLength(text);
     try {
       return JSON.parse(text) as SnapshotData;
     } catch (err) {
@@ -94,6 +95,11 @@ export class SnapshotFile {
   async read(): Promise<SnapshotData> {
     await this.db.read();
     return this.db.data;
+  }
+
+  /** The size of the snapshot on disk in bytes, as last read or written (0 if there is none). */
+  get bytes(): number {
+    return this.file.written;
   }
 
   /**

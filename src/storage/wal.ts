@@ -205,6 +205,8 @@ export interface WalOptions {
   compactBytes: number;
   /** Writes the snapshot of the current state (durably) and returns its size in bytes. */
   snapshot: () => Promise<number>;
+  /** The size of the snapshot already on disk that this log continues (after a restart), in bytes. */
+  snapshotBytes?: number;
   /** Called after each fsync with the revision now durable (watch events up to it may be released). */
   onDurable: (revision: number) => void;
   onError?: (err: Error) => void;
@@ -234,6 +236,8 @@ export class WriteAheadLog {
   ) {
     this.size = size;
     this.durableRevision = revision;
+    // A restart continues the snapshot on disk: the first compaction waits for the log to outgrow it too.
+    this.lastSnapshotBytes = options.snapshotBytes ?? 0;
   }
 
   static async open(file: string, options: WalOptions): Promise<WriteAheadLog> {
