@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { ApiError } from '../src/api/errors.js';
 import { Resources } from '../src/client/client.js';
 import { HttpClient } from '../src/client/http.js';
+import { LineSplitter } from '../src/client/watch-lines.js';
 import { serverFor } from './helpers/server.js';
 
 // The HTTP KubeClient (what `sim replay --server` drives a server with) posts to subresources that act on an
@@ -34,4 +35,18 @@ test('HttpClient.createSubresource binds and evicts a pod, and fails with the se
   await client.createSubresource(Resources.pods, 'default', 'p', 'eviction', eviction);
   // A bound pod is deleted gracefully: it is terminating.
   assert.ok((await client.get(Resources.pods, 'default', 'p')).metadata.deletionTimestamp);
+});
+
+test('LineSplitter: watch lines come out whole however the chunks split them', () => {
+  const text = '{"type":"ADDED"}\n\n{"type":"MODIFIED","object":{"data":{"a":"ü"}}}\r\n{"type":"DELETED"}\n';
+  const expected = ['{"type":"ADDED"}', '{"type":"MODIFIED","object":{"data":{"a":"ü"}}}', '{"type":"DELETED"}'];
+  for (let size = 1; size <= text.length; size++) {
+    const lines = new LineSplitter();
+    const got: string[] = [];
+    for (let i = 0; i < text.length; i += size) got.push(...lines.push(text.slice(i, i + size)));
+    assert.deepEqual(got, expected, `chunks of ${size}`);
+  }
+  const open = new LineSplitter();
+  assert.deepEqual(open.push('{"type":"ADD'), [], 'an unfinished line waits');
+  assert.deepEqual(open.push('ED"}\n{"x"'), ['{"type":"ADDED"}']);
 });

@@ -4,6 +4,7 @@ import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { DeleteOptions, KubeList } from '../registry/generic-store.js';
 import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, WatchOptions } from './client.js';
 import type { Connection } from './kubeconfig.js';
+import { LineSplitter } from './watch-lines.js';
 
 /** A plain HTTP answer. */
 export interface HttpReply {
@@ -178,14 +179,10 @@ export class HttpClient implements KubeClient {
         return;
       }
       const decoder = new TextDecoder();
-      let buffer = '';
+      const lines = new LineSplitter();
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let newline: number;
-        while ((newline = buffer.indexOf('\n')) >= 0) {
-          const line = buffer.slice(0, newline).trim();
-          buffer = buffer.slice(newline + 1);
-          if (line === '' || closed) continue;
+        for (const line of lines.push(decoder.decode(chunk, { stream: true }))) {
+          if (closed) continue;
           const event = JSON.parse(line) as { type: string; object: KubeObject };
           if (event.type === 'ERROR') {
             const status = event.object as unknown as { code?: number; reason?: string; message?: string };

@@ -1,19 +1,33 @@
 import type { Readable } from 'node:stream';
 
 /**
- * Calls `onLine` with each non-empty line of a newline-delimited stream — a watch response's JSON events — as
- * the lines complete, however the chunks split them.
+ * Splits newline-delimited text — a watch response's JSON events — into its non-empty lines as chunks arrive,
+ * however the chunks split them.
  */
+export class LineSplitter {
+  private rest = '';
+
+  /** The lines this chunk completes (trimmed, empty ones left out); an unfinished last line waits for the next. */
+  push(chunk: string): string[] {
+    const text = this.rest + chunk;
+    const lines: string[] = [];
+    let start = 0;
+    let newline: number;
+    while ((newline = text.indexOf('\n', start)) >= 0) {
+      const line = text.slice(start, newline).trim();
+      if (line) lines.push(line);
+      start = newline + 1;
+    }
+    this.rest = text.slice(start);
+    return lines;
+  }
+}
+
+/** Calls `onLine` with each non-empty line of a newline-delimited stream as the lines complete. */
 export function onLines(stream: Readable, onLine: (line: string) => void): void {
-  let buffer = '';
+  const lines = new LineSplitter();
   stream.setEncoding('utf8');
   stream.on('data', (chunk: string) => {
-    buffer += chunk;
-    let newline: number;
-    while ((newline = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, newline).trim();
-      buffer = buffer.slice(newline + 1);
-      if (line) onLine(line);
-    }
+    for (const line of lines.push(chunk)) onLine(line);
   });
 }
