@@ -85,6 +85,47 @@ class ResourceTable {
     this.namespaceCounts.set(ns, (this.namespaceCounts.get(ns) ?? 0) + (add ? 1 : -1));
     if (this.namespaceCounts.get(ns) === 0) this.namespaceCounts.delete(ns);
   }
+
+  /**
+   * Moves an updated object's index entries: only the labels and indexed fields whose values changed. Most
+   * updates (status writes, Lease renewals) change neither, and the key, hence the namespace, never changes.
+   */
+  reindex(key: string, before: KubeObject, after: KubeObject): void {
+    const was = before.metadata.labels;
+    const now = after.metadata.labels;
+    if (was !== now) {
+      if (was) {
+        for (const k in was) {
+          const v = was[k]!;
+          if (now?.[k] === v) continue;
+          const values = this.labelIndex.get(k);
+          if (!values) continue;
+          updateKeys(values, v, key, false);
+          if (values.size === 0) this.labelIndex.delete(k);
+        }
+      }
+      if (now) {
+        for (const k in now) {
+          const v = now[k]!;
+          if (was?.[k] === v) continue;
+          let values = this.labelIndex.get(k);
+          if (!values) this.labelIndex.set(k, (values = new Map()));
+          updateKeys(values, v, key, true);
+        }
+      }
+    }
+    if (this.fieldIndex.size > 0) {
+      const old = this.spec.fieldsOf(before);
+      const fields = this.spec.fieldsOf(after);
+      for (const [field, values] of this.fieldIndex) {
+        const from = old(field) ?? '';
+        const to = fields(field) ?? '';
+        if (from === to) continue;
+        updateKeys(values, from, key, false);
+        updateKeys(values, to, key, true);
+      }
+    }
+  }
 }
 
 /**
@@ -290,9 +331,8 @@ export class MemoryStore {
     next.metadata.resourceVersion = String(++this.revision);
     compactObject(next, current, table.spec.shareParts === true);
     if (FREEZE) deepFreeze(next);
-    table.index(key, current, false);
+    table.reindex(key, current, next);
     table.objects.set(key, next);
-    table.index(key, next, true);
     this.emit(table, new StoreEvent('MODIFIED', next, current, this.revision));
     return { object: next, changed: true };
   }

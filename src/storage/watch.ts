@@ -94,6 +94,8 @@ export class WatchHub {
   /** Every event with a revision above this is still in the ring. */
   private compactedThrough: number;
   private readonly watchers = new Map<string, Set<Watch>>();
+  /** How many keys of `watchers` there are of each kind: a write builds no key no watcher can be under. */
+  private readonly keysOfKind: Record<KeyKind, number> = { all: 0, ns: 0, name: 0, label: 0 };
   private watcherCount = 0;
 
   constructor(
@@ -145,7 +147,10 @@ export class WatchHub {
     const key = dispatchKeyOf(filter);
     const watch = new Watch(filter, sink, key, this);
     let set = this.watchers.get(key);
-    if (!set) this.watchers.set(key, (set = new Set()));
+    if (!set) {
+      this.watchers.set(key, (set = new Set()));
+      this.keysOfKind[kindOfKey(key)]++;
+    }
     set.add(watch);
     this.watcherCount++;
     return watch;
@@ -155,7 +160,10 @@ export class WatchHub {
     const set = this.watchers.get(watch.dispatchKey);
     if (set?.delete(watch)) {
       this.watcherCount--;
-      if (set.size === 0) this.watchers.delete(watch.dispatchKey);
+      if (set.size === 0) {
+        this.watchers.delete(watch.dispatchKey);
+        this.keysOfKind[kindOfKey(watch.dispatchKey)]--;
+      }
     }
   }
 
@@ -174,18 +182,31 @@ export class WatchHub {
     return lo;
   }
 
+  /**
+   * Visits the watchers a change can concern: those of every object, of its namespace, of its name, and of each
+   * label it has or had. A watch sits under one key, so visiting each key once visits each watcher once; a label
+   * the object kept is one key, visited once. Keys are only built for kinds of watcher that exist.
+   */
   private dispatch(event: StoreEvent): void {
-    const seen = new Set<Watch>();
-    const visit = (key: string): void => {
-      const set = this.watchers.get(key);
-      if (!set) return;
-      for (const w of set) {
-        if (seen.has(w)) continue;
-        seen.add(w);
-        this.deliver(w, event);
-      }
-    };
-    for (const key of candidateKeys(event.object, event.prevObject)) visit(key);
+    const obj = event.object;
+    const ns = obj.metadata.namespace ?? '';
+    const keys = this.keysOfKind;
+    if (keys.all > 0) this.visit('all', event);
+    if (keys.ns > 0) this.visit(`ns\u0000${ns}`, event);
+    if (keys.name > 0) {
+      this.visit(`name\u0000*\u0000${obj.metadata.name}`, event);
+      this.visit(`name\u0000${ns}\u0000${obj.metadata.name}`, event);
+    }
+    if (keys.label === 0) return;
+    const labels = obj.metadata.labels;
+    const before = event.prevObject?.metadata.labels;
+    if (labels) for (const k in labels) this.visit(`label\u0000${k}\u0000${labels[k]}`, event);
+    if (before && before !== labels) for (const k in before) if (labels?.[k] !== before[k]) this.visit(`label\u0000${k}\u0000${before[k]}`, event);
+  }
+
+  private visit(key: string, event: StoreEvent): void {
+    const set = this.watchers.get(key);
+    if (set) for (const w of set) this.deliver(w, event);
   }
 
   private deliver(watch: Watch, event: StoreEvent): void {
@@ -222,14 +243,8 @@ function dispatchKeyOf(filter: WatchFilter): string {
   return 'all';
 }
 
-function* candidateKeys(obj: KubeObject, prev: KubeObject | undefined): Generator<string> {
-  const ns = obj.metadata.namespace ?? '';
-  yield 'all';
-  yield `ns\u0000${ns}`;
-  yield `name\u0000*\u0000${obj.metadata.name}`;
-  yield `name\u0000${ns}\u0000${obj.metadata.name}`;
-  for (const labels of [obj.metadata.labels, prev?.metadata.labels]) {
-    if (!labels) continue;
-    for (const [k, v] of Object.entries(labels)) yield `label\u0000${k}\u0000${v}`;
-  }
+type KeyKind = 'all' | 'ns' | 'name' | 'label';
+
+function kindOfKey(key: string): KeyKind {
+  return key === 'all' ? 'all' : (key.slice(0, key.indexOf('\u0000')) as KeyKind);
 }
