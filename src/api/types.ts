@@ -53,9 +53,13 @@ export function freezeShared<T extends object>(value: T): T {
   return Object.freeze(value);
 }
 
-/** Deep copy of a JSON-shaped value (objects from the store are shared and must not be changed in place). */
-export function deepCopy<T>(value: T): T {
-  return copyJson(value) as T;
+/**
+ * Deep copy of a JSON-shaped value (objects from the store are shared and must not be changed in place). With
+ * `stored`, a stored version of it: a part that is that version's own part at the same place is kept, not copied,
+ * since stored objects never change (a status write of an object read from an informer copies only its new parts).
+ */
+export function deepCopy<T>(value: T, stored?: unknown): T {
+  return copyJson(value, stored) as T;
 }
 
 /**
@@ -63,19 +67,21 @@ export function deepCopy<T>(value: T): T {
  * serialises (and deep copies run on every write). Anything that is not a plain object or array (a Date, a
  * Map) still goes through structuredClone.
  */
-function copyJson(value: unknown): unknown {
-  if (typeof value !== 'object' || value === null) return value;
+function copyJson(value: unknown, stored: unknown): unknown {
+  if (typeof value !== 'object' || value === null || value === stored) return value;
   if ((value as { [IMMUTABLE]?: true })[IMMUTABLE]) return value;
   if (Array.isArray(value)) {
+    const before = Array.isArray(stored) ? (stored as unknown[]) : undefined;
     const out = new Array<unknown>(value.length);
-    for (let i = 0; i < value.length; i++) out[i] = copyJson(value[i]);
+    for (let i = 0; i < value.length; i++) out[i] = copyJson(value[i], before?.[i]);
     return out;
   }
   const proto = Object.getPrototypeOf(value) as unknown;
   if (proto !== Object.prototype && proto !== null) return structuredClone(value);
+  const before = isPlainObject(stored) ? stored : undefined;
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {
-    const copy = copyJson((value as Record<string, unknown>)[key]);
+    const copy = copyJson((value as Record<string, unknown>)[key], before !== undefined && Object.hasOwn(before, key) ? before[key] : undefined);
     // A "__proto__" key (JSON.parse makes it an own property) must stay data, not become the prototype.
     if (key === '__proto__') Object.defineProperty(out, key, { value: copy, enumerable: true, writable: true, configurable: true });
     else out[key] = copy;

@@ -159,14 +159,18 @@ export class GenericStore {
 
   /** PUT: replace the object (or its status), optimistic-locked on the body's resourceVersion when it has one. */
   update(info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: WriteOptions = {}): KubeObject {
-    const incoming = this.decodeBody(info, namespace, options.subresource === 'status' && !options.takeBody && options.fieldValidation === undefined ? statusPart(body) : body, options.takeBody);
+    // An in-process /status write: what the store keeps of it, copied but for the parts it holds already.
+    const ownPart = options.subresource === 'status' && !options.takeBody && options.fieldValidation === undefined;
+    const incoming = ownPart
+      ? this.decodeBody(info, namespace, statusPart(body, this.store.get(resourceKey(info), scoped(info, namespace), name)), true)
+      : this.decodeBody(info, namespace, body, options.takeBody);
     this.checkFields(info, incoming, options);
     if (incoming.metadata.name !== name) {
       throw Errors.badRequest(`the name of the object (${incoming.metadata.name ?? ''}) does not match the name on the URL (${name})`);
     }
     const preconditions: Preconditions = { resourceVersion: incoming.metadata.resourceVersion };
     if (incoming.metadata.uid) preconditions.uid = incoming.metadata.uid;
-    // decodeBody made `incoming` a private copy and produce runs once: no second copy.
+    // `incoming` is the store's own (a decoded copy, or stored parts that never change) and produce runs once: no second copy.
     return this.writeUpdate(info, namespace, name, preconditions, () => incoming, options);
   }
 
@@ -359,12 +363,18 @@ export class GenericStore {
     const result: KubeObject = { ...current, metadata: { ...current.metadata } };
     if (next.status === undefined) delete result.status;
     else result.status = next.status;
+    let metadataChanged = false;
     for (const f of info.strategy?.statusMetadata ?? []) {
-      if (next.metadata[f] === undefined) delete result.metadata[f];
-      else (result.metadata as Record<string, unknown>)[f] = next.metadata[f];
+      const value = next.metadata[f];
+      const stored = current.metadata[f];
+      // Unchanged, it stays the stored value itself: validated when stored, and shared with the stored version.
+      if (value === stored || (value !== undefined && deepEqual(value, stored))) continue;
+      metadataChanged = true;
+      if (value === undefined) delete result.metadata[f];
+      else (result.metadata as Record<string, unknown>)[f] = value;
     }
     if (next.metadata.resourceVersion !== undefined) result.metadata.resourceVersion = current.metadata.resourceVersion;
-    this.validate(info, result, current);
+    this.validate(info, result, current, { metadataChanged });
     return result;
   }
 
@@ -539,25 +549,37 @@ export class GenericStore {
     return obj;
   }
 
-  private validate(info: KindInfo, obj: KubeObject, old?: KubeObject): void {
-    const causes: StatusCause[] = validateObjectMeta(obj, info.namespaced, info.nameRule ?? 'subdomain');
+  /**
+   * The checks of a create or update. A /status write (`statusWrite`) keeps all metadata but statusMetadata as
+   * stored: ObjectMeta is checked again only when one of those changed. Its kind's status strategy may validate
+   * metadata and status alone (statusValidation: 'metadata'), not the spec the write keeps as stored.
+   */
+  private validate(info: KindInfo, obj: KubeObject, old?: KubeObject, statusWrite?: { metadataChanged: boolean }): void {
+    const causes: StatusCause[] = !statusWrite || statusWrite.metadataChanged ? validateObjectMeta(obj, info.namespaced, info.nameRule ?? 'subdomain') : [];
+    if (statusWrite && info.strategy?.statusValidation === 'metadata') {
+      if (old?.metadata.deletionTimestamp) causes.push(...noNewFinalizers(obj, old));
+      if (causes.length > 0) throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
+      return;
+    }
     if (old) {
       for (const field of ['uid', 'creationTimestamp'] as const) {
         if (old.metadata[field] !== obj.metadata[field]) causes.push(FieldErrors.invalid(`metadata.${field}`, obj.metadata[field], 'field is immutable'));
       }
-      if (old.metadata.deletionTimestamp) {
-        const had = new Set(old.metadata.finalizers ?? []);
-        const added = [...new Set((obj.metadata.finalizers ?? []).filter((f) => !had.has(f)))].sort();
-        if (added.length > 0) {
-          const list = `[]string{${added.map((f) => JSON.stringify(f)).join(', ')}}`;
-          causes.push(FieldErrors.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${list}`));
-        }
-      }
+      if (old.metadata.deletionTimestamp) causes.push(...noNewFinalizers(obj, old));
       causes.push(...(info.strategy?.validateUpdate?.(obj, old) ?? []));
     }
     causes.push(...(info.strategy?.validate?.(obj) ?? []));
     if (causes.length > 0) throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
   }
+}
+
+/** An object being deleted may lose finalizers but not gain any (ValidateNoNewFinalizers). */
+function noNewFinalizers(obj: KubeObject, old: KubeObject): StatusCause[] {
+  const had = new Set(old.metadata.finalizers ?? []);
+  const added = [...new Set((obj.metadata.finalizers ?? []).filter((f) => !had.has(f)))].sort();
+  if (added.length === 0) return [];
+  const list = `[]string{${added.map((f) => JSON.stringify(f)).join(', ')}}`;
+  return [FieldErrors.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${list}`)];
 }
 
 function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeName: string | undefined): unknown {
@@ -575,15 +597,26 @@ function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeNa
 }
 
 /**
- * What a /status write keeps of a body (its metadata and status; prepareStatusUpdate takes the rest from the
- * stored object): the in-process kubelet and controllers send whole objects, whose specs need no copy.
+ * What a /status write keeps of an in-process body, as the store's own copy (prepareStatusUpdate takes the rest
+ * from the stored object): the kubelet and controllers send whole objects read from informers, whose specs need no
+ * copy, and whose metadata and status parts that are the stored object's own need none either. decodeBody changes
+ * only the top level of metadata; the labels, annotations and finalizers a status write may keep are copied.
  */
-function statusPart(body: unknown): unknown {
+function statusPart(body: unknown, stored: KubeObject | undefined): unknown {
   if (!isPlainObject(body)) return body;
-  const part: Record<string, unknown> = { apiVersion: body.apiVersion, kind: body.kind, metadata: body.metadata };
-  if (body.status !== undefined) part.status = body.status;
+  let metadata = body.metadata;
+  if (isPlainObject(metadata)) {
+    const own: Record<string, unknown> = { ...metadata };
+    for (const f of STATUS_METADATA) if (own[f] !== undefined) own[f] = deepCopy(own[f], stored?.metadata[f]);
+    metadata = own;
+  }
+  const part: Record<string, unknown> = { apiVersion: body.apiVersion, kind: body.kind, metadata };
+  if (body.status !== undefined) part.status = deepCopy(body.status, stored?.status);
   return part;
 }
+
+/** The metadata a /status write can keep (Strategy.statusMetadata). */
+const STATUS_METADATA = ['labels', 'annotations', 'finalizers'] as const;
 
 /** An object of a kind served from another's storage, as the client sees it (and back). */
 function fromStorage(info: KindInfo, obj: KubeObject): KubeObject {

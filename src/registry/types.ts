@@ -48,6 +48,13 @@ export interface Strategy {
    * with its status write, which must not bump generation; pods/status keeps labels and finalizers as well.
    */
   statusMetadata?: ReadonlyArray<'annotations' | 'labels' | 'finalizers'>;
+  /**
+   * What a /status write validates. 'metadata': the metadata it may change and nothing of the spec, which it keeps
+   * as stored, as kube-apiserver's status strategies do for most kinds (ValidatePodStatusUpdate,
+   * ValidateJobUpdateStatus: ObjectMeta update rules and status; kube-sim checks no status field). Unset: the
+   * whole object again, as for custom resources, whose schema covers status too.
+   */
+  statusValidation?: 'metadata';
   /** Status sent on create is kept (nodes: a kubelet registers its Node with its status). */
   keepsStatusOnCreate?: boolean;
   /** Called on the copy that records the start of a deletion (a namespace turns Terminating). */

@@ -133,6 +133,8 @@ const pods: KindInfo = {
     // pods/status resets only spec, deletionTimestamp and ownerReferences (podStatusStrategy): labels, annotations
     // and finalizers sent with a status write are kept, so a kubelet can label a pod as it reports on it.
     statusMetadata: ['labels', 'annotations', 'finalizers'],
+    // ValidatePodStatusUpdate: ObjectMeta update rules and the status, not the spec.
+    statusValidation: 'metadata',
     validate(obj) {
       return validatePodSpec(obj.spec, 'spec');
     },

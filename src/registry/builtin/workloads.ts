@@ -111,6 +111,8 @@ const deploymentStrategy: Strategy = {
   },
   validateUpdate: immutableSelector,
   statusMetadata: ['annotations'],
+  // ValidateDeploymentStatusUpdate: ObjectMeta update rules and the status, not the spec.
+  statusValidation: 'metadata',
   bumpsGeneration(next, old) {
     return !deepEqual(next.spec, old.spec) || !deepEqual(next.metadata.annotations ?? {}, old.metadata.annotations ?? {});
   },
@@ -152,6 +154,8 @@ const replicasets: KindInfo = {
   generation: true,
   scale: replicasScale,
   strategy: {
+    // ValidateReplicaSetStatusUpdate: ObjectMeta update rules and the status, not the spec.
+    statusValidation: 'metadata',
     defaults(obj) {
       spec(obj).replicas ??= 1;
       defaultTemplate(spec(obj).template);
@@ -184,6 +188,8 @@ const statefulsets: KindInfo = {
   generation: true,
   scale: replicasScale,
   strategy: {
+    // ValidateStatefulSetStatusUpdate: ObjectMeta update rules and the status, not the spec.
+    statusValidation: 'metadata',
     defaults(obj) {
       const s = spec(obj);
       s.replicas ??= 1;
@@ -244,6 +250,8 @@ const daemonsets: KindInfo = {
   status: true,
   generation: true,
   strategy: {
+    // ValidateDaemonSetStatusUpdate: ObjectMeta update rules and the status, not the spec.
+    statusValidation: 'metadata',
     defaults(obj) {
       const s = spec(obj);
       const us = (isPlainObject(s.updateStrategy) ? s.updateStrategy : (s.updateStrategy = {})) as Obj;
@@ -340,6 +348,8 @@ const jobs: KindInfo = {
   generation: true,
   selectableFields: { 'status.successful': (o) => String(num(o, 'status.succeeded')) },
   strategy: {
+    // ValidateJobUpdateStatus: ObjectMeta update rules and the status, not the spec.
+    statusValidation: 'metadata',
     defaults(obj) {
       const s = spec(obj);
       const indexed = s.completionMode === 'Indexed';
@@ -412,6 +422,8 @@ const cronjobs: KindInfo = {
   status: true,
   generation: true,
   strategy: {
+    // cronJobStatusStrategy validates nothing: no spec check on a status write.
+    statusValidation: 'metadata',
     defaults(obj) {
       const s = spec(obj);
       s.concurrencyPolicy ??= 'Allow';
