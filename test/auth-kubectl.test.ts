@@ -147,7 +147,7 @@ describe('kubectl with --auth', { skip: missing }, () => {
     writeFileSync(join(dir, 'ca.crt'), Buffer.from(written.clusters[0]!.cluster['certificate-authority-data'], 'base64'));
     const out = join(dir, 'bob.kubeconfig');
     writeFileSync(out, execFileSync(process.execPath, [join(ROOT, 'bin/sim.js'), 'kubeconfig', '--server', server.url, '--token', 'bob-token', '--certificate-authority', join(dir, 'ca.crt')], { encoding: 'utf8' }));
-    const result = await kubectl(server.url, ['auth', 'whoami'], { env: { KUBECONFIG: out } });
+    const result = await kubectl(undefined, ['auth', 'whoami'], { env: { KUBECONFIG: out } });
     assert.equal(result.code, 0, result.stderr + readFileSync(out, 'utf8'));
     assert.match(result.stdout, /Username\s+bob\n/);
   });
@@ -207,7 +207,9 @@ test('--tls --auth: the written kubeconfig makes kubectl the admin; other tokens
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const kubeconfig = join(dir, 'kubeconfig');
   const server = await serverFor(t, ['--auth', '--tls', '--nodes', '0', '--kubeconfig', kubeconfig]);
-  const run = (args: string[]): Promise<KubectlResult> => kubectl(server.url, args, { env: { KUBECONFIG: kubeconfig } });
+  // No --server: kubectl goes where the written kubeconfig says.
+  const run = (args: string[]): Promise<KubectlResult> => kubectl(undefined, args, { env: { KUBECONFIG: kubeconfig } });
+  assert.equal((parseYaml(readFileSync(kubeconfig, 'utf8')) as { clusters: Array<{ cluster: { server: string } }> }).clusters[0]!.cluster.server, server.url);
   const whoami = await run(['auth', 'whoami']);
   assert.equal(whoami.code, 0, whoami.stderr);
   assert.match(whoami.stdout, /Username\s+kubernetes-admin\nGroups\s+\[system:masters system:authenticated\]\n/);

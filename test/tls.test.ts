@@ -68,7 +68,7 @@ test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/wat
   assert.equal(statSync(join(data, 'tls', 'ca.key')).mode & 0o077, 0, 'the CA key is readable by its owner only');
   const env = { KUBECONFIG: kubeconfigFile };
   const run = async (args: string[]): Promise<string> => {
-    const result = await kubectl(server.url, args, { env, timeoutMs: 30_000 });
+    const result = await kubectl(undefined, args, { env, timeoutMs: 30_000 });
     assert.equal(result.code, 0, `kubectl ${args.join(' ')}: ${result.stderr}`);
     assert.equal(result.stderr, '', `kubectl ${args.join(' ')} wrote to stderr`);
     return result.stdout;
@@ -124,9 +124,9 @@ test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/wat
   assert.equal((await server.stop()).forced, false, 'SIGTERM ended the server with a silent connection open');
   idle.destroy();
   stopped = true;
-  const again = await serverFor(t, ['--tls', '--data', data, '--nodes', '0', '--port', String(server.port)]);
+  await serverFor(t, ['--tls', '--data', data, '--nodes', '0', '--port', String(server.port)]);
   assert.equal(readFileSync(join(data, 'tls', 'ca.crt'), 'utf8'), ca, 'the same CA');
-  const after = await kubectl(again.url, ['get', 'configmap', 'over-tls', '-o', 'name'], { env: { KUBECONFIG: kubeconfigFile }, timeoutMs: 30_000 });
+  const after = await kubectl(undefined, ['get', 'configmap', 'over-tls', '-o', 'name'], { env: { KUBECONFIG: kubeconfigFile }, timeoutMs: 30_000 });
   assert.equal(after.stdout, 'configmap/over-tls\n', after.stderr);
 });
 

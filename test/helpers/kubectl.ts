@@ -61,10 +61,13 @@ export interface KubectlOptions {
   env?: Record<string, string>;
 }
 
-/** Runs `kubectl --server URL ...args` to completion. */
-export function kubectl(server: string, args: string[], options: KubectlOptions = {}): Promise<KubectlResult> {
+/**
+ * Runs `kubectl --server URL ...args` to completion; with no server, kubectl goes where the kubeconfig in
+ * `options.env.KUBECONFIG` points, so that a test of a written kubeconfig also tests its `server`.
+ */
+export function kubectl(server: string | undefined, args: string[], options: KubectlOptions = {}): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(options.binary ?? KUBECTL, ['--server', server, ...args], { env: { ...env(), ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(options.binary ?? KUBECTL, server === undefined ? args : ['--server', server, ...args], { env: { ...env(), ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
