@@ -192,11 +192,7 @@ test("the seed's shell controller through a kubectl proxy with the ServiceAccoun
 
   const script = startSeedScript(t, `http://127.0.0.1:${port}`);
   await as(ADMIN, ['patch', 'configmap', 'webapp-config', '--patch', JSON.stringify({ data: { message: 'Hello, Updated World!' } })]);
-  // The script's watch may open after the first change: a label change is a MODIFIED too.
-  for (let i = 0; i < 40 && !script.output().includes('Deleting pod'); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    if (i % 4 === 3) await as(ADMIN, ['label', 'configmap', 'webapp-config', `nudge=${i}`, '--overwrite']);
-  }
+  await script.nudgeUntilItActs((label) => as(ADMIN, ['label', 'configmap', 'webapp-config', label, '--overwrite']), 10);
   assert.match(script.output(), new RegExp(`Deleting pod: ${old}`));
   await as(ADMIN, ['wait', '--for=delete', `pod/${old}`, '--timeout=30s']);
 });

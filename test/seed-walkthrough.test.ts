@@ -71,14 +71,7 @@ test("seed walkthrough with the article's shell script on the host (built-in con
   await k(t, server.url, ['apply', '-f', join(SEED, 'webapp.yaml')]);
   await k(t, server.url, ['wait', '--for=condition=Available', 'deploy/webapp', '--timeout=30s']);
   const script = startSeedScript(t, server.url);
-  // The script's watch must be open before the change; a label change is a MODIFIED too, so if the first
-  // patch raced the connection, nudging the ConfigMap again makes the script act.
-  const nudge = async (): Promise<void> => {
-    for (let i = 0; i < 20 && !script.output().includes('Deleting pod'); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      if (i % 4 === 3) await k(t, server.url, ['label', 'configmap', 'webapp-config', `nudge=${i}`, '--overwrite']);
-    }
-  };
+  const nudge = (): Promise<void> => script.nudgeUntilItActs((label) => k(t, server.url, ['label', 'configmap', 'webapp-config', label, '--overwrite']), 5);
   await patchAndWatchReplacement(t, server.url, nudge);
   assert.match(script.output(), /ConfigMap changed, selector: app=webapp/);
   assert.match(script.output(), /Deleting pod: webapp-/);
