@@ -8,13 +8,13 @@ import { ignoreNotFound } from '../controllers/namespace.js';
 import { isTerminal, podNodeName as podNode } from '../controllers/pod-util.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';
-import { envAnnotation, runAction, type ActionContext, type ActionLog, type ActionResult } from './actions.js';
+import { envAnnotation, runAction, type ActionContext, type ActionEvent, type ActionLog, type ActionName, type ActionResult } from './actions.js';
 import type { ExecTarget, KubeletConnector, LogSource } from './connector.js';
 import { runInContainer } from './exec-shell.js';
 import { LogStore } from './logs.js';
 import { nodeIP, nodeLabels, nodeManifest, nodeStatus, PodCidrs, PodIps, type NodeProfile } from './node.js';
 import { resolveEnv, type EnvSources } from './pod-env.js';
-import { nextStage, type Stage } from './stages.js';
+import { nextStage, stageDelayMs, type Stage, type StageDecision } from './stages.js';
 import { containerFs, volumeError } from './volumes.js';
 
 type Obj = Record<string, unknown>;
@@ -76,6 +76,20 @@ interface NodeAgent {
   schedulable?: boolean;
   /** Settles once the node is registered (labels, pod CIDR) and, when the fleet runs, has posted its status. */
   registered: Promise<void>;
+}
+
+/** Actions that start containers, or refuse a restart (BackOff): a pass stops before one (see KubeletFleet.followsAtOnce). */
+const STARTS_CONTAINERS: ReadonlySet<ActionName> = new Set<ActionName>(['Start', 'Restart', 'BackOff']);
+/** A bound on the stages one pass applies (each stage runs once a pass at most). */
+const MAX_STAGES_A_PASS = 8;
+
+/** One stage worked out on a pod before anything is written. */
+interface StageStep {
+  stage: Stage;
+  /** The pod after the stage: the same object when the stage changed nothing. */
+  pod: KubeObject;
+  events: ActionEvent[];
+  logs: ActionLog[];
 }
 
 function containerSpecs(pod: KubeObject): Obj[] {
@@ -490,36 +504,95 @@ export class KubeletFleet implements Controller, KubeletConnector {
       this.written.delete(key);
     }
     const now = this.ctx.clock.now();
-    let seen = this.firstSeen.get(key);
     const done = this.done.get(key);
-    const decision = nextStage(this.options.stages, pod, {
-      now,
-      setting: (k) => this.setting(pod, k),
-      firstSeen: (stage) => {
-        if (!seen) this.firstSeen.set(key, (seen = new Map()));
-        let at = seen.get(stage);
-        if (at === undefined) seen.set(stage, (at = now));
-        return at;
-      },
-      done: (stage) => done !== undefined && done.rv === pod.metadata.resourceVersion && done.stages.has(stage),
-    });
+    // Stages applied to the pod as it now stands without changing it (Kill, a FailedMount): not applied again.
+    let unchanged = new Set(done !== undefined && done.rv === pod.metadata.resourceVersion ? done.stages : []);
+    const decide = (p: KubeObject): StageDecision | undefined => {
+      let seen = this.firstSeen.get(key);
+      return nextStage(this.options.stages, p, {
+        now,
+        setting: (k) => this.setting(p, k),
+        firstSeen: (stage) => {
+          if (!seen) this.firstSeen.set(key, (seen = new Map()));
+          let at = seen.get(stage);
+          if (at === undefined) seen.set(stage, (at = now));
+          return at;
+        },
+        done: (stage) => unchanged.has(stage),
+      });
+    };
+    let decision = decide(pod);
     if (!decision) return;
     if (decision.dueAt > now) return { requeueAfterMs: decision.dueAt - now };
-    let wrote: boolean;
+
+    // As kubelet's status manager keeps only the newest status of a pod and syncs that one (status_manager.go:
+    // updateStatusInternal replaces podStatuses[uid], syncBatch skips versions already sent), the stages due at
+    // once run on in this pass, each on the pod as the one before left it, and the pod is written once.
+    let state = pod;
+    const steps: StageStep[] = [];
+    for (;;) {
+      const step = this.work(decision.stage, state, agent, key, now);
+      steps.push(step);
+      this.firstSeen.delete(key);
+      if (step.pod === state) unchanged.add(decision.stage.name);
+      else {
+        state = step.pod;
+        unchanged = new Set();
+      }
+      if (decision.stage.next.delete || steps.length >= MAX_STAGES_A_PASS) break;
+      const next = decide(state);
+      if (!next || !this.followsAtOnce(next, state, now) || steps.some((s) => s.stage === next.stage)) break;
+      decision = next;
+    }
+
+    let current: KubeObject;
     try {
-      wrote = await this.apply(decision.stage, pod, agent, key);
+      current = await this.publish(pod, state);
     } catch (err) {
       if (err instanceof ApiError && err.code === 404) return; // deleted meanwhile: its DELETED event cleans up
       throw err;
     }
-    // A stage that wrote nothing (Kill) brings no event back: look for the next one now.
+    const wrote = current !== pod;
+    if (wrote) this.written.set(key, Number(current.metadata.resourceVersion));
+    // The last stages changed nothing: remembered against the version they saw (the one written, if any).
+    if (unchanged.size > 0) this.done.set(key, { rv: current.metadata.resourceVersion ?? '', stages: unchanged });
+    else this.done.delete(key);
+    this.firstSeen.delete(key);
+
+    // Every stage's events and log lines, in the order the stages ran.
+    const uid = pod.metadata.uid ?? '';
+    for (const step of steps) {
+      for (const e of step.events) agent.recorder.event(current, e.type, e.reason, e.message, e.fieldPath);
+      this.writeLogs(uid, step.logs, now);
+    }
+    const phase = isPlainObject(current.status) ? current.status.phase : undefined;
+    if (phase === 'Succeeded' || phase === 'Failed') this.releaseIP(key);
+    if (steps[steps.length - 1]!.stage.next.delete) {
+      await ignoreNotFound(this.ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid! } }));
+      return;
+    }
+    // A pass that wrote nothing (Kill) brings no event back: look for the next stage now.
     if (!wrote) return { requeueAfterMs: 0 };
   }
 
-  private actionContext(pod: KubeObject, agent: NodeAgent, key: string): ActionContext {
+  /**
+   * Whether a stage runs on in the same pass as the one before it: due now with no delay of its own, and not
+   * one that starts containers. The kubelet publishes the status it has before it asks the runtime to start
+   * containers (syncPod's statusManager.SetPodStatus comes before containerRuntime.SyncPod), so ContainerCreating
+   * and a container's exit are written before the start or back-off that follows them (kubectl get -w shows
+   * Pending → ContainerCreating → Running, and Error before CrashLoopBackOff); a start and the readiness that
+   * comes with it (no probe), or a SIGTERM and the stop, are one status.
+   */
+  private followsAtOnce(next: StageDecision, pod: KubeObject, now: number): boolean {
+    const action = next.stage.next.action;
+    if (next.dueAt > now || (action !== undefined && STARTS_CONTAINERS.has(action))) return false;
+    return stageDelayMs(next.stage, pod, { setting: (k) => this.setting(pod, k) }) === 0;
+  }
+
+  private actionContext(pod: KubeObject, agent: NodeAgent, key: string, now: number): ActionContext {
     const sources = this.envSources(podNode(pod));
     return {
-      now: this.ctx.clock.now(),
+      now,
       hostIP: agent.ip,
       podIP: (p) => {
         const current = isPlainObject(p.status) ? p.status.podIP : undefined;
@@ -552,14 +625,14 @@ export class KubeletFleet implements Controller, KubeletConnector {
     };
   }
 
-  /** Applies one stage: the action's status and annotations are written, then events, logs, deletion. */
-  private async apply(stage: Stage, pod: KubeObject, agent: NodeAgent, key: string): Promise<boolean> {
+  /** Works out one stage on the pod as it stands, writing nothing: the pod after it, its events and log lines. */
+  private work(stage: Stage, pod: KubeObject, agent: NodeAgent, key: string, now: number): StageStep {
     const next = stage.next;
-    const actx = this.actionContext(pod, agent, key);
+    const actx = this.actionContext(pod, agent, key, now);
     const result: ActionResult = next.action ? runAction(next.action, pod, actx, next.params) : { events: [], logs: [] };
     let status = result.status;
     const vars: Record<string, string> = {
-      now: rfc3339(actx.now),
+      now: rfc3339(now),
       hostIP: agent.ip,
       nodeName: agent.name,
       name: pod.metadata.name ?? '',
@@ -580,48 +653,38 @@ export class KubeletFleet implements Controller, KubeletConnector {
       }
     }
 
-    let current = pod;
-    let wrote = false;
+    let metadata = pod.metadata;
     const annotations = Object.entries(result.annotations ?? {}).filter(([k, v]) => (pod.metadata.annotations?.[k] ?? null) !== v);
-    if (status !== undefined && !deepEqual(status, pod.status)) {
-      // pods/status keeps the annotations it is sent (podStatusStrategy), so the action's ride on its status write:
-      // one write and one watch event where there were two.
-      let metadata = pod.metadata;
-      if (annotations.length > 0) {
-        const merged: Record<string, string> = { ...(pod.metadata.annotations ?? {}) };
-        for (const [k, v] of annotations) {
-          if (v === null || v === undefined) delete merged[k];
-          else merged[k] = v;
-        }
-        metadata = { ...pod.metadata, annotations: merged };
+    if (annotations.length > 0) {
+      const merged: Record<string, string> = { ...(pod.metadata.annotations ?? {}) };
+      for (const [k, v] of annotations) {
+        if (v === null || v === undefined) delete merged[k];
+        else merged[k] = v;
       }
-      current = await this.ctx.client.updateStatus(Resources.pods, { ...pod, metadata, status });
-      wrote = true;
-    } else if (annotations.length > 0) {
-      current = await this.ctx.client.patch(Resources.pods, pod.metadata.namespace, pod.metadata.name!, 'merge', {
-        metadata: { annotations: Object.fromEntries(annotations), resourceVersion: pod.metadata.resourceVersion },
-      });
-      wrote = true;
+      metadata = { ...pod.metadata, annotations: merged };
     }
-    if (wrote) {
-      this.written.set(key, Number(current.metadata.resourceVersion));
-      this.done.delete(key);
-    } else {
-      const memo = this.done.get(key);
-      if (memo && memo.rv === pod.metadata.resourceVersion) memo.stages.add(stage.name);
-      else this.done.set(key, { rv: pod.metadata.resourceVersion ?? '', stages: new Set([stage.name]) });
-    }
-    this.firstSeen.delete(key);
+    const statusChanged = status !== undefined && !deepEqual(status, pod.status);
+    const after = statusChanged || metadata !== pod.metadata ? { ...pod, metadata, status: statusChanged ? status : pod.status } : pod;
+    return { stage, pod: after, events: result.events, logs: result.logs };
+  }
 
-    for (const e of result.events) agent.recorder.event(current, e.type, e.reason, e.message, e.fieldPath);
-    this.writeLogs(pod.metadata.uid ?? '', result.logs, actx.now);
-    const phase = isPlainObject(current.status) ? current.status.phase : undefined;
-    if (phase === 'Succeeded' || phase === 'Failed') this.releaseIP(key);
-    if (next.delete) {
-      await ignoreNotFound(this.ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid! } }));
-      return true;
-    }
-    return wrote;
+  /**
+   * Writes what a pass made of the pod: its status, with the annotations riding on the status write
+   * (pods/status keeps them, as podStatusStrategy), or the annotations alone as a merge patch. The pod as
+   * it was when nothing changed.
+   */
+  private async publish(pod: KubeObject, state: KubeObject): Promise<KubeObject> {
+    if (state === pod) return pod;
+    if (!deepEqual(state.status, pod.status)) return this.ctx.client.updateStatus(Resources.pods, { ...pod, metadata: state.metadata, status: state.status });
+    const before = pod.metadata.annotations ?? {};
+    const after = state.metadata.annotations ?? {};
+    const changed: Record<string, string | null> = {};
+    for (const [k, v] of Object.entries(after)) if (before[k] !== v) changed[k] = v;
+    for (const k of Object.keys(before)) if (!(k in after)) changed[k] = null;
+    if (Object.keys(changed).length === 0) return pod;
+    return this.ctx.client.patch(Resources.pods, pod.metadata.namespace, pod.metadata.name!, 'merge', {
+      metadata: { annotations: changed, resourceVersion: pod.metadata.resourceVersion },
+    });
   }
 
   private writeLogs(uid: string, logs: ActionLog[], at: number): void {

@@ -217,8 +217,8 @@ function maxRestartCount(pod: KubeObject): number {
   return max;
 }
 
-/** When the stage is due for this pod, or undefined when its delay has nothing to go on. */
-export function stageDueAt(stage: Stage, pod: KubeObject, ctx: StageContext): number | undefined {
+/** The stage's delay for this pod in ms, or undefined when it has nothing to go on (the stage does not apply). */
+export function stageDelayMs(stage: Stage, pod: KubeObject, ctx: Pick<StageContext, 'setting'>): number | undefined {
   const d = stage.delay;
   let delay = d.durationMs;
   if (d.fromAnnotation !== undefined) {
@@ -236,9 +236,16 @@ export function stageDueAt(stage: Stage, pod: KubeObject, ctx: StageContext): nu
     if (seconds !== undefined) delay = Number(seconds) * 1000;
   }
   if (d.backoff === 'CrashLoop') delay = (delay ?? 0) + crashLoopDelayMs(maxRestartCount(pod));
+  return delay === undefined ? undefined : Math.max(0, delay);
+}
+
+/** When the stage is due for this pod, or undefined when its delay has nothing to go on. */
+export function stageDueAt(stage: Stage, pod: KubeObject, ctx: StageContext): number | undefined {
+  const delay = stageDelayMs(stage, pod, ctx);
   if (delay === undefined) return undefined;
+  const d = stage.delay;
   const anchor = d.since !== undefined ? (latestTimestamp(pod, d.since) ?? ctx.now) : ctx.firstSeen(stage.name);
-  return anchor + Math.max(0, delay);
+  return anchor + delay;
 }
 
 /**

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { KubeObject } from '../src/api/types.js';
+import { startSimulator } from '../src/cluster/simulator.js';
+import type { WatchEventType } from '../src/storage/watch.js';
+
+// How many pod writes the kubelet makes, as a watcher sees them: stages due at once are written together (as
+// kubelet's status manager syncs only a pod's newest status), stages with a delay each get their own write,
+// and ContainerCreating is always written before the containers start.
+type Obj = Record<string, unknown>;
+
+/** One watch event as a step of the pod: phase, the first container's state, Ready, terminating. */
+function stepOf(type: WatchEventType, pod: KubeObject): string {
+  if (type === 'DELETED') return 'DELETED';
+  const status = (pod.status ?? {}) as Obj;
+  const cs = ((status.containerStatuses as Obj[] | undefined) ?? [])[0];
+  const state = cs ? Object.entries(cs.state as Obj).map(([k, v]) => (k === 'waiting' ? String((v as Obj).reason) : k))[0] : '-';
+  const ready = ((status.conditions as Obj[] | undefined) ?? []).find((c) => c.type === 'Ready')?.status ?? '-';
+  const bound = (pod.spec as Obj).nodeName ? 'bound' : 'unbound';
+  return `${String(status.phase ?? '-')} ${bound} ${state ?? '-'} ready=${String(ready)}${pod.metadata.deletionTimestamp ? ' terminating' : ''}`;
+}
+
+test('kubelet: zero-delay stages reach Running+Ready in one pods/status write; stages with delays keep their steps', async () => {
+  const sim = await startSimulator({ clock: 'virtual', seed: 8, nodes: 1, controllers: '' });
+  const { cluster } = sim;
+  const clock = cluster.virtualClock!;
+  const pods = cluster.kind('', 'v1', 'pods');
+  const events = cluster.kind('', 'v1', 'events');
+  const watched = new Map<string, string[]>();
+  const pod = (name: string, annotations: Record<string, string> = {}): KubeObject => ({ metadata: { name, annotations }, spec: { containers: [{ name: 'app', image: 'nginx:1.27' }] } });
+  try {
+    await clock.settle();
+    const { watch } = cluster.api.watch(pods, 'default', { resourceVersion: String(cluster.api.list(pods, 'default', {}).metadata.resourceVersion) }, {
+      send: (type, event) => {
+        const name = event.object.metadata.name!;
+        watched.set(name, [...(watched.get(name) ?? []), stepOf(type, event.object)]);
+        return true;
+      },
+      close: () => undefined,
+    });
+
+    cluster.api.create(pods, 'default', pod('fast', { 'kube-sim.dev/stop-delay': '0s' }));
+    cluster.api.create(pods, 'default', pod('slow', { 'kube-sim.dev/startup-delay': '2s', 'kube-sim.dev/ready-delay': '5s' }));
+    await clock.settle();
+    assert.deepEqual(watched.get('fast'), [
+      'Pending unbound - ready=-',
+      'Pending bound - ready=-',
+      'Pending bound ContainerCreating ready=False',
+      'Running bound running ready=True',
+    ], 'accepted (ContainerCreating), then started and ready in one write');
+    const fast = cluster.api.get(pods, 'default', 'fast');
+    assert.ok(fast.metadata.annotations?.['kube-sim.dev/env-app'], 'the env annotation rides on the same write');
+    const reasons = cluster.api.list(events, 'default', { fieldSelector: 'involvedObject.name=fast' }).items.map((e) => e.reason);
+    assert.deepEqual(reasons, ['Scheduled', 'Pulled', 'Created', 'Started'], 'every stage’s events, in order');
+
+    await clock.advance(2_000);
+    await clock.advance(5_000);
+    assert.deepEqual(watched.get('slow'), [
+      'Pending unbound - ready=-',
+      'Pending bound - ready=-',
+      'Pending bound ContainerCreating ready=False',
+      'Running bound running ready=False',
+      'Running bound running ready=True',
+    ], 'each delayed stage is its own write');
+
+    // A container's exit is written before the restart or back-off that follows it (Error, then CrashLoopBackOff).
+    cluster.api.create(pods, 'default', pod('crasher', { 'kube-sim.dev/duration': '1s', 'kube-sim.dev/exit-code': '1' }));
+    await clock.settle();
+    await clock.advance(1_000);
+    await clock.advance(1_000);
+    assert.deepEqual(watched.get('crasher')!.slice(3), [
+      'Running bound running ready=True',
+      'Running bound terminated ready=False',
+      'Running bound running ready=True',
+      'Running bound terminated ready=False',
+      'Running bound CrashLoopBackOff ready=False',
+    ]);
+
+    // A graceful delete with no stop delay: Killing and the stopped status together, then the kubelet's delete.
+    cluster.api.delete(pods, 'default', 'fast', {});
+    await clock.settle();
+    assert.deepEqual(watched.get('fast')!.slice(4), ['Running bound running ready=True terminating', 'Succeeded bound terminated ready=False terminating', 'DELETED']);
+    const killing = cluster.api.list(events, 'default', { fieldSelector: 'involvedObject.name=fast,reason=Killing' }).items;
+    assert.equal(killing.length, 1);
+    watch.stop();
+  } finally {
+    await sim.close();
+  }
+});
