@@ -177,6 +177,20 @@ describe('Ingress, IngressClass, NetworkPolicy, PriorityClass, StorageClass, HPA
     assert.equal(assertStatus(bad, 422, 'Invalid').message, 'HorizontalPodAutoscaler.autoscaling "bad" is invalid: spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`');
   });
 
+  it('NetworkPolicy validation: selectors, peers and ipBlock CIDRs, as kube-apiserver words it', async () => {
+    const create = async (spec: Record<string, unknown>): Promise<string> =>
+      assertStatus(await api.request('/apis/networking.k8s.io/v1/namespaces/shop/networkpolicies', { method: 'POST', body: { metadata: { name: 'bad' }, spec } }), 422, 'Invalid').message ?? '';
+    assert.equal(
+      await create({ podSelector: { matchExpressions: [{ key: 'tier', operator: 'In' }] }, ingress: [{ from: [{}] }] }),
+      'NetworkPolicy.networking.k8s.io "bad" is invalid: [spec.podSelector.matchExpressions[0].values: Required value: must be specified when `operator` is \'In\' or \'NotIn\', spec.ingress[0].from[0]: Required value: must specify a peer]',
+    );
+    assert.equal(
+      await create({ podSelector: {}, egress: [{ to: [{ ipBlock: { cidr: '10.0.0.0/8', except: ['10.1.0.0/16', '11.0.0.0/16'] }, namespaceSelector: {} }] }] }),
+      'NetworkPolicy.networking.k8s.io "bad" is invalid: [spec.egress[0].to[0].ipBlock.except[1]: Invalid value: "11.0.0.0/16": must be a strict subset of `cidr`, spec.egress[0].to[0]: Forbidden: may not specify both ipBlock and another peer]',
+    );
+    assert.equal(await create({ podSelector: {}, egress: [{ to: [{ ipBlock: { cidr: '10.0.0.0/33' } }] }] }), 'NetworkPolicy.networking.k8s.io "bad" is invalid: spec.egress[0].to[0].ipBlock.cidr: Invalid value: "10.0.0.0/33": not a valid CIDR');
+  });
+
   it('kubectl create ingress and priorityclass; validation messages', async () => {
     assert.equal(await ok(['create', 'ingress', 'simple', '-n', 'shop', '--rule=foo.com/bar=svc1:8080']), 'ingress.networking.k8s.io/simple created\n');
     assert.deepEqual(table(await ok(['get', 'ing', 'simple', '-n', 'shop'])), ['NAME CLASS HOSTS ADDRESS PORTS AGE', 'simple nginx foo.com 80 <age>']);

@@ -1,8 +1,10 @@
+import { isIP } from 'node:net';
 import { FieldErrors, type StatusCause } from '../../api/errors.js';
 import { isPlainObject, type KubeObject } from '../../api/types.js';
 import { checkDns1035Label, checkDns1123Subdomain } from '../../api/validation.js';
 import { col, field, selectorString, str } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
+import { validateLabelSelector } from './policy.js';
 
 /** networking.k8s.io/v1 Ingress, IngressClass and NetworkPolicy, as kube-apiserver stores, validates and prints them. */
 type Obj = Record<string, unknown>;
@@ -271,9 +273,82 @@ function defaultNetworkPolicy(o: KubeObject): void {
   if (list(spec.policyTypes).length === 0) spec.policyTypes = list(spec.egress).length > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
 }
 
+/** ValidateNetworkPolicyPeer: exactly one kind of peer, or selectors without an ipBlock. */
+function validatePeer(peer: Obj, path: string): StatusCause[] {
+  const causes: StatusCause[] = [];
+  let peers = 0;
+  for (const selector of ['podSelector', 'namespaceSelector'] as const) {
+    if (peer[selector] === undefined || peer[selector] === null) continue;
+    peers++;
+    causes.push(...validateLabelSelector(peer[selector], `${path}.${selector}`));
+  }
+  if (peer.ipBlock !== undefined && peer.ipBlock !== null) {
+    peers++;
+    causes.push(...validateIpBlock(obj(peer.ipBlock), `${path}.ipBlock`));
+  }
+  if (peers === 0) causes.push(FieldErrors.required(path, 'must specify a peer'));
+  else if (peers > 1 && peer.ipBlock !== undefined && peer.ipBlock !== null) causes.push(FieldErrors.forbidden(path, 'may not specify both ipBlock and another peer'));
+  return causes;
+}
+
+/** ValidateIPBlock: a CIDR, and exceptions that are strict subsets of it. */
+function validateIpBlock(block: Obj, path: string): StatusCause[] {
+  if (typeof block.cidr !== 'string' || block.cidr === '') return [FieldErrors.required(`${path}.cidr`, '')];
+  const cidr = parseCidr(block.cidr);
+  if (!cidr) return [FieldErrors.invalid(`${path}.cidr`, block.cidr, 'not a valid CIDR')];
+  const causes: StatusCause[] = [];
+  for (const [i, text] of list(block.except).entries()) {
+    const except = typeof text === 'string' ? parseCidr(text) : undefined;
+    if (!except) return [...causes, FieldErrors.invalid(`${path}.except[${i}]`, text, 'not a valid CIDR')];
+    if (!cidrContains(cidr, except) || cidr.bits >= except.bits) causes.push(FieldErrors.invalid(`${path}.except[${i}]`, text, 'must be a strict subset of `cidr`'));
+  }
+  return causes;
+}
+
+interface Cidr {
+  family: 4 | 6;
+  address: bigint;
+  bits: number;
+}
+
+/** net.ParseCIDR: an IP address and a prefix length within its family. */
+function parseCidr(text: string): Cidr | undefined {
+  const slash = text.indexOf('/');
+  if (slash < 0) return undefined;
+  const ip = text.slice(0, slash);
+  const length = text.slice(slash + 1);
+  const family = isIP(ip);
+  if ((family !== 4 && family !== 6) || !/^\d{1,3}$/.test(length)) return undefined;
+  const bits = Number(length);
+  if (bits > (family === 4 ? 32 : 128)) return undefined;
+  return { family, address: ipValue(ip, family), bits };
+}
+
+function ipValue(ip: string, family: 4 | 6): bigint {
+  if (family === 4) return ip.split('.').reduce((n, part) => (n << 8n) | BigInt(Number(part)), 0n);
+  // Expand "::" and an embedded dotted IPv4 tail into eight 16-bit groups.
+  const [head, tail = ''] = ip.split('::');
+  const groups = (part: string): string[] => (part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ipv4Groups(g) : [g])));
+  const left = groups(head!);
+  const right = ip.includes('::') ? groups(tail) : [];
+  const all = [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return all.reduce((n, g) => (n << 16n) | BigInt(parseInt(g, 16)), 0n);
+}
+
+function ipv4Groups(dotted: string): string[] {
+  const n = ipValue(dotted, 4);
+  return [(n >> 16n).toString(16), (n & 0xffffn).toString(16)];
+}
+
+/** IPNet.Contains of the other's address: the same family and the same first `cidr.bits` bits. */
+function cidrContains(cidr: Cidr, other: Cidr): boolean {
+  const shift = BigInt((cidr.family === 4 ? 32 : 128) - cidr.bits);
+  return other.family === cidr.family && other.address >> shift === cidr.address >> shift;
+}
+
 function validateNetworkPolicy(o: KubeObject): StatusCause[] {
   const spec = obj(o.spec);
-  const causes: StatusCause[] = [];
+  const causes: StatusCause[] = validateLabelSelector(spec.podSelector, 'spec.podSelector');
   for (const [rules, peers] of [['ingress', 'from'], ['egress', 'to']] as const) {
     list(spec[rules]).forEach((rule, i) => {
       list(obj(rule).ports).forEach((port, j) => {
@@ -284,10 +359,7 @@ function validateNetworkPolicy(o: KubeObject): StatusCause[] {
         if (p.endPort !== undefined && typeof p.port !== 'number') causes.push(FieldErrors.required(`${path}.port`, 'must be specified when endPort is specified'));
         else if (typeof p.endPort === 'number' && typeof p.port === 'number' && p.endPort < p.port) causes.push(FieldErrors.invalid(`${path}.endPort`, p.endPort, 'must be greater than or equal to `port`'));
       });
-      list(obj(rule)[peers]).forEach((peer, j) => {
-        const ipBlock = obj(peer).ipBlock;
-        if (isPlainObject(ipBlock) && !ipBlock.cidr) causes.push(FieldErrors.required(`spec.${rules}[${i}].${peers}[${j}].ipBlock.cidr`, ''));
-      });
+      list(obj(rule)[peers]).forEach((peer, j) => causes.push(...validatePeer(obj(peer), `spec.${rules}[${i}].${peers}[${j}]`)));
     });
   }
   const types = list(spec.policyTypes);
