@@ -344,6 +344,14 @@ const asV2 = (o: KubeObject): KubeObject => {
   return v2;
 };
 
+/** A v1 row's v2 form, converted once for all of the row's columns (the row's object is their key). */
+const rowsAsV2 = new WeakMap<KubeObject, KubeObject>();
+const rowAsV2 = (o: KubeObject): KubeObject => {
+  let v2 = rowsAsV2.get(o);
+  if (!v2) rowsAsV2.set(o, (v2 = asV2(o)));
+  return v2;
+};
+
 const hpaV1: KindInfo = {
   ...hpaV2,
   version: 'v1',
@@ -358,7 +366,7 @@ const hpaV1: KindInfo = {
     },
     validate: (o) => validateV2(asV2(o)),
   },
-  columns: hpaColumns.map((c) => ({ ...c, cell: (o: KubeObject, now: number) => c.cell(asV2(o), now) })),
+  columns: hpaColumns.map((c) => ({ ...c, cell: (o: KubeObject, now: number) => c.cell(rowAsV2(o), now) })),
 };
 
 export const autoscalingKinds: KindInfo[] = [hpaV2, hpaV1];
