@@ -13,14 +13,14 @@ export const DEFAULT_EVENT_TTL_MS = 60 * 60 * 1000;
 export class EventExpiry {
   /**
    * The FIFO, as parallel arrays (one entry per write: a dense cluster has hundreds of thousands): the expiry
-   * instant (a packed array of doubles), the resource, and the event's namespace, name and resourceVersion, which
-   * are the stored event's own strings. An object per entry took ~90 bytes with its boxed number, this ~40.
+   * instant (a packed array of doubles) and the stored event itself, whose namespace, name and resourceVersion
+   * say which event to check, and the resource when more than one is tracked. An object per entry took ~90
+   * bytes with its boxed number, the event's own strings ~40, this ~16. Stored objects never change, so holding
+   * one costs nothing while it is current; one written again (or deleted) since is held until its entry is due.
    */
   private readonly at: number[] = [];
-  private readonly resource: string[] = [];
-  private readonly namespace: string[] = [];
-  private readonly name: string[] = [];
-  private readonly rv: string[] = [];
+  private readonly written: (KubeObject | undefined)[] = [];
+  private readonly resource: string[] | undefined;
   private head = 0;
   private timer?: TimerHandle;
   private timerAt = Infinity;
@@ -31,6 +31,7 @@ export class EventExpiry {
     private readonly ttlMs = DEFAULT_EVENT_TTL_MS,
     private readonly resources: readonly string[] = ['/events'],
   ) {
+    if (resources.length > 1) this.resource = [];
     store.onChange((resource, event) => {
       if (event.type === 'DELETED' || !this.resources.includes(resource)) return;
       this.track(resource, event.object);
@@ -40,10 +41,8 @@ export class EventExpiry {
   private track(resource: string, obj: KubeObject): void {
     const at = this.clock.now() + this.ttlMs;
     this.at.push(at);
-    this.resource.push(resource);
-    this.namespace.push(obj.metadata.namespace ?? '');
-    this.name.push(obj.metadata.name!);
-    this.rv.push(obj.metadata.resourceVersion!);
+    this.written.push(obj);
+    this.resource?.push(resource);
     if (at < this.timerAt) this.arm(at);
   }
 
@@ -58,12 +57,17 @@ export class EventExpiry {
     const now = this.clock.now();
     while (this.head < this.at.length && this.at[this.head]! <= now) {
       const i = this.head++;
-      const current = this.store.get(this.resource[i]!, this.namespace[i]!, this.name[i]!);
+      const { namespace = '', name, resourceVersion } = this.written[i]!.metadata;
+      this.written[i] = undefined; // not held until the splice below
+      const resource = this.resource ? this.resource[i]! : this.resources[0]!;
+      const current = this.store.get(resource, namespace, name!);
       // Only the entry of the latest write expires the event; earlier entries of a rewritten event are stale.
-      if (current && current.metadata.resourceVersion === this.rv[i]) this.store.delete(this.resource[i]!, this.namespace[i]!, this.name[i]!);
+      if (current && current.metadata.resourceVersion === resourceVersion) this.store.delete(resource, namespace, name!);
     }
     if (this.head > 4096 && this.head * 2 > this.at.length) {
-      for (const column of [this.at, this.resource, this.namespace, this.name, this.rv]) column.splice(0, this.head);
+      this.at.splice(0, this.head);
+      this.written.splice(0, this.head);
+      this.resource?.splice(0, this.head);
       this.head = 0;
     }
     if (this.head < this.at.length) this.arm(this.at[this.head]!);
