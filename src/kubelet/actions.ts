@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { rfc3339 } from '../clock/clock.js';
 import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
+import { sharedText as shared } from '../storage/compact.js';
 
 /**
  * The kubelet's built-in status transitions, one per action a stage may name. Each is a pure function of the
@@ -98,22 +99,6 @@ function state(cs: Obj): Obj {
   return isPlainObject(cs.state) ? cs.state : {};
 }
 
-/**
- * One shared copy of a text that every pod of a template repeats (its image, image id, field paths and event
- * messages): each is kept in every pod status and kubelet Event stored, 150,000 times over in a dense cluster.
- * Reset past 10,000 texts, so that it stays small whatever the images and names.
- */
-const sharedTexts = new Map<string, string>();
-const SHARED_TEXTS_MAX = 10_000;
-
-function shared(text: string): string {
-  const known = sharedTexts.get(text);
-  if (known !== undefined) return known;
-  if (sharedTexts.size >= SHARED_TEXTS_MAX) sharedTexts.clear();
-  sharedTexts.set(text, text);
-  return text;
-}
-
 function fieldPath(pod: KubeObject, name: string): string {
   const init = containersOf(pod, 'initContainers').some((c) => c.name === name);
   return shared(`spec.${init ? 'initContainers' : 'containers'}{${name}}`);
@@ -131,8 +116,9 @@ export function normalizeImage(image: string): string {
   return ref;
 }
 
-/** Image → its digest reference, so a container start hashes an image once, not every time (bounded as above). */
+/** Image → its digest reference, so a container start hashes an image once, not every time (bounded like sharedText). */
 const imageIDs = new Map<string, string>();
+const IMAGE_IDS_MAX = 10_000;
 
 function imageID(image: string): string {
   const known = imageIDs.get(image);
@@ -140,7 +126,7 @@ function imageID(image: string): string {
   const normalized = normalizeImage(image);
   const repo = normalized.includes('@') ? normalized.slice(0, normalized.indexOf('@')) : normalized.slice(0, normalized.lastIndexOf(':'));
   const id = shared(`${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`);
-  if (imageIDs.size >= SHARED_TEXTS_MAX) imageIDs.clear();
+  if (imageIDs.size >= IMAGE_IDS_MAX) imageIDs.clear();
   imageIDs.set(image, id);
   return id;
 }

@@ -1,10 +1,14 @@
-import { flattenString } from '../storage/compact.js';
+import { sharedText } from '../storage/compact.js';
 import type { LogLine, LogSource } from './connector.js';
 
 /**
  * Container logs, as the container runtime keeps them: one file per container instance (the restart count
  * it started with), written by the kubelet's lifecycle actions, read by pods/log, followed until the instance
- * ends. Memory only; a pod's logs go when the pod does.
+ * ends. Memory only; a pod's logs go when the pod does, and as with the kubelet only a container's current and
+ * previous instances are kept (pods/log asks for no other).
+ *
+ * Kept compactly, since a dense cluster holds one record per pod: most pods have one container that never
+ * restarted and wrote one line, the same line as every pod of its template.
  */
 interface Follower {
   onLine(line: LogLine): void;
@@ -12,13 +16,20 @@ interface Follower {
 }
 
 class Instance implements LogSource {
-  readonly entries: LogLine[] = [];
+  /** One line, or several (a Map and an array of a pod's lines each cost more than the line itself). */
+  private kept?: LogLine | LogLine[];
   ended = false;
   /** Made on the first `logs -f`: most instances are never followed, and 150,000 pods would hold as many empty Sets. */
   private followers?: Set<Follower>;
 
+  constructor(
+    readonly container: string,
+    readonly index: number,
+  ) {}
+
   lines(): LogLine[] {
-    return this.entries;
+    const kept = this.kept;
+    return kept === undefined ? [] : Array.isArray(kept) ? kept : [kept];
   }
 
   get follow(): LogSource['follow'] {
@@ -31,9 +42,10 @@ class Instance implements LogSource {
   }
 
   write(line: LogLine): void {
-    // Lines are kept as long as the pod: one flat string each, not the rope their template built.
-    flattenString(line.text);
-    this.entries.push(line);
+    const kept = this.kept;
+    if (kept === undefined) this.kept = line;
+    else if (Array.isArray(kept)) kept.push(line);
+    else this.kept = [kept, line];
     if (this.followers) for (const f of this.followers) f.onLine(line);
   }
 
@@ -50,45 +62,51 @@ class Instance implements LogSource {
 const EMPTY: LogSource = { lines: () => [] };
 
 export class LogStore {
-  private readonly pods = new Map<string, Map<string, Instance[]>>();
+  /** Per pod uid: its one instance, or its containers' instances in the order they started. */
+  private readonly pods = new Map<string, Instance | Instance[]>();
 
-  private instances(uid: string, container: string): Instance[] {
-    let containers = this.pods.get(uid);
-    if (!containers) this.pods.set(uid, (containers = new Map()));
-    let list = containers.get(container);
-    if (!list) containers.set(container, (list = []));
-    return list;
+  private all(uid: string): readonly Instance[] {
+    const held = this.pods.get(uid);
+    return held === undefined ? [] : Array.isArray(held) ? held : [held];
   }
 
-  /** Starts the log of a new container instance; an older one still open ends. */
+  /** The container's latest instance. */
+  private current(uid: string, container: string): Instance | undefined {
+    const all = this.all(uid);
+    for (let i = all.length - 1; i >= 0; i--) if (all[i]!.container === container) return all[i];
+    return undefined;
+  }
+
+  private add(uid: string, instance: Instance, keep: (i: Instance) => boolean): void {
+    const kept = this.all(uid).filter(keep);
+    this.pods.set(uid, kept.length === 0 ? instance : [...kept, instance]);
+  }
+
+  /** Starts the log of a new container instance; an older one still open ends, and older than the previous go. */
   start(uid: string, container: string, index: number): void {
-    const list = this.instances(uid, container);
-    for (const open of list) if (open) open.finish();
-    list[index] = new Instance();
+    this.current(uid, container)?.finish();
+    this.add(uid, new Instance(container, index), (i) => i.container !== container || i.index >= index - 1);
   }
 
   write(uid: string, container: string, at: number, text: string): void {
-    const list = this.instances(uid, container);
-    let current = list[list.length - 1];
-    if (!current) list.push((current = new Instance()));
-    current.write({ at, text });
+    let current = this.current(uid, container);
+    if (!current) this.add(uid, (current = new Instance(container, 0)), () => true);
+    // Lines are kept as long as the pod: one flat string each, and one copy of a line that pods repeat.
+    current.write({ at, text: sharedText(text) });
   }
 
   end(uid: string, container: string): void {
-    const list = this.pods.get(uid)?.get(container);
-    list?.[list.length - 1]?.finish();
+    this.current(uid, container)?.finish();
   }
 
   /** The instance that ran with this restart count. */
   source(uid: string, container: string, index: number): LogSource {
-    return this.pods.get(uid)?.get(container)?.[index] ?? EMPTY;
+    return this.all(uid).find((i) => i.container === container && i.index === index) ?? EMPTY;
   }
 
   /** Forgets a pod's logs; followers see their streams end. */
   remove(uid: string): void {
-    const containers = this.pods.get(uid);
-    if (!containers) return;
-    for (const list of containers.values()) for (const i of list) i?.finish();
+    for (const i of this.all(uid)) i.finish();
     this.pods.delete(uid);
   }
 }

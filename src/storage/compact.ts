@@ -25,6 +25,23 @@ export function flattenString(text: string): void {
 }
 
 /**
+ * One shared copy of a text that many stored things repeat (a template's image, image id, field paths, event
+ * messages and log lines: 150,000 copies each in a dense cluster), flat. The table starts afresh past 10,000
+ * texts, so that it stays small whatever the texts; sharing is an optimisation, never a requirement.
+ */
+const sharedTexts = new Map<string, string>();
+const SHARED_TEXTS_MAX = 10_000;
+
+export function sharedText(text: string): string {
+  const known = sharedTexts.get(text);
+  if (known !== undefined) return known;
+  if (sharedTexts.size >= SHARED_TEXTS_MAX) sharedTexts.clear();
+  flattenString(text);
+  sharedTexts.set(text, text);
+  return text;
+}
+
+/**
  * Interned nodes by content key. The key names each member and its value: a primitive by its text, an object by
  * the id of its interned node, so that a node can only be interned once all of its children are. Past a budget of
  * key characters the table starts afresh (nodes already shared stay shared, and keep their ids): sharing is an
