@@ -5,6 +5,7 @@ import { Resources as Gvrs } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { isTerminal, podNodeName } from '../controllers/pod-util.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
+import { flattenString } from '../storage/compact.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import {
   allocatableOf,
@@ -28,6 +29,24 @@ function count(map: Map<string, Map<string, number>>, owner: string, key: string
   if (n > 0) inner.set(key, n);
   else inner.delete(key);
   if (inner.size === 0) map.delete(owner);
+}
+
+/**
+ * One shared PodRequest per distinct request: every pod of a template asks the same, and the accounting keeps a
+ * request per assigned pod (a Map each, ~300 bytes). Shared requests are only read. The table starts afresh past
+ * 10,000 requests, so that it stays small whatever the pods ask.
+ */
+const sharedRequests = new Map<string, PodRequest>();
+const SHARED_REQUESTS_MAX = 10_000;
+
+function sharedRequest(request: PodRequest): PodRequest {
+  let key = `${request.nonZeroCpu} ${request.nonZeroMemory}`;
+  for (const [name, milli] of request.resources) key += ` ${name}=${milli}`;
+  const known = sharedRequests.get(key);
+  if (known) return known;
+  if (sharedRequests.size >= SHARED_REQUESTS_MAX) sharedRequests.clear();
+  sharedRequests.set(key, request);
+  return request;
 }
 
 export const SCHEDULER_NAME = 'default-scheduler';
@@ -132,7 +151,9 @@ export class Scheduler implements Controller {
     if (node === undefined || request === undefined) return;
     const s = this.state(node);
     const zone = s?.node.metadata.labels?.[ZONE_LABEL];
-    this.accounted.set(key, { node, request, owner, zone });
+    // The key is kept as long as the pod: one flat string, not the rope cacheKey built.
+    flattenString(key);
+    this.accounted.set(key, { node, request: sharedRequest(request), owner, zone });
     if (owner) {
       count(this.ownerNodes, owner, node, 1);
       if (zone !== undefined) count(this.ownerZones, owner, zone, 1);
