@@ -1,7 +1,7 @@
 import { rfc3339 } from '../clock/clock.js';
 import { ApiError, Errors, FieldErrors, type Status, type StatusCause } from '../api/errors.js';
 import { selectorFromObject } from '../api/selectors.js';
-import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
+import { isPlainObject, type KubeObject } from '../api/types.js';
 import { orderedStatus, pdbSpec, pdbStatus, withDisruptionAllowedCondition, type PdbStatus } from './builtin/policy.js';
 import type { DeleteOptions, GenericStore } from './generic-store.js';
 import { resourceKey, type KindInfo } from './types.js';
@@ -53,13 +53,14 @@ export function bindPod(api: GenericStore, info: KindInfo, namespace: string | u
       if (current.metadata.deletionTimestamp) throw conflict(`pod ${name} is being deleted, cannot be assigned to a host`);
       const spec = isPlainObject(current.spec) ? current.spec : {};
       if (typeof spec.nodeName === 'string' && spec.nodeName !== '') throw conflict(`pod ${name} is already assigned to node "${spec.nodeName}"`);
-      const pod = deepCopy(current);
-      (pod.spec as Obj).nodeName = nodeName;
+      // A new pod that shares every part it does not change with the stored one (the store keeps those as they
+      // are, and never changes a stored object in place): copying the whole pod cost a copy and a compaction of
+      // its spec on every binding.
       const annotations = isPlainObject(meta.annotations) ? (meta.annotations as Record<string, string>) : undefined;
-      if (annotations && Object.keys(annotations).length > 0) pod.metadata.annotations = { ...(pod.metadata.annotations ?? {}), ...annotations };
-      const status = isPlainObject(pod.status) ? pod.status : (pod.status = {});
-      setPodCondition(status as Obj, { type: 'PodScheduled', status: 'True' }, now);
-      return pod;
+      const metadata = annotations && Object.keys(annotations).length > 0 ? { ...current.metadata, annotations: { ...(current.metadata.annotations ?? {}), ...annotations } } : { ...current.metadata };
+      const status: Obj = { ...(isPlainObject(current.status) ? current.status : {}) };
+      setPodCondition(status, { type: 'PodScheduled', status: 'True' }, now);
+      return { ...current, metadata, spec: { ...spec, nodeName }, status };
     },
     options.dryRun,
   );
