@@ -17,6 +17,7 @@ import type { Cluster } from '../cluster/cluster.js';
 import { kubeconfigYaml } from '../client/kubeconfig.js';
 import { Logger, type LogLevel } from './logger.js';
 import { answerPlainHttp, servingTls, tlsDir, type ServingTls } from './tls.js';
+import { compactWhenQuiet } from './idle-compaction.js';
 
 export interface ServeOptions {
   port: number;
@@ -152,6 +153,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  const stopCompaction = compactWhenQuiet(log.info);
   // A kubeconfig put in a temporary directory of our own is removed again at shutdown (its CA dies with us).
   let temporaryDir: string | undefined;
   // Signals are handled before anything is printed: whoever waits for the "serving on" line may stop us at once.
@@ -160,6 +162,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info(`${signal}: shutting down`);
+    stopCompaction();
     await app.close();
     await cluster.close();
     if (temporaryDir) rmSync(temporaryDir, { recursive: true, force: true });
