@@ -15,14 +15,20 @@ import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, Watc
  */
 export class InProcessClient implements KubeClient {
   private pendingDeliveries = 0;
+  /** Kinds by the Gvr objects callers pass (constants such as Resources.pods): no key string built per call. */
+  private kinds = new WeakMap<Gvr, KindInfo>();
 
   constructor(private readonly cluster: Cluster) {
     cluster.virtualClock?.addIdleCheck(() => this.pendingDeliveries === 0);
+    cluster.registry.onChange(() => (this.kinds = new WeakMap()));
   }
 
   private kind(gvr: Gvr): KindInfo {
-    const info = this.cluster.registry.lookup(gvr.group, gvr.version, gvr.resource);
+    let info = this.kinds.get(gvr);
+    if (info) return info;
+    info = this.cluster.registry.lookup(gvr.group, gvr.version, gvr.resource);
     if (!info) throw Errors.pathNotFound();
+    this.kinds.set(gvr, info);
     return info;
   }
 

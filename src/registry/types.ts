@@ -154,6 +154,13 @@ export function groupVersion(info: Pick<KindInfo, 'group' | 'version'>): string 
 
 /** The store table of a kind: its own, or the one it shares (KindInfo.storage). */
 export function resourceKey(info: Pick<KindInfo, 'group' | 'resource' | 'storage'>): string {
-  if (info.storage) return `${info.storage.group}/${info.storage.resource}`;
-  return `${info.group}/${info.resource}`;
+  let key = resourceKeys.get(info);
+  if (key === undefined) {
+    key = info.storage ? `${info.storage.group}/${info.storage.resource}` : `${info.group}/${info.resource}`;
+    resourceKeys.set(info, key);
+  }
+  return key;
 }
+
+/** Every write asks for its kind's table key: built and hashed once per kind, not per call. */
+const resourceKeys = new WeakMap<object, string>();
