@@ -16,34 +16,54 @@ export const SPAM_BURST = 25;
 export const SPAM_REFILL_MS = 300_000;
 
 /**
- * A map that forgets its least recently used entry beyond `max` (groupcache's lru.Cache): a Map in use order.
- * Evicting through keys().next() steps over the holes V8 leaves at the front of a Map until it rebuilds the
+ * groupcache's lru.Cache for the correlator: keys (KeyHash digests) in use order in a Map, each with a slot, a small
+ * integer that indexes the correlator's columns (an array per field) where a record object per key would be.
+ * Slots are 0, 1, 2, ... until `max` keys, then the least recently used key is dropped and its slot is the new
+ * key's. Columns hold numbers unboxed and need no object header: ~200 bytes a pod less than records (three kinds
+ * of key a kubelet event, 5,000 kubelets).
+ * Evicting through entries().next() steps over the holes V8 leaves at the front of a Map until it rebuilds the
  * table (~3-6 us once full); a list entry per key, or one iterator kept for the map's life, evicts in ~1 us but
  * costs heap (~40 bytes a key; a kept iterator holds on to outgrown tables), measured as not worth it here.
- * Keys are KeyHash digests, never negative.
  */
-class LruMap<V> {
-  private readonly map = new Map<number, V>();
-  /** The most recently used key: the correlator sets each key right after getting it, and it is already last. */
+class LruSlots {
+  private readonly slots = new Map<number, number>();
+  /** The most recently used key: the correlator often uses a key again right after, and it is already last. */
   private last = -1;
 
   constructor(private readonly max: number) {}
 
-  get(key: number): V | undefined {
-    const value = this.map.get(key);
-    if (value !== undefined && key !== this.last) {
-      this.map.delete(key);
-      this.map.set(key, value);
+  /** The key's slot, now the most recently used key; -1 if the key is not here. */
+  get(key: number): number {
+    const slot = this.slots.get(key);
+    if (slot === undefined) return -1;
+    if (key !== this.last) {
+      this.slots.delete(key);
+      this.slots.set(key, slot);
       this.last = key;
     }
-    return value;
+    return slot;
   }
 
-  set(key: number, value: V): void {
-    if (key !== this.last) this.map.delete(key);
-    this.map.set(key, value);
+  /**
+   * A slot for a key that is not here, now the most recently used. At `max` keys the least recently used is
+   * dropped first (lru.Cache drops it after adding: the same keys remain) and the caller overwrites its columns.
+   */
+  add(key: number): number {
+    let slot = this.slots.size;
+    if (slot >= this.max) {
+      const [oldest, freed] = this.slots.entries().next().value!;
+      this.slots.delete(oldest);
+      slot = freed;
+    }
+    this.slots.set(key, slot);
     this.last = key;
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
+    return slot;
+  }
+
+  /** The key's slot, added if it is not here. */
+  use(key: number): number {
+    const slot = this.get(key);
+    return slot >= 0 ? slot : this.add(key);
   }
 }
 
@@ -106,42 +126,6 @@ class KeyHash {
   }
 }
 
-/**
- * The distinct messages of similar events in the current window, in insertion order, and when the last came.
- * Nearly every aggregate only ever sees one message (a kubelet's Pulled/Created/Started for one pod), so a Set
- * is made from the second on: a Set for each of 3 aggregates a pod was ~470 bytes a pod in a dense cluster.
- */
-class AggregateRecord {
-  private first: string | undefined;
-  private many: Set<string> | undefined;
-
-  constructor(public last: number) {}
-
-  add(message: string): void {
-    if (this.many) this.many.add(message);
-    else if (this.first === undefined) this.first = message;
-    else if (this.first !== message) this.many = new Set([this.first, message]);
-  }
-
-  get size(): number {
-    return this.many ? this.many.size : this.first === undefined ? 0 : 1;
-  }
-
-  dropOldest(): void {
-    if (this.many) this.many.delete(this.many.values().next().value!);
-    else this.first = undefined;
-  }
-}
-
-/** The event written first for a key, which the same event again bumps. */
-class ObservedRecord {
-  constructor(
-    readonly count: number,
-    readonly firstTimestamp: string,
-    readonly name: string,
-  ) {}
-}
-
 interface ObjectReference {
   kind: string | undefined;
   namespace?: string;
@@ -183,14 +167,28 @@ const SKIP: Correlation = { skip: true };
  * A 10,000-replica Deployment's ReplicaSet thus writes 25 "SuccessfulCreate" events, not 10,000.
  */
 export class EventCorrelator {
-  private readonly aggregates = new LruMap<AggregateRecord>(LRU_ENTRIES);
-  private readonly observed = new LruMap<ObservedRecord>(LRU_ENTRIES);
+  /**
+   * EventAggregate's records: per key, the distinct messages of similar events in the current window, in
+   * insertion order, and when the last came. Nearly every aggregate only ever sees one message (a kubelet's
+   * Pulled/Created/Started for one pod), so a Set is made from the second on (a Set for each of 3 aggregates a
+   * pod was ~470 bytes a pod in a dense cluster).
+   */
+  private readonly aggregates = new LruSlots(LRU_ENTRIES);
+  private readonly firstMessage: (string | undefined)[] = [];
+  private readonly messages: (Set<string> | undefined)[] = [];
+  private readonly lastSimilar: number[] = [];
+  /** eventObserve's records: per key, the event written first, which the same event again bumps. */
+  private readonly observed = new LruSlots(LRU_ENTRIES);
+  private readonly count: number[] = [];
+  private readonly firstTimestamp: string[] = [];
+  private readonly name: string[] = [];
   /**
    * The spam filter's token buckets, each held as one number: the instant it was (or would have been) empty.
    * Its tokens are (now - that) / SPAM_REFILL_MS, at most SPAM_BURST; in whole milliseconds this is exact, where
    * a fractional token count added up refills with rounding errors.
    */
-  private readonly buckets = new LruMap<number>(LRU_ENTRIES);
+  private readonly buckets = new LruSlots(LRU_ENTRIES);
+  private readonly emptyAt: number[] = [];
   private readonly objectHash = new KeyHash();
   private readonly keyHash = new KeyHash();
 
@@ -206,15 +204,18 @@ export class EventCorrelator {
     // EventAggregate: similar events (all but the message) in the last 10 minutes.
     const similar = this.keyHash.from(object).add(event.type).add(event.reason).add(event.reportingComponent).add(event.reportingInstance);
     const aggregateKey = similar.digest();
-    let aggregate = this.aggregates.get(aggregateKey);
-    if (!aggregate || now - aggregate.last > AGGREGATE_INTERVAL_MS) aggregate = new AggregateRecord(now);
-    aggregate.add(event.message);
-    aggregate.last = now;
-    this.aggregates.set(aggregateKey, aggregate);
+    let slot = this.aggregates.get(aggregateKey);
+    if (slot < 0 || now - this.lastSimilar[slot]! > AGGREGATE_INTERVAL_MS) {
+      if (slot < 0) slot = this.aggregates.add(aggregateKey);
+      this.firstMessage[slot] = undefined;
+      this.messages[slot] = undefined;
+    }
+    this.lastSimilar[slot] = now;
     let key: number;
-    if (aggregate.size >= AGGREGATE_MAX_EVENTS) {
+    if (this.addMessage(slot, event.message) >= AGGREGATE_MAX_EVENTS) {
       // The set stays below the threshold, so every further similar event is aggregated too.
-      aggregate.dropOldest();
+      const messages = this.messages[slot]!;
+      messages.delete(messages.values().next().value!);
       // One field more than any event's own key below, so the two kinds of key cannot be the same fields.
       key = similar.add('aggregate').digest();
       const at = rfc3339(now);
@@ -234,25 +235,50 @@ export class EventCorrelator {
     }
 
     // eventObserve: the same event again is a count bump of the one written first.
-    const previous = this.observed.get(key);
-    if (previous) event = { ...event, metadata: { ...event.metadata, name: previous.name }, firstTimestamp: previous.firstTimestamp, count: previous.count + 1 };
-    this.observed.set(key, new ObservedRecord(event.count, event.firstTimestamp, event.metadata.name));
+    slot = this.observed.get(key);
+    if (slot >= 0) {
+      event = { ...event, metadata: { ...event.metadata, name: this.name[slot]! }, firstTimestamp: this.firstTimestamp[slot]!, count: this.count[slot]! + 1 };
+    } else {
+      slot = this.observed.add(key);
+    }
+    this.observe(slot, event.count, event.firstTimestamp, event.metadata.name);
 
     // EventSourceObjectSpamFilter: a token bucket per source and object, full to start with.
     const full = now - SPAM_BURST * SPAM_REFILL_MS;
-    let emptyAt = this.buckets.get(objectKey) ?? full;
-    if (emptyAt < full) emptyAt = full;
+    let emptyAt = full;
+    slot = this.buckets.get(objectKey);
+    if (slot < 0) slot = this.buckets.add(objectKey);
+    else emptyAt = Math.max(this.emptyAt[slot]!, full);
     const allowed = now - emptyAt >= SPAM_REFILL_MS;
-    this.buckets.set(objectKey, allowed ? emptyAt + SPAM_REFILL_MS : emptyAt);
+    this.emptyAt[slot] = allowed ? emptyAt + SPAM_REFILL_MS : emptyAt;
     if (!allowed) return SKIP;
     return { skip: false, key, event, update: event.count > 1 };
+  }
+
+  /** Adds a message to an aggregate's distinct messages; how many there are now. */
+  private addMessage(slot: number, message: string): number {
+    const many = this.messages[slot];
+    if (many) return many.add(message).size;
+    const first = this.firstMessage[slot];
+    if (first === undefined || first === message) {
+      this.firstMessage[slot] = message;
+      return 1;
+    }
+    this.messages[slot] = new Set([first, message]);
+    return 2;
+  }
+
+  private observe(slot: number, count: number, firstTimestamp: string, name: string): void {
+    this.count[slot] = count;
+    this.firstTimestamp[slot] = firstTimestamp;
+    this.name[slot] = name;
   }
 
   /** The server's answer (its count, after a create that replaced a vanished event) for the next bump. */
   written(key: number, event: KubeObject): void {
     const count = typeof event.count === 'number' ? event.count : 1;
     const firstTimestamp = typeof event.firstTimestamp === 'string' ? event.firstTimestamp : '';
-    this.observed.set(key, new ObservedRecord(count, firstTimestamp, event.metadata.name!));
+    this.observe(this.observed.use(key), count, firstTimestamp, event.metadata.name!);
   }
 }
 
