@@ -33,7 +33,7 @@ function count(map: Map<string, Map<string, number>>, owner: string, key: string
 
 /**
  * One shared PodRequest per distinct request: every pod of a template asks the same, and the accounting keeps a
- * request per assigned pod (a Map each, ~300 bytes). Shared requests are only read. The table starts afresh past
+ * request per assigned pod (an object and a Map each). Shared requests are only read. The table starts afresh past
  * 10,000 requests, so that it stays small whatever the pods ask.
  */
 const sharedRequests = new Map<string, PodRequest>();
