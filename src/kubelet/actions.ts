@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { rfc3339 } from '../clock/clock.js';
-import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
+import { isPlainObject, type KubeObject } from '../api/types.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
 import { sharedText as shared } from '../storage/compact.js';
 
@@ -87,8 +87,41 @@ function containersOf(pod: KubeObject, list: 'containers' | 'initContainers'): O
   return Array.isArray(items) ? (items.filter(isPlainObject) as Obj[]) : [];
 }
 
+/**
+ * The pod's status to build the next one on: a shallow copy. Its parts stay the pod's own until an action
+ * replaces them (never changed in place), so that the store's copy and compaction of the written status skip
+ * every part it already holds.
+ */
 function statusOf(pod: KubeObject): Obj {
-  return isPlainObject(pod.status) ? (deepCopy(pod.status) as Obj) : {};
+  return isPlainObject(pod.status) ? { ...pod.status } : {};
+}
+
+/** `list` mapped by `fn`, or `list` itself when `fn` returned every item unchanged. */
+function mapShared(list: Obj[], fn: (item: Obj) => Obj): Obj[] {
+  let out: Obj[] | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const next = fn(list[i]!);
+    if (next !== list[i] && !out) out = list.slice(0, i);
+    out?.push(next);
+  }
+  return out ?? list;
+}
+
+/** Whether a condition as setPodCondition would write it is the one the status holds (same members, same order). */
+function sameCondition(status: Obj, condition: Obj): boolean {
+  const conditions = Array.isArray(status.conditions) ? (status.conditions as Obj[]) : [];
+  const previous = conditions.find((c) => c.type === condition.type);
+  // Same status: setPodCondition would keep its lastTransitionTime.
+  if (!previous || previous.status !== condition.status || previous.lastProbeTime !== null) return false;
+  const keys = Object.keys(previous);
+  const want = Object.keys(condition);
+  if (keys.length !== want.length + 2 || keys[want.length] !== 'lastProbeTime' || keys[want.length + 1] !== 'lastTransitionTime') return false;
+  return want.every((k, i) => keys[i] === k && previous[k] === condition[k]);
+}
+
+/** setPodCondition that keeps the condition (and the conditions array) when it would write the same one. */
+function setCondition(status: Obj, condition: Obj, now: string): void {
+  if (!sameCondition(status, condition)) setPodCondition(status, condition, now);
 }
 
 function statuses(status: Obj, list: 'containerStatuses' | 'initContainerStatuses'): Obj[] {
@@ -163,9 +196,9 @@ function setReadiness(status: Obj, now: string, terminal: boolean): void {
   const containers = statuses(status, 'containerStatuses');
   const unready = notReadyNames(containers);
   for (const type of ['Ready', 'ContainersReady']) {
-    if (terminal) setPodCondition(status, { type, status: 'False', reason: 'PodCompleted' }, now);
-    else if (unready.length === 0 && containers.length > 0) setPodCondition(status, { type, status: 'True' }, now);
-    else setPodCondition(status, { type, status: 'False', reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` }, now);
+    if (terminal) setCondition(status, { type, status: 'False', reason: 'PodCompleted' }, now);
+    else if (unready.length === 0 && containers.length > 0) setCondition(status, { type, status: 'True' }, now);
+    else setCondition(status, { type, status: 'False', reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` }, now);
   }
 }
 
@@ -178,7 +211,10 @@ function sortConditions(status: Obj): void {
     const i = CONDITION_ORDER.indexOf(String(c.type));
     return i < 0 ? CONDITION_ORDER.length : i;
   };
-  status.conditions = [...(status.conditions as Obj[])].sort((a, b) => rank(a) - rank(b));
+  const conditions = status.conditions as Obj[];
+  // Already in order (the usual case): the array stays the one it is, shared with the stored pod.
+  if (conditions.every((c, i) => i === 0 || rank(conditions[i - 1]!) <= rank(c))) return;
+  status.conditions = [...conditions].sort((a, b) => rank(a) - rank(b));
 }
 
 function startLines(pod: KubeObject, c: Obj, restartCount: number, env: Array<[string, string]>): string[] {
@@ -299,9 +335,9 @@ function accept(pod: KubeObject, ctx: ActionContext): ActionResult {
   status.hostIP = ctx.hostIP;
   status.hostIPs = [{ ip: ctx.hostIP }];
   status.startTime = now;
-  setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
-  if (inits.length === 0) setPodCondition(status, { type: 'Initialized', status: 'True' }, now);
-  else setPodCondition(status, { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${inits.map((c) => String(c.name)).join(' ')}]` }, now);
+  setCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
+  if (inits.length === 0) setCondition(status, { type: 'Initialized', status: 'True' }, now);
+  else setCondition(status, { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${inits.map((c) => String(c.name)).join(' ')}]` }, now);
   // App containers wait in ContainerCreating, or in PodInitializing behind init containers (shown Init:0/N).
   status.containerStatuses = containersOf(pod, 'containers').map((c) => waitingStatus(c, inits.length > 0 ? 'PodInitializing' : 'ContainerCreating'));
   if (inits.length > 0) status.initContainerStatuses = inits.map((c) => waitingStatus(c, 'PodInitializing'));
@@ -352,11 +388,11 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
       return started.status;
     });
   }
-  setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'True' }, now);
+  setCondition(status, { type: 'PodReadyToStartContainers', status: 'True' }, now);
   if (initFailed) {
     const pending = statuses(status, 'initContainerStatuses').filter((cs) => !isPlainObject(state(cs).terminated)).map((cs) => String(cs.name));
-    setPodCondition(status, { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${pending.join(' ')}]` }, now);
-  } else setPodCondition(status, { type: 'Initialized', status: 'True' }, now);
+    setCondition(status, { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${pending.join(' ')}]` }, now);
+  } else setCondition(status, { type: 'Initialized', status: 'True' }, now);
   status.phase = phaseFromContainers(status, restartPolicyOf(pod));
   setReadiness(status, now, false);
   sortConditions(status);
@@ -367,7 +403,7 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
 function ready(pod: KubeObject, ctx: ActionContext): ActionResult {
   const now = rfc3339(ctx.now);
   const status = statusOf(pod);
-  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => (isPlainObject(state(cs).running) ? { ...cs, ready: true } : cs));
+  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => (isPlainObject(state(cs).running) && cs.ready !== true ? { ...cs, ready: true } : cs));
   setReadiness(status, now, false);
   sortConditions(status);
   return { ...empty(), status };
@@ -380,7 +416,7 @@ function exit(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): Act
   const code = exitCodeSetting(ctx, params);
   const reason = typeof params?.reason === 'string' ? params.reason : undefined;
   const logs: ActionLog[] = [];
-  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (!isPlainObject(state(cs).running)) return cs;
     logs.push({ container: String(cs.name), end: true, lines: [`[kube-sim] container ${String(cs.name)} exited with code ${code}${reason ? ` (${reason})` : ''}`] });
     return terminate(cs, code, now, reason);
@@ -388,7 +424,7 @@ function exit(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): Act
   status.phase = phaseFromContainers(status, restartPolicyOf(pod));
   const terminal = status.phase === 'Succeeded' || status.phase === 'Failed';
   setReadiness(status, now, terminal);
-  if (terminal) setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
+  if (terminal) setCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
   sortConditions(status);
   return { events: [], logs, status };
 }
@@ -400,7 +436,7 @@ function backOff(pod: KubeObject, ctx: ActionContext): ActionResult {
   const policy = restartPolicyOf(pod);
   const events: ActionEvent[] = [];
   const ref = `${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})`;
-  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (!wantsRestart(policy, cs)) return cs;
     const restarts = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
     const wait = goDuration(crashLoopDelayMs(restarts));
@@ -419,7 +455,7 @@ function restart(pod: KubeObject, ctx: ActionContext): ActionResult {
   const policy = restartPolicyOf(pod);
   const result: ActionResult = { events: [], logs: [], annotations: {} };
   const specs = new Map(containersOf(pod, 'containers').map((c) => [String(c.name), c]));
-  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     const waitingReason = isPlainObject(state(cs).waiting) ? (state(cs).waiting as Obj).reason : undefined;
     const terminated = state(cs).terminated;
     const c = specs.get(String(cs.name));
@@ -457,7 +493,7 @@ function stop(pod: KubeObject, ctx: ActionContext): ActionResult {
   const status = statusOf(pod);
   const logs: ActionLog[] = [];
   let any = false;
-  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (isPlainObject(state(cs).terminated)) return cs;
     any = true;
     if (isPlainObject(state(cs).running)) logs.push({ container: String(cs.name), end: true, lines: [`[kube-sim] container ${String(cs.name)} exited with code 0`] });
@@ -470,7 +506,7 @@ function stop(pod: KubeObject, ctx: ActionContext): ActionResult {
     status.phase = failed ? 'Failed' : 'Succeeded';
   }
   setReadiness(status, now, true);
-  setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
+  setCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
   sortConditions(status);
   return { events: [], logs, status };
 }
@@ -482,7 +518,7 @@ function failPod(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): 
   const message = typeof params?.message === 'string' ? params.message : '';
   const status = statusOf(pod);
   const logs: ActionLog[] = [];
-  status.containerStatuses = statuses(status, 'containerStatuses').map((cs) => {
+  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (isPlainObject(state(cs).terminated)) return cs;
     if (isPlainObject(state(cs).running)) logs.push({ container: String(cs.name), end: true, lines: [`[kube-sim] container ${String(cs.name)} killed: ${reason}`] });
     return terminate(cs, 137, now, 'Error');
@@ -491,7 +527,7 @@ function failPod(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): 
   status.reason = reason;
   status.message = message;
   setReadiness(status, now, true);
-  setPodCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
+  setCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
   sortConditions(status);
   return { events: [{ type: 'Warning', reason, message }], logs, status };
 }
