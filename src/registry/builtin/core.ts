@@ -1,6 +1,6 @@
 import { FieldErrors, type StatusCause } from '../../api/errors.js';
 import { createServiceAccountToken } from '../../auth/service-account-tokens.js';
-import { isPlainObject, type KubeObject } from '../../api/types.js';
+import { deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
 import { checkConfigMapKey } from '../../api/validation.js';
 import { ageOf, col, field, num, orNone, str } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
@@ -139,8 +139,9 @@ const pods: KindInfo = {
       return validatePodSpec(obj.spec, 'spec');
     },
     validateUpdate(next, old) {
-      // A status write keeps the stored spec itself: nothing to compare.
-      if (next.spec === old.spec) return [];
+      // A status write keeps the stored spec itself, and most updates (labels, annotations, finalizers) leave it
+      // as it was: a walk that allocates nothing, where the check below copies and serialises both specs.
+      if (next.spec === old.spec || deepEqual(next.spec, old.spec)) return [];
       // Pod spec is immutable but for a few fields (image, activeDeadlineSeconds, tolerations additions).
       const strip = (s: unknown): unknown => {
         if (!isPlainObject(s)) return s;
