@@ -19,8 +19,8 @@ export const SPAM_REFILL_MS = 300_000;
  * groupcache's lru.Cache for the correlator: keys (KeyHash digests) in use order in a Map, each with a slot, a small
  * integer that indexes the correlator's columns (an array per field) where a record object per key would be.
  * Slots are 0, 1, 2, ... until `max` keys, then the least recently used key is dropped and its slot is the new
- * key's. Columns hold numbers unboxed and need no object header: ~200 bytes a pod less than records (three kinds
- * of key a kubelet event, 5,000 kubelets).
+ * key's. Columns hold numbers unboxed and need no object header: ~100 bytes a pod less than a record per key
+ * (measured: a pod's kubelet events make seven keys).
  * Evicting through entries().next() steps over the holes V8 leaves at the front of a Map until it rebuilds the
  * table (~3-6 us once full); a list entry per key, or one iterator kept for the map's life, evicts in ~1 us but
  * costs heap (~40 bytes a key; a kept iterator holds on to outgrown tables), measured as not worth it here.
@@ -71,7 +71,7 @@ class LruSlots {
  * A 53-bit hash of a correlator key's fields, which the LRUs hold instead of the key string: a number (one
  * 16-byte heap number) rather than ~100-200 characters, which 5,000 kubelet recorders kept at ~1.9 KB a pod.
  * Two 32-bit lanes, each a multiply-rotate step per UTF-16 unit (a bijection of the lane's state, so keys of one
- * length that differ in one unit never meet) and a separator after each field that no unit can equal (so fields
+ * length that differ in one unit keep different lanes up to the final cut to 53 bits) and a separator after each field that no unit can equal (so fields
  * cannot run into each other, which the old \0-joined strings could); then both lanes mixed into each other.
  * Why a collision cannot matter in practice: an LRU holds at most 4,096 keys, so a new key meets one of them with
  * odds of ~4,096 / 2^53 (5e-13); a billion events in one recorder would leave odds of 5e-4 of one wrong count bump
