@@ -105,3 +105,31 @@ test('a recurring event whose Event is gone is written again under its name, wit
   assert.equal(again[0]!.count, 3);
   await cluster.close();
 });
+
+test('a recorder remembers the 4,096 events it used last (client-go LRU caches): an older one is written anew', async () => {
+  const { cluster, recorder, rs, events } = await setup();
+  const settle = (): Promise<void> => cluster.virtualClock!.settle();
+  const pod = (i: number): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `p-${i}`, namespace: 'default', uid: `uid-${i}` } });
+  recorder.event(rs, 'Normal', 'Dropped', 'not seen again for a while');
+  await settle();
+  recorder.event(rs, 'Normal', 'Kept', 'seen again');
+  await settle();
+  // 4,095 more events: with "Kept" seen again halfway, "Dropped" is the least recently used when the 4,097th comes.
+  for (let i = 0; i < 4095; i++) {
+    recorder.event(pod(i), 'Normal', 'Created', 'Created container: app');
+    if (i === 2000) recorder.event(rs, 'Normal', 'Kept', 'seen again');
+    await settle();
+  }
+  recorder.event(rs, 'Normal', 'Kept', 'seen again');
+  recorder.event(rs, 'Normal', 'Dropped', 'not seen again for a while');
+  const about = (await events()).filter((e) => e.reason === 'Kept' || e.reason === 'Dropped');
+  assert.deepEqual(
+    about.map((e) => [e.reason, e.count]).sort(),
+    [
+      ['Dropped', 1],
+      ['Dropped', 1],
+      ['Kept', 3],
+    ],
+  );
+  await cluster.close();
+});
