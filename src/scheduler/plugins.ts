@@ -236,7 +236,9 @@ function preferredAffinityRaw(preferred: readonly Obj[], node: KubeObject): numb
 
 /** PreferNoSchedule taints the pod does not tolerate (fewer is better); `tolerations` those that could apply. */
 function intolerablePreferNoSchedule(tolerations: readonly Toleration[], node: KubeObject): number {
-  return nodeTaints(node).filter((t) => t.effect === 'PreferNoSchedule' && !tolerations.some((tol) => tolerates(tol, t))).length;
+  let n = 0;
+  for (const t of nodeTaints(node)) if (t.effect === 'PreferNoSchedule' && !tolerations.some((tol) => tolerates(tol, t))) n++;
+  return n;
 }
 
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';
@@ -255,22 +257,39 @@ export interface Candidate {
  */
 export function selectHost(pod: KubeObject, request: PodRequest, candidates: readonly Candidate[], pick: (n: number) => number): number {
   if (candidates.length === 1) return 0;
+  // One pass for the raw scores, one to normalise them: this runs for every pod over up to all nodes.
   // Spreading: hostname maxSkew 3, zone maxSkew 5, both ScheduleAnyway; fewer siblings scores higher.
-  const zones = new Set(candidates.map((c) => c.state.node.metadata.labels?.[ZONE_LABEL] ?? ''));
+  const zones = new Set<string>();
+  for (const c of candidates) zones.add(c.state.node.metadata.labels?.[ZONE_LABEL] ?? '');
   const wHost = Math.log(candidates.length + 2);
   const wZone = zones.size > 1 ? Math.log(zones.size + 2) : 0;
-  const spreadRaw = candidates.map((c) => c.siblingsOnNode * wHost + c.siblingsInZone * wZone);
-  const maxSpread = Math.max(...spreadRaw);
-  const minSpread = Math.min(...spreadRaw);
   const preferred = preferredTerms(pod);
-  const affinityRaw = candidates.map((c) => (preferred.length === 0 ? 0 : preferredAffinityRaw(preferred, c.state.node)));
-  const maxAffinity = Math.max(...affinityRaw);
   const tolerations = tolerationsOf(pod).filter((t) => t.effect === undefined || t.effect === '' || t.effect === 'PreferNoSchedule');
-  const taintRaw = candidates.map((c) => intolerablePreferNoSchedule(tolerations, c.state.node));
-  const maxTaint = Math.max(...taintRaw);
+  const n = candidates.length;
+  const spreadRaw = new Float64Array(n);
+  const affinityRaw = new Float64Array(n);
+  const taintRaw = new Float64Array(n);
+  let maxSpread = -Infinity;
+  let minSpread = Infinity;
+  let maxAffinity = -Infinity;
+  let maxTaint = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const c = candidates[i]!;
+    const spread = c.siblingsOnNode * wHost + c.siblingsInZone * wZone;
+    const affinity = preferred.length === 0 ? 0 : preferredAffinityRaw(preferred, c.state.node);
+    const taint = intolerablePreferNoSchedule(tolerations, c.state.node);
+    spreadRaw[i] = spread;
+    affinityRaw[i] = affinity;
+    taintRaw[i] = taint;
+    if (spread > maxSpread) maxSpread = spread;
+    if (spread < minSpread) minSpread = spread;
+    if (affinity > maxAffinity) maxAffinity = affinity;
+    if (taint > maxTaint) maxTaint = taint;
+  }
   let best = -Infinity;
   let ties: number[] = [];
-  candidates.forEach((c, i) => {
+  for (let i = 0; i < n; i++) {
+    const c = candidates[i]!;
     const spread = maxSpread === minSpread ? 100 : (100 * (maxSpread - spreadRaw[i]!)) / (maxSpread - minSpread);
     const affinity = maxAffinity > 0 ? (100 * affinityRaw[i]!) / maxAffinity : 0;
     const taint = maxTaint > 0 ? 100 * (1 - taintRaw[i]! / maxTaint) : 100;
@@ -279,6 +298,6 @@ export function selectHost(pod: KubeObject, request: PodRequest, candidates: rea
       best = score;
       ties = [i];
     } else if (score === best) ties.push(i);
-  });
+  }
   return ties[ties.length === 1 ? 0 : pick(ties.length)]!;
 }

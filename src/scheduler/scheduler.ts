@@ -1,6 +1,6 @@
 import { rfc3339 } from '../clock/clock.js';
 import { ApiError } from '../api/errors.js';
-import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
+import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources as Gvrs } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { isTerminal, podNodeName } from '../controllers/pod-util.js';
@@ -323,7 +323,8 @@ export class Scheduler implements Controller {
     // Parked in the same synchronous step as the failed filter: a change after it moves the pod again.
     this.parked.add(key);
     this.recorder.event(pod, 'Warning', 'FailedScheduling', message);
-    const status = deepCopy(isPlainObject(pod.status) ? pod.status : {}) as Obj;
+    // setPodCondition replaces the conditions array: the other parts stay the stored pod's, which the store's write skips.
+    const status: Obj = isPlainObject(pod.status) ? { ...pod.status } : {};
     setPodCondition(status, { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message }, rfc3339(now));
     if (!deepEqual(status, pod.status)) {
       try {
