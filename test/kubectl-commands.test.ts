@@ -436,7 +436,9 @@ ${extra}`;
 
     // delete --wait on an object held by a finalizer returns once the finalizer is gone.
     await api.create('/api/v1/namespaces/cmds/configmaps', { metadata: { name: 'held', finalizers: ['example.com/hold'] } });
-    const gone = spawnKubectl(server.url, ['wait', '--for=delete', 'cm/held', '-n', 'cmds', '--timeout=20s'], KUBECTL);
+    const gone = spawnKubectl(server.url, ['wait', '--for=delete', 'cm/held', '-n', 'cmds', '--timeout=20s', '-v=6'], KUBECTL);
+    // Only a wait that saw the object prints "condition met": one that starts after it is gone succeeds silently.
+    await gone.untilStderr((log) => /configmaps\/held\S* 200 OK|configmaps\/held" status="200 OK"/.test(log), 'kubectl wait to find the ConfigMap');
     const deleting = spawnKubectl(server.url, ['delete', 'cm', 'held', '-n', 'cmds', '--wait=true', '--timeout=20s'], KUBECTL);
     await deleting.until((out) => out.includes('configmap "held" deleted'), 'the delete to be accepted');
     await new Promise((resolve) => setTimeout(resolve, 300));

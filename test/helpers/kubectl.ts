@@ -139,10 +139,19 @@ export class KubectlProcess {
 
   /** Resolves once stdout satisfies the predicate. */
   until(predicate: (stdout: string) => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+    return this.waitFor(() => predicate(this.stdout), what, timeoutMs);
+  }
+
+  /** Resolves once stderr (where `-v=6` logs each request) satisfies the predicate. */
+  untilStderr(predicate: (stderr: string) => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+    return this.waitFor(() => predicate(this.stderr), what, timeoutMs);
+  }
+
+  private waitFor(done: () => boolean, what: string, timeoutMs: number): Promise<void> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`kubectl: timed out waiting for ${what}; stdout:\n${this.stdout}\nstderr:\n${this.stderr}`)), timeoutMs);
       const check = (): void => {
-        if (predicate(this.stdout)) {
+        if (done()) {
           clearTimeout(timer);
           resolve();
         } else if (this.child.exitCode !== null || this.child.signalCode !== null) {
