@@ -482,15 +482,18 @@ function checkPreconditions(gr: GroupResource, current: KubeObject, pre: Precond
   }
 }
 
-/** Whether an update changes nothing but the resourceVersion: compared in place, no copies (it runs on every write). */
+/**
+ * Whether an update changes nothing but the resourceVersion: compared in place, no copies (it runs on every write).
+ * Metadata last: most writes change the spec or status (a Lease's renewTime, a status), not metadata.
+ */
 function sameIgnoringVersion(next: KubeObject, current: KubeObject): boolean {
   const keys = Object.keys(next);
   if (keys.length !== Object.keys(current).length) return false;
   for (const key of keys) {
     if (!(key in current)) return false;
-    if (key === 'metadata' ? !sameExcept(next.metadata, current.metadata, 'resourceVersion') : !deepEqual(next[key], current[key])) return false;
+    if (key !== 'metadata' && !deepEqual(next[key], current[key])) return false;
   }
-  return true;
+  return sameExcept(next.metadata, current.metadata, 'resourceVersion');
 }
 
 function sameExcept(a: Record<string, unknown>, b: Record<string, unknown>, ignored: string): boolean {
