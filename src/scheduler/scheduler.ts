@@ -171,8 +171,11 @@ export class Scheduler implements Controller {
   }
 
   private podChanged(old: KubeObject | undefined, pod: KubeObject): void {
-    const key = cacheKey(pod);
     const node = podNodeName(pod);
+    // A bound pod that stays on its node, terminal or not as before (its status writes, its deletion): its
+    // previous event left the accounting as it must be. Most pod events are these; no key is built for them.
+    if (node !== '' && old !== undefined && podNodeName(old) === node && isTerminal(old) === isTerminal(pod)) return;
+    const key = cacheKey(pod);
     if (node !== '') {
       this.assumed.delete(key);
       this.forgetUnschedulable(key);
