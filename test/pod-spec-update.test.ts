@@ -26,6 +26,15 @@ test('pod updates: metadata changes pass, an image may change, other spec change
     const image = cluster.api.patch(pods, 'default', 'web', 'strategic', { spec: { containers: [{ name: 'c', image: 'nginx:2' }] } });
     assert.equal((spec(image).containers as Array<{ image: string }>)[0]!.image, 'nginx:2');
 
+    // A replace of the whole pod with its keys sorted (as `kubectl get -o yaml` then `kubectl replace` sends it)
+    // that changes only an image is allowed too.
+    const sortKeys = (v: unknown): unknown =>
+      Array.isArray(v) ? v.map(sortKeys) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, sortKeys(x)])) : v;
+    const sorted = sortKeys(image) as KubeObject;
+    (spec(sorted).containers as Array<{ image: string }>)[0]!.image = 'nginx:3';
+    const replaced = cluster.api.update(pods, 'default', 'web', sorted);
+    assert.equal((spec(replaced).containers as Array<{ image: string }>)[0]!.image, 'nginx:3');
+
     let forbidden: ApiError | undefined;
     try {
       cluster.api.patch(pods, 'default', 'web', 'merge', { spec: { restartPolicy: 'Always' } });
@@ -35,7 +44,7 @@ test('pod updates: metadata changes pass, an image may change, other spec change
     assert.equal(forbidden?.code, 422);
     assert.match(forbidden!.message, /spec: Forbidden: pod updates may not change fields other than `spec\.containers\[\*\]\.image`/);
     assert.equal(spec(cluster.api.get(pods, 'default', 'web')).restartPolicy, 'Never');
-    assert.notEqual(pod.metadata.resourceVersion, image.metadata.resourceVersion);
+    assert.notEqual(pod.metadata.resourceVersion, replaced.metadata.resourceVersion);
   } finally {
     await sim.close();
   }

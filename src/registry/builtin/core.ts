@@ -140,7 +140,7 @@ const pods: KindInfo = {
     },
     validateUpdate(next, old) {
       // A status write keeps the stored spec itself, and most updates (labels, annotations, finalizers) leave it
-      // as it was: a walk that allocates nothing, where the check below copies and serialises both specs.
+      // as it was: a walk that allocates nothing, where the check below copies both specs.
       if (next.spec === old.spec || deepEqual(next.spec, old.spec)) return [];
       // Pod spec is immutable but for a few fields (image, activeDeadlineSeconds, tolerations additions).
       const strip = (s: unknown): unknown => {
@@ -149,7 +149,8 @@ const pods: KindInfo = {
         const noImages = (list: unknown): unknown => (Array.isArray(list) ? list.map((c) => (isPlainObject(c) ? { ...c, image: undefined } : c)) : list);
         return { ...rest, containers: noImages(containers), initContainers: noImages(initContainers) };
       };
-      if (JSON.stringify(strip(next.spec)) !== JSON.stringify(strip(old.spec))) {
+      // Compared as values, whatever order the keys come in (kubectl's YAML round trip sorts them).
+      if (!deepEqual(strip(next.spec), strip(old.spec))) {
         return [FieldErrors.forbidden('spec', 'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)')];
       }
       return [];
