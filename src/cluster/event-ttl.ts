@@ -7,19 +7,21 @@ export const DEFAULT_EVENT_TTL_MS = 60 * 60 * 1000;
 
 /**
  * Expires Events (core/v1 storage, which events.k8s.io/v1 shares) like the etcd lease kube-apiserver attaches to them, so long
- * simulations do not grow without bound. Writes arrive in time order, so a FIFO of (expiry, key) plus one
+ * simulations do not grow without bound. Writes arrive in time order, so a FIFO of (expiry, which write) plus one
  * timer at its head is enough; an entry whose event was written again since is skipped when it comes due.
  */
 export class EventExpiry {
   /**
    * The FIFO, as parallel arrays (one entry per write: a dense cluster has hundreds of thousands): the expiry
-   * instant (a packed array of doubles) and the stored event itself, whose namespace, name and resourceVersion
-   * say which event to check, and the resource when more than one is tracked. An object per entry took ~90
-   * bytes with its boxed number, the event's own strings ~40, this ~16. Stored objects never change, so holding
-   * one costs nothing while it is current; one written again (or deleted) since is held until its entry is due.
+   * instant and the write's resourceVersion (packed arrays of doubles), and the event's namespace and name (the
+   * stored event's own strings, shared by all its versions), plus the resource when more than one is tracked.
+   * An object per entry took ~90 bytes with its boxed number; this takes ~32 and holds no version of the event
+   * (holding the written object itself kept every rewrite of a repeating event alive for the whole TTL).
    */
   private readonly at: number[] = [];
-  private readonly written: (KubeObject | undefined)[] = [];
+  private readonly revision: number[] = [];
+  private readonly namespace: string[] = [];
+  private readonly name: string[] = [];
   private readonly resource: string[] | undefined;
   private head = 0;
   private timer?: TimerHandle;
@@ -41,7 +43,9 @@ export class EventExpiry {
   private track(resource: string, obj: KubeObject): void {
     const at = this.clock.now() + this.ttlMs;
     this.at.push(at);
-    this.written.push(obj);
+    this.revision.push(Number(obj.metadata.resourceVersion));
+    this.namespace.push(obj.metadata.namespace ?? '');
+    this.name.push(obj.metadata.name!);
     this.resource?.push(resource);
     if (at < this.timerAt) this.arm(at);
   }
@@ -57,17 +61,13 @@ export class EventExpiry {
     const now = this.clock.now();
     while (this.head < this.at.length && this.at[this.head]! <= now) {
       const i = this.head++;
-      const { namespace = '', name, resourceVersion } = this.written[i]!.metadata;
-      this.written[i] = undefined; // not held until the splice below
       const resource = this.resource ? this.resource[i]! : this.resources[0]!;
-      const current = this.store.get(resource, namespace, name!);
+      const current = this.store.get(resource, this.namespace[i]!, this.name[i]!);
       // Only the entry of the latest write expires the event; earlier entries of a rewritten event are stale.
-      if (current && current.metadata.resourceVersion === resourceVersion) this.store.delete(resource, namespace, name!);
+      if (current && Number(current.metadata.resourceVersion) === this.revision[i]) this.store.delete(resource, this.namespace[i]!, this.name[i]!);
     }
     if (this.head > 4096 && this.head * 2 > this.at.length) {
-      this.at.splice(0, this.head);
-      this.written.splice(0, this.head);
-      this.resource?.splice(0, this.head);
+      for (const column of [this.at, this.revision, this.namespace, this.name, this.resource]) column?.splice(0, this.head);
       this.head = 0;
     }
     if (this.head < this.at.length) this.arm(this.at[this.head]!);
