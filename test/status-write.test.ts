@@ -62,6 +62,12 @@ test('a /status write: metadata errors as before, private copies of what it keep
     assert.deepEqual(stored.status, { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] });
     assert.deepEqual(stored.metadata.labels, { app: 'web', track: 'b' });
     assert.equal(written.spec, current.spec, 'the spec is the stored one, not a copy');
+    // Parts of the body that are the stored object's own stay the stored ones: only what is new is copied.
+    const before = cluster.api.get(pods, 'default', 'web');
+    await client.updateStatus(Resources.pods, { ...before, status: { ...(before.status as Record<string, unknown>), phase: 'Succeeded' } });
+    const after = cluster.api.get(pods, 'default', 'web');
+    assert.equal((after.status as Record<string, unknown>).phase, 'Succeeded');
+    assert.equal((after.status as Record<string, unknown>).conditions, (before.status as Record<string, unknown>).conditions, 'the unchanged conditions are shared');
 
     // The label moved in the index, and the watcher of track=a saw the pod leave.
     const names = (selector: string): string[] => cluster.api.list(pods, 'default', { labelSelector: selector }).items.map((p) => p.metadata.name!);

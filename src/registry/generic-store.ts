@@ -11,7 +11,7 @@ import type { MemoryStore, Preconditions } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
 import type { Registry } from './registry.js';
 import type { Requester } from '../auth/api-auth.js';
-import { groupVersion, resourceKey, type KindInfo, type StrategyContext } from './types.js';
+import { groupVersion, resourceKey, type KindInfo, type Strategy, type StrategyContext } from './types.js';
 
 export interface ListQuery {
   labelSelector?: string;
@@ -162,7 +162,7 @@ export class GenericStore {
     // An in-process /status write: what the store keeps of it, copied but for the parts it holds already.
     const ownPart = options.subresource === 'status' && !options.takeBody && options.fieldValidation === undefined;
     const incoming = ownPart
-      ? this.decodeBody(info, namespace, statusPart(body, this.store.get(resourceKey(info), scoped(info, namespace), name)), true)
+      ? this.decodeBody(info, namespace, statusPart(body, this.store.get(resourceKey(info), scoped(info, namespace), name), info.strategy?.statusMetadata ?? []), true)
       : this.decodeBody(info, namespace, body, options.takeBody);
     this.checkFields(info, incoming, options);
     if (incoming.metadata.name !== name) {
@@ -600,23 +600,20 @@ function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeNa
  * What a /status write keeps of an in-process body, as the store's own copy (prepareStatusUpdate takes the rest
  * from the stored object): the kubelet and controllers send whole objects read from informers, whose specs need no
  * copy, and whose metadata and status parts that are the stored object's own need none either. decodeBody changes
- * only the top level of metadata; the labels, annotations and finalizers a status write may keep are copied.
+ * only the top level of metadata; of the rest, only what the kind's status writes keep (statusMetadata) is copied.
  */
-function statusPart(body: unknown, stored: KubeObject | undefined): unknown {
+function statusPart(body: unknown, stored: KubeObject | undefined, kept: NonNullable<Strategy['statusMetadata']>): unknown {
   if (!isPlainObject(body)) return body;
   let metadata = body.metadata;
   if (isPlainObject(metadata)) {
     const own: Record<string, unknown> = { ...metadata };
-    for (const f of STATUS_METADATA) if (own[f] !== undefined) own[f] = deepCopy(own[f], stored?.metadata[f]);
+    for (const f of kept) if (own[f] !== undefined) own[f] = deepCopy(own[f], stored?.metadata[f]);
     metadata = own;
   }
   const part: Record<string, unknown> = { apiVersion: body.apiVersion, kind: body.kind, metadata };
   if (body.status !== undefined) part.status = deepCopy(body.status, stored?.status);
   return part;
 }
-
-/** The metadata a /status write can keep (Strategy.statusMetadata). */
-const STATUS_METADATA = ['labels', 'annotations', 'finalizers'] as const;
 
 /** An object of a kind served from another's storage, as the client sees it (and back). */
 function fromStorage(info: KindInfo, obj: KubeObject): KubeObject {
