@@ -12,8 +12,9 @@ export class LineSplitter {
     const text = this.rest + chunk;
     const lines: string[] = [];
     let start = 0;
-    let newline: number;
-    while ((newline = text.indexOf('\n', start)) >= 0) {
+    // The unfinished line held no newline: a long event arriving in many chunks is not searched again each time.
+    let newline = text.indexOf('\n', this.rest.length);
+    for (; newline >= 0; newline = text.indexOf('\n', start)) {
       const line = text.slice(start, newline).trim();
       if (line) lines.push(line);
       start = newline + 1;
