@@ -192,7 +192,7 @@ test("the seed's shell controller through a kubectl proxy with the ServiceAccoun
 
   const script = startSeedScript(t, `http://127.0.0.1:${port}`);
   await as(ADMIN, ['patch', 'configmap', 'webapp-config', '--patch', JSON.stringify({ data: { message: 'Hello, Updated World!' } })]);
-  await script.nudgeUntilItActs((label) => as(ADMIN, ['label', 'configmap', 'webapp-config', label, '--overwrite']), 10);
+  await script.nudgeUntilItActs((label) => as(ADMIN, ['label', 'configmap', 'webapp-config', label, '--overwrite']), 20);
   assert.match(script.output(), new RegExp(`Deleting pod: ${old}`));
   await as(ADMIN, ['wait', '--for=delete', `pod/${old}`, '--timeout=30s']);
 });

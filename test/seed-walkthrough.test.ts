@@ -71,7 +71,7 @@ test("seed walkthrough with the article's shell script on the host (built-in con
   await k(t, server.url, ['apply', '-f', join(SEED, 'webapp.yaml')]);
   await k(t, server.url, ['wait', '--for=condition=Available', 'deploy/webapp', '--timeout=30s']);
   const script = startSeedScript(t, server.url);
-  const nudge = (): Promise<void> => script.nudgeUntilItActs((label) => k(t, server.url, ['label', 'configmap', 'webapp-config', label, '--overwrite']), 5);
+  const nudge = (): Promise<void> => script.nudgeUntilItActs((label) => k(t, server.url, ['label', 'configmap', 'webapp-config', label, '--overwrite']), 10);
   await patchAndWatchReplacement(t, server.url, nudge);
   assert.match(script.output(), /ConfigMap changed, selector: app=webapp/);
   assert.match(script.output(), /Deleting pod: webapp-/);

@@ -35,7 +35,8 @@ export function startSeedScript(t: Pick<TestContext, 'after'>, kubeApi: string):
   return {
     output: () => output,
     nudgeUntilItActs: async (relabel, seconds) => {
-      for (let i = 0; i < seconds * 4 && !output.includes('Deleting pod'); i++) {
+      const deadline = Date.now() + seconds * 1000;
+      for (let i = 0; Date.now() < deadline && !output.includes('Deleting pod'); i++) {
         await new Promise((resolve) => setTimeout(resolve, 250));
         if (i % 4 === 3) await relabel(`nudge=${i}`);
       }
