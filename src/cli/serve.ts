@@ -38,6 +38,8 @@ export interface ServeOptions {
   stopDelay?: string;
   readyDelay?: string;
   clusterCidr: string;
+  /** Compact the heap once the server goes quiet after it grew (see idle-compaction.ts); on unless --no-idle-compaction. */
+  idleCompaction?: boolean;
   scheduler?: boolean;
   auth?: boolean;
   tokenAuthFile?: string;
@@ -153,7 +155,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  const stopCompaction = compactWhenQuiet(log.info);
+  const stopCompaction = options.idleCompaction === false ? () => undefined : compactWhenQuiet(log.info);
   // A kubeconfig put in a temporary directory of our own is removed again at shutdown (its CA dies with us).
   let temporaryDir: string | undefined;
   // Signals are handled before anything is printed: whoever waits for the "serving on" line may stop us at once.
