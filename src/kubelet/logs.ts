@@ -1,4 +1,4 @@
-import { sharedText } from '../storage/compact.js';
+import { flattenString, sharedText } from '../storage/compact.js';
 import type { LogLine, LogSource } from './connector.js';
 
 /**
@@ -58,6 +58,9 @@ class Instance implements LogSource {
   }
 }
 
+/** Lines up to this long are shared between pods (see LogStore.write). */
+const SHARED_LINE_CHARS = 200;
+
 /** An instance that never had lines (a container whose logs were lost with a restart of the server). */
 const EMPTY: LogSource = { lines: () => [] };
 
@@ -91,17 +94,22 @@ export class LogStore {
   write(uid: string, container: string, at: number, text: string): void {
     let current = this.current(uid, container);
     if (!current) this.add(uid, (current = new Instance(container, 0)), () => true);
-    // Lines are kept as long as the pod: one flat string each, and one copy of a line that pods repeat.
-    current.write({ at, text: sharedText(text) });
+    // Lines are kept as long as the pod: one copy of a short line that pods repeat (the lifecycle lines). A long
+    // line is the pod's own (its kube-sim.dev/log text expanded with its name and IP): the shared table would only
+    // churn, and keep it after the pod is gone.
+    if (text.length > SHARED_LINE_CHARS) flattenString(text);
+    current.write({ at, text: text.length <= SHARED_LINE_CHARS ? sharedText(text) : text });
   }
 
   end(uid: string, container: string): void {
     this.current(uid, container)?.finish();
   }
 
-  /** The instance that ran with this restart count. */
+  /** The instance that ran with this restart count (the latest, if a stage file started one twice). */
   source(uid: string, container: string, index: number): LogSource {
-    return this.all(uid).find((i) => i.container === container && i.index === index) ?? EMPTY;
+    const all = this.all(uid);
+    for (let i = all.length - 1; i >= 0; i--) if (all[i]!.container === container && all[i]!.index === index) return all[i]!;
+    return EMPTY;
   }
 
   /** Forgets a pod's logs; followers see their streams end. */
