@@ -85,3 +85,37 @@ test('the store shares alike parts for Pods and Events only; other kinds keep th
     await cluster.close();
   }
 });
+
+test('a node is shared with the one lately stored at its place only when alike member by member, in order', () => {
+  const store = (name: string, spec: unknown): Record<string, unknown> => {
+    const o = { metadata: { name }, spec: structuredClone(spec) };
+    compactObject(o);
+    return o;
+  };
+  // Written one after another at the same place ('spec' and its list's items), as a template's pods are.
+  const specs: unknown[] = [
+    { list: [{ a: 1 }, { b: 2 }] },
+    { list: [{ a: 1 }, { b: 2 }, { c: 3 }] },
+    { list: [{ a: 1 }] },
+    { list: [{ a: 1, b: undefined }] },
+    { list: [{ b: 2 }, { a: 1 }] },
+    { list: [{ a: Number.NaN }] },
+    { list: [{ a: -0 }] },
+  ];
+  const first = specs.map((s, i) => store(`x${i}`, s));
+  const again = specs.map((s, i) => store(`y${i}`, s));
+  for (let i = 0; i < specs.length; i++) {
+    assert.equal(JSON.stringify(first[i]!.spec), JSON.stringify(specs[i]));
+    assert.deepEqual(Object.keys((first[i]!.spec as { list: object[] }).list[0]!), Object.keys((specs[i] as { list: object[] }).list[0]!));
+    assert.equal(again[i]!.spec, first[i]!.spec, `spec ${i} is shared with its twin`);
+    for (let j = 0; j < i; j++) assert.notEqual(first[j]!.spec, first[i]!.spec, `specs ${j} and ${i} stay apart`);
+  }
+  // Interleaved writes of five different parts at one place still find their twins.
+  const kinds = [1, 2, 3, 4, 5].map((n) => ({ kind: n }));
+  const a = kinds.map((k, i) => store(`a${i}`, k));
+  const b = kinds.map((k, i) => store(`b${i}`, k));
+  for (let i = 0; i < kinds.length; i++) {
+    assert.equal(b[i]!.spec, a[i]!.spec);
+    assert.deepEqual(b[i]!.spec, kinds[i]);
+  }
+});

@@ -111,7 +111,7 @@ function compactMembers(node: Record<string, unknown>, stored: Record<string, un
         if (isRecord(item)) compactMembers(item, isRecord(before) ? before : undefined, false);
         continue;
       }
-      const next = compactNode(item, before);
+      const next = compactNode(item, before, key, -1);
       if (next !== item) node[key] = next;
       if (members !== Members.Own) members = Object.isFrozen(next) ? Members.Shared : Members.Own;
     } else if (members !== Members.Own) members = primitive(item, members);
@@ -145,8 +145,89 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The node to store in place of `value`: its interned twin, itself (now interned), or itself with its parts compacted. */
-function compactNode(value: object, stored: unknown): object {
+/**
+ * The interned nodes last stored at each place (a member name, or an array member's name and index), with their
+ * member names. The objects written one after another are alike (a template's pods, the conditions of pods
+ * started in the same second), so a node lately stored at a place is often the twin of the next one there: a
+ * member-by-member comparison finds it without building and hashing a key (about 0.9 µs a node). A few per
+ * place, since writes of different stages interleave (a pod's binding, its kubelet's first and second status).
+ * Bounded like the table; a stale entry only misses.
+ */
+const recentAt = new Map<string, Recent[]>();
+const recentItemsAt = new Map<string, Recent[][]>();
+const RECENT_PLACES_MAX = 10_000;
+const RECENT_PER_PLACE = 4;
+/** Array members past this index are not remembered (a long list's items rarely repeat by index). */
+const RECENT_INDEX_MAX = 32;
+interface Recent {
+  node: object;
+  /** Its member names in order (an array's: undefined). */
+  names: string[] | undefined;
+}
+
+function recentFor(node: object): Recent {
+  return { node, names: Array.isArray(node) ? undefined : Object.keys(node) };
+}
+
+/** Whether `value` (its members compacted) holds the same members, in the same order, as the interned `twin`. */
+function sameMembers(value: object, twin: Recent): boolean {
+  const names = twin.names;
+  if (Array.isArray(value)) {
+    const items = twin.node as unknown[];
+    if (names !== undefined || value.length !== items.length) return false;
+    for (let i = 0; i < value.length; i++) if (value[i] !== items[i]) return false;
+    return true;
+  }
+  if (names === undefined) return false;
+  const other = twin.node as Record<string, unknown>;
+  let i = 0;
+  for (const name in value) {
+    // Identity for children (interned), === for primitives: NaN never matches, and then the key decides.
+    if (i >= names.length || names[i] !== name || (value as Record<string, unknown>)[name] !== other[name]) return false;
+    i++;
+  }
+  return i === names.length;
+}
+
+/** The recent nodes at a place: an object member's by name, an array member's by the array's name and its index. */
+function recentNodes(place: string, index: number): Recent[] | undefined {
+  return index < 0 ? recentAt.get(place) : recentItemsAt.get(place)?.[index];
+}
+
+function recentTwin(value: object, place: string, index: number): object | undefined {
+  const recent = recentNodes(place, index);
+  if (recent === undefined) return undefined;
+  for (const twin of recent) if (sameMembers(value, twin)) return twin.node;
+  return undefined;
+}
+
+function remember(place: string, index: number, node: object): void {
+  let recent = recentNodes(place, index);
+  if (recent === undefined) {
+    if (recentAt.size + recentItemsAt.size >= RECENT_PLACES_MAX) {
+      recentAt.clear();
+      recentItemsAt.clear();
+    }
+    recent = [];
+    if (index < 0) recentAt.set(place, recent);
+    else {
+      let items = recentItemsAt.get(place);
+      if (items === undefined) recentItemsAt.set(place, (items = []));
+      // Past the end (an index skipped): holes would make the array slow; the place stays unremembered.
+      if (index > items.length || index >= RECENT_INDEX_MAX) return;
+      items[index] = recent;
+    }
+  }
+  for (const known of recent) if (known.node === node) return;
+  if (recent.length >= RECENT_PER_PLACE) recent.pop();
+  recent.unshift(recentFor(node));
+}
+
+/**
+ * The node to store in place of `value`: its interned twin, itself (now interned), or itself with its parts
+ * compacted. `place` and `index` say where it sits (see recentAt).
+ */
+function compactNode(value: object, stored: unknown, place: string, index: number): object {
   if (value === stored) return value; // kept from the stored version: compacted then
   // Interned already, or frozen by someone else (managedFields' shared nodes): it cannot change, so its identity
   // stands for its content. (Every frozen node gets an id, so "frozen" is the quick test for "has an id".)
@@ -160,7 +241,7 @@ function compactNode(value: object, stored: unknown): object {
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i];
       if (typeof item === 'object' && item !== null) {
-        const next = compactNode(item, before?.[i]);
+        const next = compactNode(item, before?.[i], place, i);
         if (next !== item) value[i] = next;
         if (members !== Members.Own) members = Object.isFrozen(next) ? Members.Shared : Members.Own;
       } else if (members !== Members.Own) members = primitive(item, members);
@@ -170,11 +251,17 @@ function compactNode(value: object, stored: unknown): object {
     members = compactMembers(value as Record<string, unknown>, isRecord(stored) ? stored : undefined, true);
   }
   if (members === Members.Own) return value;
+  // The node stored at this place last, when alike: no key needed.
+  const recent = recentTwin(value, place, index);
+  if (recent !== undefined) return recent;
   // JSON.stringify is native, and most nodes hold primitives only; others name their children by id.
   const key = members === Members.Primitive ? JSON.stringify(value) : contentKey(value);
   if (key === undefined || key.length > MAX_KEY_CHARS) return value;
   const twin = interned.get(key);
-  if (twin) return twin;
+  if (twin) {
+    remember(place, index, twin);
+    return twin;
+  }
   if (internedKeyChars + key.length > INTERNED_KEY_CHARS_BUDGET) {
     interned.clear();
     internedKeyChars = 0;
@@ -185,6 +272,7 @@ function compactNode(value: object, stored: unknown): object {
   flattenString(key);
   interned.set(key, value);
   internedKeyChars += key.length;
+  remember(place, index, value);
   return value;
 }
 
