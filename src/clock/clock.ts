@@ -61,6 +61,17 @@ function turnEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/**
+ * Resolves once the microtasks have run out: a nextTick queued from a microtask runs only after Node has run
+ * every microtask, those queued meanwhile included. No event-loop turn (~1.3 us each on this machine, ~0.5 us this).
+ */
+function drainMicrotasks(): Promise<void> {
+  return new Promise((resolve) => queueMicrotask(() => process.nextTick(resolve)));
+}
+
+/** Timers between whole event-loop turns, so that I/O (HTTP clients) is served during a long advance. */
+const TURN_EVERY = 64;
+
 export class VirtualClock implements Clock {
   readonly mode = 'virtual' as const;
   private current: number;
@@ -131,17 +142,21 @@ export class VirtualClock implements Clock {
 
   /**
    * Fires the timers due up to `target` in order, each once the work of the one before has settled. Work settles
-   * when no tracked work runs and no timer is due at the current time: one event-loop turn runs every microtask
-   * the timers started (in-process writes, watch deliveries, reconciles are promise chains); work that waits on
-   * I/O (the write-ahead log) or yields to the loop (a work queue with keys left) keeps its idle check false
-   * meanwhile, so an idle answer after a turn is final. One loop, one turn a timer: a virtual day of three nodes
-   * fires ~31,000 timers, and a settling step of its own (an async call) was a promise and a frame each.
+   * when no tracked work runs and no timer is due at the current time. A timer's work is mostly promise chains
+   * (in-process writes, watch deliveries, reconciles), so the microtasks are run out first; work that waits on I/O
+   * (the write-ahead log) or yields to the loop (a work queue with keys left) keeps its idle check false meanwhile,
+   * and then whole event-loop turns follow until it is idle. A virtual day of three nodes fires ~31,000 timers:
+   * one loop, no settling call of its own (a promise and a frame each), and a turn only when work needs one.
    */
   private async advanceNow(target: number): Promise<void> {
     let spins = 0;
     let final = false;
+    let settled = 0;
     for (;;) {
-      await turnEventLoop();
+      // Whole turns at the start and the end of an advance (pending I/O runs, as before), after every
+      // TURN_EVERY-th timer, and while work is not idle; between, a timer's microtasks alone.
+      if (spins === 0 && !final && settled++ % TURN_EVERY !== 0) await drainMicrotasks();
+      else await turnEventLoop();
       this.dropCancelled();
       spins++;
       const due = this.timers[0];
