@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../src/api/types.js';
+import { Errors } from '../src/api/errors.js';
 import { startSimulator } from '../src/cluster/simulator.js';
 import type { WatchEventType } from '../src/storage/watch.js';
 
@@ -84,6 +85,39 @@ test('kubelet: zero-delay stages reach Running+Ready in one pods/status write; s
     assert.equal(killing.length, 1);
     watch.stop();
   } finally {
+    await sim.close();
+  }
+});
+
+test('kubelet: a stop status write that conflicts is retried without starting the stop delay over', async () => {
+  const sim = await startSimulator({ clock: 'virtual', seed: 8, nodes: 1, controllers: '' });
+  const { cluster } = sim;
+  const clock = cluster.virtualClock!;
+  const pods = cluster.kind('', 'v1', 'pods');
+  const api = cluster.api;
+  const update = api.update.bind(api);
+  let conflicts = 0;
+  try {
+    api.create(pods, 'default', { metadata: { name: 'p', annotations: { 'kube-sim.dev/stop-delay': '5s' } }, spec: { containers: [{ name: 'app', image: 'nginx:1.27' }] } });
+    await clock.settle();
+    api.delete(pods, 'default', 'p', {});
+    await clock.settle();
+    // The kubelet's stopped status is refused once with a 409, as when another writer got in first. (A real
+    // conflicting write also moves the resourceVersion, so the kubelet sends its SIGTERM again and the stop
+    // delay starts over: not what this test is about.)
+    api.update = (info, ns, name, body, opts) => {
+      if (name === 'p' && opts?.subresource === 'status' && ((body as KubeObject).status as Obj | undefined)?.phase === 'Succeeded' && conflicts++ === 0) {
+        throw Errors.conflict({ group: '', resource: 'pods' }, name, 'the object has been modified');
+      }
+      return update(info, ns, name, body, opts);
+    };
+    await clock.advance(4_900);
+    assert.equal((api.get(pods, 'default', 'p').status as Obj).phase, 'Running', 'still in its stop delay');
+    await clock.advance(600);
+    assert.ok(conflicts >= 2, 'the first stopped status was refused and written again');
+    assert.throws(() => api.get(pods, 'default', 'p'), /not found/, 'stopped and deleted ~5 s after the delete, not 5 s after the conflict');
+  } finally {
+    api.update = update;
     await sim.close();
   }
 });

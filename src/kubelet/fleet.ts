@@ -99,8 +99,8 @@ interface NodeAgent {
   registered: Promise<void>;
 }
 
-/** Actions that start containers, or refuse a restart (BackOff): a pass stops before one (see KubeletFleet.followsAtOnce). */
-const STARTS_CONTAINERS: ReadonlySet<ActionName> = new Set<ActionName>(['Start', 'Restart', 'BackOff']);
+/** Actions a pass stops before, so the status ahead of them is written first: a start, a restart, a back-off that refuses one (see KubeletFleet.followsAtOnce). */
+const PASS_STOPS_BEFORE: ReadonlySet<ActionName> = new Set<ActionName>(['Start', 'Restart', 'BackOff']);
 /** A bound on the stages one pass applies (each stage runs once a pass at most). */
 const MAX_STAGES_A_PASS = 8;
 
@@ -111,6 +111,8 @@ interface StageStep {
   pod: KubeObject;
   events: ActionEvent[];
   logs: ActionLog[];
+  /** The annotations the stage changed on the pod it was given (null: removed). */
+  annotations: Record<string, string | null>;
 }
 
 function containerSpecs(pod: KubeObject): Obj[] {
@@ -529,21 +531,15 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const done = this.done.get(key);
     // Stages applied to the pod as it now stands without changing it (Kill, a FailedMount): not applied again.
     let unchanged = new Set(done !== undefined && done.rv === pod.metadata.resourceVersion ? done.stages : []);
-    const decide = (p: KubeObject): StageDecision | undefined => {
-      let seen = this.firstSeen.get(key);
-      return nextStage(this.options.stages, p, {
-        now,
-        setting: (k) => this.setting(p, k),
-        firstSeen: (stage) => {
-          if (!seen) this.firstSeen.set(key, (seen = new Map()));
-          let at = seen.get(stage);
-          if (at === undefined) seen.set(stage, (at = now));
-          return at;
-        },
-        done: (stage) => unchanged.has(stage),
-      });
-    };
-    let decision = decide(pod);
+    const decide = (p: KubeObject, firstSeen: (stage: string) => number): StageDecision | undefined =>
+      nextStage(this.options.stages, p, { now, setting: (k) => this.setting(p, k), firstSeen, done: (stage) => unchanged.has(stage) });
+    let seen = this.firstSeen.get(key);
+    let decision = decide(pod, (stage) => {
+      if (!seen) this.firstSeen.set(key, (seen = new Map()));
+      let at = seen.get(stage);
+      if (at === undefined) seen.set(stage, (at = now));
+      return at;
+    });
     if (!decision) return;
     if (decision.dueAt > now) return { requeueAfterMs: decision.dueAt - now };
 
@@ -555,21 +551,22 @@ export class KubeletFleet implements Controller, KubeletConnector {
     for (;;) {
       const step = this.work(decision.stage, state, agent, key, now);
       steps.push(step);
-      this.firstSeen.delete(key);
       if (step.pod === state) unchanged.add(decision.stage.name);
       else {
         state = step.pod;
         unchanged = new Set();
       }
       if (decision.stage.next.delete || steps.length >= MAX_STAGES_A_PASS) break;
-      const next = decide(state);
+      // The states after the first are not written yet: their stages were all first seen now, and the stored
+      // anchors stay as they are until the write succeeds (a retried pass finds the stop delay already run).
+      const next = decide(state, () => now);
       if (!next || !this.followsAtOnce(next, state, now) || steps.some((s) => s.stage === next.stage)) break;
       decision = next;
     }
 
     let current: KubeObject;
     try {
-      current = await this.publish(pod, state);
+      current = await this.publish(pod, state, steps);
     } catch (err) {
       if (err instanceof ApiError && err.code === 404) return; // deleted meanwhile: its DELETED event cleans up
       throw err;
@@ -607,7 +604,7 @@ export class KubeletFleet implements Controller, KubeletConnector {
    */
   private followsAtOnce(next: StageDecision, pod: KubeObject, now: number): boolean {
     const action = next.stage.next.action;
-    if (next.dueAt > now || (action !== undefined && STARTS_CONTAINERS.has(action))) return false;
+    if (next.dueAt > now || (action !== undefined && PASS_STOPS_BEFORE.has(action))) return false;
     return stageDelayMs(next.stage, pod, { setting: (k) => this.setting(pod, k) }) === 0;
   }
 
@@ -676,18 +673,19 @@ export class KubeletFleet implements Controller, KubeletConnector {
     }
 
     let metadata = pod.metadata;
-    const annotations = Object.entries(result.annotations ?? {}).filter(([k, v]) => (pod.metadata.annotations?.[k] ?? null) !== v);
-    if (annotations.length > 0) {
-      const merged: Record<string, string> = { ...(pod.metadata.annotations ?? {}) };
-      for (const [k, v] of annotations) {
-        if (v === null || v === undefined) delete merged[k];
-        else merged[k] = v;
-      }
-      metadata = { ...pod.metadata, annotations: merged };
+    const annotations: Record<string, string | null> = {};
+    let merged: Record<string, string> | undefined;
+    for (const [k, v] of Object.entries(result.annotations ?? {})) {
+      if ((pod.metadata.annotations?.[k] ?? null) === (v ?? null)) continue;
+      annotations[k] = v ?? null;
+      merged ??= { ...(pod.metadata.annotations ?? {}) };
+      if (v === null || v === undefined) delete merged[k];
+      else merged[k] = v;
     }
+    if (merged) metadata = { ...pod.metadata, annotations: merged };
     const statusChanged = status !== undefined && !deepEqual(status, pod.status);
     const after = statusChanged || metadata !== pod.metadata ? { ...pod, metadata, status: statusChanged ? status : pod.status } : pod;
-    return { stage, pod: after, events: result.events, logs: result.logs };
+    return { stage, pod: after, events: result.events, logs: result.logs, annotations };
   }
 
   /**
@@ -695,14 +693,13 @@ export class KubeletFleet implements Controller, KubeletConnector {
    * (pods/status keeps them, as podStatusStrategy), or the annotations alone as a merge patch. The pod as
    * it was when nothing changed.
    */
-  private async publish(pod: KubeObject, state: KubeObject): Promise<KubeObject> {
+  private async publish(pod: KubeObject, state: KubeObject, steps: readonly StageStep[]): Promise<KubeObject> {
     if (state === pod) return pod;
     if (!deepEqual(state.status, pod.status)) return this.ctx.client.updateStatus(Resources.pods, { ...pod, metadata: state.metadata, status: state.status });
-    const before = pod.metadata.annotations ?? {};
-    const after = state.metadata.annotations ?? {};
+    // The steps' changes, the later winning; one a later step undid is left out.
     const changed: Record<string, string | null> = {};
-    for (const [k, v] of Object.entries(after)) if (before[k] !== v) changed[k] = v;
-    for (const k of Object.keys(before)) if (!(k in after)) changed[k] = null;
+    for (const step of steps) Object.assign(changed, step.annotations);
+    for (const [k, v] of Object.entries(changed)) if ((pod.metadata.annotations?.[k] ?? null) === v) delete changed[k];
     if (Object.keys(changed).length === 0) return pod;
     return this.ctx.client.patch(Resources.pods, pod.metadata.namespace, pod.metadata.name!, 'merge', {
       metadata: { annotations: changed, resourceVersion: pod.metadata.resourceVersion },
