@@ -24,7 +24,7 @@ program
   .addOption(new Option('--clock <mode>', 'real time, or virtual time that moves only when told').choices(['real', 'virtual']).default('real'))
   .option('--seed <n>', 'seed for uids, generated names and IPs (random by default)', integer('--seed', 0))
   .option('--event-ttl <duration>', 'how long Events live after their last write (kube-apiserver --event-ttl)', '1h')
-  .option('--watch-history <n>', 'events kept per resource for resuming watches', integer('--watch-history', 1), 10_000)
+  .option('--watch-history <n>', 'at most this many events kept per resource for resuming watches (sized by time within it, as kube-apiserver\'s watch cache)', integer('--watch-history', 1), 10_000)
   .option('--controllers <list>', "controllers to run, kube-controller-manager style ('*', '-name')", '*')
   .addOption(new Option('--log-level <level>', 'how much to log').choices(['error', 'warn', 'info', 'debug']).default('info'))
   .option('--nodes <n>', 'simulated nodes (node-1 … node-N), each with a kubelet; 0 runs no kubelets', integer('--nodes', 0), 3)

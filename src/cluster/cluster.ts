@@ -99,7 +99,7 @@ export class Cluster {
       // before the restart must not lie in the future, and CronJobs must not fire again for times already past.
       const resumeAt = Math.max(snapshot.clock ?? -Infinity, scan.clock ?? -Infinity);
       const clock = clockFor(options, Number.isFinite(resumeAt) ? resumeAt : undefined);
-      store = new MemoryStore(options.watchHistory, snapshot.revision);
+      store = new MemoryStore(options.watchHistory, snapshot.revision, () => clock.now());
       const wal = await WriteAheadLog.open(paths.wal, {
         compactBytes: options.walCompactBytes ?? 64 * 1024 * 1024,
         snapshot: () => snapshotFile.write(store, clock.now()),
@@ -138,8 +138,9 @@ export class Cluster {
       cluster.bootstrap();
       return cluster;
     }
-    store = new MemoryStore(options.watchHistory);
-    const cluster = new Cluster(clockFor(options), random, store, options.eventTtlMs);
+    const clock = clockFor(options);
+    store = new MemoryStore(options.watchHistory, 0, () => clock.now());
+    const cluster = new Cluster(clock, random, store, options.eventTtlMs);
     cluster.bootstrap();
     return cluster;
   }

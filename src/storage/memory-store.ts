@@ -61,8 +61,9 @@ class ResourceTable {
     readonly spec: ResourceSpec,
     historySize: number,
     startRevision: number,
+    now?: () => number,
   ) {
-    this.hub = new WatchHub(historySize, startRevision, spec.fieldsOf);
+    this.hub = new WatchHub(historySize, startRevision, spec.fieldsOf, now);
     for (const f of spec.indexedFields ?? []) this.fieldIndex.set(f, new Map());
   }
 
@@ -179,9 +180,14 @@ export class MemoryStore {
   private held: Array<{ table: ResourceTable; event: StoreEvent }> | undefined;
   private heldHead = 0;
 
+  /**
+   * `historySize` bounds the events kept per resource for resuming watches; with `now` (the cluster's clock) the
+   * history is sized by time within that bound, as kube-apiserver's watch cache is (see EventHistory).
+   */
   constructor(
     private readonly historySize = 10_000,
     startRevision = 0,
+    private readonly now?: () => number,
   ) {
     this.revision = startRevision;
   }
@@ -191,7 +197,7 @@ export class MemoryStore {
   }
 
   register(spec: ResourceSpec): void {
-    if (!this.tables.has(spec.key)) this.tables.set(spec.key, new ResourceTable(spec, this.historySize, this.revision));
+    if (!this.tables.has(spec.key)) this.tables.set(spec.key, new ResourceTable(spec, this.historySize, this.revision, this.now));
   }
 
   unregister(key: string): void {

@@ -82,29 +82,120 @@ export class Watch {
   }
 }
 
+/** kube-apiserver's watch cache keeps at least this long of events when it can (watch_cache.go eventFreshDuration). */
+export const EVENT_FRESH_MS = 75_000;
+/** …and never fewer than this many (lowerBoundCapacity), unless --watch-history asks for fewer. */
+const HISTORY_LOWER_BOUND = 100;
+
 /**
- * The watch side of one resource: a bounded ring of recent events (to resume watches from a resourceVersion,
- * or answer 410 Expired) and the live watchers, indexed so that a write only visits watchers that can match it:
- * by object name, by one label equality, by namespace, or all.
+ * A resource's recent events, oldest first, in a ring. With a clock it is sized as kube-apiserver sizes its watch
+ * cache (watch_cache.go resizeCacheLocked): between 100 events and the upper bound (--watch-history), doubled when
+ * full while its oldest event is younger than 75 s, halved when full while even its newest quarter is older. A
+ * busy resource keeps what a reconnecting watcher needs; a quiet one, or one on a virtual clock jumping hours
+ * ahead, keeps little — and every event held keeps its object alive, long enough to outlive the young generation.
+ */
+class EventHistory {
+  private ring: StoreEvent[];
+  /** When each event was recorded (with a clock), at the same index as the event. */
+  private times: number[];
+  private start = 0;
+  size = 0;
+  /** Every event with a revision above this is still held. */
+  compactedThrough: number;
+  private readonly lower: number;
+
+  constructor(
+    private readonly upper: number,
+    startRevision: number,
+    private readonly now?: () => number,
+  ) {
+    this.upper = Math.max(1, upper);
+    this.lower = now ? Math.min(HISTORY_LOWER_BOUND, this.upper) : this.upper;
+    this.ring = new Array<StoreEvent>(this.lower);
+    this.times = now ? new Array<number>(this.lower) : [];
+    this.compactedThrough = startRevision;
+  }
+
+  at(i: number): StoreEvent {
+    return this.ring[(this.start + i) % this.ring.length]!;
+  }
+
+  push(event: StoreEvent): void {
+    const now = this.now?.();
+    if (now !== undefined && this.size === this.ring.length) this.resize(now);
+    const capacity = this.ring.length;
+    if (this.size === capacity) {
+      this.compactedThrough = this.ring[this.start]!.revision;
+      this.start = (this.start + 1) % capacity;
+      this.size--;
+    }
+    const i = (this.start + this.size) % capacity;
+    this.ring[i] = event;
+    if (now !== undefined) this.times[i] = now;
+    this.size++;
+  }
+
+  firstIndexAfter(revision: number): number {
+    let lo = 0;
+    let hi = this.size;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.at(mid).revision <= revision) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Called when full: grow while the whole history is fresh, shrink while its newest quarter is stale. */
+  private resize(now: number): void {
+    const capacity = this.ring.length;
+    const timeAt = (i: number): number => this.times[(this.start + i) % capacity]!;
+    if (now - timeAt(0) < EVENT_FRESH_MS) {
+      if (capacity < this.upper) this.moveTo(Math.min(capacity * 2, this.upper));
+    } else if (capacity > this.lower && now - timeAt(this.size - Math.floor(capacity / 4)) > EVENT_FRESH_MS) {
+      this.moveTo(Math.max(Math.floor(capacity / 2), this.lower));
+    }
+  }
+
+  /** A ring of another capacity holding the newest events that fit; the older ones are compacted away. */
+  private moveTo(capacity: number): void {
+    const keep = Math.min(this.size, capacity);
+    const dropped = this.size - keep;
+    if (dropped > 0) this.compactedThrough = this.at(dropped - 1).revision;
+    const ring = new Array<StoreEvent>(capacity);
+    const times = new Array<number>(capacity);
+    for (let i = 0; i < keep; i++) {
+      const from = (this.start + dropped + i) % this.ring.length;
+      ring[i] = this.ring[from]!;
+      times[i] = this.times[from]!;
+    }
+    this.ring = ring;
+    this.times = times;
+    this.start = 0;
+    this.size = keep;
+  }
+}
+
+/**
+ * The watch side of one resource: its recent events (to resume watches from a resourceVersion, or answer 410
+ * Expired) and the live watchers, indexed so that a write only visits watchers that can match it: by object name,
+ * by one label equality, by namespace, or all.
  */
 export class WatchHub {
-  private readonly ring: StoreEvent[];
-  private start = 0;
-  private size = 0;
-  /** Every event with a revision above this is still in the ring. */
-  private compactedThrough: number;
+  private readonly history: EventHistory;
   private readonly watchers = new Map<string, Set<Watch>>();
   /** How many keys of `watchers` there are of each kind: a write builds no key no watcher can be under. */
   private readonly keysOfKind: Record<KeyKind, number> = { all: 0, ns: 0, name: 0, label: 0 };
   private watcherCount = 0;
 
+  /** `now` (the cluster's clock) sizes the history by time, as kube-apiserver's watch cache; without it, `capacity` events. */
   constructor(
     capacity: number,
     startRevision: number,
     private readonly fieldsOf: FieldsOf,
+    now?: () => number,
   ) {
-    this.ring = new Array(Math.max(1, capacity));
-    this.compactedThrough = startRevision;
+    this.history = new EventHistory(capacity, startRevision, now);
   }
 
   get count(): number {
@@ -112,17 +203,11 @@ export class WatchHub {
   }
 
   oldestResumableRevision(): number {
-    return this.compactedThrough;
+    return this.history.compactedThrough;
   }
 
   record(event: StoreEvent): void {
-    if (this.size === this.ring.length) {
-      this.compactedThrough = this.ring[this.start]!.revision;
-      this.start = (this.start + 1) % this.ring.length;
-      this.size--;
-    }
-    this.ring[(this.start + this.size) % this.ring.length] = event;
-    this.size++;
+    this.history.push(event);
     if (this.watcherCount > 0) this.dispatch(event);
   }
 
@@ -131,13 +216,14 @@ export class WatchHub {
    * Throws 410 Expired when those events are no longer retained.
    */
   watchFrom(fromRevision: number, filter: WatchFilter, sink: WatchSink): Watch {
-    if (fromRevision < this.compactedThrough) {
-      throw Errors.expired(`too old resource version: ${fromRevision} (${this.compactedThrough + 1})`);
+    const history = this.history;
+    if (fromRevision < history.compactedThrough) {
+      throw Errors.expired(`too old resource version: ${fromRevision} (${history.compactedThrough + 1})`);
     }
     const watch = this.add(filter, sink);
     watch.after = fromRevision;
-    for (let i = this.firstIndexAfter(fromRevision); i < this.size && !watch.closed; i++) {
-      this.deliver(watch, this.ring[(this.start + i) % this.ring.length]!);
+    for (let i = history.firstIndexAfter(fromRevision); i < history.size && !watch.closed; i++) {
+      this.deliver(watch, history.at(i));
     }
     return watch;
   }
@@ -169,17 +255,6 @@ export class WatchHub {
 
   closeAll(): void {
     for (const set of [...this.watchers.values()]) for (const w of [...set]) w.stop();
-  }
-
-  private firstIndexAfter(revision: number): number {
-    let lo = 0;
-    let hi = this.size;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.ring[(this.start + mid) % this.ring.length]!.revision <= revision) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
   }
 
   /**
