@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/timetravel.js [--days 30] [--cronjobs 20] [--nodes 3] [--duration 30s] [--quick]`
+ * `node dist/bench/timetravel.js [--days 30] [--cronjobs 20] [--nodes 3] [--duration 30s] [--quick]` (`--cronjobs 0`: heartbeats only)
  *
  * Time travel (issue 8, figure 5): the whole simulator in this process on a virtual clock (`sim serve --clock
  * virtual`: controllers, scheduler, `--nodes` kubelets with the default stages), `--cronjobs` hourly CronJobs with
@@ -27,14 +27,17 @@ function parseArgs(argv: string[]): Options {
     const i = argv.indexOf(flag);
     return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
   };
-  const positive = (flag: string, fallback: string): number => {
+  const atLeast = (min: number) => (flag: string, fallback: string): number => {
     const n = Number(value(flag, fallback));
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} must be a positive integer`);
+    if (!Number.isInteger(n) || n < min) throw new Error(`${flag} must be an integer of at least ${min}`);
     return n;
   };
+  const positive = atLeast(1);
+  const whole = atLeast(0);
   return {
     days: argv.includes('--quick') ? 3 : positive('--days', '30'),
-    cronjobs: positive('--cronjobs', '20'),
+    // 0: the nodes' heartbeats alone (Lease renewals, node status, node lifecycle), what every virtual day costs.
+    cronjobs: whole('--cronjobs', '20'),
     nodes: positive('--nodes', '3'),
     duration: value('--duration', '30s'),
   };
