@@ -102,9 +102,7 @@ test('kubelet: a stop status write that conflicts is retried without starting th
     await clock.settle();
     api.delete(pods, 'default', 'p', {});
     await clock.settle();
-    // The kubelet's stopped status is refused once with a 409, as when another writer got in first. (A real
-    // conflicting write also moves the resourceVersion, so the kubelet sends its SIGTERM again and the stop
-    // delay starts over: not what this test is about.)
+    // The kubelet's stopped status is refused once with a 409, as when another writer got in first.
     api.update = (info, ns, name, body, opts) => {
       if (name === 'p' && opts?.subresource === 'status' && ((body as KubeObject).status as Obj | undefined)?.phase === 'Succeeded' && conflicts++ === 0) {
         throw Errors.conflict({ group: '', resource: 'pods' }, name, 'the object has been modified');
@@ -118,6 +116,29 @@ test('kubelet: a stop status write that conflicts is retried without starting th
     assert.throws(() => api.get(pods, 'default', 'p'), /not found/, 'stopped and deleted ~5 s after the delete, not 5 s after the conflict');
   } finally {
     api.update = update;
+    await sim.close();
+  }
+});
+
+test('kubelet: another writer changing a terminating pod does not start its stop delay over', async () => {
+  const sim = await startSimulator({ clock: 'virtual', seed: 8, nodes: 1, controllers: '' });
+  const { cluster } = sim;
+  const clock = cluster.virtualClock!;
+  const pods = cluster.kind('', 'v1', 'pods');
+  const api = cluster.api;
+  try {
+    api.create(pods, 'default', { metadata: { name: 'p', annotations: { 'kube-sim.dev/stop-delay': '5s' } }, spec: { containers: [{ name: 'app', image: 'nginx:1.27' }] } });
+    await clock.settle();
+    api.delete(pods, 'default', 'p', {});
+    await clock.settle();
+    await clock.advance(2_000);
+    // A label written meanwhile moves the pod's resourceVersion; the container is still stopping from the delete.
+    api.patch(pods, 'default', 'p', 'merge', { metadata: { labels: { seen: 'yes' } } });
+    await clock.advance(2_900);
+    assert.equal((api.get(pods, 'default', 'p').status as Obj).phase, 'Running', 'still in its stop delay');
+    await clock.advance(600);
+    assert.throws(() => api.get(pods, 'default', 'p'), /not found/, 'stopped and deleted ~5 s after the delete, not 5 s after the label');
+  } finally {
     await sim.close();
   }
 });

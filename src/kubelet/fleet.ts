@@ -576,7 +576,10 @@ export class KubeletFleet implements Controller, KubeletConnector {
     // The last stages changed nothing: remembered against the version they saw (the one written, if any).
     if (unchanged.size > 0) this.done.set(key, { rv: current.metadata.resourceVersion ?? '', stages: unchanged });
     else this.done.delete(key);
-    this.firstSeen.delete(key);
+    // A written pod is in a new state, whose stages are first seen from now. A pass that wrote nothing (Kill: a
+    // SIGTERM, with no status of its own) leaves the state as it was, and its delays (the stop delay) running:
+    // clearing them made any write to the pod meanwhile, even another writer's label, restart the stop delay.
+    if (wrote) this.firstSeen.delete(key);
 
     // Every stage's events and log lines, in the order the stages ran.
     const uid = pod.metadata.uid ?? '';
