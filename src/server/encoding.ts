@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { stringify as toYaml } from 'yaml';
 import type { KubeObject } from '../api/types.js';
+import { flattenString, isInterned } from '../storage/compact.js';
 
 /**
  * Serialise once: stored objects never change after they are written, so their JSON text is cached beside
@@ -11,10 +12,147 @@ const jsonCache = new WeakMap<object, string>();
 export function jsonOf(obj: object): string {
   let text = jsonCache.get(obj);
   if (text === undefined) {
-    text = JSON.stringify(obj);
+    text = splicedJson(obj);
     jsonCache.set(obj, text);
   }
   return text;
+}
+
+/**
+ * JSON.stringify(obj), byte for byte, with the text of its interned parts (see storage/compact.ts: a template's
+ * containers, tolerations, managedFields entries, conditions, often a whole spec, shared by thousands of pods
+ * and by every version of a pod) serialised once and spliced in. Only the top SPLICE_DEPTH levels are walked
+ * here; below them, and for anything but plain objects and arrays, the native JSON.stringify writes.
+ */
+export function splicedJson(obj: object): string {
+  const parts: string[] = [];
+  if (!hasSharedBody(obj) || !writeNode(obj, SPLICE_DEPTH, parts)) return JSON.stringify(obj);
+  // Concatenated and flattened: as fast as join() here, and what is cached is one flat string, as before (a rope
+  // would keep its ~60 pieces and ~2 KB of string nodes a pod alive, and be walked again by every use).
+  let text = '';
+  for (const part of parts) text += part;
+  flattenString(text);
+  return text;
+}
+
+/**
+ * Whether the object's spec or status holds interned parts (a Pod's: half its text). The walk costs more than it
+ * saves where they are a small part (an Event's involvedObject and source: a fifth of it) or where there are none
+ * (kinds that are not compacted).
+ */
+function hasSharedBody(obj: object): boolean {
+  const { spec, status } = obj as { spec?: unknown; status?: unknown };
+  return holdsInterned(spec) || holdsInterned(status);
+}
+
+function holdsInterned(node: unknown): boolean {
+  if (typeof node !== 'object' || node === null) return false;
+  if (isInterned(node)) return true;
+  for (const name in node) {
+    const item = (node as Record<string, unknown>)[name];
+    if (typeof item === 'object' && item !== null && isInterned(item)) return true;
+  }
+  return false;
+}
+
+/** Levels walked here: a Pod, then its metadata, spec and status, whose members are mostly interned or short. */
+const SPLICE_DEPTH = 2;
+
+/** `"name":` for member names, which repeat in every object of a kind. Bounded: names are the client's to pick. */
+const memberOpenings = new Map<string, string>();
+const MEMBER_OPENINGS_MAX = 10_000;
+
+function memberOpening(name: string): string {
+  let opening = memberOpenings.get(name);
+  if (opening === undefined) {
+    if (memberOpenings.size >= MEMBER_OPENINGS_MAX) memberOpenings.clear();
+    opening = `${JSON.stringify(name)}:`;
+    memberOpenings.set(name, opening);
+  }
+  return opening;
+}
+
+/** Members JSON writes nothing for (in an object; null in an array). */
+function isSkipped(item: unknown): boolean {
+  const type = typeof item;
+  return type === 'undefined' || type === 'function' || type === 'symbol';
+}
+
+/**
+ * Writes a plain object's or array's JSON to `parts`, its interned parts from the cache; false where only
+ * JSON.stringify of the whole can write it (a toJSON method, whose key argument only the native walk supplies).
+ */
+function writeNode(node: object, depth: number, parts: string[]): boolean {
+  if (typeof (node as { toJSON?: unknown }).toJSON === 'function') return false;
+  if (Array.isArray(node)) {
+    parts.push('[');
+    for (let i = 0; i < node.length; i++) {
+      if (i > 0) parts.push(',');
+      const item: unknown = node[i];
+      if (isSkipped(item)) parts.push('null');
+      else if (!writeValue(item, depth, parts)) return false;
+    }
+    parts.push(']');
+    return true;
+  }
+  let first = true;
+  parts.push('{');
+  for (const name of Object.keys(node)) {
+    const item = (node as Record<string, unknown>)[name];
+    if (isSkipped(item)) continue;
+    if (!first) parts.push(',');
+    first = false;
+    parts.push(memberOpening(name));
+    if (!writeValue(item, depth, parts)) return false;
+  }
+  parts.push('}');
+  return true;
+}
+
+function writeValue(item: unknown, depth: number, parts: string[]): boolean {
+  switch (typeof item) {
+    case 'string':
+      // Most texts need no escaping (JSON.stringify escapes these, and lone surrogates): a call saved a member.
+      parts.push(NEEDS_ESCAPE.test(item) ? JSON.stringify(item) : `"${item}"`);
+      return true;
+    case 'number':
+      parts.push(Number.isFinite(item) ? String(item) : 'null');
+      return true;
+    case 'boolean':
+      parts.push(item ? 'true' : 'false');
+      return true;
+    case 'object':
+      break;
+    default:
+      parts.push(JSON.stringify(item)); // a BigInt: throws as JSON.stringify of the whole would
+      return true;
+  }
+  if (item === null) {
+    parts.push('null');
+    return true;
+  }
+  if (isInterned(item)) {
+    let text = jsonCache.get(item);
+    if (text === undefined) {
+      if (typeof (item as { toJSON?: unknown }).toJSON === 'function') return false;
+      text = JSON.stringify(item);
+      jsonCache.set(item, text);
+    }
+    parts.push(text);
+    return true;
+  }
+  if (depth > 1 && isPlain(item)) return writeNode(item, depth - 1, parts);
+  if (typeof (item as { toJSON?: unknown }).toJSON === 'function') return false;
+  parts.push(JSON.stringify(item));
+  return true;
+}
+
+const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/;
+
+function isPlain(value: object): boolean {
+  if (Array.isArray(value)) return true;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
 }
 
 type ListHead = { apiVersion: string; kind: string; metadata: object };
@@ -46,10 +184,11 @@ export function listBody(head: ListHead, items: readonly KubeObject[]): Buffer |
 /**
  * A list's items (and a snapshot's objects) are serialised without filling the per-object cache: a full list of
  * 150,000 pods (or kubectl walking them 500 at a time for `-o json`) would otherwise keep 470 MiB of JSON alive
- * for as long as the pods live. Text cached by a get or a watch is reused.
+ * for as long as the pods live. Text cached by a get or a watch is reused, and so is that of interned parts
+ * (shared by many objects: their text is cached whoever asks).
  */
 export function listedJsonOf(obj: object): string {
-  return jsonCache.get(obj) ?? JSON.stringify(obj);
+  return jsonCache.get(obj) ?? splicedJson(obj);
 }
 
 /**

@@ -66,6 +66,11 @@ function idOf(node: object): number | undefined {
   return id !== undefined ? id : frozenIds.get(node);
 }
 
+/** Whether `node` is one of the interned (shared, frozen) nodes: its content never changes. */
+export function isInterned(node: object): boolean {
+  return idOf(node) !== undefined;
+}
+
 /**
  * Makes a newly stored object compact, in place: flattens its strings and replaces the parts it has in common
  * with other stored objects by one shared, frozen copy. Only the object's own parts change: the root and its
