@@ -13,6 +13,9 @@ export function jsonOf(obj: object): string {
   let text = jsonCache.get(obj);
   if (text === undefined) {
     text = splicedJson(obj);
+    // Cached: one flat string, as JSON.stringify makes (a rope would keep its ~60 pieces and ~2 KB of string
+    // nodes a pod alive, and be walked again by every use).
+    flattenString(text);
     jsonCache.set(obj, text);
   }
   return text;
@@ -27,11 +30,9 @@ export function jsonOf(obj: object): string {
 export function splicedJson(obj: object): string {
   const parts: string[] = [];
   if (!hasSharedBody(obj) || !writeNode(obj, SPLICE_DEPTH, parts)) return JSON.stringify(obj);
-  // Concatenated and flattened: as fast as join() here, and what is cached is one flat string, as before (a rope
-  // would keep its ~60 pieces and ~2 KB of string nodes a pod alive, and be walked again by every use).
+  // A rope: what it is written into (a watch event's or a list's buffer) copies it flat anyway, as join() would.
   let text = '';
   for (const part of parts) text += part;
-  flattenString(text);
   return text;
 }
 
