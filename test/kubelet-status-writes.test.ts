@@ -138,6 +138,8 @@ test('kubelet: another writer changing a terminating pod does not start its stop
     assert.equal((api.get(pods, 'default', 'p').status as Obj).phase, 'Running', 'still in its stop delay');
     await clock.advance(600);
     assert.throws(() => api.get(pods, 'default', 'p'), /not found/, 'stopped and deleted ~5 s after the delete, not 5 s after the label');
+    const killing = api.list(cluster.kind('', 'v1', 'events'), 'default', { fieldSelector: 'involvedObject.name=p,reason=Killing' }).items;
+    assert.deepEqual(killing.map((e) => e.count), [1], 'one SIGTERM for the deletion, not another after the label');
   } finally {
     await sim.close();
   }

@@ -207,8 +207,12 @@ export class KubeletFleet implements Controller, KubeletConnector {
   private readonly written = new Map<string, number>();
   /** When each stage without a `since` anchor first matched, per pod. */
   private readonly firstSeen = new Map<string, Map<string, number>>();
-  /** Stages applied without a write, per pod and resourceVersion, so they are not applied twice (Kill). */
-  private readonly done = new Map<string, { rv: string; stages: Set<string> }>();
+  /**
+   * Stages applied without a write (Kill), per pod, with the pod as they left it, so they are not applied twice:
+   * not while the pod is that version, nor while others' writes leave its status and deletion as they were (a
+   * label, a finalizer removed: the kubelet sent its SIGTERM for that deletion already).
+   */
+  private readonly done = new Map<string, { pod: KubeObject; stages: Set<string> }>();
   /** Pod IPs handed out (also before the status carrying them is written), per pod key. */
   private readonly podIPs = new Map<string, { node: string; ip: string }>();
   private nextIndex: number;
@@ -530,7 +534,11 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const now = this.ctx.clock.now();
     const done = this.done.get(key);
     // Stages applied to the pod as it now stands without changing it (Kill, a FailedMount): not applied again.
-    let unchanged = new Set(done !== undefined && done.rv === pod.metadata.resourceVersion ? done.stages : []);
+    const sameState =
+      done !== undefined &&
+      (done.pod.metadata.resourceVersion === pod.metadata.resourceVersion ||
+        (done.pod.metadata.deletionTimestamp === pod.metadata.deletionTimestamp && deepEqual(done.pod.status, pod.status)));
+    let unchanged = new Set(sameState ? done.stages : []);
     const decide = (p: KubeObject, firstSeen: (stage: string) => number): StageDecision | undefined =>
       nextStage(this.options.stages, p, { now, setting: (k) => this.setting(p, k), firstSeen, done: (stage) => unchanged.has(stage) });
     let seen = this.firstSeen.get(key);
@@ -574,7 +582,7 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const wrote = current !== pod;
     if (wrote) this.written.set(key, Number(current.metadata.resourceVersion));
     // The last stages changed nothing: remembered against the version they saw (the one written, if any).
-    if (unchanged.size > 0) this.done.set(key, { rv: current.metadata.resourceVersion ?? '', stages: unchanged });
+    if (unchanged.size > 0) this.done.set(key, { pod: current, stages: unchanged });
     else this.done.delete(key);
     // A written pod is in a new state, whose stages are first seen from now. A pass that wrote nothing (Kill: a
     // SIGTERM, with no status of its own) leaves the state as it was, and its delays (the stop delay) running:
