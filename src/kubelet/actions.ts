@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { rfc3339 } from '../clock/clock.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
-import { sharedText as shared } from '../storage/compact.js';
+import { SharedTable, sharedText as shared } from '../storage/compact.js';
 
 /**
  * The kubelet's built-in status transitions, one per action a stage may name. Each is a pure function of the
@@ -149,19 +149,15 @@ export function normalizeImage(image: string): string {
   return ref;
 }
 
-/** Image → its digest reference, so a container start hashes an image once, not every time (bounded like sharedText). */
-const imageIDs = new Map<string, string>();
-const IMAGE_IDS_MAX = 10_000;
+/** Image → its digest reference, so a container start hashes an image once, not every time. */
+const imageIDs = new SharedTable<string>();
 
 function imageID(image: string): string {
-  const known = imageIDs.get(image);
-  if (known !== undefined) return known;
-  const normalized = normalizeImage(image);
-  const repo = normalized.includes('@') ? normalized.slice(0, normalized.indexOf('@')) : normalized.slice(0, normalized.lastIndexOf(':'));
-  const id = shared(`${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`);
-  if (imageIDs.size >= IMAGE_IDS_MAX) imageIDs.clear();
-  imageIDs.set(image, id);
-  return id;
+  return imageIDs.get(image, () => {
+    const normalized = normalizeImage(image);
+    const repo = normalized.includes('@') ? normalized.slice(0, normalized.indexOf('@')) : normalized.slice(0, normalized.lastIndexOf(':'));
+    return shared(`${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`);
+  });
 }
 
 /** Go's time.Duration formatting for whole seconds: 10s, 1m20s, 5m0s. */

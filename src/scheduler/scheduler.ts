@@ -5,7 +5,7 @@ import { Resources as Gvrs } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { isTerminal, podNodeName } from '../controllers/pod-util.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
-import { flattenString } from '../storage/compact.js';
+import { flattenString, SharedTable } from '../storage/compact.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import {
   allocatableOf,
@@ -33,20 +33,14 @@ function count(map: Map<string, Map<string, number>>, owner: string, key: string
 
 /**
  * One shared PodRequest per distinct request: every pod of a template asks the same, and the accounting keeps a
- * request per assigned pod (an object and a Map each). Shared requests are only read. The table starts afresh past
- * 10,000 requests, so that it stays small whatever the pods ask.
+ * request per assigned pod (an object and a Map each). Shared requests are only read.
  */
-const sharedRequests = new Map<string, PodRequest>();
-const SHARED_REQUESTS_MAX = 10_000;
+const sharedRequests = new SharedTable<PodRequest>();
 
 function sharedRequest(request: PodRequest): PodRequest {
   let key = `${request.nonZeroCpu} ${request.nonZeroMemory}`;
   for (const [name, milli] of request.resources) key += ` ${name}=${milli}`;
-  const known = sharedRequests.get(key);
-  if (known) return known;
-  if (sharedRequests.size >= SHARED_REQUESTS_MAX) sharedRequests.clear();
-  sharedRequests.set(key, request);
-  return request;
+  return sharedRequests.get(key, () => request);
 }
 
 export const SCHEDULER_NAME = 'default-scheduler';

@@ -25,20 +25,37 @@ export function flattenString(text: string): void {
 }
 
 /**
- * One shared copy of a text that many stored things repeat (a template's image, image id, field paths, event
- * messages and log lines: 150,000 copies each in a dense cluster), flat. The table starts afresh past 10,000
- * texts, so that it stays small whatever the texts; sharing is an optimisation, never a requirement.
+ * A table of values shared by key (one copy of what many stored things repeat), of at most 10,000 entries: it starts
+ * afresh when full, so that it stays small whatever the keys. Sharing through it is an optimisation, never a
+ * requirement: forgetting costs one more copy, or computing a value again.
  */
-const sharedTexts = new Map<string, string>();
-const SHARED_TEXTS_MAX = 10_000;
+export class SharedTable<V> {
+  private readonly entries = new Map<string, V>();
 
+  constructor(private readonly max = 10_000) {}
+
+  /** The value shared under `key`, made (and kept) on first use. */
+  get(key: string, make: () => V): V {
+    const known = this.entries.get(key);
+    if (known !== undefined) return known;
+    if (this.entries.size >= this.max) this.entries.clear();
+    const value = make();
+    this.entries.set(key, value);
+    return value;
+  }
+}
+
+const sharedTexts = new SharedTable<string>();
+
+/**
+ * One shared copy of a text that many stored things repeat (a template's image, image id, field paths, event
+ * messages and log lines: 150,000 copies each in a dense cluster), flat.
+ */
 export function sharedText(text: string): string {
-  const known = sharedTexts.get(text);
-  if (known !== undefined) return known;
-  if (sharedTexts.size >= SHARED_TEXTS_MAX) sharedTexts.clear();
-  flattenString(text);
-  sharedTexts.set(text, text);
-  return text;
+  return sharedTexts.get(text, () => {
+    flattenString(text);
+    return text;
+  });
 }
 
 /**
