@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { wallClock, type TimerHandle } from '../clock/clock.js';
 
 /**
  * Gives the old generation's free space back to the system once the server has gone quiet.
@@ -34,7 +35,7 @@ export function compactWhenQuiet(log: (message: string) => void): () => void {
   let quiet = 0;
   /** The old space's size after the last compaction (at first, at start). */
   let since = oldSpaceSize();
-  const timer = setInterval(() => {
+  const check = (): void => {
     const now = performance.eventLoopUtilization();
     quiet = performance.eventLoopUtilization(now, last).utilization < QUIET_UTILIZATION ? quiet + 1 : 0;
     last = now;
@@ -54,9 +55,20 @@ export function compactWhenQuiet(log: (message: string) => void): () => void {
     quiet = 0;
     // The fresh window starts after the pause, which the utilisation would otherwise count as busy.
     last = performance.eventLoopUtilization();
-  }, CHECK_MS);
-  timer.unref();
-  return () => clearInterval(timer);
+  };
+  // Wall-clock checks (wallClock's timers do not keep the process alive), each armed once the one before has run.
+  let timer: TimerHandle | undefined;
+  const arm = (): void => {
+    timer = wallClock.setTimer(CHECK_MS, () => {
+      check();
+      if (timer) arm();
+    });
+  };
+  arm();
+  return () => {
+    timer?.cancel();
+    timer = undefined;
+  };
 }
 
 /** V8's full GC: the global `gc` when node runs with --expose-gc, else the one V8 gives a new context once the flag is set. */
