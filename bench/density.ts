@@ -54,7 +54,13 @@ export interface DensityFigures {
   kubectlGetPodsMs?: number;
   labelList: { selector: string; items: number; ms: Summary };
   /** Lease renew periods over the whole run, and split by phase: while pods are created and run, and during the lists. */
-  leases: LeasePeriods & { renewals: number; leases: number; windowS: number; whileCreating: LeasePeriods; duringLists: LeasePeriods };
+  leases: LeasePeriods & {
+    renewals: number;
+    leases: number;
+    windowS: number;
+    whileCreating: LeasePeriods;
+    duringLists: LeasePeriods;
+  };
 }
 
 export interface LeasePeriods {
@@ -69,7 +75,8 @@ const IDLE_WINDOW_MS = 10_000;
 const IDLE_MARGIN = 0.03;
 /** A Lease period and a half: long enough for the Leases whose renewal slot comes first to renew twice. */
 const MIN_LEASE_WATCH_MS = 15_000;
-const TABLE_ACCEPT = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
+const TABLE_ACCEPT =
+  'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
 
 function podBody(i: number, nodes: number, groups: number): string {
   return JSON.stringify({
@@ -78,7 +85,9 @@ function podBody(i: number, nodes: number, groups: number): string {
     metadata: { name: `pod-${i}`, labels: { app: 'density', group: `g${i % groups}` } },
     spec: {
       nodeName: `node-${(i % nodes) + 1}`,
-      containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.9', resources: { requests: { cpu: '10m', memory: '16Mi' } } }],
+      containers: [
+        { name: 'app', image: 'registry.k8s.io/pause:3.9', resources: { requests: { cpu: '10m', memory: '16Mi' } } },
+      ],
     },
   });
 }
@@ -114,7 +123,8 @@ class LeaseWatch {
   private periods(from: number, to: number): LeasePeriods {
     const periods: number[] = [];
     for (const times of this.renewals.values()) {
-      for (let k = 1; k < times.length; k++) if (times[k]! >= from && times[k]! < to) periods.push((times[k]! - times[k - 1]!) / 1000);
+      for (let k = 1; k < times.length; k++)
+        if (times[k]! >= from && times[k]! < to) periods.push((times[k]! - times[k - 1]!) / 1000);
     }
     return { periodS: summarize(periods), over11s: periods.filter((p) => p > 11).length };
   }
@@ -132,7 +142,12 @@ class LeaseWatch {
   }
 }
 
-async function timedGet(client: Client, path: string, accept: string, keep: boolean): Promise<{ ms: number; bytes: number; text?: string }> {
+async function timedGet(
+  client: Client,
+  path: string,
+  accept: string,
+  keep: boolean,
+): Promise<{ ms: number; bytes: number; text?: string }> {
   const t0 = performance.now();
   const res = await client.request({ method: 'GET', path, headers: { accept } });
   const chunks: Buffer[] = [];
@@ -175,7 +190,11 @@ async function nodesOnlyCpu(usage: () => Promise<ServerUsage>): Promise<number> 
  * Waits until the server's CPU is back within `baseline` plus IDLE_MARGIN over two consecutive windows; resolves
  * with the time (performance.now()) the quiet began, or undefined at the timeout.
  */
-async function waitIdle(usage: () => Promise<ServerUsage>, baseline: number, timeoutMs: number): Promise<number | undefined> {
+async function waitIdle(
+  usage: () => Promise<ServerUsage>,
+  baseline: number,
+  timeoutMs: number,
+): Promise<number | undefined> {
   const end = performance.now() + timeoutMs;
   let quietFrom: number | undefined;
   while (performance.now() < end) {
@@ -204,7 +223,14 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
   // A /8 gives every node a /24; kubelets then hand out pod IPs from their node's range.
   const t0 = performance.now();
   const capacity = `pods=${Math.max(110, Math.ceil((o.pods / o.nodes) * 2))}`;
-  const server = await spawnServer(['--nodes', String(o.nodes), '--cluster-cidr', '10.0.0.0/8', '--node-capacity', capacity]);
+  const server = await spawnServer([
+    '--nodes',
+    String(o.nodes),
+    '--cluster-cidr',
+    '10.0.0.0/8',
+    '--node-capacity',
+    capacity,
+  ]);
   const nodesRegisteredMs = performance.now() - t0;
   process.stderr.write(`  ${o.nodes} nodes registered in ${fmt(nodesRegisteredMs / 1000, 1)} s\n`);
   const pool = new Pool(server.url, { connections: 32, pipelining: 1, keepAliveTimeout: 60_000 });
@@ -212,11 +238,24 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
   try {
     const namespaces = 10;
     for (let n = 0; n < namespaces; n++) {
-      const res = await pool.request({ method: 'POST', path: '/api/v1/namespaces', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name: `density-${n}` } }) });
+      const res = await pool.request({
+        method: 'POST',
+        path: '/api/v1/namespaces',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ metadata: { name: `density-${n}` } }),
+      });
       await res.body.text();
     }
-    const leaseList = await timedGet(client, '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?limit=1', 'application/json', true);
-    const leases = new LeaseWatch(server.url, (JSON.parse(leaseList.text!) as { metadata: { resourceVersion: string } }).metadata.resourceVersion);
+    const leaseList = await timedGet(
+      client,
+      '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?limit=1',
+      'application/json',
+      true,
+    );
+    const leases = new LeaseWatch(
+      server.url,
+      (JSON.parse(leaseList.text!) as { metadata: { resourceVersion: string } }).metadata.resourceVersion,
+    );
     const leasesFrom = performance.now();
     const idleCpu = await nodesOnlyCpu(() => server.usage(false));
     process.stderr.write(`  server CPU with the nodes only: ${fmt(idleCpu * 100, 1)} % of a core\n`);
@@ -236,7 +275,12 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
       Array.from({ length: 32 }, async () => {
         for (let i = next++; i < o.pods; i = next++) {
           const s = performance.now();
-          const res = await pool.request({ method: 'POST', path: `/api/v1/namespaces/density-${i % namespaces}/pods`, headers: { 'content-type': 'application/json' }, body: podBody(i, o.nodes, groups) });
+          const res = await pool.request({
+            method: 'POST',
+            path: `/api/v1/namespaces/density-${i % namespaces}/pods`,
+            headers: { 'content-type': 'application/json' },
+            body: podBody(i, o.nodes, groups),
+          });
           const text = await res.body.text();
           latencies.push(performance.now() - s);
           if (res.statusCode !== 201) {
@@ -257,7 +301,9 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
     const settledMs = (quietFrom ?? performance.now()) - c0;
     const serverCpuSeconds = ((await server.usage(false)).cpuMs - cpu0) / 1000;
     const memorySteady = await server.usage(true);
-    process.stderr.write(`  ${settled ? 'settled' : 'not settled (timeout)'} after ${fmt(settledMs / 1000, 1)} s; RSS ${mib(memorySteady.rss)}\n`);
+    process.stderr.write(
+      `  ${settled ? 'settled' : 'not settled (timeout)'} after ${fmt(settledMs / 1000, 1)} s; RSS ${mib(memorySteady.rss)}\n`,
+    );
 
     // Lists.
     const listsFrom = Date.now();
@@ -281,7 +327,12 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
       pages = 0;
       rows = 0;
       do {
-        const page = await timedGet(client, `/api/v1/pods?limit=500${token ? `&continue=${encodeURIComponent(token)}` : ''}`, TABLE_ACCEPT, true);
+        const page = await timedGet(
+          client,
+          `/api/v1/pods?limit=500${token ? `&continue=${encodeURIComponent(token)}` : ''}`,
+          TABLE_ACCEPT,
+          true,
+        );
         const body = JSON.parse(page.text!) as { kind: string; rows: unknown[]; metadata: { continue?: string } };
         if (body.kind !== 'Table') throw new Error(`expected a Table, got ${body.kind}`);
         pages++;
@@ -298,7 +349,12 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
     const label: number[] = [];
     let labelItems = 0;
     for (let r = 0; r < reps.label; r++) {
-      const g = await timedGet(client, `/api/v1/pods?labelSelector=${encodeURIComponent(selector)}`, 'application/json', r === 0);
+      const g = await timedGet(
+        client,
+        `/api/v1/pods?labelSelector=${encodeURIComponent(selector)}`,
+        'application/json',
+        r === 0,
+      );
       label.push(g.ms);
       if (g.text) labelItems = (JSON.parse(g.text) as { items: unknown[] }).items.length;
     }
@@ -339,24 +395,44 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
 }
 
 export function printDensity(d: DensityFigures): void {
-  console.log(`\nDensity: ${d.nodes.toLocaleString('en-US')} nodes (sim serve --nodes), ${d.pods.toLocaleString('en-US')} pods created over HTTP with spec.nodeName in ${d.namespaces} namespaces`);
+  console.log(
+    `\nDensity: ${d.nodes.toLocaleString('en-US')} nodes (sim serve --nodes), ${d.pods.toLocaleString('en-US')} pods created over HTTP with spec.nodeName in ${d.namespaces} namespaces`,
+  );
   console.log(
     table([
       ['figure', 'value'],
       [`${d.nodes} nodes registered (start to listening)`, `${fmt(d.nodesRegisteredMs / 1000, 2)} s`],
-      [`create ${d.pods} pods (32 connections)`, `${fmt(d.createMs / 1000, 1)} s, ${fmt(d.createPerSec, 0)}/s, p99 ${fmt(d.createLatencyMs.p99, 1)} ms${d.createErrors ? `, ${d.createErrors} errors` : ''}`],
+      [
+        `create ${d.pods} pods (32 connections)`,
+        `${fmt(d.createMs / 1000, 1)} s, ${fmt(d.createPerSec, 0)}/s, p99 ${fmt(d.createLatencyMs.p99, 1)} ms${d.createErrors ? `, ${d.createErrors} errors` : ''}`,
+      ],
       ['server CPU with the nodes only (Lease renewals, node status)', `${fmt(d.idleCpu * 100, 1)} % of a core`],
       [
         `until the server is idle (kubelets done: within ${fmt(IDLE_MARGIN * 100, 0)} % of a core of that over ${IDLE_WINDOW_MS / 1000} s twice)`,
         `${d.settled ? '' : 'not idle at the timeout: '}${fmt(d.settledMs / 1000, 1)} s, server CPU ${fmt(d.serverCpuSeconds, 1)} s`,
       ],
       ['RSS after GC: nodes only', `${mib(d.memoryNodesOnly.rss)} (heap ${mib(d.memoryNodesOnly.heapUsed)})`],
-      ['RSS after GC: with the pods (target ≤ 1.5 GiB)', `${mib(d.memorySteady.rss)} (heap ${mib(d.memorySteady.heapUsed)}, external ${mib(d.memorySteady.external)})`],
+      [
+        'RSS after GC: with the pods (target ≤ 1.5 GiB)',
+        `${mib(d.memorySteady.rss)} (heap ${mib(d.memorySteady.heapUsed)}, external ${mib(d.memorySteady.external)})`,
+      ],
       ['RSS after GC: after the lists', `${mib(d.memoryAfterLists.rss)} (heap ${mib(d.memoryAfterLists.heapUsed)})`],
-      [`list pods -A, JSON (${d.fullListJson.items} items, ${mib(d.fullListJson.bytes)})`, `p50 ${fmt(d.fullListJson.ms.p50, 0)} ms, max ${fmt(d.fullListJson.ms.max, 0)} ms (n=${d.fullListJson.ms.n})`],
-      [`list pods -A as kubectl asks (Table, limit=500: ${d.kubectlTableWalk.pages} pages, ${d.kubectlTableWalk.rows} rows)`, `walk p50 ${fmt(d.kubectlTableWalk.ms.p50, 0)} ms; page p50 ${fmt(d.kubectlTableWalk.pageMs.p50, 1)} ms, p99 ${fmt(d.kubectlTableWalk.pageMs.p99, 1)} ms`],
-      ['kubectl get pods -A (real kubectl, wall time)', d.kubectlGetPodsMs === undefined ? '(kubectl not found)' : `${fmt(d.kubectlGetPodsMs, 0)} ms`],
-      [`label-selected list ${d.labelList.selector} (${d.labelList.items} pods; target ≤ 20 ms)`, `p50 ${fmt(d.labelList.ms.p50, 2)} ms, p99 ${fmt(d.labelList.ms.p99, 2)} ms`],
+      [
+        `list pods -A, JSON (${d.fullListJson.items} items, ${mib(d.fullListJson.bytes)})`,
+        `p50 ${fmt(d.fullListJson.ms.p50, 0)} ms, max ${fmt(d.fullListJson.ms.max, 0)} ms (n=${d.fullListJson.ms.n})`,
+      ],
+      [
+        `list pods -A as kubectl asks (Table, limit=500: ${d.kubectlTableWalk.pages} pages, ${d.kubectlTableWalk.rows} rows)`,
+        `walk p50 ${fmt(d.kubectlTableWalk.ms.p50, 0)} ms; page p50 ${fmt(d.kubectlTableWalk.pageMs.p50, 1)} ms, p99 ${fmt(d.kubectlTableWalk.pageMs.p99, 1)} ms`,
+      ],
+      [
+        'kubectl get pods -A (real kubectl, wall time)',
+        d.kubectlGetPodsMs === undefined ? '(kubectl not found)' : `${fmt(d.kubectlGetPodsMs, 0)} ms`,
+      ],
+      [
+        `label-selected list ${d.labelList.selector} (${d.labelList.items} pods; target ≤ 20 ms)`,
+        `p50 ${fmt(d.labelList.ms.p50, 2)} ms, p99 ${fmt(d.labelList.ms.p99, 2)} ms`,
+      ],
       ...(
         [
           ['all', d.leases],

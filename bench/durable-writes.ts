@@ -16,7 +16,11 @@ const N = Number(process.argv[2] ?? 4000);
 const CONCURRENCY = [1, 16, 64, 256];
 
 function start(args: string[]): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [SIM, 'serve', '--port', '0', '--nodes', '0', '--log-level', 'error', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [SIM, 'serve', '--port', '0', '--nodes', '0', '--log-level', 'error', ...args],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -28,7 +32,11 @@ function start(args: string[]): Promise<{ child: ChildProcess; port: number }> {
   });
 }
 
-async function run(port: number, namespace: string, concurrency: number): Promise<{ perSecond: number; p50: number; p99: number }> {
+async function run(
+  port: number,
+  namespace: string,
+  concurrency: number,
+): Promise<{ perSecond: number; p50: number; p99: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   await post(agent, port, '/api/v1/namespaces', JSON.stringify({ metadata: { name: namespace } }));
   const latencies: number[] = [];
@@ -38,7 +46,15 @@ async function run(port: number, namespace: string, concurrency: number): Promis
     while (next < N) {
       const i = next++;
       const t0 = performance.now();
-      const code = await post(agent, port, `/api/v1/namespaces/${namespace}/configmaps`, JSON.stringify({ metadata: { name: `cm-${i}`, labels: { app: 'bench' } }, data: { key: `value-${i}`, more: 'x'.repeat(200) } }));
+      const code = await post(
+        agent,
+        port,
+        `/api/v1/namespaces/${namespace}/configmaps`,
+        JSON.stringify({
+          metadata: { name: `cm-${i}`, labels: { app: 'bench' } },
+          data: { key: `value-${i}`, more: 'x'.repeat(200) },
+        }),
+      );
       if (code !== 201) throw new Error(`create answered ${code}`);
       latencies.push(performance.now() - t0);
     }
@@ -57,13 +73,18 @@ try {
   console.log('mode        concurrency  creates/s   p50 ms   p99 ms   writes/fsync');
   const wal = join(dir, 'data', 'wal.log');
   const commits = (): number => (existsSync(wal) ? readFileSync(wal, 'utf8').split('{"t":"B"').length - 1 : 0);
-  for (const [mode, args] of [['in-memory', []], ['--data', ['--data', join(dir, 'data')]]] as const) {
+  for (const [mode, args] of [
+    ['in-memory', []],
+    ['--data', ['--data', join(dir, 'data')]],
+  ] as const) {
     const { child, port } = await start([...args]);
     for (const c of CONCURRENCY) {
       const before = commits();
       const r = await run(port, `bench-${c}`, c);
       const perFsync = mode === '--data' ? (N / Math.max(1, commits() - before)).toFixed(1) : '';
-      console.log(`${mode.padEnd(11)} ${String(c).padStart(11)}  ${r.perSecond.toFixed(0).padStart(9)}  ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}  ${perFsync.padStart(13)}`);
+      console.log(
+        `${mode.padEnd(11)} ${String(c).padStart(11)}  ${r.perSecond.toFixed(0).padStart(9)}  ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}  ${perFsync.padStart(13)}`,
+      );
     }
     child.kill('SIGKILL');
   }

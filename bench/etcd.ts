@@ -66,15 +66,24 @@ async function startEtcd(binary: string, dir: string): Promise<{ child: ChildPro
   const child = spawn(
     binary,
     [
-      '--name', 'bench',
-      '--data-dir', join(dir, 'etcd'),
-      '--listen-client-urls', `http://127.0.0.1:${port}`,
-      '--advertise-client-urls', `http://127.0.0.1:${port}`,
-      '--listen-peer-urls', `http://127.0.0.1:${peer}`,
-      '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-      '--initial-cluster', `bench=http://127.0.0.1:${peer}`,
-      '--logger', 'zap',
-      '--log-level', 'error',
+      '--name',
+      'bench',
+      '--data-dir',
+      join(dir, 'etcd'),
+      '--listen-client-urls',
+      `http://127.0.0.1:${port}`,
+      '--advertise-client-urls',
+      `http://127.0.0.1:${port}`,
+      '--listen-peer-urls',
+      `http://127.0.0.1:${peer}`,
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${peer}`,
+      '--initial-cluster',
+      `bench=http://127.0.0.1:${peer}`,
+      '--logger',
+      'zap',
+      '--log-level',
+      'error',
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
@@ -83,7 +92,12 @@ async function startEtcd(binary: string, dir: string): Promise<{ child: ChildPro
   for (let tries = 0; ; tries++) {
     if (child.exitCode !== null) throw new Error(`etcd exited with ${child.exitCode}`);
     try {
-      const status = await post(agent, port, '/v3/kv/range', JSON.stringify({ key: Buffer.from('probe').toString('base64') }));
+      const status = await post(
+        agent,
+        port,
+        '/v3/kv/range',
+        JSON.stringify({ key: Buffer.from('probe').toString('base64') }),
+      );
       if (status === 200) return { child, port };
     } catch {
       // not listening yet
@@ -100,7 +114,9 @@ function etcdWalFsyncs(port: number): Promise<number> {
       .get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (c: string) => (text += c));
-        res.on('end', () => resolve(Number(/^etcd_disk_wal_fsync_duration_seconds_count (\d+)/m.exec(text)?.[1] ?? NaN)));
+        res.on('end', () =>
+          resolve(Number(/^etcd_disk_wal_fsync_duration_seconds_count (\d+)/m.exec(text)?.[1] ?? NaN)),
+        );
       })
       .on('error', reject);
   });
@@ -150,7 +166,14 @@ async function measure(target: Target, round: number): Promise<Result> {
   await Promise.all(workers);
   agent.destroy();
   const latency = summarize(latencies);
-  return { perSecond: counted / seconds, p50: latency.p50, p99: latency.p99, cpuMsPerWrite: cpu / Math.max(1, counted), clientCpuMsPerWrite: (client.user + client.system) / 1000 / Math.max(1, counted), writesPerFsync: fsyncs > 0 ? counted / fsyncs : NaN };
+  return {
+    perSecond: counted / seconds,
+    p50: latency.p50,
+    p99: latency.p99,
+    cpuMsPerWrite: cpu / Math.max(1, counted),
+    clientCpuMsPerWrite: (client.user + client.system) / 1000 / Math.max(1, counted),
+    writesPerFsync: fsyncs > 0 ? counted / fsyncs : NaN,
+  };
 }
 
 /**
@@ -197,7 +220,9 @@ const MARKER = '{"t":"B"';
 
 const binary = etcdBinary();
 if (!binary) {
-  console.log('bench:etcd skipped: etcd is not installed (Debian: apt-get install -y etcd-server), so there is nothing to compare with');
+  console.log(
+    'bench:etcd skipped: etcd is not installed (Debian: apt-get install -y etcd-server), so there is nothing to compare with',
+  );
   process.exit(0);
 }
 const version = spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
@@ -210,8 +235,15 @@ try {
   const walCommits = new CommitCounter(join(dir, 'sim', 'wal.log'));
   const memoryPort = Number(new URL(memory.url).port);
   const simAgent = new http.Agent({ keepAlive: false });
-  for (const port of [simPort, memoryPort]) await post(simAgent, port, '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench' } }));
-  const configMap = (i: number): string => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { value: simValue } });
+  for (const port of [simPort, memoryPort])
+    await post(
+      simAgent,
+      port,
+      '/api/v1/namespaces',
+      JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench' } }),
+    );
+  const configMap = (i: number): string =>
+    JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { value: simValue } });
   // The same 2 KB of payload for both: random bytes, base64 for etcd's JSON gateway, hex text in the ConfigMap.
   const value = randomBytes(VALUE_BYTES);
   const etcdValue = value.toString('base64');
@@ -222,7 +254,16 @@ try {
       pid: etcd.child.pid!,
       ok: 200,
       fsyncs: () => etcdWalFsyncs(etcd.port),
-      write: (agent, i) => post(agent, etcd.port, '/v3/kv/put', JSON.stringify({ key: Buffer.from(`/registry/configmaps/bench/cm-${i}`).toString('base64'), value: etcdValue })),
+      write: (agent, i) =>
+        post(
+          agent,
+          etcd.port,
+          '/v3/kv/put',
+          JSON.stringify({
+            key: Buffer.from(`/registry/configmaps/bench/cm-${i}`).toString('base64'),
+            value: etcdValue,
+          }),
+        ),
     },
     {
       name: 'kube-sim --data',
@@ -240,9 +281,18 @@ try {
       write: (agent, i) => post(agent, memoryPort, '/api/v1/namespaces/bench/configmaps', configMap(i)),
     },
   ];
-  console.log(`${version}, one member, fsync on; kube-sim --data (group commit) — ${CLIENTS} keep-alive clients, ${VALUE_BYTES}-byte values, ${SECONDS} s per run after ${WARMUP_MS / 1000} s warm-up`);
-  console.log(`machine: ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at start`);
-  console.log('round  target            writes/s   p50 ms   p99 ms   server CPU ms/write   client CPU ms/write   writes/fsync');
+  console.log(
+    `${version}, one member, fsync on; kube-sim --data (group commit) — ${CLIENTS} keep-alive clients, ${VALUE_BYTES}-byte values, ${SECONDS} s per run after ${WARMUP_MS / 1000} s warm-up`,
+  );
+  console.log(
+    `machine: ${os.cpus().length} cores, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} at start`,
+  );
+  console.log(
+    'round  target            writes/s   p50 ms   p99 ms   server CPU ms/write   client CPU ms/write   writes/fsync',
+  );
   const results = new Map<string, Result[]>(targets.map((t) => [t.name, []]));
   for (let round = 0; round < ROUNDS; round++) {
     // Rotate which goes first, so none always runs on the warmer (or busier) part of the round.
@@ -250,15 +300,26 @@ try {
     for (const target of order) {
       const r = await measure(target, round);
       results.get(target.name)!.push(r);
-      console.log(`${String(round + 1).padStart(5)}  ${target.name.padEnd(16)} ${r.perSecond.toFixed(0).padStart(9)}  ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}  ${r.cpuMsPerWrite.toFixed(3).padStart(20)}  ${r.clientCpuMsPerWrite.toFixed(3).padStart(20)}  ${(Number.isNaN(r.writesPerFsync) ? 'n/a' : r.writesPerFsync.toFixed(1)).padStart(13)}`);
+      console.log(
+        `${String(round + 1).padStart(5)}  ${target.name.padEnd(16)} ${r.perSecond.toFixed(0).padStart(9)}  ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}  ${r.cpuMsPerWrite.toFixed(3).padStart(20)}  ${r.clientCpuMsPerWrite.toFixed(3).padStart(20)}  ${(Number.isNaN(r.writesPerFsync) ? 'n/a' : r.writesPerFsync.toFixed(1)).padStart(13)}`,
+      );
     }
   }
   const etcdRate = median(results.get('etcd')!.map((r) => r.perSecond));
   const simRate = median(results.get('kube-sim --data')!.map((r) => r.perSecond));
   const memoryRate = median(results.get('kube-sim memory')!.map((r) => r.perSecond));
-  console.log(`median writes/s: etcd ${etcdRate.toFixed(0)}, kube-sim --data ${simRate.toFixed(0)}, kube-sim in memory ${memoryRate.toFixed(0)}`);
-  console.log(`kube-sim --data / etcd: ${(simRate / etcdRate).toFixed(2)}× (target ≥ 2×); --data / in memory: ${(simRate / memoryRate).toFixed(2)}×`);
-  console.log(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `median writes/s: etcd ${etcdRate.toFixed(0)}, kube-sim --data ${simRate.toFixed(0)}, kube-sim in memory ${memoryRate.toFixed(0)}`,
+  );
+  console.log(
+    `kube-sim --data / etcd: ${(simRate / etcdRate).toFixed(2)}× (target ≥ 2×); --data / in memory: ${(simRate / memoryRate).toFixed(2)}×`,
+  );
+  console.log(
+    `load average at end ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   walCommits.stop();
   await sim.stop();
   await memory.stop();

@@ -126,7 +126,8 @@ async function handle(cmd: FanoutCommand): Promise<FanoutReply> {
       const open = cmd.transport === 'http' ? openHttp : openWebSocket;
       // A few at a time: a thousand simultaneous connects overflow the server's accept backlog.
       const opened: Watcher[] = [];
-      for (let i = 0; i < cmd.urls.length; i += 50) opened.push(...(await Promise.all(cmd.urls.slice(i, i + 50).map(open))));
+      for (let i = 0; i < cmd.urls.length; i += 50)
+        opened.push(...(await Promise.all(cmd.urls.slice(i, i + 50).map(open))));
       watchers = opened;
       return { type: 'opened' };
     }
@@ -141,7 +142,11 @@ async function handle(cmd: FanoutCommand): Promise<FanoutReply> {
     case 'collect':
       return {
         type: 'collected',
-        watchers: watchers.map((w) => ({ rvs: w.arrivals.rvs.slice(0, w.arrivals.length), times: w.arrivals.times.slice(0, w.arrivals.length), errors: w.arrivals.errors })),
+        watchers: watchers.map((w) => ({
+          rvs: w.arrivals.rvs.slice(0, w.arrivals.length),
+          times: w.arrivals.times.slice(0, w.arrivals.length),
+          errors: w.arrivals.errors,
+        })),
       };
     case 'close':
       for (const w of watchers) w.close();
@@ -153,6 +158,10 @@ async function handle(cmd: FanoutCommand): Promise<FanoutReply> {
 port.on('message', (cmd: FanoutCommand) => {
   handle(cmd).then(
     (reply) => port.postMessage(reply),
-    (err: unknown) => port.postMessage({ type: 'failed', message: err instanceof Error ? err.message : String(err) } satisfies FanoutReply),
+    (err: unknown) =>
+      port.postMessage({
+        type: 'failed',
+        message: err instanceof Error ? err.message : String(err),
+      } satisfies FanoutReply),
   );
 });

@@ -101,8 +101,18 @@ function configMap(name: string, labels: Record<string, string>): string {
   });
 }
 
-async function call(pool: Pool, method: string, path: string, body?: string): Promise<{ status: number; text: string }> {
-  const res = await pool.request({ method, path, headers: { 'content-type': 'application/json', accept: 'application/json' }, body });
+async function call(
+  pool: Pool,
+  method: string,
+  path: string,
+  body?: string,
+): Promise<{ status: number; text: string }> {
+  const res = await pool.request({
+    method,
+    path,
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body,
+  });
   return { status: res.statusCode, text: await res.body.text() };
 }
 
@@ -115,7 +125,12 @@ async function createNamespaces(pool: Pool, names: string[]): Promise<void> {
   for (let i = 0; i < names.length; i += 32) {
     await Promise.all(
       names.slice(i, i + 32).map(async (name) => {
-        const r = await call(pool, 'POST', '/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }));
+        const r = await call(
+          pool,
+          'POST',
+          '/api/v1/namespaces',
+          JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }),
+        );
         if (r.status !== 201 && r.status !== 409) throw new Error(`creating namespace ${name}: ${r.status} ${r.text}`);
       }),
     );
@@ -126,7 +141,12 @@ async function createNamespaces(pool: Pool, names: string[]): Promise<void> {
  * Creates at a fixed rate (open loop: a write is sent when due, whether or not earlier ones were answered; at
  * most 256 in flight), each described by `plan(i)`.
  */
-async function writeAtRate(pool: Pool, rate: number, durationMs: number, plan: (i: number) => { path: string; body: string; target: number }): Promise<Write[]> {
+async function writeAtRate(
+  pool: Pool,
+  rate: number,
+  durationMs: number,
+  plan: (i: number) => { path: string; body: string; target: number },
+): Promise<Write[]> {
   const writes: Write[] = [];
   const total = Math.round((rate * durationMs) / 1000);
   const start = now();
@@ -159,7 +179,12 @@ async function writeAtRate(pool: Pool, rate: number, durationMs: number, plan: (
 }
 
 /** Creates as fast as `concurrency` connections go, for `durationMs`; returns the number of writes. */
-async function writeFlat(pool: Pool, concurrency: number, durationMs: number, plan: (i: number) => { path: string; body: string }): Promise<number> {
+async function writeFlat(
+  pool: Pool,
+  concurrency: number,
+  durationMs: number,
+  plan: (i: number) => { path: string; body: string },
+): Promise<number> {
   const end = now() + durationMs;
   let i = 0;
   let done = 0;
@@ -180,7 +205,6 @@ function analyse(
   name: string,
   transport: 'http' | 'ws',
   rate: number,
-  durationMs: number,
   writes: Write[],
   arrivals: Array<{ rvs: Float64Array; times: Float64Array; errors: number }>,
   cpuMs: number,
@@ -230,23 +254,48 @@ function analyse(
     errors,
     serverCpuMicrosPerWrite: (cpuMs * 1000) / writes.length,
   };
-  void durationMs;
 }
 
-async function caseA(server: SpawnedServer, pool: Pool, clients: WatchClients, transport: 'http' | 'ws', o: FanoutOptions, raw: number): Promise<{ fixed: FanoutCase; saturation: FanoutSaturation }> {
+async function caseA(
+  server: SpawnedServer,
+  pool: Pool,
+  clients: WatchClients,
+  transport: 'http' | 'ws',
+  o: FanoutOptions,
+  raw: number,
+): Promise<{ fixed: FanoutCase; saturation: FanoutSaturation }> {
   const watchers = 100;
   const rate = 500;
   const ns = `fanout-a-${transport}`;
   await createNamespaces(pool, [ns]);
   const path = `/api/v1/namespaces/${ns}/configmaps`;
   const rv = await currentRevision(pool, path);
-  await clients.call({ op: 'open', transport, mode: 'rv', urls: Array.from({ length: watchers }, () => `${server.url}${path}?watch=true&resourceVersion=${rv}`) }, 'opened');
+  await clients.call(
+    {
+      op: 'open',
+      transport,
+      mode: 'rv',
+      urls: Array.from({ length: watchers }, () => `${server.url}${path}?watch=true&resourceVersion=${rv}`),
+    },
+    'opened',
+  );
   const cpu0 = (await server.usage(false)).cpuMs;
-  const writes = await writeAtRate(pool, rate, o.durationMs, (i) => ({ path, body: configMap(`a-${i}`, {}), target: -1 }));
+  const writes = await writeAtRate(pool, rate, o.durationMs, (i) => ({
+    path,
+    body: configMap(`a-${i}`, {}),
+    target: -1,
+  }));
   const cpuMs = (await server.usage(false)).cpuMs - cpu0;
   await sleep(2000);
   const { watchers: arrivals } = await clients.call({ op: 'collect' }, 'collected');
-  const fixed = analyse(`(a) ${watchers} watchers, all match, ${rate} writes/s`, transport, rate, o.durationMs, writes, arrivals, cpuMs);
+  const fixed = analyse(
+    `(a) ${watchers} watchers, all match, ${rate} writes/s`,
+    transport,
+    rate,
+    writes,
+    arrivals,
+    cpuMs,
+  );
 
   // The same watchers, writes as fast as they go: deliveries/s against the raw loop.
   await clients.call({ op: 'count-start' }, 'counted');
@@ -255,10 +304,25 @@ async function caseA(server: SpawnedServer, pool: Pool, clients: WatchClients, t
   const counted = await clients.call({ op: 'count-stop' }, 'counted');
   await clients.call({ op: 'close' }, 'closed');
   const deliveriesPerSec = (counted.deliveries * 1000) / counted.ms;
-  return { fixed, saturation: { transport, watchers, writesPerSec: (n * 1000) / o.durationMs, deliveriesPerSec, ratioToRaw: deliveriesPerSec / raw } };
+  return {
+    fixed,
+    saturation: {
+      transport,
+      watchers,
+      writesPerSec: (n * 1000) / o.durationMs,
+      deliveriesPerSec,
+      ratioToRaw: deliveriesPerSec / raw,
+    },
+  };
 }
 
-async function caseB(server: SpawnedServer, pool: Pool, clients: WatchClients, transport: 'http' | 'ws', o: FanoutOptions): Promise<FanoutCase> {
+async function caseB(
+  server: SpawnedServer,
+  pool: Pool,
+  clients: WatchClients,
+  transport: 'http' | 'ws',
+  o: FanoutOptions,
+): Promise<FanoutCase> {
   const perKind = 500;
   const rate = 1000;
   const own = Array.from({ length: perKind }, (_, k) => `fanout-b-${transport}-${k}`);
@@ -267,7 +331,11 @@ async function caseB(server: SpawnedServer, pool: Pool, clients: WatchClients, t
   const rv = await currentRevision(pool, '/api/v1/configmaps');
   const urls = [
     ...own.map((ns) => `${server.url}/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}`),
-    ...Array.from({ length: perKind }, (_, k) => `${server.url}/api/v1/configmaps?watch=true&resourceVersion=${rv}&labelSelector=${encodeURIComponent(`bucket=${transport}-${k}`)}`),
+    ...Array.from(
+      { length: perKind },
+      (_, k) =>
+        `${server.url}/api/v1/configmaps?watch=true&resourceVersion=${rv}&labelSelector=${encodeURIComponent(`bucket=${transport}-${k}`)}`,
+    ),
   ];
   await clients.call({ op: 'open', transport, mode: 'rv', urls }, 'opened');
   const cpu0 = (await server.usage(false)).cpuMs;
@@ -276,13 +344,24 @@ async function caseB(server: SpawnedServer, pool: Pool, clients: WatchClients, t
     const k = (i >> 1) % perKind;
     return i % 2 === 0
       ? { path: `/api/v1/namespaces/${own[k]}/configmaps`, body: configMap(`b-${i}`, { bucket: 'none' }), target: k }
-      : { path: `/api/v1/namespaces/${shared}/configmaps`, body: configMap(`b-${i}`, { bucket: `${transport}-${k}` }), target: perKind + k };
+      : {
+          path: `/api/v1/namespaces/${shared}/configmaps`,
+          body: configMap(`b-${i}`, { bucket: `${transport}-${k}` }),
+          target: perKind + k,
+        };
   });
   const cpuMs = (await server.usage(false)).cpuMs - cpu0;
   await sleep(2000);
   const { watchers: arrivals } = await clients.call({ op: 'collect' }, 'collected');
   await clients.call({ op: 'close' }, 'closed');
-  return analyse(`(b) ${urls.length} watchers, 1 match per write, ${rate} writes/s`, transport, rate, o.durationMs, writes, arrivals, cpuMs);
+  return analyse(
+    `(b) ${urls.length} watchers, 1 match per write, ${rate} writes/s`,
+    transport,
+    rate,
+    writes,
+    arrivals,
+    cpuMs,
+  );
 }
 
 export async function measureFanout(o: FanoutOptions): Promise<FanoutFigures> {
@@ -296,14 +375,24 @@ export async function measureFanout(o: FanoutOptions): Promise<FanoutFigures> {
     const sample = await call(pool, 'POST', '/api/v1/namespaces/fanout-sample/configmaps', configMap('sample', {}));
     const line = `{"type":"ADDED","object":${sample.text.trim()}}\n`;
     const watchers = 100;
-    await clients.call({ op: 'open', transport: 'http', mode: 'count', urls: Array.from({ length: watchers }, () => rawServer.url) }, 'opened');
+    await clients.call(
+      { op: 'open', transport: 'http', mode: 'count', urls: Array.from({ length: watchers }, () => rawServer.url) },
+      'opened',
+    );
     await clients.call({ op: 'count-start' }, 'counted');
     const events = await rawServer.run(line, o.durationMs);
     await sleep(500);
     const counted = await clients.call({ op: 'count-stop' }, 'counted');
     await clients.call({ op: 'close' }, 'closed');
-    const raw = { watchers, eventBytes: Buffer.byteLength(line), eventsPerSec: (events * 1000) / o.durationMs, deliveriesPerSec: (counted.deliveries * 1000) / counted.ms };
-    process.stderr.write(`  raw chunked writes to ${watchers} responses: ${fmt(raw.deliveriesPerSec, 0)} deliveries/s\n`);
+    const raw = {
+      watchers,
+      eventBytes: Buffer.byteLength(line),
+      eventsPerSec: (events * 1000) / o.durationMs,
+      deliveriesPerSec: (counted.deliveries * 1000) / counted.ms,
+    };
+    process.stderr.write(
+      `  raw chunked writes to ${watchers} responses: ${fmt(raw.deliveriesPerSec, 0)} deliveries/s\n`,
+    );
 
     const cases: FanoutCase[] = [];
     const saturation: FanoutSaturation[] = [];
@@ -311,10 +400,14 @@ export async function measureFanout(o: FanoutOptions): Promise<FanoutFigures> {
       const a = await caseA(server, pool, clients, transport, o, raw.deliveriesPerSec);
       cases.push(a.fixed);
       saturation.push(a.saturation);
-      process.stderr.write(`  ${transport} ${a.fixed.case}: ack→event p99 ${fmt(a.fixed.ackToEventMs.p99, 2)} ms, lost ${a.fixed.lost}; flat out ${fmt(a.saturation.deliveriesPerSec, 0)} deliveries/s\n`);
+      process.stderr.write(
+        `  ${transport} ${a.fixed.case}: ack→event p99 ${fmt(a.fixed.ackToEventMs.p99, 2)} ms, lost ${a.fixed.lost}; flat out ${fmt(a.saturation.deliveriesPerSec, 0)} deliveries/s\n`,
+      );
       const b = await caseB(server, pool, clients, transport, o);
       cases.push(b);
-      process.stderr.write(`  ${transport} ${b.case}: ack→event p99 ${fmt(b.ackToEventMs.p99, 2)} ms, lost ${b.lost}\n`);
+      process.stderr.write(
+        `  ${transport} ${b.case}: ack→event p99 ${fmt(b.ackToEventMs.p99, 2)} ms, lost ${b.lost}\n`,
+      );
     }
     return { raw, cases, saturation };
   } finally {
@@ -326,10 +419,24 @@ export async function measureFanout(o: FanoutOptions): Promise<FanoutFigures> {
 }
 
 export function printFanout(f: FanoutFigures, o: FanoutOptions): void {
-  console.log(`\nWatch fan-out (server in its own process, watchers on a worker thread, ${o.durationMs / 1000} s per phase)`);
+  console.log(
+    `\nWatch fan-out (server in its own process, watchers on a worker thread, ${o.durationMs / 1000} s per phase)`,
+  );
   console.log(
     table([
-      ['case', 'transport', 'writes/s', 'ack→event p50 ms', 'p99 ms', 'max ms', 'send→event p99 ms', 'write p99 ms', 'delivered', 'lost', 'server µs/write'],
+      [
+        'case',
+        'transport',
+        'writes/s',
+        'ack→event p50 ms',
+        'p99 ms',
+        'max ms',
+        'send→event p99 ms',
+        'write p99 ms',
+        'delivered',
+        'lost',
+        'server µs/write',
+      ],
       ...f.cases.map((c) => [
         c.case,
         c.transport,
@@ -345,12 +452,24 @@ export function printFanout(f: FanoutFigures, o: FanoutOptions): void {
       ]),
     ]),
   );
-  console.log('targets: (a) p99 ≤ 20 ms, (b) p99 ≤ 10 ms, lost 0. ack→event: from the write\'s HTTP response to the event at the watcher (negative when the event came first).');
+  console.log(
+    "targets: (a) p99 ≤ 20 ms, (b) p99 ≤ 10 ms, lost 0. ack→event: from the write's HTTP response to the event at the watcher (negative when the event came first).",
+  );
   console.log(
     table([
       ['flat out, 100 watchers', 'writes/s', 'deliveries/s', 'ratio to raw'],
-      [`raw chunked-write loop (${f.raw.eventBytes} B events)`, fmt(f.raw.eventsPerSec, 0), fmt(f.raw.deliveriesPerSec, 0), '1.00'],
-      ...f.saturation.map((s) => [`kube-sim, ${s.transport}`, fmt(s.writesPerSec, 0), fmt(s.deliveriesPerSec, 0), fmt(s.ratioToRaw, 2)]),
+      [
+        `raw chunked-write loop (${f.raw.eventBytes} B events)`,
+        fmt(f.raw.eventsPerSec, 0),
+        fmt(f.raw.deliveriesPerSec, 0),
+        '1.00',
+      ],
+      ...f.saturation.map((s) => [
+        `kube-sim, ${s.transport}`,
+        fmt(s.writesPerSec, 0),
+        fmt(s.deliveriesPerSec, 0),
+        fmt(s.ratioToRaw, 2),
+      ]),
     ]),
   );
 }

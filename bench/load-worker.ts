@@ -5,7 +5,17 @@
 import { parentPort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { Client, Pool } from 'undici';
-import type { Job, JobResult, LatencyJob, LatencyResult, PaginateJob, PaginateResult, ThroughputJob, ThroughputResult, WorkerMessage } from './protocol.js';
+import type {
+  Job,
+  JobResult,
+  LatencyJob,
+  LatencyResult,
+  PaginateJob,
+  PaginateResult,
+  ThroughputJob,
+  ThroughputResult,
+  WorkerMessage,
+} from './protocol.js';
 
 const port = parentPort;
 if (!port) throw new Error('load-worker must run as a worker thread');
@@ -134,6 +144,7 @@ async function run(job: Job): Promise<JobResult> {
 port.on('message', (job: Job) => {
   run(job).then(
     (result) => post({ type: 'done', result }),
-    (err: unknown) => post({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
+    (err: unknown) =>
+      post({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
   );
 });

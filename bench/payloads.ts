@@ -10,7 +10,9 @@ function padTo(bytes: number, make: (fill: string) => unknown): string {
   const base = JSON.stringify(make(''));
   const missing = bytes - Buffer.byteLength(base);
   if (missing < 0) throw new Error(`payload is already ${Buffer.byteLength(base)} bytes, more than ${bytes}`);
-  const filler = 'lorem ipsum dolor sit amet consectetur adipiscing elit '.repeat(Math.ceil(missing / 55) + 1).slice(0, missing);
+  const filler = 'lorem ipsum dolor sit amet consectetur adipiscing elit '
+    .repeat(Math.ceil(missing / 55) + 1)
+    .slice(0, missing);
   return JSON.stringify(make(filler));
 }
 
@@ -27,7 +29,8 @@ export function configMapBody(bytes = TARGET_BYTES): string {
       'log-level': 'info',
       'max-connections': '512',
       'feature-flags': 'alpha=false,beta=true,gamma=true',
-      'app.properties': 'server.port=8080\nserver.shutdown=graceful\nspring.datasource.url=jdbc:postgresql://db:5432/app\n',
+      'app.properties':
+        'server.port=8080\nserver.shutdown=graceful\nspring.datasource.url=jdbc:postgresql://db:5432/app\n',
       'notes.txt': fill,
     },
   }));
@@ -39,7 +42,11 @@ export function podBody(bytes = TARGET_BYTES): string {
     kind: 'Pod',
     metadata: {
       generateName: 'bench-pod-',
-      labels: { 'app.kubernetes.io/name': 'web', 'app.kubernetes.io/instance': 'web-1', 'pod-template-hash': '7d9c8b6f5' },
+      labels: {
+        'app.kubernetes.io/name': 'web',
+        'app.kubernetes.io/instance': 'web-1',
+        'pod-template-hash': '7d9c8b6f5',
+      },
       annotations: { 'bench.kube-sim.io/notes': fill },
     },
     spec: {
@@ -88,7 +95,8 @@ export function listObject(i: number, total: number): { namespace: string; json:
     data: {
       'log-level': 'info',
       'max-connections': '512',
-      'app.properties': 'server.port=8080\nserver.shutdown=graceful\nspring.datasource.url=jdbc:postgresql://db:5432/app\n',
+      'app.properties':
+        'server.port=8080\nserver.shutdown=graceful\nspring.datasource.url=jdbc:postgresql://db:5432/app\n',
       'notes.txt': LIST_NOTES,
     },
   });

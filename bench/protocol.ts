@@ -62,4 +62,8 @@ export type Job = ThroughputJob | LatencyJob | PaginateJob;
 export type JobResult = ThroughputResult | LatencyResult | PaginateResult;
 
 /** `measuring` and `stopped` bracket a throughput job's measured phase, so the host can time its own thread over it. */
-export type WorkerMessage = { type: 'measuring' } | { type: 'stopped' } | { type: 'done'; result: JobResult } | { type: 'failed'; message: string };
+export type WorkerMessage =
+  | { type: 'measuring' }
+  | { type: 'stopped' }
+  | { type: 'done'; result: JobResult }
+  | { type: 'failed'; message: string };

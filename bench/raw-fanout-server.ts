@@ -23,7 +23,9 @@ if (isChild) {
     open.add(res);
     res.on('close', () => open.delete(res));
   });
-  server.listen(0, '127.0.0.1', () => process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
+  server.listen(0, '127.0.0.1', () =>
+    process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`),
+  );
   process.on('message', (m: Request) => {
     if (m.op !== 'run') return;
     const end = performance.now() + m.durationMs;
@@ -57,7 +59,9 @@ export interface RawFanout {
 }
 
 export async function spawnRawFanout(): Promise<RawFanout> {
-  const child: ChildProcess = spawn(process.execPath, [fileURLToPath(import.meta.url)], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const child: ChildProcess = spawn(process.execPath, [fileURLToPath(import.meta.url)], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
   process.once('exit', () => child.kill('SIGKILL'));
   trackChild(child);
   const url = await urlPrinted(child, /listening on (\S+)/);

@@ -59,12 +59,27 @@ interface Obj {
 
 /** `sim serve` for this run, in its own process (bench/server-process.ts), with the server's CPU profile if asked. */
 function startServer(o: Options): Promise<SpawnedServer> {
-  const args = ['--nodes', String(o.nodes), ...(o.watchHistory ? ['--watch-history', o.watchHistory] : []), ...(o.stopDelay ? ['--stop-delay', o.stopDelay] : [])];
+  const args = [
+    '--nodes',
+    String(o.nodes),
+    ...(o.watchHistory ? ['--watch-history', o.watchHistory] : []),
+    ...(o.stopDelay ? ['--stop-delay', o.stopDelay] : []),
+  ];
   return spawnServer(args, o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []);
 }
 
-async function call<T>(url: string, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
-  const res = await fetch(url + path, { method, headers: body ? { 'content-type': contentType } : {}, body: body ? JSON.stringify(body) : undefined });
+async function call<T>(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<T> {
+  const res = await fetch(url + path, {
+    method,
+    headers: body ? { 'content-type': contentType } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
   return JSON.parse(text) as T;
@@ -110,7 +125,8 @@ class PodTracker {
       res.on('close', () => {
         if (this.stopped) return;
         this.resumed++;
-        if (process.env.ROLLOUT_DEBUG) process.stderr.write(`watch ended after ${this.events} events; resuming from ${this.resourceVersion}\n`);
+        if (process.env.ROLLOUT_DEBUG)
+          process.stderr.write(`watch ended after ${this.events} events; resuming from ${this.resourceVersion}\n`);
         this.watch();
       });
     });
@@ -146,7 +162,10 @@ class PodTracker {
   }
 }
 
-const ready = (p: Obj): boolean => ((p.status?.conditions as Array<{ type: string; status: string }> | undefined) ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+const ready = (p: Obj): boolean =>
+  ((p.status?.conditions as Array<{ type: string; status: string }> | undefined) ?? []).some(
+    (c) => c.type === 'Ready' && c.status === 'True',
+  );
 
 /** Polls the Deployment until `done` holds. */
 async function until(url: string, path: string, done: (d: Obj) => boolean, timeoutMs = 600_000): Promise<Obj> {
@@ -173,10 +192,20 @@ async function run(o: Options): Promise<string> {
   try {
     const ns = '/apis/apps/v1/namespaces/default/deployments';
     const path = `${ns}/web`;
-    const template = (image: string): unknown => ({ metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'app', image }] } });
+    const template = (image: string): unknown => ({
+      metadata: { labels: { app: 'web' } },
+      spec: { containers: [{ name: 'app', image }] },
+    });
     const complete = (d: Obj): boolean => {
-      const s = d.status as { observedGeneration?: number; updatedReplicas?: number; replicas?: number; availableReplicas?: number } | undefined;
-      return (s?.observedGeneration ?? 0) >= (d.metadata.generation ?? 1) && s?.updatedReplicas === o.replicas && s.replicas === o.replicas && s.availableReplicas === o.replicas;
+      const s = d.status as
+        | { observedGeneration?: number; updatedReplicas?: number; replicas?: number; availableReplicas?: number }
+        | undefined;
+      return (
+        (s?.observedGeneration ?? 0) >= (d.metadata.generation ?? 1) &&
+        s?.updatedReplicas === o.replicas &&
+        s.replicas === o.replicas &&
+        s.availableReplicas === o.replicas
+      );
     };
 
     let t0 = performance.now();
@@ -197,7 +226,11 @@ async function run(o: Options): Promise<string> {
 
     let tracker: PodTracker | undefined;
     if (o.podWatch) {
-      const list = await call<{ metadata: { resourceVersion: string }; items: Obj[] }>(url, 'GET', '/api/v1/namespaces/default/pods');
+      const list = await call<{ metadata: { resourceVersion: string }; items: Obj[] }>(
+        url,
+        'GET',
+        '/api/v1/namespaces/default/pods',
+      );
       tracker = new PodTracker(url, list.items, list.metadata.resourceVersion);
     }
     t0 = performance.now();
@@ -229,6 +262,8 @@ process.on('uncaughtException', (err) => {
   process.exit(1);
 });
 const options = parseArgs(process.argv.slice(2));
-console.log('| replicas | nodes | maxSurge / maxUnavailable | Available after | rolled out after | old pods gone after | pod events | worst instant (pods, ready) | server CPU (create + update) | peak RSS |');
+console.log(
+  '| replicas | nodes | maxSurge / maxUnavailable | Available after | rolled out after | old pods gone after | pod events | worst instant (pods, ready) | server CPU (create + update) | peak RSS |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (let i = 0; i < options.runs; i++) console.log(await run(options));

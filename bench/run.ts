@@ -29,7 +29,17 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { Cluster } from '../src/cluster/cluster.js';
 import { buildServer } from '../src/server/server.js';
 import { configMapBody, LIST_NAMESPACES, listNamespace, listObject, podBody } from './payloads.js';
-import type { LatencyJob, LatencyResult, PaginateJob, PaginateResult, ThroughputJob, ThroughputResult, WorkerMessage, Job, JobResult } from './protocol.js';
+import type {
+  LatencyJob,
+  LatencyResult,
+  PaginateJob,
+  PaginateResult,
+  ThroughputJob,
+  ThroughputResult,
+  WorkerMessage,
+  Job,
+  JobResult,
+} from './protocol.js';
 import { fmt, median, mib, round, summarize, table, type Summary } from './stats.js';
 import { measureDensity, printDensity } from './density.js';
 import { measureFanout, printFanout } from './fanout.js';
@@ -69,9 +79,11 @@ function parseArgs(argv: string[]): Options {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const only = value('--only');
-  if (only !== undefined && !(SECTIONS as readonly string[]).includes(only)) throw new Error(`--only must be one of ${SECTIONS.join(', ')}, not ${only}`);
+  if (only !== undefined && !(SECTIONS as readonly string[]).includes(only))
+    throw new Error(`--only must be one of ${SECTIONS.join(', ')}, not ${only}`);
   const objects = Number(value('--objects') ?? (quick ? 20_000 : 100_000));
-  if (!Number.isInteger(objects) || objects < LIST_NAMESPACES) throw new Error(`--objects must be an integer ≥ ${LIST_NAMESPACES}`);
+  if (!Number.isInteger(objects) || objects < LIST_NAMESPACES)
+    throw new Error(`--objects must be an integer ≥ ${LIST_NAMESPACES}`);
   return {
     quick,
     only: only as Section | undefined,
@@ -117,7 +129,13 @@ async function memory(): Promise<Memory> {
   gc();
   gc();
   const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+  return {
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+  };
 }
 
 /** The commit measured, and whether src/ had uncommitted changes (the benchmark runs the working tree). */
@@ -195,7 +213,9 @@ async function waitForQuiet(options: Options): Promise<void> {
     const { otherCpu } = window.stop();
     if (otherCpu <= options.maxOtherCpu) break;
     if (performance.now() - start > options.quietWaitMs) {
-      process.stderr.write(`  other processes still use ${fmt(otherCpu, 2)} cores after ${fmt(options.quietWaitMs / 1000, 0)} s; measuring anyway\n`);
+      process.stderr.write(
+        `  other processes still use ${fmt(otherCpu, 2)} cores after ${fmt(options.quietWaitMs / 1000, 0)} s; measuring anyway\n`,
+      );
       break;
     }
     if (!said) process.stderr.write(`  waiting for other processes to go quiet (${fmt(otherCpu, 2)} cores)…\n`);
@@ -256,7 +276,10 @@ async function listen(app: FastifyInstance): Promise<string> {
 
 async function serveKubeSim(cluster: Cluster): Promise<Served> {
   let address = '127.0.0.1:0';
-  const app = buildServer(cluster, { advertiseAddress: () => address, logger: (line) => process.stderr.write(`${line}\n`) });
+  const app = buildServer(cluster, {
+    advertiseAddress: () => address,
+    logger: (line) => process.stderr.write(`${line}\n`),
+  });
   const origin = await listen(app);
   address = origin.slice('http://'.length);
   return { origin, close: () => app.close() };
@@ -324,7 +347,12 @@ interface CreateFigure {
 }
 
 /** One measured run against a fresh server (and cluster), so that no run inherits the objects or garbage of another. */
-async function createRun(options: Options, load: LoadGenerator, target: CreateTarget, round: number): Promise<{ run: CreateRun; latencyMs: number[] }> {
+async function createRun(
+  options: Options,
+  load: LoadGenerator,
+  target: CreateTarget,
+  round: number,
+): Promise<{ run: CreateRun; latencyMs: number[] }> {
   let cluster: Cluster | undefined;
   let served: Served;
   if (target.server === 'kube-sim') {
@@ -379,14 +407,35 @@ async function createRun(options: Options, load: LoadGenerator, target: CreateTa
   return { run, latencyMs: result.latencyMs };
 }
 
-async function measureCreates(options: Options, load: LoadGenerator): Promise<{ figures: CreateFigure[]; ratios: Record<string, number> }> {
+async function measureCreates(
+  options: Options,
+  load: LoadGenerator,
+): Promise<{ figures: CreateFigure[]; ratios: Record<string, number> }> {
   const ns = CREATE_NAMESPACE;
   const cm = configMapBody();
   const pod = podBody();
   const targets: CreateTarget[] = [
-    { name: 'empty route, ConfigMap body', server: 'empty fastify route', kind: 'ConfigMap', path: `/api/v1/namespaces/${ns}/configmaps`, body: cm },
-    { name: 'kube-sim, create ConfigMap', server: 'kube-sim', kind: 'ConfigMap', path: `/api/v1/namespaces/${ns}/configmaps`, body: cm },
-    { name: 'empty route, Pod body', server: 'empty fastify route', kind: 'Pod', path: `/api/v1/namespaces/${ns}/pods`, body: pod },
+    {
+      name: 'empty route, ConfigMap body',
+      server: 'empty fastify route',
+      kind: 'ConfigMap',
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      body: cm,
+    },
+    {
+      name: 'kube-sim, create ConfigMap',
+      server: 'kube-sim',
+      kind: 'ConfigMap',
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      body: cm,
+    },
+    {
+      name: 'empty route, Pod body',
+      server: 'empty fastify route',
+      kind: 'Pod',
+      path: `/api/v1/namespaces/${ns}/pods`,
+      body: pod,
+    },
     { name: 'kube-sim, create Pod', server: 'kube-sim', kind: 'Pod', path: `/api/v1/namespaces/${ns}/pods`, body: pod },
   ];
   const runs = new Map<string, CreateRun[]>(targets.map((t) => [t.name, []]));
@@ -440,7 +489,8 @@ async function measureCreates(options: Options, load: LoadGenerator): Promise<{ 
   });
   const byName = new Map(figures.map((f) => [f.target, f]));
   const ratios = {
-    ConfigMap: byName.get('kube-sim, create ConfigMap')!.reqPerSec / byName.get('empty route, ConfigMap body')!.reqPerSec,
+    ConfigMap:
+      byName.get('kube-sim, create ConfigMap')!.reqPerSec / byName.get('empty route, ConfigMap body')!.reqPerSec,
     Pod: byName.get('kube-sim, create Pod')!.reqPerSec / byName.get('empty route, Pod body')!.reqPerSec,
   };
   return { figures, ratios };
@@ -493,9 +543,12 @@ async function measureLists(options: Options, load: LoadGenerator): Promise<List
   const memoryBefore = await memory();
 
   await waitForQuiet(options);
-  process.stderr.write(`  loading ${options.objects.toLocaleString('en-US')} ConfigMaps in-process (cluster.api.create)…\n`);
+  process.stderr.write(
+    `  loading ${options.objects.toLocaleString('en-US')} ConfigMaps in-process (cluster.api.create)…\n`,
+  );
   const t0 = performance.now();
-  for (let n = 0; n < LIST_NAMESPACES; n++) cluster.api.create(namespaces, undefined, { metadata: { name: listNamespace(n) } });
+  for (let n = 0; n < LIST_NAMESPACES; n++)
+    cluster.api.create(namespaces, undefined, { metadata: { name: listNamespace(n) } });
   for (let i = 0; i < options.objects; i++) {
     const { namespace, json } = listObject(i, options.objects);
     cluster.api.create(configmaps, namespace, JSON.parse(json));
@@ -506,14 +559,23 @@ async function measureLists(options: Options, load: LoadGenerator): Promise<List
   const served = await serveKubeSim(cluster);
   const shard = 42;
   const namespace = listNamespace(42);
-  const reps = options.quick ? { full: 3, namespaced: 50, label: 100, walks: 1 } : { full: 20, namespaced: 300, label: 1000, walks: 5 };
+  const reps = options.quick
+    ? { full: 3, namespaced: 50, label: 100, walks: 1 }
+    : { full: 20, namespaced: 300, label: 1000, walks: 5 };
   const cases = [
     { name: 'all ConfigMaps', path: '/api/v1/configmaps', reps: reps.full },
     { name: `one namespace (${namespace})`, path: `/api/v1/namespaces/${namespace}/configmaps`, reps: reps.namespaced },
-    { name: `label selector shard=s${shard}`, path: `/api/v1/configmaps?labelSelector=${encodeURIComponent(`shard=s${shard}`)}`, reps: reps.label },
+    {
+      name: `label selector shard=s${shard}`,
+      path: `/api/v1/configmaps?labelSelector=${encodeURIComponent(`shard=s${shard}`)}`,
+      reps: reps.label,
+    },
   ];
   /** Runs `fn` until other processes stay under maxOtherCpu cores during it (or attempts run out); keeps the least disturbed. */
-  const undisturbed = async <T>(label: string, fn: () => Promise<T>): Promise<{ value: T; otherCpu: number; attempt: number }> => {
+  const undisturbed = async <T>(
+    label: string,
+    fn: () => Promise<T>,
+  ): Promise<{ value: T; otherCpu: number; attempt: number }> => {
     let best: { value: T; otherCpu: number; attempt: number } | undefined;
     for (let attempt = 1; attempt <= options.attempts; attempt++) {
       await waitForQuiet(options);
@@ -521,7 +583,9 @@ async function measureLists(options: Options, load: LoadGenerator): Promise<List
       const value = await fn();
       const { otherCpu } = cpu.stop();
       const disturbed = otherCpu > options.maxOtherCpu;
-      process.stderr.write(`  ${label}: other processes ${fmt(otherCpu, 2)} cores${disturbed ? `  (disturbed${attempt < options.attempts ? ', again' : ''})` : ''}\n`);
+      process.stderr.write(
+        `  ${label}: other processes ${fmt(otherCpu, 2)} cores${disturbed ? `  (disturbed${attempt < options.attempts ? ', again' : ''})` : ''}\n`,
+      );
       if (!best || otherCpu < best.otherCpu) best = { value, otherCpu, attempt };
       if (!disturbed) break;
     }
@@ -532,16 +596,46 @@ async function measureLists(options: Options, load: LoadGenerator): Promise<List
   // attempt's first request is cold; its time is kept even if that attempt is repeated).
   let coldMs: number | undefined;
   for (const c of cases) {
-    const { value: r, otherCpu, attempt } = await undisturbed(`GET ${c.path} ×${c.reps}`, async () => {
-      const result = await load.latency({ op: 'latency', origin: served.origin, path: c.path, warmup: 2, reps: c.reps });
+    const {
+      value: r,
+      otherCpu,
+      attempt,
+    } = await undisturbed(`GET ${c.path} ×${c.reps}`, async () => {
+      const result = await load.latency({
+        op: 'latency',
+        origin: served.origin,
+        path: c.path,
+        warmup: 2,
+        reps: c.reps,
+      });
       coldMs ??= result.firstMs;
       return result;
     });
-    lists.push({ name: c.name, path: c.path, items: r.items, responseBytes: r.bytes, firstMs: lists.length === 0 ? coldMs! : r.firstMs, latencyMs: summarize(r.latencyMs), otherCpu, attempt });
+    lists.push({
+      name: c.name,
+      path: c.path,
+      items: r.items,
+      responseBytes: r.bytes,
+      firstMs: lists.length === 0 ? coldMs! : r.firstMs,
+      latencyMs: summarize(r.latencyMs),
+      otherCpu,
+      attempt,
+    });
   }
   const limit = 500;
-  const { value: p, otherCpu, attempt } = await undisturbed(`paginated walk limit=${limit} ×${reps.walks}`, () =>
-    load.paginate({ op: 'paginate', origin: served.origin, path: '/api/v1/configmaps', limit, warmupWalks: 1, walks: reps.walks }),
+  const {
+    value: p,
+    otherCpu,
+    attempt,
+  } = await undisturbed(`paginated walk limit=${limit} ×${reps.walks}`, () =>
+    load.paginate({
+      op: 'paginate',
+      origin: served.origin,
+      path: '/api/v1/configmaps',
+      limit,
+      warmupWalks: 1,
+      walks: reps.walks,
+    }),
   );
   const paginated: PaginateFigure = {
     name: `all ConfigMaps, limit=${limit}, every page`,
@@ -576,15 +670,31 @@ async function measureLists(options: Options, load: LoadGenerator): Promise<List
 function roundDeep(value: unknown): unknown {
   if (typeof value === 'number') return Number.isFinite(value) ? round(value) : null;
   if (Array.isArray(value)) return value.map(roundDeep);
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, roundDeep(v)]));
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, roundDeep(v)]));
   return value;
 }
 
 function printCreates(c: { figures: CreateFigure[]; ratios: Record<string, number> }, options: Options): void {
-  console.log(`\nCreate throughput over HTTP: ${options.connections} keep-alive connections, ${options.durationMs / 1000} s per run after ${options.warmupMs / 1000} s warm-up, median of the undisturbed runs among ${options.rounds} round(s)`);
+  console.log(
+    `\nCreate throughput over HTTP: ${options.connections} keep-alive connections, ${options.durationMs / 1000} s per run after ${options.warmupMs / 1000} s warm-up, median of the undisturbed runs among ${options.rounds} round(s)`,
+  );
   console.log(
     table([
-      ['target', 'body', 'req/s', 'p50 ms', 'p99 ms', 'server ELU', 'server µs/req', 'client ELU', 'process CPU', 'others CPU', 'runs', 'errors'],
+      [
+        'target',
+        'body',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'server ELU',
+        'server µs/req',
+        'client ELU',
+        'process CPU',
+        'others CPU',
+        'runs',
+        'errors',
+      ],
       ...c.figures.map((f) => [
         f.target,
         `${f.bodyBytes} B`,
@@ -601,21 +711,37 @@ function printCreates(c: { figures: CreateFigure[]; ratios: Record<string, numbe
       ]),
     ]),
   );
-  console.log(`kube-sim / empty route: ConfigMap ${fmt(c.ratios.ConfigMap!, 2)}, Pod ${fmt(c.ratios.Pod!, 2)}   (target ≥ 0.6)`);
-  console.log('server µs/req = server event-loop utilisation / req/s: the main thread\'s busy time per request.');
-  console.log(`others CPU = CPU used by other processes (and hypervisor steal) during the measured phase, worst kept run; runs = undisturbed runs (others ≤ ${options.maxOtherCpu} core) / rounds.`);
+  console.log(
+    `kube-sim / empty route: ConfigMap ${fmt(c.ratios.ConfigMap!, 2)}, Pod ${fmt(c.ratios.Pod!, 2)}   (target ≥ 0.6)`,
+  );
+  console.log("server µs/req = server event-loop utilisation / req/s: the main thread's busy time per request.");
+  console.log(
+    `others CPU = CPU used by other processes (and hypervisor steal) during the measured phase, worst kept run; runs = undisturbed runs (others ≤ ${options.maxOtherCpu} core) / rounds.`,
+  );
   for (const f of c.figures) {
     const failed = f.runs.find((r) => r.firstError !== undefined);
-    if (failed) console.log(`errors in "${f.target}" (not counted in req/s); first: ${failed.firstError!.slice(0, 160)}`);
+    if (failed)
+      console.log(`errors in "${f.target}" (not counted in req/s); first: ${failed.firstError!.slice(0, 160)}`);
   }
 }
 
 function printLists(l: ListFigures): void {
-  console.log(`\nList latency over HTTP, ${l.objects.toLocaleString('en-US')} ConfigMaps in ${l.namespaces} namespaces (one connection, sequential requests)`);
+  console.log(
+    `\nList latency over HTTP, ${l.objects.toLocaleString('en-US')} ConfigMaps in ${l.namespaces} namespaces (one connection, sequential requests)`,
+  );
   console.log(
     table([
       ['list', 'items', 'response', 'first ms', 'p50 ms', 'p99 ms', 'max ms', 'n'],
-      ...l.lists.map((f) => [f.name, String(f.items), mib(f.responseBytes), fmt(f.firstMs, 1), fmt(f.latencyMs.p50, 2), fmt(f.latencyMs.p99, 2), fmt(f.latencyMs.max, 2), String(f.latencyMs.n)]),
+      ...l.lists.map((f) => [
+        f.name,
+        String(f.items),
+        mib(f.responseBytes),
+        fmt(f.firstMs, 1),
+        fmt(f.latencyMs.p50, 2),
+        fmt(f.latencyMs.p99, 2),
+        fmt(f.latencyMs.max, 2),
+        String(f.latencyMs.n),
+      ]),
       [
         l.paginated.name,
         `${l.paginated.itemsPerWalk}/${l.paginated.pages} pages`,
@@ -631,8 +757,16 @@ function printLists(l: ListFigures): void {
   console.log(`whole paginated walk: p50 ${fmt(l.paginated.walkMs.p50, 0)} ms over ${l.paginated.walkMs.n} walk(s)`);
   const worst = Math.max(...l.lists.map((f) => f.otherCpu), l.paginated.otherCpu);
   console.log(`other processes used at most ${fmt(worst, 2)} cores on average during a kept list measurement`);
-  console.log(`\nLoading: ${fmt(l.loadMs / 1000, 2)} s in-process (${fmt(l.loadPerSec, 0)} creates/s through cluster.api.create)`);
-  const row = (name: string, m: Memory): string[] => [name, mib(m.rss), mib(m.heapUsed), mib(m.heapTotal), mib(m.external)];
+  console.log(
+    `\nLoading: ${fmt(l.loadMs / 1000, 2)} s in-process (${fmt(l.loadPerSec, 0)} creates/s through cluster.api.create)`,
+  );
+  const row = (name: string, m: Memory): string[] => [
+    name,
+    mib(m.rss),
+    mib(m.heapUsed),
+    mib(m.heapTotal),
+    mib(m.external),
+  ];
   console.log(
     table([
       ['memory (after gc)', 'RSS', 'heap used', 'heap total', 'external'],
@@ -642,7 +776,9 @@ function printLists(l: ListFigures): void {
     ]),
   );
   const per = (a: Memory, b: Memory): string => `${fmt((b.heapUsed - a.heapUsed) / l.objects, 0)} B`;
-  console.log(`heap per object: ${per(l.memoryBefore, l.memoryAfterLoad)} stored, ${per(l.memoryBefore, l.memoryAfterLists)} after the lists`);
+  console.log(
+    `heap per object: ${per(l.memoryBefore, l.memoryAfterLoad)} stored, ${per(l.memoryBefore, l.memoryAfterLists)} after the lists`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -651,7 +787,9 @@ async function main(): Promise<void> {
   const m = machine();
   console.log(`kube-sim benchmark${options.quick ? ' (--quick)' : ''}, ${new Date().toISOString()}`);
   const rev = revision();
-  console.log(`code: commit ${rev.commit}${rev.srcChanges > 0 ? ` plus ${rev.srcChanges} uncommitted file(s) under src/` : ''}`);
+  console.log(
+    `code: commit ${rev.commit}${rev.srcChanges > 0 ? ` plus ${rev.srcChanges} uncommitted file(s) under src/` : ''}`,
+  );
   console.log(`machine: ${m.cpu}, ${m.cores} cores, ${mib(Number(m.totalMemory))} RAM, ${m.os}, node ${m.node}`);
   const load = new LoadGenerator();
   const results: Record<string, unknown> = {
@@ -690,7 +828,12 @@ async function main(): Promise<void> {
       process.stderr.write(`density, ${options.densityNodes} nodes and ${options.densityPods} pods…\n`);
       await waitForQuiet(options);
       const cpu = new CpuWindow();
-      const density = await measureDensity({ nodes: options.densityNodes, pods: options.densityPods, quick: options.quick, kubectl: KUBECTL });
+      const density = await measureDensity({
+        nodes: options.densityNodes,
+        pods: options.densityPods,
+        quick: options.quick,
+        kubectl: KUBECTL,
+      });
       const { otherCpu } = cpu.stop();
       results.density = { ...density, otherCpu };
       printDensity(density);
@@ -708,7 +851,12 @@ async function main(): Promise<void> {
     await load.close();
   }
   results.loadAverage = { atStart: loadAtStart, atEnd: os.loadavg() };
-  console.log(`\nload average (1, 5, 15 min) at start ${loadAtStart.map((v) => fmt(v, 2)).join(', ')}, at end ${os.loadavg().map((v) => fmt(v, 2)).join(', ')}`);
+  console.log(
+    `\nload average (1, 5, 15 min) at start ${loadAtStart.map((v) => fmt(v, 2)).join(', ')}, at end ${os
+      .loadavg()
+      .map((v) => fmt(v, 2))
+      .join(', ')}`,
+  );
   writeFileSync(options.out, `${JSON.stringify(roundDeep(results), null, 2)}\n`);
   console.log(`\nresults written to ${options.out}`);
 }

@@ -30,7 +30,13 @@ if (isChild) {
     }
     const mem = process.memoryUsage();
     const cpu = process.cpuUsage();
-    const usage: ServerUsage = { rss: mem.rss, heapUsed: mem.heapUsed, external: mem.external, arrayBuffers: mem.arrayBuffers, cpuMs: (cpu.user + cpu.system) / 1000 };
+    const usage: ServerUsage = {
+      rss: mem.rss,
+      heapUsed: mem.heapUsed,
+      external: mem.external,
+      arrayBuffers: mem.arrayBuffers,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+    };
     process.send!({ id: m.id, usage });
   });
   // The IPC channel must not keep a server that was told to stop alive.
@@ -95,7 +101,8 @@ export function childrenCpuMs(): number {
 export function urlPrinted(child: ChildProcess, pattern: RegExp): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     let out = '';
-    const onExit = (code: number | null): void => reject(new Error(`${child.spawnfile} exited with ${code} before printing its URL`));
+    const onExit = (code: number | null): void =>
+      reject(new Error(`${child.spawnfile} exited with ${code} before printing its URL`));
     child.stdout!.setEncoding('utf8').on('data', (c: string) => {
       out += c;
       const m = pattern.exec(out);
@@ -111,10 +118,16 @@ export function urlPrinted(child: ChildProcess, pattern: RegExp): Promise<string
 export async function spawnServer(args: readonly string[], nodeFlags: readonly string[] = []): Promise<SpawnedServer> {
   const entry = fileURLToPath(import.meta.url);
   // KUBE_SIM_BENCH_PROFILE=DIR writes a CPU profile of each server process into DIR (when it stops).
-  const profile = process.env.KUBE_SIM_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.KUBE_SIM_BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, ['--expose-gc', ...profile, ...nodeFlags, entry, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-  });
+  const profile = process.env.KUBE_SIM_BENCH_PROFILE
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.KUBE_SIM_BENCH_PROFILE}`]
+    : [];
+  const child = spawn(
+    process.execPath,
+    ['--expose-gc', ...profile, ...nodeFlags, entry, 'serve', '--port', '0', '--log-level', 'warn', ...args],
+    {
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    },
+  );
   running.add(child);
   trackChild(child);
   child.once('exit', () => running.delete(child));

@@ -46,7 +46,11 @@ async function timeIt(file: string, args: string[]): Promise<number> {
 
 async function once(nodes: number, kubectl: string | undefined): Promise<StartupFigure['runs'][number]> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [SIM, 'serve', '--port', '0', '--nodes', String(nodes), '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [SIM, 'serve', '--port', '0', '--nodes', String(nodes), '--log-level', 'warn'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   try {
     const url = await urlPrinted(child, /serving on (http:\/\/\S+)/);
     const listeningMs = performance.now() - t0;
@@ -54,7 +58,8 @@ async function once(nodes: number, kubectl: string | undefined): Promise<Startup
     if (!kubectl) return { listeningMs, cpuMs };
     for (let tries = 1; tries <= 500; tries++) {
       const r = await run(kubectl, ['--server', url, 'get', 'nodes', '--no-headers']);
-      if (r.ok && r.stdout.trim().split('\n').length === nodes) return { listeningMs, cpuMs, firstGetNodesMs: performance.now() - t0, kubectlTries: tries };
+      if (r.ok && r.stdout.trim().split('\n').length === nodes)
+        return { listeningMs, cpuMs, firstGetNodesMs: performance.now() - t0, kubectlTries: tries };
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     throw new Error(`kubectl get nodes did not list ${nodes} nodes`);
@@ -80,10 +85,17 @@ export async function measureStartup(o: StartupOptions): Promise<StartupFigures>
   for (const nodes of o.nodeCounts) {
     const runs: StartupFigure['runs'] = [];
     for (let i = 0; i < o.reps; i++) runs.push(await once(nodes, kubectl));
-    const figure: StartupFigure = { nodes, listeningMs: summarize(runs.map((r) => r.listeningMs)), cpuAtListeningMs: summarize(runs.flatMap((r) => (r.cpuMs === undefined ? [] : [r.cpuMs]))), runs };
+    const figure: StartupFigure = {
+      nodes,
+      listeningMs: summarize(runs.map((r) => r.listeningMs)),
+      cpuAtListeningMs: summarize(runs.flatMap((r) => (r.cpuMs === undefined ? [] : [r.cpuMs]))),
+      runs,
+    };
     if (kubectl) figure.firstGetNodesMs = summarize(runs.map((r) => r.firstGetNodesMs!));
     figures.push(figure);
-    process.stderr.write(`  --nodes ${nodes}: listening p50 ${fmt(figure.listeningMs.p50, 0)} ms${figure.firstGetNodesMs ? `, first kubectl get nodes p50 ${fmt(figure.firstGetNodesMs.p50, 0)} ms` : ''}\n`);
+    process.stderr.write(
+      `  --nodes ${nodes}: listening p50 ${fmt(figure.listeningMs.p50, 0)} ms${figure.firstGetNodesMs ? `, first kubectl get nodes p50 ${fmt(figure.firstGetNodesMs.p50, 0)} ms` : ''}\n`,
+    );
   }
   const result: StartupFigures = { nodeAloneMs: median(nodeAlone), figures };
   if (kubectl) result.kubectlAloneMs = median(kubectlAlone);
@@ -91,10 +103,21 @@ export async function measureStartup(o: StartupOptions): Promise<StartupFigures>
 }
 
 export function printStartup(s: StartupFigures, o: StartupOptions): void {
-  console.log(`\nStart-up: sim serve --port 0 spawned to listening, and to the first successful kubectl get nodes (${o.reps} runs each; target ≤ 1 s)`);
+  console.log(
+    `\nStart-up: sim serve --port 0 spawned to listening, and to the first successful kubectl get nodes (${o.reps} runs each; target ≤ 1 s)`,
+  );
   console.log(
     table([
-      ['sim serve', 'listening p50 ms', 'min', 'max', 'CPU used by then p50 ms', 'first kubectl get nodes p50 ms', 'min', 'max'],
+      [
+        'sim serve',
+        'listening p50 ms',
+        'min',
+        'max',
+        'CPU used by then p50 ms',
+        'first kubectl get nodes p50 ms',
+        'min',
+        'max',
+      ],
       ...s.figures.map((f) => [
         `--nodes ${f.nodes}`,
         fmt(f.listeningMs.p50, 0),
@@ -107,5 +130,7 @@ export function printStartup(s: StartupFigures, o: StartupOptions): void {
       ]),
     ]),
   );
-  console.log(`for scale: node -e '' takes ${fmt(s.nodeAloneMs, 0)} ms${s.kubectlAloneMs !== undefined ? `, kubectl version --client ${fmt(s.kubectlAloneMs, 0)} ms` : ''} (medians)`);
+  console.log(
+    `for scale: node -e '' takes ${fmt(s.nodeAloneMs, 0)} ms${s.kubectlAloneMs !== undefined ? `, kubectl version --client ${fmt(s.kubectlAloneMs, 0)} ms` : ''} (medians)`,
+  );
 }

@@ -55,7 +55,8 @@ export function mib(bytes: number): string {
 export function table(rows: readonly (readonly string[])[]): string {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  const line = (row: readonly string[]): string => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  const line = (row: readonly string[]): string =>
+    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
   const out = [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  ')];
   for (const row of rows.slice(1)) out.push(line(row));
   return out.join('\n');

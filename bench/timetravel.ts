@@ -27,11 +27,13 @@ function parseArgs(argv: string[]): Options {
     const i = argv.indexOf(flag);
     return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
   };
-  const atLeast = (min: number) => (flag: string, fallback: string): number => {
-    const n = Number(value(flag, fallback));
-    if (!Number.isInteger(n) || n < min) throw new Error(`${flag} must be an integer of at least ${min}`);
-    return n;
-  };
+  const atLeast =
+    (min: number) =>
+    (flag: string, fallback: string): number => {
+      const n = Number(value(flag, fallback));
+      if (!Number.isInteger(n) || n < min) throw new Error(`${flag} must be an integer of at least ${min}`);
+      return n;
+    };
   const positive = atLeast(1);
   const whole = atLeast(0);
   return {
@@ -90,7 +92,10 @@ async function run(o: Options): Promise<void> {
     // A minute more at the end, so each CronJob's last run (minute 0's is at midnight + 100 ms) is in.
     await clock.advance(DAY_MS + (day === o.days - 1 ? 60_000 : 0));
     perDay.push(performance.now() - d0);
-    if (process.env.TIMETRAVEL_DEBUG) process.stderr.write(`day ${day + 1}: ${(perDay.at(-1)! / 1000).toFixed(2)} s, jobs ${created.get('batch/jobs') ?? 0}\n`);
+    if (process.env.TIMETRAVEL_DEBUG)
+      process.stderr.write(
+        `day ${day + 1}: ${(perDay.at(-1)! / 1000).toFixed(2)} s, jobs ${created.get('batch/jobs') ?? 0}\n`,
+      );
   }
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
@@ -102,13 +107,16 @@ async function run(o: Options): Promise<void> {
   const pods = created.get('/pods') ?? 0;
   const expectedJobs = o.cronjobs * 24 * o.days;
   const sorted = [...perDay].sort((a, b) => a - b);
-  console.log('| virtual days | CronJobs | nodes | wall time | per virtual day (median, max) | Jobs created | pods created | Jobs / pods / Events left | CPU | peak RSS |');
+  console.log(
+    '| virtual days | CronJobs | nodes | wall time | per virtual day (median, max) | Jobs created | pods created | Jobs / pods / Events left | CPU | peak RSS |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|');
   console.log(
     `| ${o.days} | ${o.cronjobs} | ${o.nodes} | ${(wallMs / 1000).toFixed(1)} s | ${(sorted[sorted.length >> 1]! / 1000).toFixed(2)} s, ${(sorted.at(-1)! / 1000).toFixed(2)} s | ${jobs}${jobs === expectedJobs ? '' : ` (expected ${expectedJobs})`} | ${pods} | ${jobsLeft} / ${podsLeft} / ${eventsLeft} | ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s | ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB |`,
   );
   console.log('\n| writes per virtual day | count |\n|---|---:|');
-  for (const [what, n] of [...writes].sort((a, b) => b[1] - a[1])) console.log(`| ${what} | ${Math.round(n / o.days)} |`);
+  for (const [what, n] of [...writes].sort((a, b) => b[1] - a[1]))
+    console.log(`| ${what} | ${Math.round(n / o.days)} |`);
   if (jobs !== expectedJobs) process.exitCode = 1;
   await sim.close();
 }

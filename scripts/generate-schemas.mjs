@@ -42,7 +42,12 @@ const ROOT_GROUP_VERSIONS = new Set([
   'node.k8s.io/v1',
 ]);
 /** Meta types every group-version document carries. */
-const EXTRA_ROOTS = ['io.k8s.apimachinery.pkg.apis.meta.v1.Status', 'io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions', 'io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent', 'io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList'];
+const EXTRA_ROOTS = [
+  'io.k8s.apimachinery.pkg.apis.meta.v1.Status',
+  'io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions',
+  'io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent',
+  'io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList',
+];
 
 function walk(dir, out = []) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -57,13 +62,18 @@ function walk(dir, out = []) {
 /** Go-qualified schema name for a .d.ts file (the name kube-apiserver's OpenAPI uses). */
 function goName(file) {
   if (file.startsWith(APIMACHINERY)) {
-    const rel = relative(APIMACHINERY, file).replace(/\.d\.ts$/, '').split('/');
+    const rel = relative(APIMACHINERY, file)
+      .replace(/\.d\.ts$/, '')
+      .split('/');
     return `io.k8s.apimachinery.pkg.${rel.join('.')}`;
   }
-  const rel = relative(MODELS, file).replace(/\.d\.ts$/, '').split('/');
+  const rel = relative(MODELS, file)
+    .replace(/\.d\.ts$/, '')
+    .split('/');
   if (rel.length === 2) return `io.k8s.api.core.${rel[0]}.${rel[1]}`;
   const [group, version, name] = rel;
-  if (group === 'apiextensions.k8s.io') return `io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.${version}.${name}`;
+  if (group === 'apiextensions.k8s.io')
+    return `io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.${version}.${name}`;
   if (group === 'apiregistration.k8s.io') return `io.k8s.kube-aggregator.pkg.apis.apiregistration.${version}.${name}`;
   return `io.k8s.api.${group.split('.')[0]}.${version}.${name}`;
 }
@@ -160,7 +170,8 @@ function clientModel(name, props) {
     if (typeof model?.getAttributeTypeMap !== 'function') continue;
     const map = model.getAttributeTypeMap();
     const names = new Set(map.map((a) => a.baseName));
-    if (props.every((p) => names.has(p.name) || p.name === 'apiVersion' || p.name === 'kind') || props.length === 0) return map;
+    if (props.every((p) => names.has(p.name) || p.name === 'apiVersion' || p.name === 'kind') || props.length === 0)
+      return map;
   }
   return undefined;
 }
@@ -170,8 +181,10 @@ function clientModel(name, props) {
 function compactType(expr, propName, attr) {
   expr = expr.trim();
   let m;
-  if ((m = /^Array<(.*)>$/.exec(expr))) return `[]${compactType(m[1], propName, attr && { ...attr, type: attr.type.replace(/^Array<(.*)>$/, '$1') })}`;
-  if ((m = /^\{ \[key: string\]: (.*?);? \}$/.exec(expr))) return `{}${compactType(m[1], propName, attr && { ...attr, type: attr.type.replace(/^\{ \[key: string\]: (.*); \}$/, '$1') })}`;
+  if ((m = /^Array<(.*)>$/.exec(expr)))
+    return `[]${compactType(m[1], propName, attr && { ...attr, type: attr.type.replace(/^Array<(.*)>$/, '$1') })}`;
+  if ((m = /^\{ \[key: string\]: (.*?);? \}$/.exec(expr)))
+    return `{}${compactType(m[1], propName, attr && { ...attr, type: attr.type.replace(/^\{ \[key: string\]: (.*); \}$/, '$1') })}`;
   if (/^"[^"]*"( \| "[^"]*")*$/.test(expr)) return 'string';
   if (expr === 'string') return attr?.format === 'byte' ? 'string:byte' : 'string';
   if (expr === 'boolean') return 'boolean';
@@ -188,9 +201,15 @@ function compactType(expr, propName, attr) {
   if (expr.startsWith('{')) {
     // An object type written inline (a kind embedded with optional apiVersion/kind, e.g. volumeClaimTemplates):
     // the model whose fields have the same names and types.
-    const fields = [...expr.matchAll(/"([^"]+)"\??: ([^;]+);/g)].map((x) => `${x[1]}:${x[2].trim()}`).sort().join(',');
+    const fields = [...expr.matchAll(/"([^"]+)"\??: ([^;]+);/g)]
+      .map((x) => `${x[1]}:${x[2].trim()}`)
+      .sort()
+      .join(',');
     for (const [name, p] of byName) {
-      const own = p.props.map((x) => `${x.name}:${x.name === 'apiVersion' || x.name === 'kind' ? 'string' : x.type}`).sort().join(',');
+      const own = p.props
+        .map((x) => `${x.name}:${x.name === 'apiVersion' || x.name === 'kind' ? 'string' : x.type}`)
+        .sort()
+        .join(',');
       if (own === fields) return `@${name}`;
     }
   }
@@ -222,7 +241,8 @@ for (const p of parsed.values()) {
 queue.push(...EXTRA_ROOTS);
 
 const STANDARD = {
-  apiVersion: 'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
+  apiVersion:
+    'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
   kind: 'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
 };
 
@@ -253,11 +273,12 @@ while (queue.length > 0) {
     let type;
     if (p.typeMeta && (prop.name === 'apiVersion' || prop.name === 'kind')) type = 'string';
     else type = compactType(prop.type, `${name}.${prop.name}`, attr);
-    const field = [prop.name, type, prop.doc || (p.typeMeta ? STANDARD[prop.name] ?? '' : '')];
+    const field = [prop.name, type, prop.doc || (p.typeMeta ? (STANDARD[prop.name] ?? '') : '')];
     const values = p.typeMeta && (prop.name === 'apiVersion' || prop.name === 'kind') ? undefined : enumOf(prop.type);
     if (values) field.push(values);
     entry.p.push(field);
-    if (!prop.optional && !(p.typeMeta && (prop.name === 'apiVersion' || prop.name === 'kind'))) required.push(prop.name);
+    if (!prop.optional && !(p.typeMeta && (prop.name === 'apiVersion' || prop.name === 'kind')))
+      required.push(prop.name);
     for (const ref of type.matchAll(/@([\w.-]+)/g)) queue.push(ref[1]);
   }
   if (required.length > 0) entry.r = required;
@@ -270,11 +291,16 @@ while (queue.length > 0) {
 }
 
 // Status, DeleteOptions and WatchEvent are served in every group-version as the shared meta kinds.
-const sorted = Object.fromEntries(Object.keys(out).sort().map((k) => [k, out[k]]));
+const sorted = Object.fromEntries(
+  Object.keys(out)
+    .sort()
+    .map((k) => [k, out[k]]),
+);
 const header = {
   generatedBy: 'scripts/generate-schemas.mjs',
   from: `kubernetes-models ${JSON.parse(readFileSync(join(MODELS, 'package.json'), 'utf8')).version}, @kubernetes/client-node ${JSON.parse(readFileSync(join(ROOT, 'node_modules/@kubernetes/client-node/package.json'), 'utf8')).version}`,
-  format: 'types: name -> {d: description, p: [[json name, type, description, enum?]], r: required, k: [group, version, kind], s: scalar kind}; type: string | string:byte | boolean | integer:int32 | integer:int64 | number:double | object | @<type> | []<type> | {}<type>',
+  format:
+    'types: name -> {d: description, p: [[json name, type, description, enum?]], r: required, k: [group, version, kind], s: scalar kind}; type: string | string:byte | boolean | integer:int32 | integer:int64 | number:double | object | @<type> | []<type> | {}<type>',
 };
 if (!existsSync(dirname(OUT))) throw new Error(`missing ${dirname(OUT)}`);
 writeFileSync(OUT, `${JSON.stringify({ ...header, types: sorted })}\n`);

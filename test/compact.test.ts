@@ -7,7 +7,10 @@ import { compactObject } from '../src/storage/compact.js';
 test('compacting a stored object leaves every value as it was', () => {
   const name = 'pod';
   const obj = {
-    metadata: { name: `${name}-${'x'.repeat(20)}`, labels: { a: 'b', long: ['0x10', String(12345678901234)].join(' ') } },
+    metadata: {
+      name: `${name}-${'x'.repeat(20)}`,
+      labels: { a: 'b', long: ['0x10', String(12345678901234)].join(' ') },
+    },
     spec: { list: [`${name}: ${'1e3'.repeat(5)}`, 7, null, true, { deep: [['  42  ']] }], empty: '' },
   };
   const copy = structuredClone(obj);
@@ -19,7 +22,11 @@ test('compacting a stored object leaves every value as it was', () => {
 test('parts two stored objects have alike are one frozen object; their own parts and metadata are not', () => {
   const pod = (n: number, node: string): Record<string, unknown> => ({
     metadata: { name: `p${n}`, labels: { app: 'web' } },
-    spec: { nodeName: node, containers: [{ name: 'app', image: 'nginx', ports: [{ containerPort: 80 }] }], securityContext: {} },
+    spec: {
+      nodeName: node,
+      containers: [{ name: 'app', image: 'nginx', ports: [{ containerPort: 80 }] }],
+      securityContext: {},
+    },
     status: { podIP: `10.0.0.${n}`, conditions: [{ type: 'Ready', status: 'True' }] },
   });
   const a = pod(1, 'n1');
@@ -40,7 +47,18 @@ test('parts two stored objects have alike are one frozen object; their own parts
 });
 
 test('nodes alike in text but not in value or order stay apart', () => {
-  const objs = [{ v: 1 }, { v: '1' }, { v: true }, { v: 'true' }, { v: null }, { v: 'null' }, { a: 1, b: 2 }, { b: 2, a: 1 }, { 'a:s1:b': 1 }, { a: 's1:b1' }];
+  const objs = [
+    { v: 1 },
+    { v: '1' },
+    { v: true },
+    { v: 'true' },
+    { v: null },
+    { v: 'null' },
+    { a: 1, b: 2 },
+    { b: 2, a: 1 },
+    { 'a:s1:b': 1 },
+    { a: 's1:b1' },
+  ];
   const stored = objs.map((o) => ({ metadata: { name: 'x' }, spec: structuredClone(o) }));
   const again = objs.map((o) => ({ metadata: { name: 'y' }, spec: structuredClone(o) }));
   for (const o of [...stored, ...again]) compactObject(o);
@@ -71,7 +89,10 @@ test('the store shares alike parts for Pods and Events only; other kinds keep th
   try {
     const pods = cluster.kind('', 'v1', 'pods');
     const configmaps = cluster.kind('', 'v1', 'configmaps');
-    const pod = (name: string): KubeObject => ({ metadata: { name }, spec: { containers: [{ name: 'web', image: 'nginx:1.27', ports: [{ containerPort: 80 }] }] } });
+    const pod = (name: string): KubeObject => ({
+      metadata: { name },
+      spec: { containers: [{ name: 'web', image: 'nginx:1.27', ports: [{ containerPort: 80 }] }] },
+    });
     const a = cluster.api.create(pods, 'default', pod('a'));
     const b = cluster.api.create(pods, 'default', pod('b'));
     const containers = (p: KubeObject): unknown => (p.spec as { containers: unknown[] }).containers[0];
@@ -106,7 +127,10 @@ test('a node is shared with the one lately stored at its place only when alike m
   const again = specs.map((s, i) => store(`y${i}`, s));
   for (let i = 0; i < specs.length; i++) {
     assert.equal(JSON.stringify(first[i]!.spec), JSON.stringify(specs[i]));
-    assert.deepEqual(Object.keys((first[i]!.spec as { list: object[] }).list[0]!), Object.keys((specs[i] as { list: object[] }).list[0]!));
+    assert.deepEqual(
+      Object.keys((first[i]!.spec as { list: object[] }).list[0]!),
+      Object.keys((specs[i] as { list: object[] }).list[0]!),
+    );
     assert.equal(again[i]!.spec, first[i]!.spec, `spec ${i} is shared with its twin`);
     for (let j = 0; j < i; j++) assert.notEqual(first[j]!.spec, first[i]!.spec, `specs ${j} and ${i} stay apart`);
   }

@@ -13,15 +13,29 @@ test('config-watcher: pods deleted and workloads rolled on data changes, and on 
   const configmaps = cluster.kind('', 'v1', 'configmaps');
   const pods = cluster.kind('', 'v1', 'pods');
   const deployments = cluster.kind('apps', 'v1', 'deployments');
-  const podNames = (): string[] => cluster.api.list(pods, 'default', {}).items.map((p) => p.metadata.name!).sort();
-  const pod = (name: string, app: string): KubeObject => ({ metadata: { name, labels: { app } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+  const podNames = (): string[] =>
+    cluster.api
+      .list(pods, 'default', {})
+      .items.map((p) => p.metadata.name!)
+      .sort();
+  const pod = (name: string, app: string): KubeObject => ({
+    metadata: { name, labels: { app } },
+    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+  });
   const envOf = (name: string): unknown => {
     const d = cluster.api.get(deployments, 'default', name);
-    return ((d.spec as { template: { spec: { containers: Array<{ env?: unknown }> } } }).template.spec.containers[0]!.env) ?? [];
+    return (
+      (d.spec as { template: { spec: { containers: Array<{ env?: unknown }> } } }).template.spec.containers[0]!.env ??
+      []
+    );
   };
   const writeData = async (data: Record<string, string>, labels: Record<string, string> = {}): Promise<void> => {
     const current = cluster.api.get(configmaps, 'default', 'app-config');
-    cluster.api.update(configmaps, 'default', 'app-config', { ...current, metadata: { ...current.metadata, labels }, data });
+    cluster.api.update(configmaps, 'default', 'app-config', {
+      ...current,
+      metadata: { ...current.metadata, labels },
+      data,
+    });
     await clock.settle();
   };
   try {
@@ -31,10 +45,16 @@ test('config-watcher: pods deleted and workloads rolled on data changes, and on 
       metadata: { name: 'follower', annotations: { 'reloader.stakater.com/auto': 'true' } },
       spec: {
         selector: { matchLabels: { app: 'follower' } },
-        template: { metadata: { labels: { app: 'follower' } }, spec: { containers: [{ name: 'c', image: 'busybox', envFrom: [{ configMapRef: { name: 'app-config' } }] }] } },
+        template: {
+          metadata: { labels: { app: 'follower' } },
+          spec: { containers: [{ name: 'c', image: 'busybox', envFrom: [{ configMapRef: { name: 'app-config' } }] }] },
+        },
       },
     });
-    cluster.api.create(configmaps, 'default', { metadata: { name: 'app-config', annotations: { 'k8spatterns.io/podDeleteSelector': 'app=web' } }, data: { mode: 'a' } });
+    cluster.api.create(configmaps, 'default', {
+      metadata: { name: 'app-config', annotations: { 'k8spatterns.io/podDeleteSelector': 'app=web' } },
+      data: { mode: 'a' },
+    });
     await clock.settle();
     assert.deepEqual(podNames(), ['db-1', 'web-1'], 'creating the ConfigMap deletes nothing');
     assert.deepEqual(envOf('follower'), [], 'creating the ConfigMap rolls nothing');

@@ -24,19 +24,24 @@ function cutMidBody(url: string, method: string, path: string, contentType: stri
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname, () => {
       const half = body.slice(0, Math.floor(body.length / 2));
-      socket.write(`${method} ${path} HTTP/1.1\r\nhost: ${hostname}:${port}\r\ncontent-type: ${contentType}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${half}`, () => {
-        // Give the server time to read the head and the half body and start on the request, then vanish.
-        setTimeout(() => {
-          socket.destroy();
-          resolve();
-        }, 100);
-      });
+      socket.write(
+        `${method} ${path} HTTP/1.1\r\nhost: ${hostname}:${port}\r\ncontent-type: ${contentType}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${half}`,
+        () => {
+          // Give the server time to read the head and the half body and start on the request, then vanish.
+          setTimeout(() => {
+            socket.destroy();
+            resolve();
+          }, 100);
+        },
+      );
     });
     socket.on('error', reject);
   });
 }
 
-test(`${CONNECTIONS} concurrent connections: open watches all get every event, and requests are served meanwhile`, { timeout: 120_000 }, async (t) => {
+test(`${CONNECTIONS} concurrent connections: open watches all get every event, and requests are served meanwhile`, {
+  timeout: 120_000,
+}, async (t) => {
   const limit = openFileLimit();
   // Each connection costs the test one descriptor and the server one; both run under the same limit.
   if (limit < CONNECTIONS + 200) {
@@ -79,15 +84,17 @@ test(`${CONNECTIONS} concurrent connections: open watches all get every event, a
   await Promise.all(opened);
   const watchSockets = Object.values(agent.sockets).reduce((n, list) => n + (list?.length ?? 0), 0);
   assert.equal(watchSockets, CONNECTIONS, 'one connection per watch');
-  const gets = Array.from({ length: 200 }, () =>
-    new Promise<number>((resolve, reject) => {
-      http
-        .get(`${server.url}${cmPath('conns', 'before')}`, { agent }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode!));
-        })
-        .on('error', reject);
-    }),
+  const gets = Array.from(
+    { length: 200 },
+    () =>
+      new Promise<number>((resolve, reject) => {
+        http
+          .get(`${server.url}${cmPath('conns', 'before')}`, { agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode!));
+          })
+          .on('error', reject);
+      }),
   );
   assert.deepEqual(new Set(await Promise.all(gets)), new Set([200]), 'every GET answered 200');
 
@@ -122,16 +129,55 @@ test('a client that disconnects mid-request leaves no half-written object', asyn
   for (const type of ['application/merge-patch+json', 'application/strategic-merge-patch+json']) {
     await cutMidBody(server.url, 'PATCH', cmPath('cut', 'half'), type, patch);
   }
-  await cutMidBody(server.url, 'PATCH', `${cmPath('cut', 'half')}?fieldManager=cut`, 'application/apply-patch+yaml', JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'half' }, data: { payload: 's'.repeat(64 * 1024) } }));
-  await cutMidBody(server.url, 'PATCH', cmPath('cut', 'half'), 'application/json-patch+json', JSON.stringify([{ op: 'replace', path: '/data/payload', value: 't'.repeat(64 * 1024) }]));
-  await cutMidBody(server.url, 'DELETE', cmPath('cut', 'half'), 'application/json', JSON.stringify({ kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, propagationPolicy: 'Background'.padEnd(64 * 1024, ' ') }));
+  await cutMidBody(
+    server.url,
+    'PATCH',
+    `${cmPath('cut', 'half')}?fieldManager=cut`,
+    'application/apply-patch+yaml',
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'half' },
+      data: { payload: 's'.repeat(64 * 1024) },
+    }),
+  );
+  await cutMidBody(
+    server.url,
+    'PATCH',
+    cmPath('cut', 'half'),
+    'application/json-patch+json',
+    JSON.stringify([{ op: 'replace', path: '/data/payload', value: 't'.repeat(64 * 1024) }]),
+  );
+  await cutMidBody(
+    server.url,
+    'DELETE',
+    cmPath('cut', 'half'),
+    'application/json',
+    JSON.stringify({
+      kind: 'DeleteOptions',
+      apiVersion: 'v1',
+      gracePeriodSeconds: 0,
+      propagationPolicy: 'Background'.padEnd(64 * 1024, ' '),
+    }),
+  );
   const after = await api.request(cmPath('cut', 'half'));
   assert.equal(after.text, before.text, 'the cut writes changed nothing');
 
   // The only changes since the namespace was made are the one create that completed.
-  const events = await api.request<{ items: unknown[] }>(`${cmPath('cut')}?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=1`);
-  const lines = events.text.trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: { metadata: { name: string }; data: Record<string, string> } });
-  assert.deepEqual(lines.map((e) => [e.type, e.object.metadata.name, e.object.data.payload]), [['ADDED', 'half', 'whole']]);
+  const events = await api.request<{ items: unknown[] }>(
+    `${cmPath('cut')}?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=1`,
+  );
+  const lines = events.text
+    .trim()
+    .split('\n')
+    .map(
+      (line) =>
+        JSON.parse(line) as { type: string; object: { metadata: { name: string }; data: Record<string, string> } },
+    );
+  assert.deepEqual(
+    lines.map((e) => [e.type, e.object.metadata.name, e.object.data.payload]),
+    [['ADDED', 'half', 'whole']],
+  );
   // Cut requests are no errors of the server's.
   assert.doesNotMatch(server.stderr(), /internal error/);
 });

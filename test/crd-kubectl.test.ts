@@ -84,7 +84,8 @@ spec: {cronSpec: "0 3 * * *", image: backup:1}
 
 describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
   let server: SimServer;
-  const k = (args: string[], input?: string): Promise<KubectlResult> => kubectl(server.url, args, input === undefined ? {} : { input });
+  const k = (args: string[], input?: string): Promise<KubectlResult> =>
+    kubectl(server.url, args, input === undefined ? {} : { input });
   const ok = async (args: string[], input?: string): Promise<string> => {
     const r = await k(args, input);
     assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}\n${server.stderr()}`);
@@ -99,15 +100,33 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
   });
 
   it('creates a CRD that becomes Established and is listed by api-resources', async () => {
-    assert.match(await ok(['apply', '-f', '-'], CRD), /customresourcedefinition.apiextensions.k8s.io\/crontabs.stable.example.com created/);
-    assert.match(await ok(['wait', '--for=condition=Established', 'crd/crontabs.stable.example.com', '--timeout=10s']), /condition met/);
+    assert.match(
+      await ok(['apply', '-f', '-'], CRD),
+      /customresourcedefinition.apiextensions.k8s.io\/crontabs.stable.example.com created/,
+    );
+    assert.match(
+      await ok(['wait', '--for=condition=Established', 'crd/crontabs.stable.example.com', '--timeout=10s']),
+      /condition met/,
+    );
     assert.match(await ok(['get', 'crd']), /crontabs\.stable\.example\.com/);
-    assert.match(await ok(['api-resources', '--api-group=stable.example.com']), /crontabs\s+ct\s+stable\.example\.com\/v1\s+true\s+CronTab/);
-    const names = await ok(['get', 'crd', 'crontabs.stable.example.com', '-o', 'jsonpath={.status.conditions[?(@.type=="NamesAccepted")].status} {.status.acceptedNames.kind}']);
+    assert.match(
+      await ok(['api-resources', '--api-group=stable.example.com']),
+      /crontabs\s+ct\s+stable\.example\.com\/v1\s+true\s+CronTab/,
+    );
+    const names = await ok([
+      'get',
+      'crd',
+      'crontabs.stable.example.com',
+      '-o',
+      'jsonpath={.status.conditions[?(@.type=="NamesAccepted")].status} {.status.acceptedNames.kind}',
+    ]);
     assert.equal(names, 'True CronTab');
     // Applied again with a change (client-side apply computes its patch from the CRD kind's OpenAPI schema), then
     // server-side: no warnings.
-    const again = await k(['apply', '-f', '-'], CRD.replace('shortNames: [ct]', 'shortNames: [ct]\n    categories: [cron]'));
+    const again = await k(
+      ['apply', '-f', '-'],
+      CRD.replace('shortNames: [ct]', 'shortNames: [ct]\n    categories: [cron]'),
+    );
     assert.deepEqual([again.code, again.stderr], [0, '']);
     assert.match(again.stdout, /configured/);
     const ssa = await k(['apply', '--server-side', '--force-conflicts', '-f', '-'], CRD);
@@ -124,8 +143,20 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     }
     await ok(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"replicas":3}}']);
     assert.equal(await ok(['get', 'ct', 'nightly', '-o', 'jsonpath={.spec.replicas} {.metadata.generation}']), '3 2');
-    assert.equal(await ok(['get', 'crontabs.v1beta1.stable.example.com', 'nightly', '-o', 'jsonpath={.apiVersion} {.spec.cronSpec}']), 'stable.example.com/v1beta1 0 3 * * *');
-    assert.equal(await ok(['get', 'ct', '--field-selector', 'spec.image=backup:1', '-o', 'name']), 'crontab.stable.example.com/nightly\n');
+    assert.equal(
+      await ok([
+        'get',
+        'crontabs.v1beta1.stable.example.com',
+        'nightly',
+        '-o',
+        'jsonpath={.apiVersion} {.spec.cronSpec}',
+      ]),
+      'stable.example.com/v1beta1 0 3 * * *',
+    );
+    assert.equal(
+      await ok(['get', 'ct', '--field-selector', 'spec.image=backup:1', '-o', 'name']),
+      'crontab.stable.example.com/nightly\n',
+    );
     assert.equal(await ok(['get', 'ct', '--field-selector', 'spec.image=other', '-o', 'name']), '');
     await ok(['scale', 'ct', 'nightly', '--replicas=5']);
     assert.equal(await ok(['get', 'ct', 'nightly', '-o', 'jsonpath={.spec.replicas}']), '5');
@@ -136,28 +167,56 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
   it('rejects invalid objects with 422 and warns about unknown fields', async () => {
     const bad = await k(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"replicas":11}}']);
     assert.notEqual(bad.code, 0);
-    assert.match(bad.stderr, /The CronTab "nightly" is invalid: spec\.replicas: Invalid value: 11: spec\.replicas in body should be less than or equal to 10/);
+    assert.match(
+      bad.stderr,
+      /The CronTab "nightly" is invalid: spec\.replicas: Invalid value: 11: spec\.replicas in body should be less than or equal to 10/,
+    );
     const immutable = await k(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"image":"backup:2"}}']);
-    assert.match(immutable.stderr, /The CronTab "nightly" is invalid: spec\.image: Invalid value: "string": image is immutable/);
+    assert.match(
+      immutable.stderr,
+      /The CronTab "nightly" is invalid: spec\.image: Invalid value: "string": image is immutable/,
+    );
     const never = await k(['patch', 'ct', 'nightly', '--type=merge', '-p', '{"spec":{"cronSpec":"@never"}}']);
-    assert.match(never.stderr, /The CronTab "nightly" is invalid: spec: Invalid value: "object": cronSpec must be a schedule/);
-    const missingField = await k(['create', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: empty}\nspec: {image: x}\n');
+    assert.match(
+      never.stderr,
+      /The CronTab "nightly" is invalid: spec: Invalid value: "object": cronSpec must be a schedule/,
+    );
+    const missingField = await k(
+      ['create', '-f', '-'],
+      'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: empty}\nspec: {image: x}\n',
+    );
     assert.match(missingField.stderr, /The CronTab "empty" is invalid: spec\.cronSpec: Required value/);
-    const unknown = await k(['create', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: extra}\nspec: {cronSpec: "* * * * *", colour: red}\n');
+    const unknown = await k(
+      ['create', '-f', '-'],
+      'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: extra}\nspec: {cronSpec: "* * * * *", colour: red}\n',
+    );
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.stderr, /unknown field "spec\.colour"/);
-    await ok(['create', '--validate=false', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: extra}\nspec: {cronSpec: "* * * * *", colour: red}\n');
+    await ok(
+      ['create', '--validate=false', '-f', '-'],
+      'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: extra}\nspec: {cronSpec: "* * * * *", colour: red}\n',
+    );
     assert.equal(await ok(['get', 'ct', 'extra', '-o', 'jsonpath={.spec}']), '{"cronSpec":"* * * * *","replicas":1}');
   });
 
   it('server-side apply merges list-type map and set lists by manager', async () => {
-    const applied = (ports: string, tags: string): string => `apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: merged}\nspec: {cronSpec: "* * * * *", ports: [${ports}], tags: [${tags}]}\n`;
+    const applied = (ports: string, tags: string): string =>
+      `apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: merged}\nspec: {cronSpec: "* * * * *", ports: [${ports}], tags: [${tags}]}\n`;
     await ok(['apply', '--server-side', '--field-manager=alice', '-f', '-'], applied('{name: http, port: 80}', 'a'));
     await ok(['apply', '--server-side', '--field-manager=bob', '-f', '-'], applied('{name: metrics, port: 9090}', 'b'));
-    assert.equal(await ok(['get', 'ct', 'merged', '-o', 'jsonpath={.spec.ports[*].name} {.spec.tags}']), 'http metrics ["a","b"]');
-    const conflict = await k(['apply', '--server-side', '--field-manager=bob', '-f', '-'], applied('{name: http, port: 8080}', 'b'));
+    assert.equal(
+      await ok(['get', 'ct', 'merged', '-o', 'jsonpath={.spec.ports[*].name} {.spec.tags}']),
+      'http metrics ["a","b"]',
+    );
+    const conflict = await k(
+      ['apply', '--server-side', '--field-manager=bob', '-f', '-'],
+      applied('{name: http, port: 8080}', 'b'),
+    );
     assert.notEqual(conflict.code, 0);
-    assert.match(conflict.stderr, /conflict with "alice" using stable\.example\.com\/v1: \.spec\.ports\[name="http"\]\.port/);
+    assert.match(
+      conflict.stderr,
+      /conflict with "alice" using stable\.example\.com\/v1: \.spec\.ports\[name="http"\]\.port/,
+    );
     // alice stops applying her port: it goes, bob's stays.
     await ok(['apply', '--server-side', '--field-manager=alice', '-f', '-'], applied('', 'a'));
     assert.equal(await ok(['get', 'ct', 'merged', '-o', 'jsonpath={.spec.ports[*].name}']), 'metrics');
@@ -171,7 +230,13 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
   });
 
   it('applies a default added to the schema later when objects are read', async () => {
-    await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], CRD.replace('              image: {type: string,', '              timezone: {type: string, default: UTC}\n              image: {type: string,'));
+    await ok(
+      ['apply', '--server-side', '--force-conflicts', '-f', '-'],
+      CRD.replace(
+        '              image: {type: string,',
+        '              timezone: {type: string, default: UTC}\n              image: {type: string,',
+      ),
+    );
     assert.equal(await ok(['get', 'ct', 'nightly', '-o', 'jsonpath={.spec.timezone}']), 'UTC');
     assert.match(await ok(['get', 'ct', '-o', 'json']), /"timezone": "UTC"/);
     await ok(['apply', '--server-side', '--force-conflicts', '-f', '-'], CRD);
@@ -180,15 +245,31 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
   it('refuses strategic merge patches, as kube-apiserver does for custom resources', async () => {
     const r = await k(['patch', 'ct', 'nightly', '-p', '{"spec":{"replicas":2}}']);
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /application\/strategic-merge-patch\+json is not supported by stable\.example\.com\/v1, Kind=CronTab: the body of the request was in an unknown format - accepted media types include: application\/json-patch\+json, application\/merge-patch\+json, application\/apply-patch\+yaml/);
+    assert.match(
+      r.stderr,
+      /application\/strategic-merge-patch\+json is not supported by stable\.example\.com\/v1, Kind=CronTab: the body of the request was in an unknown format - accepted media types include: application\/json-patch\+json, application\/merge-patch\+json, application\/apply-patch\+yaml/,
+    );
   });
 
   it('deleting the CRD removes its objects and stops serving the kind', async () => {
-    await ok(['create', '-f', '-'], 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: held, finalizers: [example.com/hold]}\nspec: {cronSpec: "* * * * *"}\n');
+    await ok(
+      ['create', '-f', '-'],
+      'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: held, finalizers: [example.com/hold]}\nspec: {cronSpec: "* * * * *"}\n',
+    );
     await ok(['delete', 'crd', 'crontabs.stable.example.com', '--wait=false']);
-    const crd = JSON.parse(await ok(['get', 'crd', 'crontabs.stable.example.com', '-o', 'json'])) as { metadata: { finalizers: string[] }; status: { conditions: Array<{ type: string; status: string; reason: string }> } };
+    const crd = JSON.parse(await ok(['get', 'crd', 'crontabs.stable.example.com', '-o', 'json'])) as {
+      metadata: { finalizers: string[] };
+      status: { conditions: Array<{ type: string; status: string; reason: string }> };
+    };
     assert.deepEqual(crd.metadata.finalizers, ['customresourcecleanup.apiextensions.k8s.io']);
-    assert.deepEqual(crd.status.conditions.find((c) => c.type === 'Terminating'), { ...crd.status.conditions.find((c) => c.type === 'Terminating'), status: 'True', reason: 'InstanceDeletionPending' });
+    assert.deepEqual(
+      crd.status.conditions.find((c) => c.type === 'Terminating'),
+      {
+        ...crd.status.conditions.find((c) => c.type === 'Terminating'),
+        status: 'True',
+        reason: 'InstanceDeletionPending',
+      },
+    );
     assert.equal(await ok(['get', 'ct', '-o', 'name']), 'crontab.stable.example.com/held\n');
     const refused = await k(['create', '-f', '-'], CRONTAB);
     assert.match(refused.stderr, /create not allowed while custom resource definition is terminating/);
@@ -200,11 +281,19 @@ describe('CustomResourceDefinitions with kubectl', { skip: missing }, () => {
     // Created again: the old objects are gone.
     await ok(['apply', '-f', '-'], CRD);
     await ok(['wait', '--for=condition=Established', 'crd/crontabs.stable.example.com', '--timeout=10s']);
-    assert.equal(await ok(['get', '--raw', '/apis/stable.example.com/v1/crontabs']).then((s) => (JSON.parse(s) as { items: unknown[] }).items.length), 0);
+    assert.equal(
+      await ok(['get', '--raw', '/apis/stable.example.com/v1/crontabs']).then(
+        (s) => (JSON.parse(s) as { items: unknown[] }).items.length,
+      ),
+      0,
+    );
     // The garbage collector watches the kind served again: an object whose owner goes is collected.
     await ok(['create', 'configmap', 'owner']);
     const uid = await ok(['get', 'configmap', 'owner', '-o', 'jsonpath={.metadata.uid}']);
-    await ok(['create', '-f', '-'], `apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: owned, ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: owner, uid: ${uid}}]}\nspec: {cronSpec: "* * * * *"}\n`);
+    await ok(
+      ['create', '-f', '-'],
+      `apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: owned, ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: owner, uid: ${uid}}]}\nspec: {cronSpec: "* * * * *"}\n`,
+    );
     await ok(['delete', 'configmap', 'owner']);
     assert.match(await ok(['wait', '--for=delete', 'crontab/owned', '--timeout=10s']), /deleted|^$/);
   });
@@ -225,7 +314,10 @@ describe('CustomResourceDefinitions with --data', { skip: missing }, () => {
       await server.stop();
       server = await startServer(['--nodes', '0', '--data', dir]);
       assert.match(await ok(['get', 'ct']), /nightly\s+0 3 \* \* \*\s+1\s+/);
-      assert.equal(await ok(['get', 'crontabs.v1beta1.stable.example.com', 'nightly', '-o', 'jsonpath={.apiVersion}']), 'stable.example.com/v1beta1');
+      assert.equal(
+        await ok(['get', 'crontabs.v1beta1.stable.example.com', 'nightly', '-o', 'jsonpath={.apiVersion}']),
+        'stable.example.com/v1beta1',
+      );
     } finally {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });

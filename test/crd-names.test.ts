@@ -34,16 +34,34 @@ describe('CRD names in use by another CRD of the group', { skip: missing }, () =
   const k = (args: string[]): Promise<KubectlResult> => kubectlAgainst(server).run(args);
   const ok = (args: string[], input?: string): Promise<string> => kubectlAgainst(server).ok(args, input);
   /** status.acceptedNames and the NamesAccepted and Established conditions (type, status, reason, message). */
-  const naming = async (plural: string): Promise<{ acceptedNames: unknown; namesAccepted: Omit<Condition, 'type'>; established: Omit<Condition, 'type'> }> => {
-    const status = (JSON.parse(await ok(['get', 'crd', `${plural}.names.example.com`, '-o', 'json'])) as { status: { acceptedNames: unknown; conditions: Condition[] } }).status;
+  const naming = async (
+    plural: string,
+  ): Promise<{
+    acceptedNames: unknown;
+    namesAccepted: Omit<Condition, 'type'>;
+    established: Omit<Condition, 'type'>;
+  }> => {
+    const status = (
+      JSON.parse(await ok(['get', 'crd', `${plural}.names.example.com`, '-o', 'json'])) as {
+        status: { acceptedNames: unknown; conditions: Condition[] };
+      }
+    ).status;
     const condition = (type: string): Omit<Condition, 'type'> => {
       const c = status.conditions.find((x) => x.type === type)!;
       return { status: c.status, reason: c.reason, message: c.message };
     };
-    return { acceptedNames: status.acceptedNames, namesAccepted: condition('NamesAccepted'), established: condition('Established') };
+    return {
+      acceptedNames: status.acceptedNames,
+      namesAccepted: condition('NamesAccepted'),
+      established: condition('Established'),
+    };
   };
   const notEstablished = { status: 'False', reason: 'NotAccepted', message: 'not all names are accepted' };
-  const established = { status: 'True', reason: 'InitialNamesAccepted', message: 'the initial names have been accepted' };
+  const established = {
+    status: 'True',
+    reason: 'InitialNamesAccepted',
+    message: 'the initial names have been accepted',
+  };
 
   before(async () => {
     server = await startServer(['--nodes', '0']);
@@ -98,7 +116,13 @@ describe('CRD names in use by another CRD of the group', { skip: missing }, () =
     // "gadget" is the refused CRD's granted singular: names granted count even while that CRD is not Established.
     await ok(['apply', '-f', '-'], crd('widgets', 'kind: Widget, shortNames: [wd, gadget]'));
     assert.deepEqual(await naming('widgets'), {
-      acceptedNames: { plural: 'widgets', singular: 'widget', shortNames: ['wd'], kind: 'Widget', listKind: 'WidgetList' },
+      acceptedNames: {
+        plural: 'widgets',
+        singular: 'widget',
+        shortNames: ['wd'],
+        kind: 'Widget',
+        listKind: 'WidgetList',
+      },
       namesAccepted: { status: 'False', reason: 'ShortNamesConflict', message: '"gadget" is already in use' },
       established,
     });
@@ -108,14 +132,20 @@ describe('CRD names in use by another CRD of the group', { skip: missing }, () =
 
   it('grants the names once their holder is deleted', async () => {
     await ok(['delete', 'crd', 'widgets.names.example.com']);
-    assert.match(await ok(['wait', '--for=condition=Established', 'crd/gadgets.names.example.com', '--timeout=10s']), /condition met/);
+    assert.match(
+      await ok(['wait', '--for=condition=Established', 'crd/gadgets.names.example.com', '--timeout=10s']),
+      /condition met/,
+    );
     assert.deepEqual(await naming('gadgets'), {
       acceptedNames: { plural: 'gadgets', singular: 'gadget', kind: 'Widget', listKind: 'GadgetList' },
       namesAccepted: { status: 'True', reason: 'NoConflicts', message: 'no conflicts found' },
       established,
     });
     // api-resources reads discovery afresh (kubectl's cache still maps Widget to the deleted widgets).
-    assert.match(await ok(['api-resources', '--api-group=names.example.com']), /gadgets\s+names\.example\.com\/v1\s+true\s+Widget/);
+    assert.match(
+      await ok(['api-resources', '--api-group=names.example.com']),
+      /gadgets\s+names\.example\.com\/v1\s+true\s+Widget/,
+    );
     assert.doesNotMatch(await ok(['api-resources', '--api-group=names.example.com']), /widgets/);
     await ok(['create', '-f', '-'], 'apiVersion: names.example.com/v1\nkind: Widget\nmetadata: {name: g1}\n');
     assert.equal(await ok(['get', 'gadgets', '-o', 'name']), 'widget.names.example.com/g1\n');

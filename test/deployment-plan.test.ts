@@ -29,7 +29,12 @@ interface DeploymentOptions {
 
 function deployment(o: DeploymentOptions): KubeObject {
   const strategy =
-    o.strategy === 'Recreate' ? { type: 'Recreate' } : { type: 'RollingUpdate', rollingUpdate: { maxSurge: o.surge ?? '25%', maxUnavailable: o.unavailable ?? '25%' } };
+    o.strategy === 'Recreate'
+      ? { type: 'Recreate' }
+      : {
+          type: 'RollingUpdate',
+          rollingUpdate: { maxSurge: o.surge ?? '25%', maxUnavailable: o.unavailable ?? '25%' },
+        };
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -37,7 +42,10 @@ function deployment(o: DeploymentOptions): KubeObject {
     spec: {
       replicas: o.replicas,
       selector: { matchLabels: { app: 'web' } },
-      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: o.image ?? 'nginx:1' }] } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: { containers: [{ name: 'c', image: o.image ?? 'nginx:1' }] },
+      },
       strategy,
       minReadySeconds: 0,
       revisionHistoryLimit: o.historyLimit ?? 10,
@@ -93,7 +101,12 @@ class Model {
   /** Runs the deployment controller once and applies its plan. */
   sync(): DeploymentPlan {
     this.plans++;
-    const plan = planDeployment({ deployment: this.d, replicaSets: this.replicaSets, podsOf: (uid) => this.podsOf(uid), now: this.now });
+    const plan = planDeployment({
+      deployment: this.d,
+      replicaSets: this.replicaSets,
+      podsOf: (uid) => this.podsOf(uid),
+      now: this.now,
+    });
     if (plan.create) {
       const rs = structuredClone(plan.create.rs);
       rs.metadata.uid = `rs-${this.seq++}`;
@@ -106,7 +119,13 @@ class Model {
     for (const w of plan.updates) {
       const current = this.sets.get(w.rs.metadata.name!)!;
       const specChanged = JSON.stringify(current.rs.spec) !== JSON.stringify(w.rs.spec);
-      current.rs = { ...structuredClone(w.rs), metadata: { ...structuredClone(w.rs.metadata), generation: (current.rs.metadata.generation ?? 1) + (specChanged ? 1 : 0) } };
+      current.rs = {
+        ...structuredClone(w.rs),
+        metadata: {
+          ...structuredClone(w.rs.metadata),
+          generation: (current.rs.metadata.generation ?? 1) + (specChanged ? 1 : 0),
+        },
+      };
       this.events.push(...w.events.map((e) => e.message));
     }
     for (const rs of plan.deletes) this.sets.delete(rs.metadata.name!);
@@ -116,7 +135,8 @@ class Model {
 
   podsOf(uid: string): KubeObject[] {
     for (const s of this.sets.values()) {
-      if (s.rs.metadata.uid === uid) return Array.from({ length: s.pods }, () => ({ metadata: {}, status: { phase: 'Running' } }) as KubeObject);
+      if (s.rs.metadata.uid === uid)
+        return Array.from({ length: s.pods }, () => ({ metadata: {}, status: { phase: 'Running' } }) as KubeObject);
     }
     return [];
   }
@@ -127,7 +147,15 @@ class Model {
     if (want < s.pods) s.available = Math.min(s.available, want);
     else s.available = s.pods;
     s.pods = want;
-    s.rs = { ...s.rs, status: { replicas: s.pods, availableReplicas: s.available, readyReplicas: s.available, observedGeneration: s.rs.metadata.generation } };
+    s.rs = {
+      ...s.rs,
+      status: {
+        replicas: s.pods,
+        availableReplicas: s.available,
+        readyReplicas: s.available,
+        observedGeneration: s.rs.metadata.generation,
+      },
+    };
   }
 
   /** One tick: some ReplicaSets are reconciled (all of them when `all`), time moves a second. */
@@ -138,7 +166,8 @@ class Model {
 
   setTemplateImage(image: string): void {
     const d = structuredClone(this.d);
-    (d.spec as { template: { spec: { containers: Array<{ image: string }> } } }).template.spec.containers[0]!.image = image;
+    (d.spec as { template: { spec: { containers: Array<{ image: string }> } } }).template.spec.containers[0]!.image =
+      image;
     d.metadata.generation = (d.metadata.generation ?? 1) + 1;
     this.d = d;
   }
@@ -205,13 +234,26 @@ describe('pod-template-hash', () => {
     assert.match(h, /^[4-9bcdf]{8,10}$/);
     assert.equal(computeHash(structuredClone(template.template)), h);
     assert.notEqual(computeHash(template.template, 1), h);
-    assert.notEqual(computeHash(template.template, 0), h, 'a collision count of 0 is hashed too, as a non-nil pointer is');
-    assert.notEqual(computeHash((deployment({ replicas: 1, image: 'nginx:2' }).spec as { template: unknown }).template), h);
+    assert.notEqual(
+      computeHash(template.template, 0),
+      h,
+      'a collision count of 0 is hashed too, as a non-nil pointer is',
+    );
+    assert.notEqual(
+      computeHash((deployment({ replicas: 1, image: 'nginx:2' }).spec as { template: unknown }).template),
+      h,
+    );
   });
 
   test('templates are equal ignoring the hash label and empty maps', () => {
-    const a = { metadata: { labels: { app: 'web', 'pod-template-hash': 'abc' } }, spec: { containers: [{ name: 'c' }] } };
-    const b = { metadata: { labels: { app: 'web' }, annotations: {} }, spec: { containers: [{ name: 'c' }], volumes: [] } };
+    const a = {
+      metadata: { labels: { app: 'web', 'pod-template-hash': 'abc' } },
+      spec: { containers: [{ name: 'c' }] },
+    };
+    const b = {
+      metadata: { labels: { app: 'web' }, annotations: {} },
+      spec: { containers: [{ name: 'c' }], volumes: [] },
+    };
     assert.ok(equalIgnoreHash(a, b));
     assert.ok(!equalIgnoreHash(a, { ...b, spec: { containers: [{ name: 'd' }] } }));
   });
@@ -225,15 +267,29 @@ describe('a new Deployment', () => {
     const hash = computeHash((d.spec as { template: unknown }).template);
     assert.equal(rs.metadata.name, `web-${hash}`);
     assert.deepEqual(rs.metadata.labels, { app: 'web', 'pod-template-hash': hash });
-    assert.deepEqual((rs.spec as { selector: unknown }).selector, { matchLabels: { app: 'web', 'pod-template-hash': hash } });
+    assert.deepEqual((rs.spec as { selector: unknown }).selector, {
+      matchLabels: { app: 'web', 'pod-template-hash': hash },
+    });
     assert.equal((rs.spec as { replicas: number }).replicas, 3);
     assert.deepEqual(rs.metadata.annotations, {
       'deployment.kubernetes.io/desired-replicas': '3',
       'deployment.kubernetes.io/max-replicas': '4',
       'deployment.kubernetes.io/revision': '1',
     });
-    assert.deepEqual(rs.metadata.ownerReferences, [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'd-uid', controller: true, blockOwnerDeletion: true }]);
-    assert.deepEqual(plan.create!.events.map((e) => e.message), [`Scaled up replica set web-${hash} from 0 to 3`]);
+    assert.deepEqual(rs.metadata.ownerReferences, [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        name: 'web',
+        uid: 'd-uid',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    assert.deepEqual(
+      plan.create!.events.map((e) => e.message),
+      [`Scaled up replica set web-${hash} from 0 to 3`],
+    );
     assert.equal(plan.deployment!.metadata.annotations!['deployment.kubernetes.io/revision'], '1');
     const status = plan.deployment!.status as DeploymentStatus;
     assert.equal(status.observedGeneration, 1);
@@ -254,7 +310,17 @@ describe('a new Deployment', () => {
     assert.equal(m.condition('Available')?.message, 'Deployment has minimum availability.');
     assert.equal(m.condition('Progressing')?.reason, 'NewReplicaSetAvailable');
     assert.equal(m.condition('Progressing')?.message, `ReplicaSet "${rs.metadata.name}" has successfully progressed.`);
-    assert.deepEqual({ ...m.status, conditions: undefined }, { observedGeneration: 1, replicas: 3, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3, conditions: undefined });
+    assert.deepEqual(
+      { ...m.status, conditions: undefined },
+      {
+        observedGeneration: 1,
+        replicas: 3,
+        updatedReplicas: 3,
+        readyReplicas: 3,
+        availableReplicas: 3,
+        conditions: undefined,
+      },
+    );
   });
 });
 
@@ -278,9 +344,15 @@ describe('rolling updates keep within maxSurge and maxUnavailable at every step'
         m.setTemplateImage('nginx:2');
         let worst = { pods: 0, available: replicas };
         m.settle(() => {
-          worst = { pods: Math.max(worst.pods, m.totalPods()), available: Math.min(worst.available, m.totalAvailable()) };
+          worst = {
+            pods: Math.max(worst.pods, m.totalPods()),
+            available: Math.min(worst.available, m.totalAvailable()),
+          };
           assert.ok(m.totalPods() <= replicas + s, `seed ${seed}: ${m.totalPods()} pods > ${replicas} + ${s}`);
-          assert.ok(m.totalAvailable() >= replicas - Math.min(u, replicas), `seed ${seed}: ${m.totalAvailable()} available < ${replicas} - ${u}`);
+          assert.ok(
+            m.totalAvailable() >= replicas - Math.min(u, replicas),
+            `seed ${seed}: ${m.totalAvailable()} available < ${replicas} - ${u}`,
+          );
         });
         const sets = [...m.sets.values()];
         assert.equal(sets.length, 2);
@@ -302,7 +374,10 @@ describe('Recreate', () => {
     m.setTemplateImage('nginx:2');
     const first = m.sync();
     assert.equal(first.create, undefined, 'no new ReplicaSet while old pods exist');
-    assert.deepEqual(first.updates.map((u) => (u.rs.spec as { replicas: number }).replicas), [0]);
+    assert.deepEqual(
+      first.updates.map((u) => (u.rs.spec as { replicas: number }).replicas),
+      [0],
+    );
     m.sync();
     assert.equal(m.sets.size, 1, 'still waiting: the old pods are not gone');
     m.tick(true);
@@ -328,9 +403,12 @@ describe('proportional scaling during a rollout', () => {
     assert.deepEqual([old!.pods, next!.pods], [8, 5]);
     m.setSpec({ replicas: 15 });
     const plan = m.sync();
-    const sizes = Object.fromEntries(plan.updates.map((u) => [u.rs.metadata.name, (u.rs.spec as { replicas: number }).replicas]));
+    const sizes = Object.fromEntries(
+      plan.updates.map((u) => [u.rs.metadata.name, (u.rs.spec as { replicas: number }).replicas]),
+    );
     assert.deepEqual(sizes, { [old!.rs.metadata.name!]: 11, [next!.rs.metadata.name!]: 7 });
-    for (const u of plan.updates) assert.equal(u.rs.metadata.annotations!['deployment.kubernetes.io/desired-replicas'], '15');
+    for (const u of plan.updates)
+      assert.equal(u.rs.metadata.annotations!['deployment.kubernetes.io/desired-replicas'], '15');
     m.settle();
     assert.equal(m.totalPods(), 15);
   });
@@ -340,7 +418,10 @@ describe('proportional scaling during a rollout', () => {
     m.settle();
     m.setSpec({ replicas: 2 });
     const plan = m.sync();
-    assert.deepEqual(plan.updates.map((u) => u.events.map((e) => e.message)), [[`Scaled down replica set ${m.replicaSets[0]!.metadata.name} from 5 to 2`]]);
+    assert.deepEqual(
+      plan.updates.map((u) => u.events.map((e) => e.message)),
+      [[`Scaled down replica set ${m.replicaSets[0]!.metadata.name} from 5 to 2`]],
+    );
     m.settle();
     assert.equal(m.totalPods(), 2);
   });
@@ -362,7 +443,10 @@ describe('revisions and rollback', () => {
   });
 
   test('revision-history is capped in length, oldest entries dropped', () => {
-    const annotations: Record<string, string> = { 'deployment.kubernetes.io/revision': '7', 'deployment.kubernetes.io/revision-history': `${'1,'.repeat(999)}2` };
+    const annotations: Record<string, string> = {
+      'deployment.kubernetes.io/revision': '7',
+      'deployment.kubernetes.io/revision-history': `${'1,'.repeat(999)}2`,
+    };
     setNewReplicaSetAnnotations(deployment({ replicas: 1 }), annotations, 8, true);
     const history = annotations['deployment.kubernetes.io/revision-history']!;
     assert.ok(history.length <= 2000);
@@ -393,7 +477,11 @@ describe('conditions', () => {
     m.sync();
     assert.deepEqual(
       [m.condition('Progressing')?.status, m.condition('Progressing')?.reason, m.condition('Progressing')?.message],
-      ['False', 'ProgressDeadlineExceeded', `ReplicaSet "${m.replicaSets[0]!.metadata.name}" has timed out progressing.`],
+      [
+        'False',
+        'ProgressDeadlineExceeded',
+        `ReplicaSet "${m.replicaSets[0]!.metadata.name}" has timed out progressing.`,
+      ],
     );
     // Progress after the deadline makes it True again (ReplicaSetUpdated), and completion NewReplicaSetAvailable.
     m.settle();
@@ -405,7 +493,10 @@ describe('conditions', () => {
     m.settle();
     m.setSpec({ paused: true });
     m.sync();
-    assert.deepEqual([m.condition('Progressing')?.status, m.condition('Progressing')?.reason, m.condition('Progressing')?.message], ['Unknown', 'DeploymentPaused', 'Deployment is paused']);
+    assert.deepEqual(
+      [m.condition('Progressing')?.status, m.condition('Progressing')?.reason, m.condition('Progressing')?.message],
+      ['Unknown', 'DeploymentPaused', 'Deployment is paused'],
+    );
     m.setTemplateImage('nginx:2');
     const paused = m.sync();
     assert.equal(paused.create, undefined, 'a paused Deployment does not roll out');
@@ -421,8 +512,25 @@ describe('conditions', () => {
     const m = new Model(deployment({ replicas: 2 }));
     m.sync();
     const s = [...m.sets.values()][0]!;
-    s.rs = { ...s.rs, status: { replicas: 0, conditions: [{ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'forbidden', lastTransitionTime: rfc3339(T0) }] } };
+    s.rs = {
+      ...s.rs,
+      status: {
+        replicas: 0,
+        conditions: [
+          {
+            type: 'ReplicaFailure',
+            status: 'True',
+            reason: 'FailedCreate',
+            message: 'forbidden',
+            lastTransitionTime: rfc3339(T0),
+          },
+        ],
+      },
+    };
     m.sync();
-    assert.deepEqual([m.condition('ReplicaFailure')?.reason, m.condition('ReplicaFailure')?.message], ['FailedCreate', 'forbidden']);
+    assert.deepEqual(
+      [m.condition('ReplicaFailure')?.reason, m.condition('ReplicaFailure')?.message],
+      ['FailedCreate', 'forbidden'],
+    );
   });
 });

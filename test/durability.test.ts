@@ -10,7 +10,11 @@ import { encodeRecord } from '../src/storage/wal.js';
 import { httpWatch, summarize } from './helpers/watch.js';
 
 /** A --data directory and the servers started on it, all cleaned up when the test ends. */
-function dataDir(t: { after: (fn: () => Promise<void>) => void }): { dir: string; servers: SimServer[]; start: (extra?: string[]) => Promise<SimServer> } {
+function dataDir(t: { after: (fn: () => Promise<void>) => void }): {
+  dir: string;
+  servers: SimServer[];
+  start: (extra?: string[]) => Promise<SimServer>;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'kube-sim-wal-'));
   const servers: SimServer[] = [];
   t.after(async () => {
@@ -40,7 +44,9 @@ function walLines(file: string): Array<{ offset: number; text: string }> {
 }
 
 async function createMany(api: Api, namespace: string, n: number, prefix = 'cm'): Promise<Map<string, string>> {
-  const created = await Promise.all(Array.from({ length: n }, (_, i) => api.create(cmPath(namespace), configMap(`${prefix}-${i}`, { i: String(i) }))));
+  const created = await Promise.all(
+    Array.from({ length: n }, (_, i) => api.create(cmPath(namespace), configMap(`${prefix}-${i}`, { i: String(i) }))),
+  );
   return new Map(created.map((o) => [o.metadata.name!, o.metadata.resourceVersion!]));
 }
 
@@ -64,26 +70,43 @@ test('--data: 500 concurrent acknowledged writes survive kill -9 with their reso
   assert.equal(found.size, 500, 'all 500 objects are back');
   assert.deepEqual(found, acked, 'with the resourceVersions their writes were acknowledged with');
   assert.deepEqual((await api.get(cmPath('crash', 'cm-7'))).data, { i: '7', touched: 'yes' });
-  assert.ok(Number(list.metadata.resourceVersion) >= last, `the counter continues from ${last} (list at ${list.metadata.resourceVersion})`);
+  assert.ok(
+    Number(list.metadata.resourceVersion) >= last,
+    `the counter continues from ${last} (list at ${list.metadata.resourceVersion})`,
+  );
   const fresh = await api.create(cmPath('crash'), configMap('after'));
-  assert.ok(Number(fresh.metadata.resourceVersion) > last, 'new writes get higher resourceVersions, never a reused one');
+  assert.ok(
+    Number(fresh.metadata.resourceVersion) > last,
+    'new writes get higher resourceVersions, never a reused one',
+  );
 
   // A watch from a resourceVersion before the crash: every change after it, in order, or 410 — never a gap.
   const watch = await httpWatch(second.url, `${cmPath('crash')}?watch=true&resourceVersion=${before}`);
   t.after(() => watch.close());
-  await watch.until((events) => events.some((e) => e.type === 'ERROR' || e.object.metadata?.name === 'after'), 'the post-restart write or 410');
+  await watch.until(
+    (events) => events.some((e) => e.type === 'ERROR' || e.object.metadata?.name === 'after'),
+    'the post-restart write or 410',
+  );
   if (watch.events[0]!.type === 'ERROR') {
     assert.equal(watch.events[0]!.object.code, 410, summarize(watch.events));
   } else {
     const revisions = watch.events.map((e) => Number(e.object.metadata!.resourceVersion));
-    assert.deepEqual(revisions, [...revisions].sort((a, b) => a - b), 'in order');
+    assert.deepEqual(
+      revisions,
+      [...revisions].sort((a, b) => a - b),
+      'in order',
+    );
     const seen = new Map(watch.events.map((e) => [e.object.metadata!.name!, e.object.metadata!.resourceVersion!]));
-    for (const [name, rv] of acked) assert.equal(seen.get(name), rv, `the watch resumed across the crash and saw ${name}@${rv}`);
+    for (const [name, rv] of acked)
+      assert.equal(seen.get(name), rv, `the watch resumed across the crash and saw ${name}@${rv}`);
   }
 
   // A resourceVersion this server never reached: 504 ResourceVersionTooLarge, so that clients relist.
   const future = Number(fresh.metadata.resourceVersion) + 1000;
-  for (const path of [`${cmPath('crash')}?resourceVersion=${future}`, `${cmPath('crash')}?watch=true&resourceVersion=${future}`]) {
+  for (const path of [
+    `${cmPath('crash')}?resourceVersion=${future}`,
+    `${cmPath('crash')}?watch=true&resourceVersion=${future}`,
+  ]) {
     const status = assertStatus(await api.request(path), 504, 'Timeout');
     assert.equal(status.message, `Too large resource version: ${future}, current: ${fresh.metadata.resourceVersion}`);
     assert.equal(status.details?.causes?.[0]?.reason, 'ResourceVersionTooLarge');
@@ -107,7 +130,11 @@ test('--data: a torn record at the end of the log is discarded on start', async 
   const second = await start();
   api = new Api(second.url);
   assert.match(second.stderr(), /discarded a torn record at the end of .*wal\.log/);
-  const found = new Map((await api.list(cmPath('default'))).items.filter((o) => o.metadata.name!.startsWith('torn-')).map((o) => [o.metadata.name!, o.metadata.resourceVersion!]));
+  const found = new Map(
+    (await api.list(cmPath('default'))).items
+      .filter((o) => o.metadata.name!.startsWith('torn-'))
+      .map((o) => [o.metadata.name!, o.metadata.resourceVersion!]),
+  );
   assert.deepEqual(found, acked);
   // The torn bytes are gone: writes after the restart are not stuck behind them.
   await api.create(cmPath('default'), configMap('after-torn'));
@@ -115,8 +142,18 @@ test('--data: a torn record at the end of the log is discarded on start', async 
   // A crash can also leave a hole inside the last commit with valid records after it (pages written out of
   // order): still a torn tail, since no later commit follows.
   const last = Number(/"r":(\d+)/.exec(walLines(wal).at(-1)!.text)![1]);
-  const ghost = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ghost', namespace: 'default', resourceVersion: String(last + 2) } };
-  appendFileSync(wal, encodeRecord({ t: 'B', r: last }) + '\0'.repeat(300) + '\n' + encodeRecord({ r: last + 2, k: '/configmaps', t: 'A', o: ghost }));
+  const ghost = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'ghost', namespace: 'default', resourceVersion: String(last + 2) },
+  };
+  appendFileSync(
+    wal,
+    encodeRecord({ t: 'B', r: last }) +
+      '\0'.repeat(300) +
+      '\n' +
+      encodeRecord({ r: last + 2, k: '/configmaps', t: 'A', o: ghost }),
+  );
   const third = await start();
   assert.match(third.stderr(), /discarded a torn record/);
   api = new Api(third.url);
@@ -152,7 +189,11 @@ test('--data: corruption in the middle of the log stops start-up naming the file
   const repaired = await start(['--repair']);
   assert.match(repaired.stderr(), new RegExp(`--repair: truncated .*wal\\.log at byte offset ${victim.offset}`));
   api = new Api(repaired.url);
-  const found = new Map((await api.list(cmPath('default'))).items.filter((o) => o.metadata.name!.startsWith('mid-')).map((o) => [o.metadata.name!, o.metadata.resourceVersion!]));
+  const found = new Map(
+    (await api.list(cmPath('default'))).items
+      .filter((o) => o.metadata.name!.startsWith('mid-'))
+      .map((o) => [o.metadata.name!, o.metadata.resourceVersion!]),
+  );
   const victimRv = Number(acked.get(victimName));
   const expected = new Map([...acked].filter(([, rv]) => Number(rv) < victimRv));
   assert.deepEqual(found, expected, 'the records before the bad one are kept, the rest is gone');
@@ -187,14 +228,17 @@ test('a watcher that stops reading is disconnected once its buffer passes the bo
   const writes = 2000;
   let written = 0;
   for (let i = 0; i < writes; i += names.length) {
-    await Promise.all(names.map((name, j) => api.mergePatch(cmPath('default', name), { data: { v: `${payload}${i + j}` } })));
+    await Promise.all(
+      names.map((name, j) => api.mergePatch(cmPath('default', name), { data: { v: `${payload}${i + j}` } })),
+    );
     written += names.length * (payload.length + 200);
   }
   const started = Date.now();
   await api.get('/version');
   assert.ok(Date.now() - started < 1000, 'the server answers promptly after the burst');
   const growth = rss() - rssBefore;
-  if (rssBefore > 0) assert.ok(growth < 256 * 1024 * 1024, `server memory stays bounded (grew ${Math.round(growth / 1048576)} MiB)`);
+  if (rssBefore > 0)
+    assert.ok(growth < 256 * 1024 * 1024, `server memory stays bounded (grew ${Math.round(growth / 1048576)} MiB)`);
 
   // Now read what the server had sent before it cut the stream: bounded, and the stream is over.
   let received = 0;
@@ -202,16 +246,21 @@ test('a watcher that stops reading is disconnected once its buffer passes the bo
   socket.resume();
   await new Promise<void>((resolve, reject) => {
     if (closed) return resolve();
-    const timer = setTimeout(() => reject(new Error(`the slow watcher's connection is still open after ${received} bytes`)), 10_000);
+    const timer = setTimeout(
+      () => reject(new Error(`the slow watcher's connection is still open after ${received} bytes`)),
+      10_000,
+    );
     socket.once('close', () => {
       clearTimeout(timer);
       resolve();
     });
   });
-  assert.ok(received < 40 * 1024 * 1024, `the slow watcher got ${received} bytes before it was cut (of ~${written} written)`);
+  assert.ok(
+    received < 40 * 1024 * 1024,
+    `the slow watcher got ${received} bytes before it was cut (of ~${written} written)`,
+  );
   assert.ok(received < written, `cut before the end: ${received} < ${written}`);
 });
-
 
 test('--data: CustomResourceDefinitions and their objects come back from the snapshot and from the log', async (t) => {
   const { start } = dataDir(t);
@@ -223,11 +272,23 @@ test('--data: CustomResourceDefinitions and their objects come back from the sna
       group: 'example.com',
       scope: 'Namespaced',
       names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        },
+      ],
     },
   };
   const path = '/apis/example.com/v1/namespaces/default/widgets';
-  const widget = (name: string): object => ({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name }, spec: { size: name } });
+  const widget = (name: string): object => ({
+    apiVersion: 'example.com/v1',
+    kind: 'Widget',
+    metadata: { name },
+    spec: { size: name },
+  });
   const first = await start();
   let api = new Api(first.url);
   await api.create('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
@@ -251,7 +312,10 @@ test('--data on a virtual clock: advancing waits for changes whose watch events 
   const { start } = dataDir(t);
   const server = await start(['--clock', 'virtual', '--nodes', '1']);
   const api = new Api(server.url);
-  await api.create('/api/v1/namespaces/default/pods', { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'nginx' }] } });
+  await api.create('/api/v1/namespaces/default/pods', {
+    metadata: { name: 'p' },
+    spec: { containers: [{ name: 'c', image: 'nginx' }] },
+  });
   await api.expect(200, '/sim/v1/clock/advance', { method: 'POST', body: { by: '5s' } });
   const pod = await api.get('/api/v1/namespaces/default/pods/p');
   assert.equal((pod.status as { phase?: string } | undefined)?.phase, 'Running', JSON.stringify(pod.status));

@@ -10,33 +10,67 @@ test('a short list body is its JSON, byte for byte, whatever the characters', ()
   const head = { apiVersion: 'v1', kind: 'ConfigMapList', metadata: { resourceVersion: '7' } };
   const texts = ['', 'plain', 'é', '日本語', '😀 emoji', '\u0000\u001f"\\', 'x'.repeat(5000)];
   for (const count of [0, 1, texts.length]) {
-    const items = texts.slice(0, count).map((t, i) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { t } }) as KubeObject);
+    const items = texts
+      .slice(0, count)
+      .map(
+        (t, i) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { t } }) as KubeObject,
+      );
     const body = listBody(head, items);
     assert.ok(Buffer.isBuffer(body));
-    assert.deepEqual(body, Buffer.from(JSON.stringify({ kind: head.kind, apiVersion: head.apiVersion, metadata: head.metadata, items })));
+    assert.deepEqual(
+      body,
+      Buffer.from(JSON.stringify({ kind: head.kind, apiVersion: head.apiVersion, metadata: head.metadata, items })),
+    );
   }
 });
 
 /** JSON-shaped values and the things JSON.stringify treats specially: undefined, NaN, -0, Infinity, escapes, Dates. */
 const oddValue = fc.oneof(
-  fc.constantFrom(undefined, null, Number.NaN, -0, Infinity, -Infinity, 1e21, '\u0000"\\\ud800x', '日本😀', () => 1, Symbol('s')),
+  fc.constantFrom(
+    undefined,
+    null,
+    Number.NaN,
+    -0,
+    Infinity,
+    -Infinity,
+    1e21,
+    '\u0000"\\\ud800x',
+    '日本😀',
+    () => 1,
+    Symbol('s'),
+  ),
   fc.date({ noInvalidDate: true }),
   fc.string({ maxLength: 8 }),
   fc.double(),
 );
 const anyValue = fc.letrec((tie) => ({
   value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, oddValue, tie('node')),
-  node: fc.oneof(fc.array(tie('value'), { maxLength: 4 }), fc.dictionary(fc.string({ maxLength: 6 }), tie('value'), { maxKeys: 5 })),
+  node: fc.oneof(
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(fc.string({ maxLength: 6 }), tie('value'), { maxKeys: 5 }),
+  ),
 })).value;
 
 test('a stored object serialised with its interned parts spliced in is JSON.stringify of it, byte for byte', () => {
   // Objects of one template, stored one after another, share parts (compactObject); some parts are their own.
   const template = fc.record({ spec: anyValue, status: anyValue, shared: anyValue });
-  const own = fc.record({ metadata: fc.dictionary(fc.string({ maxLength: 6 }), anyValue, { maxKeys: 4 }), spec: anyValue, status: anyValue, extra: anyValue }, { requiredKeys: [] });
+  const own = fc.record(
+    {
+      metadata: fc.dictionary(fc.string({ maxLength: 6 }), anyValue, { maxKeys: 4 }),
+      spec: anyValue,
+      status: anyValue,
+      extra: anyValue,
+    },
+    { requiredKeys: [] },
+  );
   fc.assert(
     fc.property(template, fc.array(own, { minLength: 1, maxLength: 4 }), (shape, owns) => {
       for (const mine of [...owns, ...owns]) {
-        const obj = { ...structuredCloneJsonish(shape), ...mine, status: { ...asRecord(shape.status), ...asRecord(mine.status) } } as Record<string, unknown>;
+        const obj = {
+          ...structuredCloneJsonish(shape),
+          ...mine,
+          status: { ...asRecord(shape.status), ...asRecord(mine.status) },
+        } as Record<string, unknown>;
         compactObject(obj);
         assert.equal(splicedJson(obj), JSON.stringify(obj));
         assert.equal(jsonOf(obj), JSON.stringify(obj));
@@ -51,13 +85,31 @@ test('stored Pods and Events serialise as JSON.stringify of them', async () => {
   try {
     const pods = cluster.kind('', 'v1', 'pods');
     const events = cluster.kind('', 'v1', 'events');
-    const template = { containers: [{ name: 'web', image: 'nginx:1.27', ports: [{ containerPort: 80 }], resources: { requests: { cpu: '10m' } } }], tolerations: [{ key: 'k', operator: 'Exists' }] };
+    const template = {
+      containers: [
+        { name: 'web', image: 'nginx:1.27', ports: [{ containerPort: 80 }], resources: { requests: { cpu: '10m' } } },
+      ],
+      tolerations: [{ key: 'k', operator: 'Exists' }],
+    };
     for (let i = 0; i < 20; i++) {
-      const pod = cluster.api.create(pods, 'default', { metadata: { name: `web-${i}`, labels: { app: 'web' } }, spec: { nodeName: `node-${i % 3}`, ...structuredClone(template) } });
-      cluster.api.create(events, 'default', { metadata: { name: `web-${i}.1` }, involvedObject: { kind: 'Pod', namespace: 'default', name: `web-${i}`, uid: pod.metadata.uid }, reason: 'Scheduled', message: `Successfully assigned default/web-${i} to node-${i % 3}`, type: 'Normal', source: { component: 'default-scheduler' } });
+      const pod = cluster.api.create(pods, 'default', {
+        metadata: { name: `web-${i}`, labels: { app: 'web' } },
+        spec: { nodeName: `node-${i % 3}`, ...structuredClone(template) },
+      });
+      cluster.api.create(events, 'default', {
+        metadata: { name: `web-${i}.1` },
+        involvedObject: { kind: 'Pod', namespace: 'default', name: `web-${i}`, uid: pod.metadata.uid },
+        reason: 'Scheduled',
+        message: `Successfully assigned default/web-${i} to node-${i % 3}`,
+        type: 'Normal',
+        source: { component: 'default-scheduler' },
+      });
     }
     const stored = [...cluster.api.list(pods, 'default', {}).items, ...cluster.api.list(events, 'default', {}).items];
-    assert.ok(stored.every((o) => o.kind === 'Event' || isInterned((o.spec as { containers: object[] }).containers)), 'the pods share their containers');
+    assert.ok(
+      stored.every((o) => o.kind === 'Event' || isInterned((o.spec as { containers: object[] }).containers)),
+      'the pods share their containers',
+    );
     for (const obj of stored) assert.equal(splicedJson(obj), JSON.stringify(obj));
   } finally {
     await cluster.close();

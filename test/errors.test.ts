@@ -4,7 +4,8 @@ import { Api, assertStatus, cmPath, configMap, retryOnConflict, type Obj, type O
 import { serverFor, startServer, type SimServer } from './helpers/server.js';
 import { httpWatch, webSocketWatch, type WatchClient } from './helpers/watch.js';
 
-const CONFLICT = 'Operation cannot be fulfilled on configmaps "x": the object has been modified; please apply your changes to the latest version and try again';
+const CONFLICT =
+  'Operation cannot be fulfilled on configmaps "x": the object has been modified; please apply your changes to the latest version and try again';
 
 test('a stale update gets 409 Conflict, and the retry with the latest resourceVersion succeeds', async (t) => {
   const server = await serverFor(t);
@@ -31,15 +32,25 @@ test('a stale update gets 409 Conflict, and the retry with the latest resourceVe
     headers: { 'content-type': 'application/merge-patch+json' },
   });
   assert.equal(assertStatus(stalePatch, 409, 'Conflict').message, CONFLICT);
-  const staleDelete = await api.delete(path, { kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { resourceVersion: readByB.metadata.resourceVersion } });
+  const staleDelete = await api.delete(path, {
+    kind: 'DeleteOptions',
+    apiVersion: 'v1',
+    preconditions: { resourceVersion: readByB.metadata.resourceVersion },
+  });
   assert.equal(assertStatus(staleDelete, 409, 'Conflict').message, CONFLICT);
   const wrongUid = await api.delete(path, { preconditions: { uid: '00000000-0000-0000-0000-000000000000' } });
-  assert.match(assertStatus(wrongUid, 409, 'Conflict').message!, /^Operation cannot be fulfilled on configmaps "x": Precondition failed: UID in precondition/);
+  assert.match(
+    assertStatus(wrongUid, 409, 'Conflict').message!,
+    /^Operation cannot be fulfilled on configmaps "x": Precondition failed: UID in precondition/,
+  );
 
   // B re-reads and retries: success, on top of A's write.
   const retried = await retryOnConflict(async () => {
     const latest = await api.get(path);
-    return api.request<Obj>(path, { method: 'PUT', body: { ...latest, data: { ...(latest.data as object), fromB: 'yes' } } });
+    return api.request<Obj>(path, {
+      method: 'PUT',
+      body: { ...latest, data: { ...(latest.data as object), fromB: 'yes' } },
+    });
   });
   assert.equal(retried.status, 200, retried.text);
   assert.deepEqual(retried.body.data, { count: '1', fromB: 'yes' });
@@ -53,7 +64,10 @@ test('a stale update gets 409 Conflict, and the retry with the latest resourceVe
         const reply = await retryOnConflict(async () => {
           const latest = await api.get(path);
           const data = latest.data as Record<string, string>;
-          return api.request(path, { method: 'PUT', body: { ...latest, data: { ...data, count: String(Number(data.count) + 1) } } });
+          return api.request(path, {
+            method: 'PUT',
+            body: { ...latest, data: { ...data, count: String(Number(data.count) + 1) } },
+          });
         }, 1000);
         assert.equal(reply.status, 200, reply.text);
       }
@@ -82,31 +96,63 @@ describe('every error answers with its Status, and the server is unharmed', () =
     for (let i = 0; i < 5; i++) await api.create(cmPath('errors'), configMap(`filler-${i}`));
     snapshot = await api.list(cmPath('errors'));
     // Any write that slipped through would show up here.
-    writes = await httpWatch(server.url, `${cmPath('errors')}?watch=true&resourceVersion=${snapshot.metadata.resourceVersion}`);
+    writes = await httpWatch(
+      server.url,
+      `${cmPath('errors')}?watch=true&resourceVersion=${snapshot.metadata.resourceVersion}`,
+    );
   });
 
   test('400 BadRequest: malformed JSON', async () => {
-    const reply = await api.request(cmPath('errors'), { method: 'POST', body: '{"metadata": {"name": "broken"', headers: { 'content-type': 'application/json' } });
+    const reply = await api.request(cmPath('errors'), {
+      method: 'POST',
+      body: '{"metadata": {"name": "broken"',
+      headers: { 'content-type': 'application/json' },
+    });
     assertStatus(reply, 400, 'BadRequest');
     assertStatus(await api.request(path, { method: 'PUT', body: '{not json}' }), 400, 'BadRequest');
-    assertStatus(await api.request(path, { method: 'PATCH', body: '{', headers: { 'content-type': 'application/merge-patch+json' } }), 400, 'BadRequest');
+    assertStatus(
+      await api.request(path, {
+        method: 'PATCH',
+        body: '{',
+        headers: { 'content-type': 'application/merge-patch+json' },
+      }),
+      400,
+      'BadRequest',
+    );
   });
 
   test('400 BadRequest: namespace in the body differs from the URL', async () => {
-    const reply = await api.request(cmPath('errors'), { method: 'POST', body: { metadata: { name: 'elsewhere', namespace: 'default' } } });
+    const reply = await api.request(cmPath('errors'), {
+      method: 'POST',
+      body: { metadata: { name: 'elsewhere', namespace: 'default' } },
+    });
     const status = assertStatus(reply, 400, 'BadRequest');
-    assert.equal(status.message, 'the namespace of the provided object does not match the namespace sent on the request');
+    assert.equal(
+      status.message,
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
   });
 
   test('400 BadRequest: a bad label selector', async () => {
     for (const selector of ['app in (x', 'a=b=c', '!', 'app notin ()']) {
       const reply = await api.request(`${cmPath('errors')}?labelSelector=${encodeURIComponent(selector)}`);
       assertStatus(reply, 400, 'BadRequest');
-      assert.match((reply.body as { message: string }).message, /unable to parse requirement|found|values set can't be empty/, selector);
+      assert.match(
+        (reply.body as { message: string }).message,
+        /unable to parse requirement|found|values set can't be empty/,
+        selector,
+      );
     }
     // A watch checks its parameters before it starts streaming, so it is a plain 400 too.
-    assertStatus(await api.request(`${cmPath('errors')}?watch=true&labelSelector=${encodeURIComponent('app in (x')}`), 400, 'BadRequest');
-    await assert.rejects(webSocketWatch(server.url, `${cmPath('errors')}?watch=true&labelSelector=${encodeURIComponent('app in (x')}`), /Unexpected server response: 400/);
+    assertStatus(
+      await api.request(`${cmPath('errors')}?watch=true&labelSelector=${encodeURIComponent('app in (x')}`),
+      400,
+      'BadRequest',
+    );
+    await assert.rejects(
+      webSocketWatch(server.url, `${cmPath('errors')}?watch=true&labelSelector=${encodeURIComponent('app in (x')}`),
+      /Unexpected server response: 400/,
+    );
   });
 
   test('400 BadRequest: an unsupported field selector', async () => {
@@ -114,10 +160,17 @@ describe('every error answers with its Status, and the server is unharmed', () =
     assert.equal(assertStatus(reply, 400, 'BadRequest').message, 'field label not supported: spec.nodeName');
     const data = await api.request(`/api/v1/configmaps?fieldSelector=${encodeURIComponent('data.k=v')}`);
     assert.equal(assertStatus(data, 400, 'BadRequest').message, 'field label not supported: data.k');
-    assert.equal(assertStatus(await api.request(`${cmPath('errors')}?watch=true&fieldSelector=spec.x%3Dy`), 400, 'BadRequest').message, 'field label not supported: spec.x');
+    assert.equal(
+      assertStatus(await api.request(`${cmPath('errors')}?watch=true&fieldSelector=spec.x%3Dy`), 400, 'BadRequest')
+        .message,
+      'field label not supported: spec.x',
+    );
     // The supported ones work.
     const byName = await api.list(`${cmPath('errors')}?fieldSelector=${encodeURIComponent('metadata.name=x')}`);
-    assert.deepEqual(byName.items.map((o) => o.metadata.name), ['x']);
+    assert.deepEqual(
+      byName.items.map((o) => o.metadata.name),
+      ['x'],
+    );
   });
 
   test('404 NotFound: a missing object, and creating into a missing namespace', async () => {
@@ -125,8 +178,18 @@ describe('every error answers with its Status, and the server is unharmed', () =
     const status = assertStatus(missing, 404, 'NotFound');
     assert.equal(status.message, 'configmaps "nope" not found');
     assert.deepEqual(status.details, { name: 'nope', kind: 'configmaps' });
-    assert.equal(assertStatus(await api.request(cmPath('errors', 'nope'), { method: 'PUT', body: configMap('nope') }), 404, 'NotFound').message, 'configmaps "nope" not found');
-    assert.equal(assertStatus(await api.delete(cmPath('errors', 'nope')), 404, 'NotFound').message, 'configmaps "nope" not found');
+    assert.equal(
+      assertStatus(
+        await api.request(cmPath('errors', 'nope'), { method: 'PUT', body: configMap('nope') }),
+        404,
+        'NotFound',
+      ).message,
+      'configmaps "nope" not found',
+    );
+    assert.equal(
+      assertStatus(await api.delete(cmPath('errors', 'nope')), 404, 'NotFound').message,
+      'configmaps "nope" not found',
+    );
     const deployment = await api.request('/apis/apps/v1/namespaces/errors/deployments/nope');
     assert.equal(assertStatus(deployment, 404, 'NotFound').message, 'deployments.apps "nope" not found');
 
@@ -135,7 +198,10 @@ describe('every error answers with its Status, and the server is unharmed', () =
     assert.equal(nsStatus.message, 'namespaces "no-such-ns" not found');
     assert.deepEqual(nsStatus.details, { name: 'no-such-ns', kind: 'namespaces' });
 
-    assert.equal(assertStatus(await api.request('/api/v1/nonsense'), 404, 'NotFound').message, 'the server could not find the requested resource');
+    assert.equal(
+      assertStatus(await api.request('/api/v1/nonsense'), 404, 'NotFound').message,
+      'the server could not find the requested resource',
+    );
   });
 
   test('405 MethodNotAllowed', async () => {
@@ -161,27 +227,51 @@ describe('every error answers with its Status, and the server is unharmed', () =
     const watch = await httpWatch(server.url, `${cmPath('errors')}?watch=true&resourceVersion=1`);
     await watch.done;
     assert.equal(watch.status, 200);
-    assert.deepEqual(watch.events.map((e) => [e.type, e.object.kind, e.object.code, e.object.reason]), [['ERROR', 'Status', 410, 'Expired']]);
+    assert.deepEqual(
+      watch.events.map((e) => [e.type, e.object.kind, e.object.code, e.object.reason]),
+      [['ERROR', 'Status', 410, 'Expired']],
+    );
   });
 
   test('413 RequestEntityTooLarge for a body over 3 MiB', async () => {
     const big = JSON.stringify(configMap('big', { blob: 'x'.repeat(3 * 1024 * 1024) }));
     const reply = await api.request(cmPath('errors'), { method: 'POST', body: big });
-    assert.equal(assertStatus(reply, 413, 'RequestEntityTooLarge').message, 'Request entity too large: limit is 3145728');
+    assert.equal(
+      assertStatus(reply, 413, 'RequestEntityTooLarge').message,
+      'Request entity too large: limit is 3145728',
+    );
     assertStatus(await api.request(path, { method: 'PUT', body: big }), 413, 'RequestEntityTooLarge');
   });
 
   test('415 UnsupportedMediaType', async () => {
-    assertStatus(await api.request(cmPath('errors'), { method: 'POST', body: 'name: y', headers: { 'content-type': 'text/plain' } }), 415, 'UnsupportedMediaType');
+    assertStatus(
+      await api.request(cmPath('errors'), {
+        method: 'POST',
+        body: 'name: y',
+        headers: { 'content-type': 'text/plain' },
+      }),
+      415,
+      'UnsupportedMediaType',
+    );
     // A patch must say which kind of patch it is; plain JSON is not one.
-    assertStatus(await api.request(path, { method: 'PATCH', body: { data: { k: 'w' } }, headers: { 'content-type': 'application/json' } }), 415, 'UnsupportedMediaType');
+    assertStatus(
+      await api.request(path, {
+        method: 'PATCH',
+        body: { data: { k: 'w' } },
+        headers: { 'content-type': 'application/json' },
+      }),
+      415,
+      'UnsupportedMediaType',
+    );
   });
 
   test('406 NotAcceptable for Accept: application/vnd.kubernetes.protobuf alone', async () => {
     const reply = await api.request(path, { headers: { accept: 'application/vnd.kubernetes.protobuf' } });
     assertStatus(reply, 406, 'NotAcceptable');
     // With JSON as a fallback it is fine.
-    const ok = await api.request(path, { headers: { accept: 'application/vnd.kubernetes.protobuf, application/json' } });
+    const ok = await api.request(path, {
+      headers: { accept: 'application/vnd.kubernetes.protobuf, application/json' },
+    });
     assert.equal(ok.status, 200);
     assert.match(ok.headers.get('content-type') ?? '', /^application\/json/);
   });
@@ -189,21 +279,43 @@ describe('every error answers with its Status, and the server is unharmed', () =
   test('422 Invalid with details.causes for an invalid name or label', async () => {
     const badName = await api.request(cmPath('errors'), { method: 'POST', body: configMap('Bad_Name') });
     const status = assertStatus(badName, 422, 'Invalid');
-    assert.match(status.message!, /^ConfigMap "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of/);
+    assert.match(
+      status.message!,
+      /^ConfigMap "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of/,
+    );
     assert.equal(status.details?.name, 'Bad_Name');
     assert.equal(status.details?.kind, 'ConfigMap');
-    assert.deepEqual(status.details?.causes?.map((c) => [c.reason, c.field]), [['FieldValueInvalid', 'metadata.name']]);
+    assert.deepEqual(
+      status.details?.causes?.map((c) => [c.reason, c.field]),
+      [['FieldValueInvalid', 'metadata.name']],
+    );
 
-    const badLabel = await api.request(cmPath('errors'), { method: 'POST', body: configMap('fine-name', {}, { app: '-bad-' }) });
+    const badLabel = await api.request(cmPath('errors'), {
+      method: 'POST',
+      body: configMap('fine-name', {}, { app: '-bad-' }),
+    });
     const labelStatus = assertStatus(badLabel, 422, 'Invalid');
     assert.match(labelStatus.message!, /^ConfigMap "fine-name" is invalid: metadata\.labels: Invalid value: "-bad-"/);
-    assert.deepEqual(labelStatus.details?.causes?.map((c) => [c.reason, c.field]), [['FieldValueInvalid', 'metadata.labels']]);
+    assert.deepEqual(
+      labelStatus.details?.causes?.map((c) => [c.reason, c.field]),
+      [['FieldValueInvalid', 'metadata.labels']],
+    );
 
-    const badKey = await api.request(path, { method: 'PATCH', body: { metadata: { labels: { 'bad key': 'v' } } }, headers: { 'content-type': 'application/merge-patch+json' } });
-    assert.deepEqual(assertStatus(badKey, 422, 'Invalid').details?.causes?.map((c) => c.field), ['metadata.labels']);
+    const badKey = await api.request(path, {
+      method: 'PATCH',
+      body: { metadata: { labels: { 'bad key': 'v' } } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    assert.deepEqual(
+      assertStatus(badKey, 422, 'Invalid').details?.causes?.map((c) => c.field),
+      ['metadata.labels'],
+    );
 
     const missingName = await api.request(cmPath('errors'), { method: 'POST', body: { data: {} } });
-    assert.deepEqual(assertStatus(missingName, 422, 'Invalid').details?.causes?.map((c) => [c.reason, c.field]), [['FieldValueRequired', 'metadata.name']]);
+    assert.deepEqual(
+      assertStatus(missingName, 422, 'Invalid').details?.causes?.map((c) => [c.reason, c.field]),
+      [['FieldValueRequired', 'metadata.name']],
+    );
   });
 
   test('afterwards the data is unchanged and the server answers correctly', async () => {
@@ -213,7 +325,10 @@ describe('every error answers with its Status, and the server is unharmed', () =
     assert.ok(Number(created.metadata.resourceVersion) > Number(snapshot.metadata.resourceVersion));
     // The first event since the errors began is this create: none of them wrote anything.
     await writes.count(1);
-    assert.deepEqual(writes.events.map((e) => [e.type, e.object.metadata.name]), [['ADDED', 'after']]);
+    assert.deepEqual(
+      writes.events.map((e) => [e.type, e.object.metadata.name]),
+      [['ADDED', 'after']],
+    );
     assert.deepEqual((await api.get(path)).data, { k: 'v' });
     assert.equal((await api.request('/version')).status, 200);
     assert.equal((await api.request('/healthz')).text, 'ok');

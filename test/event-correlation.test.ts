@@ -17,11 +17,21 @@ interface EventObj extends KubeObject {
   reportingComponent: string;
 }
 
-async function setup(): Promise<{ cluster: Cluster; client: InProcessClient; recorder: EventRecorder; rs: KubeObject; events: () => Promise<EventObj[]> }> {
+async function setup(): Promise<{
+  cluster: Cluster;
+  client: InProcessClient;
+  recorder: EventRecorder;
+  rs: KubeObject;
+  events: () => Promise<EventObj[]>;
+}> {
   const cluster = await Cluster.start({ clock: 'virtual', seed: 3 });
   const client = new InProcessClient(cluster);
   const recorder = new EventRecorder(client, cluster.clock, 'replicaset-controller');
-  const rs = await client.create(Resources.configmaps, 'default', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web' } });
+  const rs = await client.create(Resources.configmaps, 'default', {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'web' },
+  });
   const events = async (): Promise<EventObj[]> => {
     await cluster.virtualClock!.settle();
     const list = await client.list(Resources.events, 'default');
@@ -86,7 +96,12 @@ test('a source may write 25 events about an object, then one more every 5 minute
   assert.ok(written.some((e) => e.reason === 'Late1'));
   assert.ok(!written.some((e) => e.reason === 'Late2'));
   // Another object has a bucket of its own.
-  recorder.event({ ...rs, metadata: { ...rs.metadata, name: 'other', uid: 'other-uid' } }, 'Normal', 'Reason0', 'something');
+  recorder.event(
+    { ...rs, metadata: { ...rs.metadata, name: 'other', uid: 'other-uid' } },
+    'Normal',
+    'Reason0',
+    'something',
+  );
   assert.equal((await events()).length, 27);
   await cluster.close();
 });
@@ -109,7 +124,11 @@ test('a recurring event whose Event is gone is written again under its name, wit
 test('a recorder remembers the 4,096 events it used last (client-go LRU caches): an older one is written anew', async () => {
   const { cluster, recorder, rs, events } = await setup();
   const settle = (): Promise<void> => cluster.virtualClock!.settle();
-  const pod = (i: number): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `p-${i}`, namespace: 'default', uid: `uid-${i}` } });
+  const pod = (i: number): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: `p-${i}`, namespace: 'default', uid: `uid-${i}` },
+  });
   recorder.event(rs, 'Normal', 'Dropped', 'not seen again for a while');
   await settle();
   recorder.event(rs, 'Normal', 'Kept', 'seen again');
@@ -123,13 +142,10 @@ test('a recorder remembers the 4,096 events it used last (client-go LRU caches):
   recorder.event(rs, 'Normal', 'Kept', 'seen again');
   recorder.event(rs, 'Normal', 'Dropped', 'not seen again for a while');
   const about = (await events()).filter((e) => e.reason === 'Kept' || e.reason === 'Dropped');
-  assert.deepEqual(
-    about.map((e) => [e.reason, e.count]).sort(),
-    [
-      ['Dropped', 1],
-      ['Dropped', 1],
-      ['Kept', 3],
-    ],
-  );
+  assert.deepEqual(about.map((e) => [e.reason, e.count]).sort(), [
+    ['Dropped', 1],
+    ['Dropped', 1],
+    ['Kept', 3],
+  ]);
   await cluster.close();
 });

@@ -19,8 +19,17 @@ test('events expire an hour after they were last written, like kube-apiserver --
   // Rewriting "first" at 30 min postpones its expiry to 90 min.
   cluster.api.patch(events, 'default', 'first', 'merge', { count: 2 });
   await clock.advance(31 * 60 * 1000);
-  assert.deepEqual(cluster.api.list(events, 'default', {}).items.map((e) => e.metadata.name).sort(), ['first', 'second']);
+  assert.deepEqual(
+    cluster.api
+      .list(events, 'default', {})
+      .items.map((e) => e.metadata.name)
+      .sort(),
+    ['first', 'second'],
+  );
   await clock.advance(30 * 60 * 1000);
-  assert.deepEqual(cluster.api.list(events, 'default', {}).items.map((e) => e.metadata.name), []);
+  assert.deepEqual(
+    cluster.api.list(events, 'default', {}).items.map((e) => e.metadata.name),
+    [],
+  );
   await cluster.close();
 });

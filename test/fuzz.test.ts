@@ -54,8 +54,38 @@ const RESOURCES: Array<[prefix: string, resource: string, namespaced: boolean]> 
   ['/apis/nonsense.example.com/v1', 'widgets', true],
   ['/api/v2', 'configmaps', true],
 ];
-const SUBRESOURCES = ['status', 'scale', 'log', 'exec', 'binding', 'eviction', 'finalize', 'token', 'attach', 'proxy', '%2e%2e', 'x'];
-const KINDS = ['ConfigMap', 'Secret', 'Pod', 'Service', 'Deployment', 'Namespace', 'Node', 'ClusterRole', 'Job', 'Lease', 'Eviction', 'Binding', 'Scale', 'DeleteOptions', 'Status', 'Widget'];
+const SUBRESOURCES = [
+  'status',
+  'scale',
+  'log',
+  'exec',
+  'binding',
+  'eviction',
+  'finalize',
+  'token',
+  'attach',
+  'proxy',
+  '%2e%2e',
+  'x',
+];
+const KINDS = [
+  'ConfigMap',
+  'Secret',
+  'Pod',
+  'Service',
+  'Deployment',
+  'Namespace',
+  'Node',
+  'ClusterRole',
+  'Job',
+  'Lease',
+  'Eviction',
+  'Binding',
+  'Scale',
+  'DeleteOptions',
+  'Status',
+  'Widget',
+];
 const CONTENT_TYPES = [
   'application/json',
   'application/yaml',
@@ -84,27 +114,136 @@ const ACCEPTS = [
   ',,,;q=x',
 ];
 
-const garbage = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('', '-1', '0', '1', '99999999999999999999', '1e3', '0x10', 'NaN', 'true', '%', '..', '\u0000', '\uffff', 'a=b,c!=d', 'x in (a,b)', '!x', 'metadata.name=fuzz-a', 'spec.nodeName=', 'status.phase!=Running'));
-const fuzzName = fc.oneof(fc.constantFrom('fuzz-a', 'fuzz-b', 'fuzz-c'), fc.string({ maxLength: 10 }).map((s) => `fuzz${s}`), fc.constantFrom('fuzz%2e', 'fuzz%2Fx', 'FUZZ', 'fuzz.x.y'));
-const namespace = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...FUZZ_NAMESPACES) }, { weight: 1, arbitrary: fc.string({ maxLength: 8 }).map((s) => `fuzz-${encodeURIComponent(s)}`) });
+const garbage = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.constantFrom(
+    '',
+    '-1',
+    '0',
+    '1',
+    '99999999999999999999',
+    '1e3',
+    '0x10',
+    'NaN',
+    'true',
+    '%',
+    '..',
+    '\u0000',
+    '\uffff',
+    'a=b,c!=d',
+    'x in (a,b)',
+    '!x',
+    'metadata.name=fuzz-a',
+    'spec.nodeName=',
+    'status.phase!=Running',
+  ),
+);
+const fuzzName = fc.oneof(
+  fc.constantFrom('fuzz-a', 'fuzz-b', 'fuzz-c'),
+  fc.string({ maxLength: 10 }).map((s) => `fuzz${s}`),
+  fc.constantFrom('fuzz%2e', 'fuzz%2Fx', 'FUZZ', 'fuzz.x.y'),
+);
+const namespace = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom(...FUZZ_NAMESPACES) },
+  { weight: 1, arbitrary: fc.string({ maxLength: 8 }).map((s) => `fuzz-${encodeURIComponent(s)}`) },
+);
 
 /** A path: mostly structured from real segments, sometimes random segments after a real prefix. */
-const pathArb = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ resource: fc.constantFrom(...RESOURCES), ns: namespace, name: fc.option(fuzzName, { freq: 2 }), sub: fc.option(fc.constantFrom(...SUBRESOURCES), { freq: 4 }), watchPrefix: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ prefix: fc.constantFrom('/api', '/apis', '/api/v1', '/apis/apps', '/openapi/v3', '/sim/v1', '/version', '/healthz', '/'), segments: fc.array(fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('namespaces', 'fuzz', 'configmaps', 'watch', 'status', '%', '%zz', '..', '')), { maxLength: 5 }) }) },
-).map((p) => {
-  if ('segments' in p) return { path: `${p.prefix.replace(/\/$/, '')}/${p.segments.map((s) => (s.includes('%') ? s : encodeURIComponent(s))).join('/')}`, namespaced: true, named: true, random: true };
-  const [prefix, resource, namespaced] = p.resource;
-  const scope = namespaced ? `/namespaces/${p.ns}` : '';
-  const named = p.name !== null;
-  let path = `${prefix}${p.watchPrefix ? '/watch' : ''}${scope}/${resource}`;
-  if (named) path += `/${p.name}${p.sub !== null ? `/${p.sub}` : ''}`;
-  return { path, namespaced, named, random: false };
-});
+const pathArb = fc
+  .oneof(
+    {
+      weight: 8,
+      arbitrary: fc.record({
+        resource: fc.constantFrom(...RESOURCES),
+        ns: namespace,
+        name: fc.option(fuzzName, { freq: 2 }),
+        sub: fc.option(fc.constantFrom(...SUBRESOURCES), { freq: 4 }),
+        watchPrefix: fc.boolean(),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        prefix: fc.constantFrom(
+          '/api',
+          '/apis',
+          '/api/v1',
+          '/apis/apps',
+          '/openapi/v3',
+          '/sim/v1',
+          '/version',
+          '/healthz',
+          '/',
+        ),
+        segments: fc.array(
+          fc.oneof(
+            fc.string({ maxLength: 10 }),
+            fc.constantFrom('namespaces', 'fuzz', 'configmaps', 'watch', 'status', '%', '%zz', '..', ''),
+          ),
+          { maxLength: 5 },
+        ),
+      }),
+    },
+  )
+  .map((p) => {
+    if ('segments' in p)
+      return {
+        path: `${p.prefix.replace(/\/$/, '')}/${p.segments.map((s) => (s.includes('%') ? s : encodeURIComponent(s))).join('/')}`,
+        namespaced: true,
+        named: true,
+        random: true,
+      };
+    const [prefix, resource, namespaced] = p.resource;
+    const scope = namespaced ? `/namespaces/${p.ns}` : '';
+    const named = p.name !== null;
+    let path = `${prefix}${p.watchPrefix ? '/watch' : ''}${scope}/${resource}`;
+    if (named) path += `/${p.name}${p.sub !== null ? `/${p.sub}` : ''}`;
+    return { path, namespaced, named, random: false };
+  });
 
 const queryArb = fc.dictionary(
-  fc.constantFrom('labelSelector', 'fieldSelector', 'limit', 'continue', 'resourceVersion', 'resourceVersionMatch', 'watch', 'timeoutSeconds', 'dryRun', 'fieldManager', 'force', 'fieldValidation', 'allowWatchBookmarks', 'sendInitialEvents', 'propagationPolicy', 'gracePeriodSeconds', 'pretty', 'container', 'follow', 'tailLines', 'command', 'stdout', 'includeObject'),
-  fc.oneof(garbage, fc.constantFrom('All', 'true', 'Strict', 'NotOlderThan', 'Exact', 'Background', 'Orphan', 'Foreground', '1', '2', 'Object', 'None')),
+  fc.constantFrom(
+    'labelSelector',
+    'fieldSelector',
+    'limit',
+    'continue',
+    'resourceVersion',
+    'resourceVersionMatch',
+    'watch',
+    'timeoutSeconds',
+    'dryRun',
+    'fieldManager',
+    'force',
+    'fieldValidation',
+    'allowWatchBookmarks',
+    'sendInitialEvents',
+    'propagationPolicy',
+    'gracePeriodSeconds',
+    'pretty',
+    'container',
+    'follow',
+    'tailLines',
+    'command',
+    'stdout',
+    'includeObject',
+  ),
+  fc.oneof(
+    garbage,
+    fc.constantFrom(
+      'All',
+      'true',
+      'Strict',
+      'NotOlderThan',
+      'Exact',
+      'Background',
+      'Orphan',
+      'Foreground',
+      '1',
+      '2',
+      'Object',
+      'None',
+    ),
+  ),
   { maxKeys: 4 },
 );
 
@@ -112,12 +251,41 @@ const queryArb = fc.dictionary(
 const objectArb = fc
   .record({
     kind: fc.constantFrom(...KINDS),
-    apiVersion: fc.constantFrom('v1', 'apps/v1', 'batch/v1', 'rbac.authorization.k8s.io/v1', 'policy/v1', 'nope/v0', ''),
+    apiVersion: fc.constantFrom(
+      'v1',
+      'apps/v1',
+      'batch/v1',
+      'rbac.authorization.k8s.io/v1',
+      'policy/v1',
+      'nope/v0',
+      '',
+    ),
     name: fuzzName,
     ns: fc.option(namespace),
-    labels: fc.option(fc.dictionary(fc.string({ maxLength: 70 }), fc.oneof(fc.string({ maxLength: 70 }), fc.jsonValue()), { maxKeys: 3 })),
+    labels: fc.option(
+      fc.dictionary(fc.string({ maxLength: 70 }), fc.oneof(fc.string({ maxLength: 70 }), fc.jsonValue()), {
+        maxKeys: 3,
+      }),
+    ),
     rv: fc.option(fc.oneof(garbage, fc.nat().map(String))),
-    extra: fc.dictionary(fc.constantFrom('spec', 'data', 'status', 'stringData', 'rules', 'subsets', 'target', 'metadata', 'items', 'type', 'binaryData', 'immutable'), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 3 }),
+    extra: fc.dictionary(
+      fc.constantFrom(
+        'spec',
+        'data',
+        'status',
+        'stringData',
+        'rules',
+        'subsets',
+        'target',
+        'metadata',
+        'items',
+        'type',
+        'binaryData',
+        'immutable',
+      ),
+      fc.jsonValue({ maxDepth: 3 }),
+      { maxKeys: 3 },
+    ),
   })
   .map((o) => {
     const metadata: Record<string, unknown> = { name: o.name };
@@ -128,7 +296,24 @@ const objectArb = fc
   });
 
 const jsonPatchArb = fc.array(
-  fc.record({ op: fc.constantFrom('add', 'remove', 'replace', 'move', 'copy', 'test', 'bogus'), path: fc.constantFrom('/metadata/labels/a', '/data', '/data/k', '/spec', '/metadata/name', '/metadata/namespace', '', '/', '/metadata/resourceVersion', '/x/0/-', '/metadata/labels/~1~0'), value: fc.jsonValue({ maxDepth: 2 }), from: fc.constantFrom('/data', '/metadata', '/nope') }),
+  fc.record({
+    op: fc.constantFrom('add', 'remove', 'replace', 'move', 'copy', 'test', 'bogus'),
+    path: fc.constantFrom(
+      '/metadata/labels/a',
+      '/data',
+      '/data/k',
+      '/spec',
+      '/metadata/name',
+      '/metadata/namespace',
+      '',
+      '/',
+      '/metadata/resourceVersion',
+      '/x/0/-',
+      '/metadata/labels/~1~0',
+    ),
+    value: fc.jsonValue({ maxDepth: 2 }),
+    from: fc.constantFrom('/data', '/metadata', '/nope'),
+  }),
   { maxLength: 3 },
 );
 
@@ -140,7 +325,12 @@ const bodyArb = fc.oneof(
   fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
   fc.string({ maxLength: 60 }),
   fc.uint8Array({ maxLength: 60 }).map((b) => Buffer.from(b)),
-  fc.tuple(fc.constantFrom(...KINDS), fuzzName).map(([kind, name]) => `apiVersion: v1\nkind: ${kind}\nmetadata:\n  name: "${name.replaceAll('"', '')}"\ndata: {a: *x}\n`),
+  fc
+    .tuple(fc.constantFrom(...KINDS), fuzzName)
+    .map(
+      ([kind, name]) =>
+        `apiVersion: v1\nkind: ${kind}\nmetadata:\n  name: "${name.replaceAll('"', '')}"\ndata: {a: *x}\n`,
+    ),
 );
 
 /** Writes that mostly succeed, so that updates, patches and deletes meet objects that exist: ConfigMaps in a fuzz namespace. */
@@ -149,10 +339,23 @@ const configMapWriteArb = fc
     method: fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE'),
     ns: fc.constantFrom('fuzz', 'fuzz-b'),
     name: fc.constantFrom('fuzz-a', 'fuzz-b', 'fuzz-c'),
-    data: fc.dictionary(fc.stringMatching(/^[-._a-zA-Z0-9]{1,8}$/), fc.oneof(fc.string({ maxLength: 20 }), fc.jsonValue({ maxDepth: 1 })), { maxKeys: 3 }),
-    labels: fc.dictionary(fc.stringMatching(/^[a-z0-9]([-a-z0-9.]{0,6}[a-z0-9])?$/), fc.oneof(fc.stringMatching(/^[a-z0-9]{0,8}$/), fc.string({ maxLength: 8 })), { maxKeys: 2 }),
+    data: fc.dictionary(
+      fc.stringMatching(/^[-._a-zA-Z0-9]{1,8}$/),
+      fc.oneof(fc.string({ maxLength: 20 }), fc.jsonValue({ maxDepth: 1 })),
+      { maxKeys: 3 },
+    ),
+    labels: fc.dictionary(
+      fc.stringMatching(/^[a-z0-9]([-a-z0-9.]{0,6}[a-z0-9])?$/),
+      fc.oneof(fc.stringMatching(/^[a-z0-9]{0,8}$/), fc.string({ maxLength: 8 })),
+      { maxKeys: 2 },
+    ),
     rv: fc.option(fc.oneof(fc.nat({ max: 3000 }).map(String), garbage), { freq: 2 }),
-    patchType: fc.constantFrom('application/merge-patch+json', 'application/strategic-merge-patch+json', 'application/apply-patch+yaml', 'application/json-patch+json'),
+    patchType: fc.constantFrom(
+      'application/merge-patch+json',
+      'application/strategic-merge-patch+json',
+      'application/apply-patch+yaml',
+      'application/json-patch+json',
+    ),
     query: queryArb,
   })
   .map((w): FuzzRequest => {
@@ -163,26 +366,54 @@ const configMapWriteArb = fc
     const path = w.method === 'POST' ? collection : `${collection}/${w.name}`;
     const target = { path, namespaced: true, named: w.method !== 'POST', random: false };
     if (w.method === 'PATCH') {
-      const body = w.patchType === 'application/json-patch+json' ? JSON.stringify([{ op: 'replace', path: '/data', value: w.data }]) : JSON.stringify(object);
-      return { method: w.method, target, query: { fieldManager: 'fuzz', ...w.query }, contentType: w.patchType, accept: null, body };
+      const body =
+        w.patchType === 'application/json-patch+json'
+          ? JSON.stringify([{ op: 'replace', path: '/data', value: w.data }])
+          : JSON.stringify(object);
+      return {
+        method: w.method,
+        target,
+        query: { fieldManager: 'fuzz', ...w.query },
+        contentType: w.patchType,
+        accept: null,
+        body,
+      };
     }
-    return { method: w.method, target, query: w.query, contentType: 'application/json', accept: null, body: JSON.stringify(object) };
+    return {
+      method: w.method,
+      target,
+      query: w.query,
+      contentType: 'application/json',
+      accept: null,
+      body: JSON.stringify(object),
+    };
   });
 
 const randomRequestArb = fc.record({
   method: fc.constantFrom('GET', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'),
   target: pathArb,
   query: queryArb,
-  contentType: fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.constantFrom('application/json', 'application/merge-patch+json') }, { weight: 3, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
+  contentType: fc.oneof(
+    { weight: 1, arbitrary: fc.constant(null) },
+    { weight: 3, arbitrary: fc.constantFrom('application/json', 'application/merge-patch+json') },
+    { weight: 3, arbitrary: fc.constantFrom(...CONTENT_TYPES) },
+  ),
   accept: fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(...ACCEPTS) }),
   body: bodyArb,
 });
 type FuzzRequest = typeof randomRequestArb extends fc.Arbitrary<infer T> ? T : never;
-const requestArb: fc.Arbitrary<FuzzRequest> = fc.oneof({ weight: 3, arbitrary: randomRequestArb }, { weight: 1, arbitrary: configMapWriteArb });
+const requestArb: fc.Arbitrary<FuzzRequest> = fc.oneof(
+  { weight: 3, arbitrary: randomRequestArb },
+  { weight: 1, arbitrary: configMapWriteArb },
+);
 
 /** What Kubernetes answers with 5xx on purpose: 504 for a resourceVersion the server has not reached. */
 function deliberate5xx(status: number, body: StatusBody | undefined): boolean {
-  return status === 504 && body?.reason === 'Timeout' && (body.details?.causes ?? []).some((c) => c.reason === 'ResourceVersionTooLarge');
+  return (
+    status === 504 &&
+    body?.reason === 'Timeout' &&
+    (body.details?.causes ?? []).some((c) => c.reason === 'ResourceVersionTooLarge')
+  );
 }
 
 /**
@@ -195,10 +426,15 @@ function deletesOnlyFuzz(path: string): boolean {
   const segments = new URL(`http://x${path}`).pathname.split('/');
   const nsIndex = segments.indexOf('namespaces');
   if (nsIndex >= 0 && segments[nsIndex + 1]?.startsWith('fuzz')) return true;
-  return segments.length >= 2 && (segments.at(-1)!.startsWith('fuzz') || (segments.at(-2)!.startsWith('fuzz') && segments.length > 4));
+  return (
+    segments.length >= 2 &&
+    (segments.at(-1)!.startsWith('fuzz') || (segments.at(-2)!.startsWith('fuzz') && segments.length > 4))
+  );
 }
 
-test('fuzzing: thousands of random requests never get a 5xx, errors are Status objects, kept data is untouched', { timeout: 240_000 }, async (t) => {
+test('fuzzing: thousands of random requests never get a 5xx, errors are Status objects, kept data is untouched', {
+  timeout: 240_000,
+}, async (t) => {
   const server = await serverFor(t, ['--nodes', '0', '--seed', String(SEED)]);
   const api = new Api(server.url);
 
@@ -207,19 +443,46 @@ test('fuzzing: thousands of random requests never get a 5xx, errors are Status o
   for (const ns of ['fuzz', 'fuzz-b']) await api.namespace(ns);
   const kept: string[] = [`/api/v1/namespaces/${KEPT_NAMESPACE}`];
   for (let i = 0; i < 5; i++) {
-    await api.create(cmPath(KEPT_NAMESPACE), configMap(`cm-${i}`, { index: String(i), blob: 'x'.repeat(100 * i) }, { app: 'kept', tier: String(i % 2) }));
+    await api.create(
+      cmPath(KEPT_NAMESPACE),
+      configMap(`cm-${i}`, { index: String(i), blob: 'x'.repeat(100 * i) }, { app: 'kept', tier: String(i % 2) }),
+    );
     kept.push(cmPath(KEPT_NAMESPACE, `cm-${i}`));
   }
-  await api.create(`/api/v1/namespaces/${KEPT_NAMESPACE}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'secret' }, stringData: { password: 'hunter2' } });
-  await api.create(`/api/v1/namespaces/${KEPT_NAMESPACE}/pods`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'pod', labels: { app: 'kept' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } });
+  await api.create(`/api/v1/namespaces/${KEPT_NAMESPACE}/secrets`, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'secret' },
+    stringData: { password: 'hunter2' },
+  });
+  await api.create(`/api/v1/namespaces/${KEPT_NAMESPACE}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'pod', labels: { app: 'kept' } },
+    spec: { containers: [{ name: 'c', image: 'nginx' }] },
+  });
   await api.create(`/apis/apps/v1/namespaces/${KEPT_NAMESPACE}/deployments`, {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: 'deploy' },
-    spec: { replicas: 0, selector: { matchLabels: { app: 'd' } }, template: { metadata: { labels: { app: 'd' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } } },
+    spec: {
+      replicas: 0,
+      selector: { matchLabels: { app: 'd' } },
+      template: { metadata: { labels: { app: 'd' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+    },
   });
-  await api.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'kept-role' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }] });
-  await api.create('/api/v1/persistentvolumes', { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'kept-pv' }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: '/tmp/x' } } });
+  await api.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'kept-role' },
+    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }],
+  });
+  await api.create('/api/v1/persistentvolumes', {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: 'kept-pv' },
+    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: '/tmp/x' } },
+  });
   kept.push(
     `/api/v1/namespaces/${KEPT_NAMESPACE}/secrets/secret`,
     `/api/v1/namespaces/${KEPT_NAMESPACE}/pods/pod`,
@@ -253,8 +516,15 @@ test('fuzzing: thousands of random requests never get a 5xx, errors are Status o
       res = await fetch(url, { method, headers, body: hasBody ? r.body : undefined, signal: controller.signal });
     } catch (err) {
       // A URL fetch itself refuses (a malformed one) never reached the server; anything else is the server's fault.
-      if (err instanceof TypeError && /Invalid URL|invalid/i.test(String((err as Error).message)) && !(err as { cause?: unknown }).cause) return;
-      throw new Error(`${description}: ${String(err)} ${String((err as { cause?: unknown }).cause ?? '')}\nserver log:\n${server.stderr().slice(-2000)}`);
+      if (
+        err instanceof TypeError &&
+        /Invalid URL|invalid/i.test(String((err as Error).message)) &&
+        !(err as { cause?: unknown }).cause
+      )
+        return;
+      throw new Error(
+        `${description}: ${String(err)} ${String((err as { cause?: unknown }).cause ?? '')}\nserver log:\n${server.stderr().slice(-2000)}`,
+      );
     }
     sent++;
     statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
@@ -272,29 +542,46 @@ test('fuzzing: thousands of random requests never get a 5xx, errors are Status o
     } catch {
       body = undefined;
     }
-    assert.ok(res.status < 500 || deliberate5xx(res.status, body), `${description}\n→ ${res.status} ${text.slice(0, 500)}\nserver log:\n${server.stderr().slice(-3000)}`);
+    assert.ok(
+      res.status < 500 || deliberate5xx(res.status, body),
+      `${description}\n→ ${res.status} ${text.slice(0, 500)}\nserver log:\n${server.stderr().slice(-3000)}`,
+    );
     if (method === 'HEAD') return;
-    assert.ok(body && body.kind === 'Status' && body.apiVersion === 'v1' && body.status === 'Failure', `${description}\n→ ${res.status}: not a v1 Status: ${text.slice(0, 300)}`);
+    assert.ok(
+      body && body.kind === 'Status' && body.apiVersion === 'v1' && body.status === 'Failure',
+      `${description}\n→ ${res.status}: not a v1 Status: ${text.slice(0, 300)}`,
+    );
     assert.equal(body.code, res.status, `${description}\n→ Status code ${body.code} on HTTP ${res.status}`);
     assert.match(res.headers.get('content-type') ?? '', /^application\/json/, description);
   };
 
-  await fc.assert(
-    fc.asyncProperty(fc.array(requestArb, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
-      await Promise.all(batch.map(send));
-      assert.equal((await api.request('/healthz')).text, 'ok', 'the server is still up');
-    }),
-    { seed: SEED, numRuns: Math.ceil(RUNS / BATCH), interruptAfterTimeLimit: 150_000 },
-  ).catch((err: unknown) => {
-    const cause = err instanceof Error && err.cause instanceof Error ? `\ncaused by: ${err.cause.message}` : '';
-    throw new Error(`fuzzing failed; replay with KUBE_SIM_TEST_SEED=${SEED}\n${String(err instanceof Error ? err.message : err)}${cause}`);
-  });
-  t.diagnostic(`seed ${SEED}: ${sent} requests answered; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`);
+  await fc
+    .assert(
+      fc.asyncProperty(fc.array(requestArb, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
+        await Promise.all(batch.map(send));
+        assert.equal((await api.request('/healthz')).text, 'ok', 'the server is still up');
+      }),
+      { seed: SEED, numRuns: Math.ceil(RUNS / BATCH), interruptAfterTimeLimit: 150_000 },
+    )
+    .catch((err: unknown) => {
+      const cause = err instanceof Error && err.cause instanceof Error ? `\ncaused by: ${err.cause.message}` : '';
+      throw new Error(
+        `fuzzing failed; replay with KUBE_SIM_TEST_SEED=${SEED}\n${String(err instanceof Error ? err.message : err)}${cause}`,
+      );
+    });
+  t.diagnostic(
+    `seed ${SEED}: ${sent} requests answered; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`,
+  );
   assert.ok(sent >= RUNS * 0.9, `only ${sent} of ${RUNS} requests were sent`);
 
   // Every kept object reads back byte for byte as before, and the kept namespace holds nothing new.
-  for (const [path, text] of recorded) assert.equal((await api.request(path)).text, text, `${path} changed during the fuzzing`);
+  for (const [path, text] of recorded)
+    assert.equal((await api.request(path)).text, text, `${path} changed during the fuzzing`);
   const names = (await api.list(cmPath(KEPT_NAMESPACE))).items.map((o) => o.metadata.name);
   assert.deepEqual(names, ['cm-0', 'cm-1', 'cm-2', 'cm-3', 'cm-4']);
-  assert.equal(server.stderr().includes('internal error'), false, `the server logged an internal error:\n${server.stderr().slice(-3000)}`);
+  assert.equal(
+    server.stderr().includes('internal error'),
+    false,
+    `the server logged an internal error:\n${server.stderr().slice(-3000)}`,
+  );
 });

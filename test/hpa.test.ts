@@ -27,7 +27,11 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name },
-      spec: { replicas, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } } },
+      spec: {
+        replicas,
+        selector: { matchLabels: { app: name } },
+        template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+      },
     });
   };
   const hpa = (name: string, min: number, max: number): void => {
@@ -40,11 +44,15 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
   };
   const replicas = (name: string): unknown => (sim.cluster.api.get(kinds().deployments, ns, name).spec as Obj).replicas;
   const status = (name: string): Obj => sim.cluster.api.get(kinds().hpas, ns, name).status as Obj;
-  const condition = (name: string, type: string): Obj | undefined => ((status(name).conditions ?? []) as Obj[]).find((c) => c.type === type);
+  const condition = (name: string, type: string): Obj | undefined =>
+    ((status(name).conditions ?? []) as Obj[]).find((c) => c.type === type);
   const events = (name: string): Array<{ type: unknown; reason: unknown; message: unknown; count: unknown }> =>
     sim.cluster.api
       .list(kinds().events, ns, {})
-      .items.filter((e: KubeObject) => (e.involvedObject as Obj).name === name && (e.involvedObject as Obj).kind === 'HorizontalPodAutoscaler')
+      .items.filter(
+        (e: KubeObject) =>
+          (e.involvedObject as Obj).name === name && (e.involvedObject as Obj).kind === 'HorizontalPodAutoscaler',
+      )
       .map((e: KubeObject) => ({ type: e.type, reason: e.reason, message: e.message, count: e.count }));
   const advance = (ms: number): Promise<void> => sim.cluster.virtualClock!.advance(ms);
 
@@ -71,7 +79,14 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
       (s.conditions as Obj[]).map((c) => [c.type, c.status, c.reason, c.message]),
       [['AbleToScale', 'True', 'SucceededRescale', 'the HPA controller was able to update the target scale to 3']],
     );
-    assert.deepEqual(events('low'), [{ type: 'Normal', reason: 'SuccessfulRescale', message: 'New size: 3; reason: Current number of replicas below Spec.MinReplicas', count: 1 }]);
+    assert.deepEqual(events('low'), [
+      {
+        type: 'Normal',
+        reason: 'SuccessfulRescale',
+        message: 'New size: 3; reason: Current number of replicas below Spec.MinReplicas',
+        count: 1,
+      },
+    ]);
   });
 
   it('scales a Deployment above maxReplicas down to it', async () => {
@@ -79,7 +94,14 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
     hpa('high', 3, 5);
     await advance(SYNC_MS);
     assert.equal(replicas('high'), 5);
-    assert.deepEqual(events('high'), [{ type: 'Normal', reason: 'SuccessfulRescale', message: 'New size: 5; reason: Current number of replicas above Spec.MaxReplicas', count: 1 }]);
+    assert.deepEqual(events('high'), [
+      {
+        type: 'Normal',
+        reason: 'SuccessfulRescale',
+        message: 'New size: 5; reason: Current number of replicas above Spec.MaxReplicas',
+        count: 1,
+      },
+    ]);
   });
 
   it('in range: FailedGetResourceMetric conditions and events, replicas kept, status written only on change', async () => {
@@ -90,21 +112,39 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
     const s = status('mid');
     assert.equal(s.currentReplicas, 4);
     assert.equal(s.desiredReplicas, 0, 'desiredReplicas stays what it was: nothing was computed');
-    assert.deepEqual(s.currentMetrics, [{ type: '' }], 'one empty MetricStatus per metric, as kube-controller-manager writes');
+    assert.deepEqual(
+      s.currentMetrics,
+      [{ type: '' }],
+      'one empty MetricStatus per metric, as kube-controller-manager writes',
+    );
     assert.deepEqual(
       (s.conditions as Obj[]).map((c) => [c.type, c.status, c.reason, c.message]),
       [
         ['AbleToScale', 'True', 'SucceededGetScale', "the HPA controller was able to get the target's current scale"],
-        ['ScalingActive', 'False', 'FailedGetResourceMetric', `the HPA was unable to compute the replica count: ${CPU_NOT_SERVED}`],
+        [
+          'ScalingActive',
+          'False',
+          'FailedGetResourceMetric',
+          `the HPA was unable to compute the replica count: ${CPU_NOT_SERVED}`,
+        ],
       ],
     );
     assert.deepEqual(events('mid'), [
       { type: 'Warning', reason: 'FailedGetResourceMetric', message: CPU_NOT_SERVED, count: 1 },
-      { type: 'Warning', reason: 'FailedComputeMetricsReplicas', message: `invalid metrics (1 invalid out of 1), first error is: failed to get cpu resource metric value: ${CPU_NOT_SERVED}`, count: 1 },
+      {
+        type: 'Warning',
+        reason: 'FailedComputeMetricsReplicas',
+        message: `invalid metrics (1 invalid out of 1), first error is: failed to get cpu resource metric value: ${CPU_NOT_SERVED}`,
+        count: 1,
+      },
     ]);
     const rv = sim.cluster.api.get(kinds().hpas, ns, 'mid').metadata.resourceVersion;
     await advance(SYNC_MS);
-    assert.equal(sim.cluster.api.get(kinds().hpas, ns, 'mid').metadata.resourceVersion, rv, 'an unchanged status is not written again');
+    assert.equal(
+      sim.cluster.api.get(kinds().hpas, ns, 'mid').metadata.resourceVersion,
+      rv,
+      'an unchanged status is not written again',
+    );
     assert.deepEqual(
       events('mid').map((e) => [e.reason, e.count]),
       [
@@ -132,7 +172,9 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
     await advance(SYNC_MS);
     assert.equal(replicas('mid'), 5);
     assert.equal(condition('mid', 'AbleToScale')?.reason, 'SucceededRescale');
-    assert.ok(events('mid').some((e) => e.message === 'New size: 5; reason: Current number of replicas below Spec.MinReplicas'));
+    assert.ok(
+      events('mid').some((e) => e.message === 'New size: 5; reason: Current number of replicas below Spec.MinReplicas'),
+    );
   });
 
   it('a deleted target gives FailedGetScale', async () => {
@@ -141,8 +183,16 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
     const able = condition('high', 'AbleToScale');
     assert.equal(able?.status, 'False');
     assert.equal(able?.reason, 'FailedGetScale');
-    assert.equal(able?.message, 'the HPA controller was unable to get the target\'s current scale: deployments.apps "high" not found');
-    assert.ok(events('high').some((e) => e.type === 'Warning' && e.reason === 'FailedGetScale' && e.message === 'deployments.apps "high" not found'));
+    assert.equal(
+      able?.message,
+      'the HPA controller was unable to get the target\'s current scale: deployments.apps "high" not found',
+    );
+    assert.ok(
+      events('high').some(
+        (e) =>
+          e.type === 'Warning' && e.reason === 'FailedGetScale' && e.message === 'deployments.apps "high" not found',
+      ),
+    );
   });
 
   it('a target scaled to zero disables scaling', async () => {
@@ -151,7 +201,10 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
     await advance(SYNC_MS);
     assert.equal(replicas('low'), 0);
     const active = condition('low', 'ScalingActive');
-    assert.deepEqual([active?.status, active?.reason, active?.message], ['False', 'ScalingDisabled', 'scaling is disabled since the replica count of the target is zero']);
+    assert.deepEqual(
+      [active?.status, active?.reason, active?.message],
+      ['False', 'ScalingDisabled', 'scaling is disabled since the replica count of the target is zero'],
+    );
     assert.equal(status('low').desiredReplicas, 0);
   });
 });
@@ -173,9 +226,21 @@ test('kubectl autoscale, get hpa and describe hpa show what a metrics-less clust
   assert.match(get, /\nweb\s+Deployment\/web\s+cpu: <unknown>\/60%\s+2\s+4\s+2\s+\d+s\n$/);
 
   const describe = await k(['describe', 'hpa', 'web']);
-  assert.match(describe, /AbleToScale\s+True\s+SucceededGetScale\s+the HPA controller was able to get the target's current scale/);
-  assert.match(describe, /ScalingActive\s+False\s+FailedGetResourceMetric\s+the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu/);
-  assert.match(describe, /Normal\s+SuccessfulRescale\s+.*horizontal-pod-autoscaler\s+New size: 2; reason: Current number of replicas below Spec.MinReplicas/);
-  assert.match(describe, /Warning\s+FailedGetResourceMetric\s+.*horizontal-pod-autoscaler\s+failed to get cpu utilization/);
+  assert.match(
+    describe,
+    /AbleToScale\s+True\s+SucceededGetScale\s+the HPA controller was able to get the target's current scale/,
+  );
+  assert.match(
+    describe,
+    /ScalingActive\s+False\s+FailedGetResourceMetric\s+the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu/,
+  );
+  assert.match(
+    describe,
+    /Normal\s+SuccessfulRescale\s+.*horizontal-pod-autoscaler\s+New size: 2; reason: Current number of replicas below Spec.MinReplicas/,
+  );
+  assert.match(
+    describe,
+    /Warning\s+FailedGetResourceMetric\s+.*horizontal-pod-autoscaler\s+failed to get cpu utilization/,
+  );
   assert.match(describe, /Warning\s+FailedComputeMetricsReplicas\s+.*invalid metrics \(1 invalid out of 1\)/);
 });

@@ -13,23 +13,52 @@ import { serverFor } from './helpers/server.js';
 test('HttpClient.createSubresource binds and evicts a pod, and fails with the server’s Status', async (t) => {
   const server = await serverFor(t, ['--nodes', '0']);
   const client = new HttpClient(server.url);
-  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'x' }] } };
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'default' },
+    spec: { containers: [{ name: 'c', image: 'x' }] },
+  };
   await client.create(Resources.pods, 'default', pod);
 
-  const binding = { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'p' }, target: { kind: 'Node', name: 'node-x' } };
-  assert.deepEqual(await client.createSubresource(Resources.pods, 'default', 'p', 'binding', binding), { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
+  const binding = {
+    apiVersion: 'v1',
+    kind: 'Binding',
+    metadata: { name: 'p' },
+    target: { kind: 'Node', name: 'node-x' },
+  };
+  assert.deepEqual(await client.createSubresource(Resources.pods, 'default', 'p', 'binding', binding), {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Success',
+    code: 201,
+  });
   assert.equal(((await client.get(Resources.pods, 'default', 'p')).spec as { nodeName?: string }).nodeName, 'node-x');
 
   await assert.rejects(client.createSubresource(Resources.pods, 'default', 'p', 'binding', binding), (err: unknown) => {
     assert.ok(err instanceof ApiError);
-    assert.deepEqual([err.code, err.reason, err.message], [409, 'Conflict', 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "node-x"']);
+    assert.deepEqual(
+      [err.code, err.reason, err.message],
+      [
+        409,
+        'Conflict',
+        'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "node-x"',
+      ],
+    );
     return true;
   });
-  await assert.rejects(client.createSubresource(Resources.pods, 'default', 'missing', 'binding', { ...binding, metadata: { name: 'missing' } }), (err: unknown) => {
-    assert.ok(err instanceof ApiError);
-    assert.deepEqual([err.code, err.reason], [404, 'NotFound']);
-    return true;
-  });
+  await assert.rejects(
+    client.createSubresource(Resources.pods, 'default', 'missing', 'binding', {
+      ...binding,
+      metadata: { name: 'missing' },
+    }),
+    (err: unknown) => {
+      assert.ok(err instanceof ApiError);
+      assert.deepEqual([err.code, err.reason], [404, 'NotFound']);
+      return true;
+    },
+  );
 
   const eviction = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p', namespace: 'default' } };
   await client.createSubresource(Resources.pods, 'default', 'p', 'eviction', eviction);

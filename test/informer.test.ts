@@ -25,7 +25,10 @@ interface Row {
   data: Record<string, string>;
 }
 
-const row = (o: { metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> }; data?: Record<string, string> }): Row => ({
+const row = (o: {
+  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> };
+  data?: Record<string, string>;
+}): Row => ({
   name: o.metadata?.name ?? '',
   rv: o.metadata?.resourceVersion ?? '',
   labels: o.metadata?.labels ?? {},
@@ -37,13 +40,19 @@ test('the @kubernetes/client-node informer stays equal to the server’s list th
   const server = await serverFor(t);
   const api = new Api(server.url);
   await api.namespace(NS);
-  for (let i = 0; i < 20; i++) await api.create(cmPath(NS), configMap(`pre-${i}`, { i: String(i) }, i % 2 ? { tier: 'web' } : { tier: 'db' }));
+  for (let i = 0; i < 20; i++)
+    await api.create(cmPath(NS), configMap(`pre-${i}`, { i: String(i) }, i % 2 ? { tier: 'web' } : { tier: 'db' }));
 
   const kc = kubeConfig(server.url);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const path = `/api/v1/namespaces/${NS}/configmaps`;
   const all = k8s.makeInformer<k8s.V1ConfigMap>(kc, path, () => core.listNamespacedConfigMap({ namespace: NS }));
-  const web = k8s.makeInformer<k8s.V1ConfigMap>(kc, path, () => core.listNamespacedConfigMap({ namespace: NS, labelSelector: 'tier=web' }), 'tier=web');
+  const web = k8s.makeInformer<k8s.V1ConfigMap>(
+    kc,
+    path,
+    () => core.listNamespacedConfigMap({ namespace: NS, labelSelector: 'tier=web' }),
+    'tier=web',
+  );
   const errors: unknown[] = [];
   for (const informer of [all, web]) {
     informer.on('error', (err) => errors.push(err));
@@ -74,8 +83,16 @@ test('the @kubernetes/client-node informer stays equal to the server’s list th
     const name = random.pick([...names, `pre-${random.int(20)}`]);
     const roll = random.next();
     const tier = random.pick(['web', 'db', 'cache']);
-    if (roll < 0.35) ops.push(() => api.request(cmPath(NS), { method: 'POST', body: configMap(name, { n: String(i) }, { tier }) }));
-    else if (roll < 0.7) ops.push(() => api.request(cmPath(NS, name), { method: 'PATCH', body: { metadata: { labels: { tier } }, data: { n: String(i) } }, headers: { 'content-type': 'application/merge-patch+json' } }));
+    if (roll < 0.35)
+      ops.push(() => api.request(cmPath(NS), { method: 'POST', body: configMap(name, { n: String(i) }, { tier }) }));
+    else if (roll < 0.7)
+      ops.push(() =>
+        api.request(cmPath(NS, name), {
+          method: 'PATCH',
+          body: { metadata: { labels: { tier } }, data: { n: String(i) } },
+          headers: { 'content-type': 'application/merge-patch+json' },
+        }),
+      );
     else ops.push(() => api.request(cmPath(NS, name), { method: 'DELETE' }));
   }
   for (let i = 0; i < ops.length; i += 10) await Promise.all(ops.slice(i, i + 10).map((op) => op()));

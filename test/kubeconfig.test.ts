@@ -54,7 +54,12 @@ test('an unusable kubeconfig is a message naming the file and what is missing', 
   assert.throws(() => readKubeconfig(file), { message: `kubeconfig ${file}: current-context is not set` });
   writeFileSync(file, 'current-context: gone\ncontexts: []\n');
   assert.throws(() => readKubeconfig(file), { message: `kubeconfig ${file}: context "gone" does not exist` });
-  writeFileSync(file, 'current-context: c\ncontexts: [{name: c, context: {cluster: x}}]\nclusters: [{name: x, cluster: {}}]\n');
-  assert.throws(() => readKubeconfig(file), { message: `kubeconfig ${file}: cluster "x" of context "c" has no server` });
+  writeFileSync(
+    file,
+    'current-context: c\ncontexts: [{name: c, context: {cluster: x}}]\nclusters: [{name: x, cluster: {}}]\n',
+  );
+  assert.throws(() => readKubeconfig(file), {
+    message: `kubeconfig ${file}: cluster "x" of context "c" has no server`,
+  });
   assert.throws(() => readKubeconfig(join(d, 'missing')), /ENOENT/);
 });

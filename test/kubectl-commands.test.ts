@@ -4,7 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Api, type Obj } from './helpers/http.js';
-import { KUBECTL, kubectl, kubectlClientMinor, kubectlMissing, spawnKubectl, type KubectlResult } from './helpers/kubectl.js';
+import {
+  KUBECTL,
+  kubectl,
+  kubectlClientMinor,
+  kubectlMissing,
+  spawnKubectl,
+  type KubectlResult,
+} from './helpers/kubectl.js';
 import { startServer, type SimServer } from './helpers/server.js';
 
 // Issue 7's kubectl suite: the commands a person who knows Kubernetes types, against `sim serve`, checking what
@@ -140,9 +147,15 @@ describe(`kubectl ${version} against sim serve`, { skip: missing ?? false }, () 
   let server: SimServer;
   let api: Api;
   let dir: string;
-  const run = (args: string[], options: { input?: string; env?: Record<string, string> } = {}): Promise<KubectlResult> => kubectl(server.url, args, options);
+  const run = (
+    args: string[],
+    options: { input?: string; env?: Record<string, string> } = {},
+  ): Promise<KubectlResult> => kubectl(server.url, args, options);
   /** Runs kubectl and insists on exit 0 and an empty stderr (no warning, no fallback notice). */
-  const ok = async (args: string[], options: { input?: string; env?: Record<string, string> } = {}): Promise<string> => {
+  const ok = async (
+    args: string[],
+    options: { input?: string; env?: Record<string, string> } = {},
+  ): Promise<string> => {
     const r = await run(args, options);
     assert.equal(r.code, 0, `kubectl ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
     assert.equal(r.stderr, '', `kubectl ${args.join(' ')} wrote to stderr`);
@@ -167,8 +180,14 @@ describe(`kubectl ${version} against sim serve`, { skip: missing ?? false }, () 
   it('explain deployment.spec.strategy --recursive prints the fields, types and enum', async () => {
     const out = await ok(['explain', 'deployment.spec.strategy', '--recursive']);
     assert.match(out, /^GROUP:\s+apps\nKIND:\s+Deployment\nVERSION:\s+v1\n\nFIELD: strategy <DeploymentStrategy>\n/);
-    assert.match(out, /DESCRIPTION:\n\s+The deployment strategy to use to replace existing pods with new ones\.\n\s+DeploymentStrategy describes how to replace existing pods with new ones\./);
-    assert.match(out, /FIELDS:\n {2}rollingUpdate\t<RollingUpdateDeployment>\n {4}maxSurge\t<IntOrString>\n {4}maxUnavailable\t<IntOrString>\n {2}type\t<string>\n/);
+    assert.match(
+      out,
+      /DESCRIPTION:\n\s+The deployment strategy to use to replace existing pods with new ones\.\n\s+DeploymentStrategy describes how to replace existing pods with new ones\./,
+    );
+    assert.match(
+      out,
+      /FIELDS:\n {2}rollingUpdate\t<RollingUpdateDeployment>\n {4}maxSurge\t<IntOrString>\n {4}maxUnavailable\t<IntOrString>\n {2}type\t<string>\n/,
+    );
     // kubectl prints a field's enum from 1.30 on; the documents carry it for every version.
     if (kubectlClientMinor() >= 30) assert.match(out, /\n {2}type\t<string>\n {2}enum: Recreate, RollingUpdate\n/);
     const containers = await ok(['explain', 'pods.spec.containers.ports']);
@@ -181,12 +200,23 @@ describe(`kubectl ${version} against sim serve`, { skip: missing ?? false }, () 
 
   it('create deployment|configmap|secret|job|namespace', async () => {
     assert.equal(await ok(['create', 'namespace', 'cmds']), 'namespace/cmds created\n');
-    assert.equal(await ok(['create', 'deployment', 'web', '-n', 'cmds', '--image=nginx:1.25', '--replicas=2']), 'deployment.apps/web created\n');
-    assert.equal(await ok(['create', 'configmap', 'settings', '-n', 'cmds', '--from-literal=mode=fast']), 'configmap/settings created\n');
-    assert.equal(await ok(['create', 'secret', 'generic', 'creds', '-n', 'cmds', '--from-literal=password=hunter2']), 'secret/creds created\n');
+    assert.equal(
+      await ok(['create', 'deployment', 'web', '-n', 'cmds', '--image=nginx:1.25', '--replicas=2']),
+      'deployment.apps/web created\n',
+    );
+    assert.equal(
+      await ok(['create', 'configmap', 'settings', '-n', 'cmds', '--from-literal=mode=fast']),
+      'configmap/settings created\n',
+    );
+    assert.equal(
+      await ok(['create', 'secret', 'generic', 'creds', '-n', 'cmds', '--from-literal=password=hunter2']),
+      'secret/creds created\n',
+    );
     assert.equal(await ok(['create', 'job', 'once', '-n', 'cmds', '--image=busybox']), 'job.batch/once created\n');
     const deploy = await api.get('/apis/apps/v1/namespaces/cmds/deployments/web');
-    const managers = (deploy.metadata.managedFields as Array<{ manager: string; operation: string }>).map((m) => `${m.manager}/${m.operation}`);
+    const managers = (deploy.metadata.managedFields as Array<{ manager: string; operation: string }>).map(
+      (m) => `${m.manager}/${m.operation}`,
+    );
     assert.ok(managers.includes('kubectl-create/Update'), `managedFields name kubectl-create: ${managers.join(', ')}`);
   });
 
@@ -209,18 +239,35 @@ spec:
 ${extra}`;
     assert.equal(await ok(['apply', '-f', file('api.yaml', manifest('nginx:1.25'))]), 'deployment.apps/api created\n');
     const sidecar = '      - name: sidecar\n        image: busybox\n';
-    assert.equal(await ok(['apply', '-f', file('api.yaml', manifest('nginx:1.26', sidecar))]), 'deployment.apps/api configured\n');
+    assert.equal(
+      await ok(['apply', '-f', file('api.yaml', manifest('nginx:1.26', sidecar))]),
+      'deployment.apps/api configured\n',
+    );
     let live = await api.get('/apis/apps/v1/namespaces/cmds/deployments/api');
-    const containers = (live.spec as { template: { spec: { containers: Array<{ name: string; image: string; env?: unknown[] }> } } }).template.spec.containers;
-    assert.deepEqual(containers.map((c) => `${c.name}=${c.image}`), ['main=nginx:1.26', 'sidecar=busybox']);
+    const containers = (
+      live.spec as { template: { spec: { containers: Array<{ name: string; image: string; env?: unknown[] }> } } }
+    ).template.spec.containers;
+    assert.deepEqual(
+      containers.map((c) => `${c.name}=${c.image}`),
+      ['main=nginx:1.26', 'sidecar=busybox'],
+    );
     assert.deepEqual(containers[0]!.env, [{ name: 'MODE', value: 'fast' }]);
-    assert.equal(await ok(['apply', '-f', file('api.yaml', manifest('nginx:1.26', sidecar))]), 'deployment.apps/api unchanged\n');
+    assert.equal(
+      await ok(['apply', '-f', file('api.yaml', manifest('nginx:1.26', sidecar))]),
+      'deployment.apps/api unchanged\n',
+    );
     // Dropping the sidecar from the manifest removes it (a $patch: delete by merge key).
-    assert.equal(await ok(['apply', '-f', file('api.yaml', manifest('nginx:1.26'))]), 'deployment.apps/api configured\n');
+    assert.equal(
+      await ok(['apply', '-f', file('api.yaml', manifest('nginx:1.26'))]),
+      'deployment.apps/api configured\n',
+    );
     live = await api.get('/apis/apps/v1/namespaces/cmds/deployments/api');
     assert.equal((live.spec as { template: { spec: { containers: unknown[] } } }).template.spec.containers.length, 1);
     // An existing object made by create: apply adds last-applied-configuration (kubectl warns about that itself).
-    const cm = file('settings.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: cmds}\ndata: {mode: slow}\n');
+    const cm = file(
+      'settings.yaml',
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: cmds}\ndata: {mode: slow}\n',
+    );
     const r = await run(['apply', '-f', cm]);
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /openapi|unable to find api field/);
@@ -228,34 +275,73 @@ ${extra}`;
   });
 
   it('fieldValidation: Strict rejects unknown fields, warn warns, false keeps quiet', async () => {
-    const bad = file('bad.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad, namespace: cmds}\ndata: {a: b}\nspec: {foo: 1}\n');
+    const bad = file(
+      'bad.yaml',
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad, namespace: cmds}\ndata: {a: b}\nspec: {foo: 1}\n',
+    );
     const strict = await run(['create', '-f', bad]);
     assert.equal(strict.code, 1);
-    assert.match(strict.stderr, /Error from server \(BadRequest\): error when creating ".*bad\.yaml": ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "spec"/);
+    assert.match(
+      strict.stderr,
+      /Error from server \(BadRequest\): error when creating ".*bad\.yaml": ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "spec"/,
+    );
     const warn = await run(['create', '-f', bad, '--validate=warn']);
     assert.equal(warn.code, 0, warn.stderr);
     assert.equal(warn.stderr, 'Warning: unknown field "spec"\n');
     assert.equal(warn.stdout, 'configmap/bad created\n');
-    assert.equal((await api.get('/api/v1/namespaces/cmds/configmaps/bad')).spec, undefined, 'the unknown field is dropped');
+    assert.equal(
+      (await api.get('/api/v1/namespaces/cmds/configmaps/bad')).spec,
+      undefined,
+      'the unknown field is dropped',
+    );
     await ok(['delete', 'cm', 'bad', '-n', 'cmds']);
     assert.equal(await ok(['create', '-f', bad, '--validate=false']), 'configmap/bad created\n');
-    const nested = file('nested.yaml', 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: nested, namespace: cmds}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers: [{name: c, image: i, imagee: typo}]\n');
+    const nested = file(
+      'nested.yaml',
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: nested, namespace: cmds}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers: [{name: c, image: i, imagee: typo}]\n',
+    );
     const typo = await run(['apply', '-f', nested]);
     assert.equal(typo.code, 1);
     assert.match(typo.stderr, /unknown field "spec\.template\.spec\.containers\[0\]\.imagee"/);
   });
 
   it('server-side apply: create, conflict with the manager named, --force-conflicts, removal of fields no longer applied', async () => {
-    const manifest = (data: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\n  namespace: cmds\n  labels: {team: a}\ndata:\n${data}`;
-    assert.equal(await ok(['apply', '--server-side', '-f', file('ssa.yaml', manifest('  x: "1"\n  z: "2"\n'))]), 'configmap/ssa serverside-applied\n');
+    const manifest = (data: string): string =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\n  namespace: cmds\n  labels: {team: a}\ndata:\n${data}`;
+    assert.equal(
+      await ok(['apply', '--server-side', '-f', file('ssa.yaml', manifest('  x: "1"\n  z: "2"\n'))]),
+      'configmap/ssa serverside-applied\n',
+    );
     const rv = (await api.get('/api/v1/namespaces/cmds/configmaps/ssa')).metadata.resourceVersion;
-    assert.equal(await ok(['apply', '--server-side', '-f', file('ssa.yaml', manifest('  x: "1"\n  z: "2"\n'))]), 'configmap/ssa serverside-applied\n');
-    assert.equal((await api.get('/api/v1/namespaces/cmds/configmaps/ssa')).metadata.resourceVersion, rv, 'an unchanged apply is a no-op');
-    assert.equal(await ok(['patch', 'cm', 'ssa', '-n', 'cmds', '--type=merge', '-p', '{"data":{"x":"patched"}}']), 'configmap/ssa patched\n');
+    assert.equal(
+      await ok(['apply', '--server-side', '-f', file('ssa.yaml', manifest('  x: "1"\n  z: "2"\n'))]),
+      'configmap/ssa serverside-applied\n',
+    );
+    assert.equal(
+      (await api.get('/api/v1/namespaces/cmds/configmaps/ssa')).metadata.resourceVersion,
+      rv,
+      'an unchanged apply is a no-op',
+    );
+    assert.equal(
+      await ok(['patch', 'cm', 'ssa', '-n', 'cmds', '--type=merge', '-p', '{"data":{"x":"patched"}}']),
+      'configmap/ssa patched\n',
+    );
     const conflict = await run(['apply', '--server-side', '-f', file('ssa.yaml', manifest('  x: "1"\n  z: "2"\n'))]);
     assert.equal(conflict.code, 1);
-    assert.match(conflict.stderr, /^error: Apply failed with 1 conflict: conflict with "kubectl-patch" using v1: \.data\.x$/m);
-    assert.equal(await ok(['apply', '--server-side', '--force-conflicts', '-f', file('ssa.yaml', manifest('  x: "1"\n  z: "2"\n'))]), 'configmap/ssa serverside-applied\n');
+    assert.match(
+      conflict.stderr,
+      /^error: Apply failed with 1 conflict: conflict with "kubectl-patch" using v1: \.data\.x$/m,
+    );
+    assert.equal(
+      await ok([
+        'apply',
+        '--server-side',
+        '--force-conflicts',
+        '-f',
+        file('ssa.yaml', manifest('  x: "1"\n  z: "2"\n')),
+      ]),
+      'configmap/ssa serverside-applied\n',
+    );
     let live = await api.get('/api/v1/namespaces/cmds/configmaps/ssa');
     assert.deepEqual(live.data, { x: '1', z: '2' });
     // z is no longer applied: it goes; the label stays applied.
@@ -264,26 +350,78 @@ ${extra}`;
     assert.deepEqual(live.data, { x: '1' });
     assert.deepEqual(live.metadata.labels, { team: 'a' });
     const entries = live.metadata.managedFields as Array<{ manager: string; operation: string; fieldsV1: unknown }>;
-    assert.deepEqual(entries.map((e) => `${e.manager}/${e.operation}`), ['kubectl/Apply']);
+    assert.deepEqual(
+      entries.map((e) => `${e.manager}/${e.operation}`),
+      ['kubectl/Apply'],
+    );
     assert.deepEqual(entries[0]!.fieldsV1, { 'f:data': { 'f:x': {} }, 'f:metadata': { 'f:labels': { 'f:team': {} } } });
   });
 
   it('patch: strategic by merge key, $patch: delete, --type=merge and --type=json', async () => {
-    await ok(['patch', 'deployment', 'api', '-n', 'cmds', '-p', '{"spec":{"template":{"spec":{"containers":[{"name":"main","env":[{"name":"EXTRA","value":"1"}]}]}}}}']);
+    await ok([
+      'patch',
+      'deployment',
+      'api',
+      '-n',
+      'cmds',
+      '-p',
+      '{"spec":{"template":{"spec":{"containers":[{"name":"main","env":[{"name":"EXTRA","value":"1"}]}]}}}}',
+    ]);
     let live = await api.get('/apis/apps/v1/namespaces/cmds/deployments/api');
-    const env = (o: Obj): unknown => (o.spec as { template: { spec: { containers: Array<{ env?: unknown }> } } }).template.spec.containers[0]!.env;
-    assert.deepEqual(env(live), [{ name: 'MODE', value: 'fast' }, { name: 'EXTRA', value: '1' }]);
-    await ok(['patch', 'deployment', 'api', '-n', 'cmds', '-p', '{"spec":{"template":{"spec":{"containers":[{"name":"main","env":[{"name":"MODE","$patch":"delete"}]}]}}}}']);
+    const env = (o: Obj): unknown =>
+      (o.spec as { template: { spec: { containers: Array<{ env?: unknown }> } } }).template.spec.containers[0]!.env;
+    assert.deepEqual(env(live), [
+      { name: 'MODE', value: 'fast' },
+      { name: 'EXTRA', value: '1' },
+    ]);
+    await ok([
+      'patch',
+      'deployment',
+      'api',
+      '-n',
+      'cmds',
+      '-p',
+      '{"spec":{"template":{"spec":{"containers":[{"name":"main","env":[{"name":"MODE","$patch":"delete"}]}]}}}}',
+    ]);
     live = await api.get('/apis/apps/v1/namespaces/cmds/deployments/api');
     assert.deepEqual(env(live), [{ name: 'EXTRA', value: '1' }]);
-    assert.equal(await ok(['patch', 'cm', 'settings', '-n', 'cmds', '--type=merge', '-p', '{"data":{"extra":"x"}}']), 'configmap/settings patched\n');
-    assert.equal(await ok(['patch', 'cm', 'settings', '-n', 'cmds', '--type=json', '-p', '[{"op":"remove","path":"/data/extra"}]']), 'configmap/settings patched\n');
-    assert.equal(await ok(['patch', 'cm', 'settings', '-n', 'cmds', '--type=merge', '-p', '{"data":{"mode":"slow"}}']), 'configmap/settings patched (no change)\n');
+    assert.equal(
+      await ok(['patch', 'cm', 'settings', '-n', 'cmds', '--type=merge', '-p', '{"data":{"extra":"x"}}']),
+      'configmap/settings patched\n',
+    );
+    assert.equal(
+      await ok([
+        'patch',
+        'cm',
+        'settings',
+        '-n',
+        'cmds',
+        '--type=json',
+        '-p',
+        '[{"op":"remove","path":"/data/extra"}]',
+      ]),
+      'configmap/settings patched\n',
+    );
+    assert.equal(
+      await ok(['patch', 'cm', 'settings', '-n', 'cmds', '--type=merge', '-p', '{"data":{"mode":"slow"}}']),
+      'configmap/settings patched (no change)\n',
+    );
   });
 
   it('get: -o jsonpath|custom-columns|name|wide, --show-labels, -L, -A, get all, --raw', async () => {
     assert.equal(await ok(['get', 'cm', 'settings', '-n', 'cmds', '-o', 'jsonpath={.data.mode}']), 'slow');
-    assert.equal(await ok(['get', 'deploy', 'web', '-n', 'cmds', '-o', 'custom-columns=NAME:.metadata.name,IMAGE:.spec.template.spec.containers[0].image']), 'NAME   IMAGE\nweb    nginx:1.25\n');
+    assert.equal(
+      await ok([
+        'get',
+        'deploy',
+        'web',
+        '-n',
+        'cmds',
+        '-o',
+        'custom-columns=NAME:.metadata.name,IMAGE:.spec.template.spec.containers[0].image',
+      ]),
+      'NAME   IMAGE\nweb    nginx:1.25\n',
+    );
     assert.equal(await ok(['get', 'deploy', '-n', 'cmds', '-o', 'name']), 'deployment.apps/api\ndeployment.apps/web\n');
     const wide = await ok(['get', 'deploy', 'web', '-n', 'cmds', '-o', 'wide']);
     assert.match(wide, /^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\s+CONTAINERS\s+IMAGES\s+SELECTOR\n/);
@@ -303,7 +441,7 @@ ${extra}`;
     assert.equal(JSON.parse(await ok(['get', '--raw', '/version'])).gitVersion, 'v1.32.0');
   });
 
-  it('get prints the columns of kube-apiserver\'s printers for every built-in kind', async () => {
+  it("get prints the columns of kube-apiserver's printers for every built-in kind", async () => {
     await ok(['apply', '-f', file('kinds.yaml', KINDS)]);
     const headers: Record<string, string> = {
       namespaces: 'NAME STATUS AGE',
@@ -315,7 +453,8 @@ ${extra}`;
       secrets: 'NAME TYPE DATA AGE',
       serviceaccounts: 'NAME SECRETS AGE',
       persistentvolumeclaims: 'NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE',
-      persistentvolumes: 'NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM STORAGECLASS VOLUMEATTRIBUTESCLASS REASON AGE',
+      persistentvolumes:
+        'NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM STORAGECLASS VOLUMEATTRIBUTESCLASS REASON AGE',
       events: 'LAST SEEN TYPE REASON OBJECT MESSAGE',
       'events.events.k8s.io': 'LAST SEEN TYPE REASON OBJECT MESSAGE',
       resourcequotas: 'NAME AGE REQUEST LIMIT',
@@ -335,7 +474,15 @@ ${extra}`;
     };
     for (const [resource, header] of Object.entries(headers)) {
       const out = await ok(['get', resource, '-n', 'kinds']);
-      assert.equal(out.split('\n')[0]!.trim().split(/\s{2,}/).join(' '), header, `kubectl get ${resource}`);
+      assert.equal(
+        out
+          .split('\n')[0]!
+          .trim()
+          .split(/\s{2,}/)
+          .join(' '),
+        header,
+        `kubectl get ${resource}`,
+      );
     }
     const cj = await ok(['get', 'cronjob', 'nightly', '-n', 'kinds']);
     assert.match(cj, /^nightly\s+0 3 \* \* \*\s+<none>\s+False\s+0\s+<none>\s+\S+\n$/m);
@@ -357,11 +504,17 @@ ${extra}`;
     const rows = spawnKubectl(server.url, ['get', 'cm', '-n', 'kinds', '-w', '--output-watch-events'], KUBECTL);
     try {
       await rows.until((out) => /^ADDED\s+plain\s+1\s/m.test(out), 'the initial row');
-      await api.create('/api/v1/namespaces/kinds/configmaps', { metadata: { name: 'watched' }, data: { a: '1', b: '2' } });
+      await api.create('/api/v1/namespaces/kinds/configmaps', {
+        metadata: { name: 'watched' },
+        data: { a: '1', b: '2' },
+      });
       await api.mergePatch('/api/v1/namespaces/kinds/configmaps/watched', { data: { c: '3' } });
       await api.delete('/api/v1/namespaces/kinds/configmaps/watched');
       await rows.until((out) => /^DELETED\s+watched\s/m.test(out), 'the DELETED row');
-      assert.deepEqual(rows.lines.filter((l) => /\swatched\s/.test(l)).map((l) => l.split(/\s+/).slice(0, 3).join(' ')), ['ADDED watched 2', 'MODIFIED watched 3', 'DELETED watched 3']);
+      assert.deepEqual(
+        rows.lines.filter((l) => /\swatched\s/.test(l)).map((l) => l.split(/\s+/).slice(0, 3).join(' ')),
+        ['ADDED watched 2', 'MODIFIED watched 3', 'DELETED watched 3'],
+      );
       assert.equal(rows.lines.filter((l) => l.startsWith('EVENT ')).length, 1, 'one header');
       assert.equal(rows.stderr, '');
     } finally {
@@ -374,16 +527,32 @@ ${extra}`;
     const clash = await run(['label', 'cm', 'settings', '-n', 'cmds', 'tier=frontend']);
     assert.equal(clash.code, 1);
     assert.match(clash.stderr, /'tier' already has a value \(backend\), and --overwrite is false/);
-    assert.equal(await ok(['label', 'cm', 'settings', '-n', 'cmds', 'tier=frontend', '--overwrite']), 'configmap/settings labeled\n');
-    assert.equal(await ok(['annotate', 'cm', 'settings', '-n', 'cmds', 'owner=a']), `configmap/settings ${ANNOTATED}\n`);
-    assert.equal(await ok(['annotate', 'cm', 'settings', '-n', 'cmds', 'owner=b', '--overwrite']), `configmap/settings ${ANNOTATED}\n`);
+    assert.equal(
+      await ok(['label', 'cm', 'settings', '-n', 'cmds', 'tier=frontend', '--overwrite']),
+      'configmap/settings labeled\n',
+    );
+    assert.equal(
+      await ok(['annotate', 'cm', 'settings', '-n', 'cmds', 'owner=a']),
+      `configmap/settings ${ANNOTATED}\n`,
+    );
+    assert.equal(
+      await ok(['annotate', 'cm', 'settings', '-n', 'cmds', 'owner=b', '--overwrite']),
+      `configmap/settings ${ANNOTATED}\n`,
+    );
     const cm = await api.get('/api/v1/namespaces/cmds/configmaps/settings');
     assert.equal(cm.metadata.labels?.tier, 'frontend');
     assert.equal(cm.metadata.annotations?.owner, 'b');
-    assert.equal(await ok(['set', 'image', 'deployment/web', '-n', 'cmds', 'nginx=nginx:1.27']), 'deployment.apps/web image updated\n');
-    assert.equal(await ok(['set', 'env', 'deployment/web', '-n', 'cmds', 'COLOR=blue']), 'deployment.apps/web env updated\n');
+    assert.equal(
+      await ok(['set', 'image', 'deployment/web', '-n', 'cmds', 'nginx=nginx:1.27']),
+      'deployment.apps/web image updated\n',
+    );
+    assert.equal(
+      await ok(['set', 'env', 'deployment/web', '-n', 'cmds', 'COLOR=blue']),
+      'deployment.apps/web env updated\n',
+    );
     const web = await api.get('/apis/apps/v1/namespaces/cmds/deployments/web');
-    const c = (web.spec as { template: { spec: { containers: Array<{ image: string; env: unknown }> } } }).template.spec.containers[0]!;
+    const c = (web.spec as { template: { spec: { containers: Array<{ image: string; env: unknown }> } } }).template.spec
+      .containers[0]!;
     assert.equal(c.image, 'nginx:1.27');
     assert.deepEqual(c.env, [{ name: 'COLOR', value: 'blue' }]);
   });
@@ -392,7 +561,13 @@ ${extra}`;
     const cm = await api.get('/api/v1/namespaces/cmds/configmaps/settings');
     await api.create('/api/v1/namespaces/cmds/events', {
       metadata: { name: 'settings.1' },
-      involvedObject: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings', namespace: 'cmds', uid: cm.metadata.uid },
+      involvedObject: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        name: 'settings',
+        namespace: 'cmds',
+        uid: cm.metadata.uid,
+      },
       reason: 'Reloaded',
       message: 'configuration reloaded',
       type: 'Normal',
@@ -403,7 +578,10 @@ ${extra}`;
     });
     const out = await ok(['describe', 'cm', 'settings', '-n', 'cmds']);
     assert.match(out, /^Name:\s+settings\nNamespace:\s+cmds\nLabels:\s+tier=frontend\n/);
-    assert.match(out, /Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n\s+----.*\n\s+Normal\s+Reloaded\s+\S+\s+config-watcher\s+configuration reloaded\n/);
+    assert.match(
+      out,
+      /Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n\s+----.*\n\s+Normal\s+Reloaded\s+\S+\s+config-watcher\s+configuration reloaded\n/,
+    );
     const ns = await ok(['describe', 'ns', 'cmds']);
     assert.match(ns, /Status:\s+Active\n\nNo resource quota\.\n\nNo LimitRange resource\.\n/);
     const deploy = await ok(['describe', 'deployment', 'web', '-n', 'cmds']);
@@ -412,7 +590,12 @@ ${extra}`;
     assert.match(deploy, /^StrategyType:\s+RollingUpdate\n/m);
     assert.match(deploy, /^NewReplicaSet:\s+web-[a-z0-9]+ /m);
     assert.match(deploy, /Normal\s+ScalingReplicaSet\s+.*deployment-controller\s+Scaled up replica set web-/);
-    for (const target of [['secret', 'creds'], ['job', 'once'], ['svc', 'kubernetes', '-n', 'default'], ['sa', 'default']]) {
+    for (const target of [
+      ['secret', 'creds'],
+      ['job', 'once'],
+      ['svc', 'kubernetes', '-n', 'default'],
+      ['sa', 'default'],
+    ]) {
       const r = await run(['describe', ...target, ...(target.includes('-n') ? [] : ['-n', 'cmds'])]);
       if (target[0] === 'sa' && r.code !== 0) continue; // no service-account controller creates "default" yet
       assert.equal(r.code, 0, `describe ${target.join(' ')}: ${r.stderr}`);
@@ -420,9 +603,24 @@ ${extra}`;
   });
 
   it('wait --for=condition|jsonpath|delete and delete --wait', async () => {
-    await ok(['apply', '-f', file('claim.yaml', 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: claim, namespace: cmds}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n')]);
-    const cond = spawnKubectl(server.url, ['wait', '--for=condition=Resizing', 'pvc/claim', '-n', 'cmds', '--timeout=20s'], KUBECTL);
-    const path = spawnKubectl(server.url, ['wait', '--for=jsonpath={.data.mode}=fastest', 'cm/settings', '-n', 'cmds', '--timeout=20s'], KUBECTL);
+    await ok([
+      'apply',
+      '-f',
+      file(
+        'claim.yaml',
+        'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: claim, namespace: cmds}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n',
+      ),
+    ]);
+    const cond = spawnKubectl(
+      server.url,
+      ['wait', '--for=condition=Resizing', 'pvc/claim', '-n', 'cmds', '--timeout=20s'],
+      KUBECTL,
+    );
+    const path = spawnKubectl(
+      server.url,
+      ['wait', '--for=jsonpath={.data.mode}=fastest', 'cm/settings', '-n', 'cmds', '--timeout=20s'],
+      KUBECTL,
+    );
     await api.expect(200, '/api/v1/namespaces/cmds/persistentvolumeclaims/claim/status', {
       method: 'PATCH',
       headers: { 'content-type': 'application/merge-patch+json' },
@@ -435,11 +633,24 @@ ${extra}`;
     assert.equal(path.stdout, 'configmap/settings condition met\n');
 
     // delete --wait on an object held by a finalizer returns once the finalizer is gone.
-    await api.create('/api/v1/namespaces/cmds/configmaps', { metadata: { name: 'held', finalizers: ['example.com/hold'] } });
-    const gone = spawnKubectl(server.url, ['wait', '--for=delete', 'cm/held', '-n', 'cmds', '--timeout=20s', '-v=6'], KUBECTL);
+    await api.create('/api/v1/namespaces/cmds/configmaps', {
+      metadata: { name: 'held', finalizers: ['example.com/hold'] },
+    });
+    const gone = spawnKubectl(
+      server.url,
+      ['wait', '--for=delete', 'cm/held', '-n', 'cmds', '--timeout=20s', '-v=6'],
+      KUBECTL,
+    );
     // Only a wait that saw the object prints "condition met": one that starts after it is gone succeeds silently.
-    await gone.untilStderr((log) => /configmaps\/held\S* 200 OK|configmaps\/held" status="200 OK"/.test(log), 'kubectl wait to find the ConfigMap');
-    const deleting = spawnKubectl(server.url, ['delete', 'cm', 'held', '-n', 'cmds', '--wait=true', '--timeout=20s'], KUBECTL);
+    await gone.untilStderr(
+      (log) => /configmaps\/held\S* 200 OK|configmaps\/held" status="200 OK"/.test(log),
+      'kubectl wait to find the ConfigMap',
+    );
+    const deleting = spawnKubectl(
+      server.url,
+      ['delete', 'cm', 'held', '-n', 'cmds', '--wait=true', '--timeout=20s'],
+      KUBECTL,
+    );
     await deleting.until((out) => out.includes('configmap "held" deleted'), 'the delete to be accepted');
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(deleting.child.exitCode, null, 'delete --wait waits for the finalizer');
@@ -452,18 +663,29 @@ ${extra}`;
   it('edit with a scripted EDITOR, and diff against a server dry-run', async () => {
     const editor = file('editor.sh', '#!/bin/sh\nsed -i \'s/mode: fastest/mode: edited/\' "$1"\n');
     chmodSync(editor, 0o755);
-    assert.equal(await ok(['edit', 'cm', 'settings', '-n', 'cmds'], { env: { EDITOR: editor, KUBE_EDITOR: editor } }), 'configmap/settings edited\n');
+    assert.equal(
+      await ok(['edit', 'cm', 'settings', '-n', 'cmds'], { env: { EDITOR: editor, KUBE_EDITOR: editor } }),
+      'configmap/settings edited\n',
+    );
     const cm = await api.get('/api/v1/namespaces/cmds/configmaps/settings');
     assert.equal((cm.data as Record<string, string>).mode, 'edited');
     assert.ok((cm.metadata.managedFields as Array<{ manager: string }>).some((m) => m.manager === 'kubectl-edit'));
 
-    const manifest = (mode: string): string => file('diff.yaml', `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: cmds\n  labels: {tier: frontend}\n  annotations: {owner: b}\ndata:\n  mode: ${mode}\n`);
+    const manifest = (mode: string): string =>
+      file(
+        'diff.yaml',
+        `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: cmds\n  labels: {tier: frontend}\n  annotations: {owner: b}\ndata:\n  mode: ${mode}\n`,
+      );
     const changed = await run(['diff', '-f', manifest('planned')]);
     assert.equal(changed.code, 1, changed.stderr);
     assert.equal(changed.stderr, '');
     assert.match(changed.stdout, /^-\s+mode: edited$/m);
     assert.match(changed.stdout, /^\+\s+mode: planned$/m);
-    assert.equal(((await api.get('/api/v1/namespaces/cmds/configmaps/settings')).data as Record<string, string>).mode, 'edited', 'diff changes nothing');
+    assert.equal(
+      ((await api.get('/api/v1/namespaces/cmds/configmaps/settings')).data as Record<string, string>).mode,
+      'edited',
+      'diff changes nothing',
+    );
     const same = await run(['diff', '-f', manifest('edited'), '--server-side']);
     assert.equal(same.code, 0, `${same.stdout}${same.stderr}`);
     assert.equal(same.stdout, '');
@@ -473,19 +695,37 @@ ${extra}`;
     assert.equal(await ok(['auth', 'can-i', 'create', 'pods']), 'yes\n');
     assert.equal(await ok(['auth', 'can-i', 'delete', 'deployments', '-n', 'cmds']), 'yes\n');
     const list = await ok(['auth', 'can-i', '--list']);
-    assert.match(list, /^Resources\s+Non-Resource URLs\s+Resource Names\s+Verbs\n\*\.\*\s+\[\]\s+\[\]\s+\[\*\]\n\s+\[\*\]\s+\[\]\s+\[\*\]\n$/);
+    assert.match(
+      list,
+      /^Resources\s+Non-Resource URLs\s+Resource Names\s+Verbs\n\*\.\*\s+\[\]\s+\[\]\s+\[\*\]\n\s+\[\*\]\s+\[\]\s+\[\*\]\n$/,
+    );
     // kubectl 1.27 asks for SelfSubjectReview in v1beta1 or v1alpha1 only; kube-sim serves v1 (GA since 1.28).
-    if (kubectlClientMinor() >= 28) assert.match(await ok(['auth', 'whoami']), /^ATTRIBUTE\s+VALUE\nUsername\s+kubernetes-admin\n/);
+    if (kubectlClientMinor() >= 28)
+      assert.match(await ok(['auth', 'whoami']), /^ATTRIBUTE\s+VALUE\nUsername\s+kubernetes-admin\n/);
   });
 
   it('scale and kubectl proxy in front of the simulator', async () => {
-    assert.equal(await ok(['scale', 'deployment', 'web', '-n', 'cmds', '--replicas=3']), 'deployment.apps/web scaled\n');
-    assert.equal(((await api.get('/apis/apps/v1/namespaces/cmds/deployments/web')).spec as { replicas: number }).replicas, 3);
+    assert.equal(
+      await ok(['scale', 'deployment', 'web', '-n', 'cmds', '--replicas=3']),
+      'deployment.apps/web scaled\n',
+    );
+    assert.equal(
+      ((await api.get('/apis/apps/v1/namespaces/cmds/deployments/web')).spec as { replicas: number }).replicas,
+      3,
+    );
     const proxy = spawnKubectl(server.url, ['proxy', '--port=0'], KUBECTL);
     try {
       await proxy.until((out) => /Starting to serve on 127\.0\.0\.1:\d+/.test(out), 'the proxy to listen');
       const port = /127\.0\.0\.1:(\d+)/.exec(proxy.stdout)![1]!;
-      const viaProxy = await kubectl(`http://127.0.0.1:${port}`, ['get', 'cm', 'settings', '-n', 'cmds', '-o', 'jsonpath={.data.mode}']);
+      const viaProxy = await kubectl(`http://127.0.0.1:${port}`, [
+        'get',
+        'cm',
+        'settings',
+        '-n',
+        'cmds',
+        '-o',
+        'jsonpath={.data.mode}',
+      ]);
       assert.equal(viaProxy.code, 0, viaProxy.stderr);
       assert.equal(viaProxy.stdout, 'edited');
     } finally {

@@ -58,7 +58,11 @@ test('kubectl create -f, get, apply, label, annotate and delete configmaps, name
   const cm = JSON.parse((await k(['get', 'cm', 'app-config', '-n', 'team-a', '-o', 'json'])).stdout) as Obj;
   assert.deepEqual(cm.data, { greeting: 'hello' });
   const password = await k(['get', 'secret', 'app-secret', '-n', 'team-a', '-o', 'jsonpath={.data.password}']);
-  assert.equal(Buffer.from(password.stdout, 'base64').toString(), 'hunter2', 'stringData is stored base64-encoded in data');
+  assert.equal(
+    Buffer.from(password.stdout, 'base64').toString(),
+    'hunter2',
+    'stringData is stored base64-encoded in data',
+  );
 
   // Client-side apply over objects made by create: a patch adding last-applied-configuration and the new data.
   const applied = await k(['apply', '--validate=false', '-f', '-'], manifest('bonjour'));
@@ -66,14 +70,20 @@ test('kubectl create -f, get, apply, label, annotate and delete configmaps, name
   assert.match(applied.stdout, /^configmap\/app-config configured$/m);
   const afterApply = await api.get(cmPath('team-a', 'app-config'));
   assert.deepEqual(afterApply.data, { greeting: 'bonjour' });
-  assert.ok(afterApply.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration'], 'apply records last-applied-configuration');
+  assert.ok(
+    afterApply.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration'],
+    'apply records last-applied-configuration',
+  );
 
   // Applying the same manifest again changes nothing, so the resourceVersion stays.
   const unchanged = await k(['apply', '--validate=false', '-f', '-'], manifest('bonjour'));
   assert.equal(unchanged.code, 0, unchanged.stderr);
   assert.match(unchanged.stdout, /^configmap\/app-config unchanged$/m);
   assert.match(unchanged.stdout, /^namespace\/team-a unchanged$/m);
-  assert.equal((await api.get(cmPath('team-a', 'app-config'))).metadata.resourceVersion, afterApply.metadata.resourceVersion);
+  assert.equal(
+    (await api.get(cmPath('team-a', 'app-config'))).metadata.resourceVersion,
+    afterApply.metadata.resourceVersion,
+  );
 
   for (const [kind, name, extra] of [
     ['configmap', 'app-config', ['-n', 'team-a']],
@@ -105,7 +115,10 @@ test('kubectl create -f, get, apply, label, annotate and delete configmaps, name
   assert.equal((await k(['label', 'cm', 'app-config', '-n', 'team-a', 'tier-'])).code, 0);
   assert.equal((await api.get(cmPath('team-a', 'app-config'))).metadata.labels?.tier, undefined);
   // kubectl checks label syntax itself, so an invalid label reaches the server only through a manifest.
-  const invalid = await k(['apply', '--validate=false', '-f', '-'], manifest('bonjour').replace('  name: app-config\n', '  name: app-config\n  labels:\n    tier: -bad-\n'));
+  const invalid = await k(
+    ['apply', '--validate=false', '-f', '-'],
+    manifest('bonjour').replace('  name: app-config\n', '  name: app-config\n  labels:\n    tier: -bad-\n'),
+  );
   assert.equal(invalid.code, 1);
   assert.match(invalid.stderr, /The ConfigMap "app-config" is invalid: metadata\.labels: Invalid value: "-bad-"/);
 
@@ -142,7 +155,12 @@ test('kubectl get cm -w prints the changes another kubectl makes, each once', as
   await rows.until((out) => /^before\s+1\s/m.test(out), 'the initial row');
 
   const other = (args: string[], input?: string) => kubectl(server.url, args, input === undefined ? {} : { input });
-  const cm = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'live', namespace: 'watched' }, data: { k: 'v' } });
+  const cm = JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'live', namespace: 'watched' },
+    data: { k: 'v' },
+  });
   assert.equal((await other(['create', '-f', '-'], cm)).code, 0);
   assert.equal((await other(['label', 'cm', 'live', '-n', 'watched', 'stage=one'])).code, 0);
   assert.equal((await other(['annotate', 'cm', 'live', '-n', 'watched', 'note=two'])).code, 0);
@@ -151,7 +169,11 @@ test('kubectl get cm -w prints the changes another kubectl makes, each once', as
   await events.until((out) => /^DELETED\s+live\s/m.test(out), 'the DELETED row of live');
   const eventLines = events.lines.filter((l) => /\slive\s/.test(l)).map((l) => l.split(/\s+/)[0]);
   assert.deepEqual(eventLines, ['ADDED', 'MODIFIED', 'MODIFIED', 'DELETED'], events.stdout);
-  assert.equal(events.lines.filter((l) => /\sbefore\s/.test(l)).length, 1, `the existing object is listed once:\n${events.stdout}`);
+  assert.equal(
+    events.lines.filter((l) => /\sbefore\s/.test(l)).length,
+    1,
+    `the existing object is listed once:\n${events.stdout}`,
+  );
 
   await rows.until((out) => out.split('\n').filter((l) => l.startsWith('live ')).length >= 4, 'four rows for live');
   assert.equal(rows.lines.filter((l) => l.startsWith('live ')).length, 4, rows.stdout);
@@ -162,7 +184,9 @@ test('kubectl get cm -w prints the changes another kubectl makes, each once', as
 // /openapi/v2 for 1.27; /openapi/v3 from 1.29; v2 discovery from 1.30; 1.33), each validating as it does by default.
 test('kubectl clients from 1.27 to 1.33 can create -f and get', async (t) => {
   if (skipWithoutKubectl(t)) return;
-  const versions = [27, 29, 31, 33].map((minor) => `/usr/lib/google-cloud-sdk/bin/kubectl.1.${minor}`).filter((path) => existsSync(path));
+  const versions = [27, 29, 31, 33]
+    .map((minor) => `/usr/lib/google-cloud-sdk/bin/kubectl.1.${minor}`)
+    .filter((path) => existsSync(path));
   if (versions.length === 0) {
     t.skip('no versioned kubectl binaries under /usr/lib/google-cloud-sdk/bin');
     return;
@@ -170,7 +194,12 @@ test('kubectl clients from 1.27 to 1.33 can create -f and get', async (t) => {
   const server = await serverFor(t);
   for (const binary of versions) {
     const name = `v-${binary.split('.').pop()}`;
-    const cm = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { k: 'v' } });
+    const cm = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: 'default' },
+      data: { k: 'v' },
+    });
     await t.test(binary, async () => {
       const created = await kubectl(server.url, ['create', '-f', '-'], { binary, input: cm });
       assert.equal(created.code, 0, created.stderr);

@@ -11,14 +11,20 @@ test('log store: instances per container, the current and previous kept, followe
   logs.write('u1', 'app', 1, 'one');
   logs.write('u1', 'side', 2, 'side one'); // no start: instance 0
   logs.write('u1', 'app', 3, 'two');
-  assert.deepEqual(logs.source('u1', 'app', 0).lines(), [{ at: 1, text: 'one' }, { at: 3, text: 'two' }]);
+  assert.deepEqual(logs.source('u1', 'app', 0).lines(), [
+    { at: 1, text: 'one' },
+    { at: 3, text: 'two' },
+  ]);
   assert.deepEqual(texts(logs.source('u1', 'side', 0).lines()), ['side one']);
 
   const seen: string[] = [];
   let ended = false;
   const follow = logs.source('u1', 'app', 0).follow;
   assert.ok(follow);
-  follow((l) => seen.push(l.text), () => (ended = true));
+  follow(
+    (l) => seen.push(l.text),
+    () => (ended = true),
+  );
   logs.write('u1', 'app', 4, 'three');
   logs.start('u1', 'app', 1); // a restart ends the open instance
   assert.deepEqual(seen, ['three']);

@@ -2,10 +2,24 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { deepEqual, type KubeObject } from '../src/api/types.js';
 import { VirtualClock, rfc3339 } from '../src/clock/clock.js';
-import { crashLoopDelayMs, goDuration, normalizeImage, runAction, type ActionContext, type ActionName } from '../src/kubelet/actions.js';
+import {
+  crashLoopDelayMs,
+  goDuration,
+  normalizeImage,
+  runAction,
+  type ActionContext,
+  type ActionName,
+} from '../src/kubelet/actions.js';
 import { runInContainer } from '../src/kubelet/exec-shell.js';
 import { resolveEnv, serviceEnv, type EnvSources } from '../src/kubelet/pod-env.js';
-import { defaultStages, evaluatePath, nextStage, parseStages, type Stage, type StageContext } from '../src/kubelet/stages.js';
+import {
+  defaultStages,
+  evaluatePath,
+  nextStage,
+  parseStages,
+  type Stage,
+  type StageContext,
+} from '../src/kubelet/stages.js';
 import { containerFs, volumeError } from '../src/kubelet/volumes.js';
 
 // The kubelet's lifecycle is data plus pure actions: these tests drive a pod through the default stages
@@ -14,24 +28,64 @@ const T0 = Date.UTC(2025, 0, 1);
 const S = 1000;
 type Obj = Record<string, unknown>;
 
-function pod(extra: { annotations?: Record<string, string>; spec?: Obj; labels?: Record<string, string> } = {}): KubeObject {
+function pod(
+  extra: { annotations?: Record<string, string>; spec?: Obj; labels?: Record<string, string> } = {},
+): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: 'web', namespace: 'default', uid: 'uid-1', resourceVersion: '1', labels: extra.labels ?? { app: 'web' }, annotations: extra.annotations ?? {} },
-    spec: { nodeName: 'node-1', restartPolicy: 'Always', containers: [{ name: 'app', image: 'nginx:1.27', env: [{ name: 'GREETING', value: 'hi $(NAME)' }, { name: 'NAME', value: 'web' }] }], ...(extra.spec ?? {}) },
-    status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: rfc3339(T0) }] },
+    metadata: {
+      name: 'web',
+      namespace: 'default',
+      uid: 'uid-1',
+      resourceVersion: '1',
+      labels: extra.labels ?? { app: 'web' },
+      annotations: extra.annotations ?? {},
+    },
+    spec: {
+      nodeName: 'node-1',
+      restartPolicy: 'Always',
+      containers: [
+        {
+          name: 'app',
+          image: 'nginx:1.27',
+          env: [
+            { name: 'GREETING', value: 'hi $(NAME)' },
+            { name: 'NAME', value: 'web' },
+          ],
+        },
+      ],
+      ...(extra.spec ?? {}),
+    },
+    status: {
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: rfc3339(T0) }],
+    },
   };
 }
 
 const sources = (configMaps: Record<string, Obj> = {}, secrets: Record<string, Obj> = {}): EnvSources => ({
-  configMap: (_ns, name) => (configMaps[name] ? ({ metadata: { name }, ...configMaps[name] } as KubeObject) : undefined),
+  configMap: (_ns, name) =>
+    configMaps[name] ? ({ metadata: { name }, ...configMaps[name] } as KubeObject) : undefined,
   secret: (_ns, name) => (secrets[name] ? ({ metadata: { name }, ...secrets[name] } as KubeObject) : undefined),
-  services: (ns) => (ns === 'default' ? [{ metadata: { name: 'kubernetes', namespace: 'default' }, spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP' }] } }] : []),
+  services: (ns) =>
+    ns === 'default'
+      ? [
+          {
+            metadata: { name: 'kubernetes', namespace: 'default' },
+            spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP' }] },
+          },
+        ]
+      : [],
   allocatable: { cpu: '4', memory: '16Gi' },
 });
 
-function context(now: number, p: KubeObject, settings: Record<string, string> = {}, envSources = sources()): ActionContext {
+function context(
+  now: number,
+  p: KubeObject,
+  settings: Record<string, string> = {},
+  envSources = sources(),
+): ActionContext {
   let ids = 0;
   return {
     now,
@@ -45,7 +99,13 @@ function context(now: number, p: KubeObject, settings: Record<string, string> = 
 }
 
 /** Applies the due stage at `now` (if any) and returns the next pod and what the stage did. */
-function step(stages: readonly Stage[], p: KubeObject, now: number, settings: Record<string, string> = {}, envSources = sources()) {
+function step(
+  stages: readonly Stage[],
+  p: KubeObject,
+  now: number,
+  settings: Record<string, string> = {},
+  envSources = sources(),
+) {
   const ctx: StageContext = { now, setting: (k) => p.metadata.annotations?.[k] ?? settings[k], firstSeen: () => now };
   const decision = nextStage(stages, p, ctx);
   if (!decision || decision.dueAt > now) return { pod: p, decision, applied: undefined };
@@ -54,17 +114,28 @@ function step(stages: readonly Stage[], p: KubeObject, now: number, settings: Re
   const annotations = { ...(p.metadata.annotations ?? {}) };
   for (const [k, v] of Object.entries(result.annotations ?? {})) if (v !== null) annotations[k] = v;
   const rv = String(Number(p.metadata.resourceVersion) + 1);
-  return { pod: { ...p, metadata: { ...p.metadata, annotations, resourceVersion: rv }, status: result.status ?? p.status }, decision, applied: { stage: decision.stage.name, result } };
+  return {
+    pod: { ...p, metadata: { ...p.metadata, annotations, resourceVersion: rv }, status: result.status ?? p.status },
+    decision,
+    applied: { stage: decision.stage.name, result },
+  };
 }
 
 /** Runs stages until none is due at `now`; returns the pod and the stages applied in order. */
-function settle(stages: readonly Stage[], p: KubeObject, now: number, settings: Record<string, string> = {}, envSources = sources()) {
+function settle(
+  stages: readonly Stage[],
+  p: KubeObject,
+  now: number,
+  settings: Record<string, string> = {},
+  envSources = sources(),
+) {
   const applied: string[] = [];
   for (let i = 0; i < 20; i++) {
     const s = step(stages, p, now, settings, envSources);
     if (!s.applied) return { pod: s.pod, applied, next: s.decision };
     applied.push(s.applied.stage);
-    const unchanged = deepEqual(s.pod.status, p.status) && deepEqual(s.pod.metadata.annotations, p.metadata.annotations);
+    const unchanged =
+      deepEqual(s.pod.status, p.status) && deepEqual(s.pod.metadata.annotations, p.metadata.annotations);
     p = s.pod;
     // A stage that changes nothing (Kill, a failed mount) is applied once, as the kubelet remembers.
     if (unchanged) return { pod: p, applied, next: undefined };
@@ -74,7 +145,8 @@ function settle(stages: readonly Stage[], p: KubeObject, now: number, settings: 
 
 const status = (p: KubeObject): Obj => p.status as Obj;
 const container = (p: KubeObject): Obj => (status(p).containerStatuses as Obj[])[0]!;
-const condition = (p: KubeObject, type: string): Obj | undefined => (status(p).conditions as Obj[]).find((c) => c.type === type);
+const condition = (p: KubeObject, type: string): Obj | undefined =>
+  (status(p).conditions as Obj[]).find((c) => c.type === type);
 
 describe('stage selectors and delays', () => {
   test('paths reach fields, any element, elements by field, and keys with dots', () => {
@@ -105,9 +177,17 @@ spec:
   delay: {fromAnnotation: example/fast, since: '.status.conditions[type=PodScheduled].lastTransitionTime'}
   next: {action: Accept}
 `);
-    const ctx = (p: KubeObject): StageContext => ({ now: T0, setting: (k) => p.metadata.annotations?.[k], firstSeen: () => T0 });
+    const ctx = (p: KubeObject): StageContext => ({
+      now: T0,
+      setting: (k) => p.metadata.annotations?.[k],
+      firstSeen: () => T0,
+    });
     const plain = pod();
-    assert.equal(nextStage(stages, plain, ctx(plain))?.stage.name, 'slow', 'no example/fast setting: only slow applies');
+    assert.equal(
+      nextStage(stages, plain, ctx(plain))?.stage.name,
+      'slow',
+      'no example/fast setting: only slow applies',
+    );
     const hurried = pod({ annotations: { 'example/fast': '2s' } });
     assert.deepEqual(nextStage(stages, hurried, ctx(hurried)), { stage: stages[1], dueAt: T0 + 2 * S });
     const lazy = pod({ annotations: { 'example/fast': '1m' } });
@@ -115,17 +195,33 @@ spec:
   });
 
   test('stage files are checked: unknown actions, operators, missing names', () => {
-    const doc = (spec: string): string => `apiVersion: kube-sim.dev/v1alpha1\nkind: Stage\nmetadata: {name: x}\nspec:\n${spec}`;
+    const doc = (spec: string): string =>
+      `apiVersion: kube-sim.dev/v1alpha1\nkind: Stage\nmetadata: {name: x}\nspec:\n${spec}`;
     assert.throws(() => parseStages(doc('  next: {action: Explode}')), /next.action must be one of Accept, Start/);
-    assert.throws(() => parseStages(doc('  selector: {matchExpressions: [{key: .a, operator: Has}]}')), /operator must be In, NotIn, Exists or DoesNotExist/);
-    assert.throws(() => parseStages(doc('  selector: {matchExpressions: [{key: a.b, operator: Exists}]}')), /invalid path "a.b"/);
-    assert.throws(() => parseStages('apiVersion: kube-sim.dev/v1alpha1\nkind: Stage\nspec: {}'), /metadata.name is required/);
+    assert.throws(
+      () => parseStages(doc('  selector: {matchExpressions: [{key: .a, operator: Has}]}')),
+      /operator must be In, NotIn, Exists or DoesNotExist/,
+    );
+    assert.throws(
+      () => parseStages(doc('  selector: {matchExpressions: [{key: a.b, operator: Exists}]}')),
+      /invalid path "a.b"/,
+    );
+    assert.throws(
+      () => parseStages('apiVersion: kube-sim.dev/v1alpha1\nkind: Stage\nspec: {}'),
+      /metadata.name is required/,
+    );
     assert.throws(() => parseStages(''), /no stages found/);
   });
 
   test('CrashLoopBackOff waits 0, then 10 s doubling to 5 min', () => {
-    assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 9].map(crashLoopDelayMs), [0, 10, 20, 40, 80, 160, 300, 300].map((s) => s * S));
-    assert.deepEqual([10, 80, 160, 300].map((s) => goDuration(s * S)), ['10s', '1m20s', '2m40s', '5m0s']);
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5, 6, 9].map(crashLoopDelayMs),
+      [0, 10, 20, 40, 80, 160, 300, 300].map((s) => s * S),
+    );
+    assert.deepEqual(
+      [10, 80, 160, 300].map((s) => goDuration(s * S)),
+      ['10s', '1m20s', '2m40s', '5m0s'],
+    );
   });
 });
 
@@ -141,7 +237,10 @@ describe('the default lifecycle', () => {
     assert.equal(status(p).startTime, rfc3339(T0));
     assert.equal(container(p).ready, true);
     assert.equal(container(p).image, 'docker.io/library/nginx:1.27');
-    assert.deepEqual((status(p).conditions as Obj[]).map((c) => `${String(c.type)}=${String(c.status)}`), ['PodReadyToStartContainers=True', 'Initialized=True', 'Ready=True', 'ContainersReady=True', 'PodScheduled=True']);
+    assert.deepEqual(
+      (status(p).conditions as Obj[]).map((c) => `${String(c.type)}=${String(c.status)}`),
+      ['PodReadyToStartContainers=True', 'Initialized=True', 'Ready=True', 'ContainersReady=True', 'PodScheduled=True'],
+    );
     const env = JSON.parse(p.metadata.annotations!['kube-sim.dev/env-app']!) as Record<string, string>;
     assert.equal(env.GREETING, 'hi $(NAME)', '$(NAME) is defined after GREETING, so it stays as written');
     assert.equal(env.NAME, 'web');
@@ -153,7 +252,12 @@ describe('the default lifecycle', () => {
     const p0 = pod({ annotations: { 'kube-sim.dev/startup-delay': '3s' } });
     let r = settle(stages, p0, T0, { 'kube-sim.dev/ready-delay': '5s' });
     assert.deepEqual(r.applied, ['pod-accept']);
-    assert.equal(container(r.pod).state && (container(r.pod).state as Obj).waiting && ((container(r.pod).state as Obj).waiting as Obj).reason, 'ContainerCreating');
+    assert.equal(
+      container(r.pod).state &&
+        (container(r.pod).state as Obj).waiting &&
+        ((container(r.pod).state as Obj).waiting as Obj).reason,
+      'ContainerCreating',
+    );
     assert.equal(r.next?.dueAt, T0 + 3 * S);
     r = settle(stages, r.pod, T0 + 3 * S, { 'kube-sim.dev/ready-delay': '5s' });
     assert.deepEqual(r.applied, ['pod-start']);
@@ -172,21 +276,35 @@ describe('the default lifecycle', () => {
       const r = settle(stages, p, now, settings);
       const before = Number(container(p).restartCount);
       p = r.pod;
-      if (Number(container(p).restartCount) > before) restartsAt.push([Number(container(p).restartCount), (now - T0) / S]);
+      if (Number(container(p).restartCount) > before)
+        restartsAt.push([Number(container(p).restartCount), (now - T0) / S]);
       if (!r.next) break;
       now = r.next.dueAt;
     }
     // Runs of 5 s; restart 1 at once, then waits of 10, 20, 40, 80 s after each exit.
-    assert.deepEqual(restartsAt, [[1, 5], [2, 20], [3, 45], [4, 90], [5, 175]]);
+    assert.deepEqual(restartsAt, [
+      [1, 5],
+      [2, 20],
+      [3, 45],
+      [4, 90],
+      [5, 175],
+    ]);
     const r = settle(stages, p, now + 5 * S, settings);
     assert.equal(((container(r.pod).state as Obj).waiting as Obj).reason, 'CrashLoopBackOff');
-    assert.match(String(((container(r.pod).state as Obj).waiting as Obj).message), /^back-off 2m40s restarting failed container=app pod=web_default\(uid-1\)$/);
+    assert.match(
+      String(((container(r.pod).state as Obj).waiting as Obj).message),
+      /^back-off 2m40s restarting failed container=app pod=web_default\(uid-1\)$/,
+    );
     assert.equal(((container(r.pod).lastState as Obj).terminated as Obj).exitCode, 1);
     assert.ok(r.applied.includes('container-backoff'));
   });
 
   test('restartPolicy Never ends Succeeded or Failed; OnFailure restarts only on failure', () => {
-    for (const [policy, code, phase, reason] of [['Never', '0', 'Succeeded', 'Completed'], ['Never', '3', 'Failed', 'Error'], ['OnFailure', '0', 'Succeeded', 'Completed']] as const) {
+    for (const [policy, code, phase, reason] of [
+      ['Never', '0', 'Succeeded', 'Completed'],
+      ['Never', '3', 'Failed', 'Error'],
+      ['OnFailure', '0', 'Succeeded', 'Completed'],
+    ] as const) {
       const settings = { 'kube-sim.dev/duration': '30s', 'kube-sim.dev/exit-code': code };
       let r = settle(stages, pod({ spec: { restartPolicy: policy } }), T0, settings);
       assert.equal(r.next?.dueAt, T0 + 30 * S);
@@ -196,12 +314,30 @@ describe('the default lifecycle', () => {
       assert.equal(condition(r.pod, 'Ready')?.reason, 'PodCompleted');
       assert.equal(r.next, undefined, 'a terminal pod has no further stage');
     }
-    const r = settle(stages, settle(stages, pod({ spec: { restartPolicy: 'OnFailure' } }), T0, { 'kube-sim.dev/duration': '1s', 'kube-sim.dev/exit-code': '2' }).pod, T0 + S, { 'kube-sim.dev/duration': '1s', 'kube-sim.dev/exit-code': '2' });
+    const r = settle(
+      stages,
+      settle(stages, pod({ spec: { restartPolicy: 'OnFailure' } }), T0, {
+        'kube-sim.dev/duration': '1s',
+        'kube-sim.dev/exit-code': '2',
+      }).pod,
+      T0 + S,
+      { 'kube-sim.dev/duration': '1s', 'kube-sim.dev/exit-code': '2' },
+    );
     assert.equal(container(r.pod).restartCount, 1);
   });
 
   test('a missing ConfigMap key leaves the container in CreateContainerConfigError until it appears', () => {
-    const p0 = pod({ spec: { containers: [{ name: 'app', image: 'x', env: [{ name: 'MESSAGE', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'message' } } }] }] } });
+    const p0 = pod({
+      spec: {
+        containers: [
+          {
+            name: 'app',
+            image: 'x',
+            env: [{ name: 'MESSAGE', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'message' } } }],
+          },
+        ],
+      },
+    });
     let r = settle(stages, p0, T0);
     assert.equal(((container(r.pod).state as Obj).waiting as Obj).reason, 'CreateContainerConfigError');
     assert.equal(((container(r.pod).state as Obj).waiting as Obj).message, 'configmap "cfg" not found');
@@ -209,7 +345,10 @@ describe('the default lifecycle', () => {
     const events = step(stages, r.pod, T0).applied?.result.events.map((e) => `${e.reason}: ${e.message}`);
     assert.ok(events?.includes('Failed: Error: configmap "cfg" not found'), String(events));
     r = settle(stages, r.pod, T0, {}, sources({ cfg: { data: { other: 'x' } } }));
-    assert.equal(((container(r.pod).state as Obj).waiting as Obj).message, "couldn't find key message in ConfigMap default/cfg");
+    assert.equal(
+      ((container(r.pod).state as Obj).waiting as Obj).message,
+      "couldn't find key message in ConfigMap default/cfg",
+    );
     r = settle(stages, r.pod, T0 + S, {}, sources({ cfg: { data: { message: 'hello' } } }));
     assert.equal(status(r.pod).phase, 'Running');
     assert.equal(JSON.parse(r.pod.metadata.annotations!['kube-sim.dev/env-app']!).MESSAGE, 'hello');
@@ -220,7 +359,10 @@ describe('the default lifecycle', () => {
     p = { ...p, metadata: { ...p.metadata, deletionTimestamp: rfc3339(T0 + 40 * S), deletionGracePeriodSeconds: 30 } };
     const kill = step(stages, p, T0 + 10 * S);
     assert.equal(kill.applied?.stage, 'pod-kill');
-    assert.deepEqual(kill.applied?.result.events.map((e) => [e.reason, e.message, e.fieldPath]), [['Killing', 'Stopping container app', 'spec.containers{app}']]);
+    assert.deepEqual(
+      kill.applied?.result.events.map((e) => [e.reason, e.message, e.fieldPath]),
+      [['Killing', 'Stopping container app', 'spec.containers{app}']],
+    );
     assert.equal(kill.applied?.result.status, undefined, 'SIGTERM changes no status');
     const stages2 = stages.filter((s) => s.name !== 'pod-kill'); // the kubelet remembers it applied Kill
     const next = nextStage(stages2, p, { now: T0 + 10 * S, setting: () => undefined, firstSeen: () => T0 });
@@ -241,25 +383,34 @@ describe('environment, volumes and the exec shell', () => {
   test('service links, envFrom with prefix, secrets, downward API', () => {
     const p = pod({
       spec: {
-        containers: [{
-          name: 'app',
-          image: 'x',
-          resources: { limits: { memory: '64Mi' } },
-          envFrom: [{ configMapRef: { name: 'cfg' }, prefix: 'CFG_' }],
-          env: [
-            { name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'db', key: 'password' } } },
-            { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
-            { name: 'APP', valueFrom: { fieldRef: { fieldPath: "metadata.labels['app']" } } },
-            { name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
-            { name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
-            { name: 'URL', value: 'http://$(POD_IP):80' },
-            { name: 'OPT', valueFrom: { configMapKeyRef: { name: 'absent', key: 'k', optional: true } } },
-          ],
-        }],
+        containers: [
+          {
+            name: 'app',
+            image: 'x',
+            resources: { limits: { memory: '64Mi' } },
+            envFrom: [{ configMapRef: { name: 'cfg' }, prefix: 'CFG_' }],
+            env: [
+              { name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'db', key: 'password' } } },
+              { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+              { name: 'APP', valueFrom: { fieldRef: { fieldPath: "metadata.labels['app']" } } },
+              { name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+              { name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
+              { name: 'URL', value: 'http://$(POD_IP):80' },
+              { name: 'OPT', valueFrom: { configMapKeyRef: { name: 'absent', key: 'k', optional: true } } },
+            ],
+          },
+        ],
       },
     });
     (p.status as Obj).podIP = '10.244.0.9';
-    const r = resolveEnv(p, (p.spec as { containers: Obj[] }).containers[0]!, sources({ cfg: { data: { mode: 'fast' } } }, { db: { data: { password: Buffer.from('s3cret').toString('base64') } } }));
+    const r = resolveEnv(
+      p,
+      (p.spec as { containers: Obj[] }).containers[0]!,
+      sources(
+        { cfg: { data: { mode: 'fast' } } },
+        { db: { data: { password: Buffer.from('s3cret').toString('base64') } } },
+      ),
+    );
     assert.ok('env' in r);
     const env = new Map(r.env);
     assert.equal(env.get('CFG_mode'), 'fast');
@@ -270,16 +421,22 @@ describe('environment, volumes and the exec shell', () => {
     assert.equal(env.get('CPU'), '4', 'no cpu limit: the node allocatable');
     assert.equal(env.get('URL'), 'http://10.244.0.9:80');
     assert.equal(env.has('OPT'), false);
-    assert.deepEqual(serviceEnv({ metadata: { name: 'my-svc' }, spec: { clusterIP: '10.96.1.2', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] } }), [
-      ['MY_SVC_SERVICE_HOST', '10.96.1.2'],
-      ['MY_SVC_SERVICE_PORT', '80'],
-      ['MY_SVC_SERVICE_PORT_HTTP', '80'],
-      ['MY_SVC_PORT', 'tcp://10.96.1.2:80'],
-      ['MY_SVC_PORT_80_TCP', 'tcp://10.96.1.2:80'],
-      ['MY_SVC_PORT_80_TCP_PROTO', 'tcp'],
-      ['MY_SVC_PORT_80_TCP_PORT', '80'],
-      ['MY_SVC_PORT_80_TCP_ADDR', '10.96.1.2'],
-    ]);
+    assert.deepEqual(
+      serviceEnv({
+        metadata: { name: 'my-svc' },
+        spec: { clusterIP: '10.96.1.2', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] },
+      }),
+      [
+        ['MY_SVC_SERVICE_HOST', '10.96.1.2'],
+        ['MY_SVC_SERVICE_PORT', '80'],
+        ['MY_SVC_SERVICE_PORT_HTTP', '80'],
+        ['MY_SVC_PORT', 'tcp://10.96.1.2:80'],
+        ['MY_SVC_PORT_80_TCP', 'tcp://10.96.1.2:80'],
+        ['MY_SVC_PORT_80_TCP_PROTO', 'tcp'],
+        ['MY_SVC_PORT_80_TCP_PORT', '80'],
+        ['MY_SVC_PORT_80_TCP_ADDR', '10.96.1.2'],
+      ],
+    );
     assert.equal(normalizeImage('registry.k8s.io/pause:3.9'), 'registry.k8s.io/pause:3.9');
     assert.equal(normalizeImage('bitnami/redis'), 'docker.io/bitnami/redis:latest');
   });
@@ -287,21 +444,44 @@ describe('environment, volumes and the exec shell', () => {
   test('exec: printenv, cat of mounted ConfigMap/Secret files, ls, sh -c with && and pipes, exit codes', async () => {
     const p = pod({
       spec: {
-        containers: [{ name: 'app', image: 'x', volumeMounts: [{ name: 'cfg', mountPath: '/etc/config' }, { name: 'creds', mountPath: '/etc/creds/user', subPath: 'user' }] }],
-        volumes: [{ name: 'cfg', configMap: { name: 'cfg' } }, { name: 'creds', secret: { secretName: 'creds' } }],
+        containers: [
+          {
+            name: 'app',
+            image: 'x',
+            volumeMounts: [
+              { name: 'cfg', mountPath: '/etc/config' },
+              { name: 'creds', mountPath: '/etc/creds/user', subPath: 'user' },
+            ],
+          },
+        ],
+        volumes: [
+          { name: 'cfg', configMap: { name: 'cfg' } },
+          { name: 'creds', secret: { secretName: 'creds' } },
+        ],
       },
     });
-    const src = sources({ cfg: { data: { 'app.conf': 'mode=fast\n', motd: 'hello' } } }, { creds: { data: { user: Buffer.from('admin').toString('base64') } } });
+    const src = sources(
+      { cfg: { data: { 'app.conf': 'mode=fast\n', motd: 'hello' } } },
+      { creds: { data: { user: Buffer.from('admin').toString('base64') } } },
+    );
     const fs = containerFs(p, (p.spec as { containers: Obj[] }).containers[0]!, src);
     const clock = new VirtualClock(T0);
     const run = async (argv: string[], stdin?: string): Promise<{ code: number; out: string; err: string }> => {
       let out = '';
       let err = '';
       const code = await runInContainer(argv, {
-        env: new Map([['MESSAGE', 'Hello'], ['HOSTNAME', 'web']]),
+        env: new Map([
+          ['MESSAGE', 'Hello'],
+          ['HOSTNAME', 'web'],
+        ]),
         fs,
         clock,
-        io: { stdout: (t) => (out += t), stderr: (t) => (err += t), readStdin: stdin === undefined ? undefined : async () => stdin, closed: new Promise(() => undefined) },
+        io: {
+          stdout: (t) => (out += t),
+          stderr: (t) => (err += t),
+          readStdin: stdin === undefined ? undefined : async () => stdin,
+          closed: new Promise(() => undefined),
+        },
       });
       return { code, out, err };
     };
@@ -309,16 +489,35 @@ describe('environment, volumes and the exec shell', () => {
     assert.deepEqual(await run(['printenv', 'NOPE']), { code: 1, out: '', err: '' });
     assert.deepEqual(await run(['cat', '/etc/config/app.conf']), { code: 0, out: 'mode=fast\n', err: '' });
     assert.deepEqual(await run(['cat', '/etc/creds/user']), { code: 0, out: 'admin', err: '' });
-    assert.deepEqual(await run(['cat', '/etc/nope']), { code: 1, out: '', err: 'cat: /etc/nope: No such file or directory\n' });
+    assert.deepEqual(await run(['cat', '/etc/nope']), {
+      code: 1,
+      out: '',
+      err: 'cat: /etc/nope: No such file or directory\n',
+    });
     assert.deepEqual(await run(['ls', '/etc/config']), { code: 0, out: 'app.conf\nmotd\n', err: '' });
     assert.deepEqual(await run(['hostname']), { code: 0, out: 'web\n', err: '' });
-    assert.deepEqual(await run(['sh', '-c', 'echo "$MESSAGE, ${HOSTNAME}" && false || echo fallback; printenv | grep -c MESSAGE; exit 4']), { code: 4, out: 'Hello, web\nfallback\nMESSAGE=Hello\n', err: '' });
-    assert.deepEqual(await run(['frobnicate', '--now']), { code: 127, out: '', err: 'frobnicate: command not found\n' });
+    assert.deepEqual(
+      await run([
+        'sh',
+        '-c',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script, expanded by the exec shell
+        'echo "$MESSAGE, ${HOSTNAME}" && false || echo fallback; printenv | grep -c MESSAGE; exit 4',
+      ]),
+      { code: 4, out: 'Hello, web\nfallback\nMESSAGE=Hello\n', err: '' },
+    );
+    assert.deepEqual(await run(['frobnicate', '--now']), {
+      code: 127,
+      out: '',
+      err: 'frobnicate: command not found\n',
+    });
     assert.deepEqual(await run(['cat'], 'from stdin'), { code: 0, out: 'from stdin', err: '' });
     assert.equal((await run(['sh'], 'echo one\necho two | wc -l\n')).out, 'one\n1\n');
     // sleep waits on the cluster clock.
     let done = false;
-    const sleeping = run(['sleep', '30']).then((r) => (done = true, r));
+    const sleeping = run(['sleep', '30']).then((r) => {
+      done = true;
+      return r;
+    });
     await clock.advance(29 * S);
     assert.equal(done, false);
     await clock.advance(S);
@@ -326,10 +525,15 @@ describe('environment, volumes and the exec shell', () => {
   });
 
   test('a missing ConfigMap volume is a FailedMount, and the pod waits in ContainerCreating', () => {
-    const p = pod({ spec: { containers: [{ name: 'app', image: 'x' }], volumes: [{ name: 'cfg', configMap: { name: 'cfg' } }] } });
+    const p = pod({
+      spec: { containers: [{ name: 'app', image: 'x' }], volumes: [{ name: 'cfg', configMap: { name: 'cfg' } }] },
+    });
     const r = settle(defaultStages(), p, T0);
     assert.deepEqual(r.applied, ['pod-accept', 'pod-start']);
     assert.equal(((container(r.pod).state as Obj).waiting as Obj).reason, 'ContainerCreating');
-    assert.deepEqual(step(defaultStages(), r.pod, T0).applied?.result.events.map((e) => e.message), ['MountVolume.SetUp failed for volume "cfg" : configmap "cfg" not found']);
+    assert.deepEqual(
+      step(defaultStages(), r.pod, T0).applied?.result.events.map((e) => e.message),
+      ['MountVolume.SetUp failed for volume "cfg" : configmap "cfg" not found'],
+    );
   });
 });

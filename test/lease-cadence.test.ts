@@ -5,7 +5,8 @@ import { LEASE_RENEW_MS, nextBeatDue } from '../src/kubelet/fleet.js';
 test('kubelets registered together renew their Leases spread over the 10 s period, not in one burst', () => {
   const now = 1_000_000;
   const offsets = Array.from({ length: 5000 }, (_, i) => nextBeatDue(`node-${i + 1}`, undefined, now) - now);
-  for (const offset of offsets) assert.ok(offset > 0 && offset <= LEASE_RENEW_MS, `first beat within one period: ${offset}`);
+  for (const offset of offsets)
+    assert.ok(offset > 0 && offset <= LEASE_RENEW_MS, `first beat within one period: ${offset}`);
   // Ten 1-second buckets of 500 expected each: none far off.
   const buckets = new Array(10).fill(0) as number[];
   for (const offset of offsets) buckets[Math.min(9, Math.floor(offset / 1000))]!++;

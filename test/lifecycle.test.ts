@@ -22,7 +22,10 @@ test('--data keeps objects and the resourceVersion counter across a restart', as
   let api = new Api(first.url);
   await api.namespace('keep');
   const kept = await api.create(cmPath('keep'), configMap('kept', { k: 'v' }, { app: 'kept' }));
-  const secret = await api.create('/api/v1/namespaces/keep/secrets', { metadata: { name: 'token' }, stringData: { t: 's3cret' } });
+  const secret = await api.create('/api/v1/namespaces/keep/secrets', {
+    metadata: { name: 'token' },
+    stringData: { t: 's3cret' },
+  });
   await api.create(cmPath('keep'), configMap('doomed'));
   await api.mergePatch(cmPath('keep', 'kept'), { metadata: { annotations: { touched: 'yes' } } });
   await api.delete(cmPath('keep', 'doomed'));
@@ -38,18 +41,29 @@ test('--data keeps objects and the resourceVersion counter across a restart', as
   const second = await startServer(['--data', data]);
   servers.push(second);
   api = new Api(second.url);
-  assert.deepEqual(await api.get(cmPath('keep', 'kept')), before, 'the object comes back as it was: uid, timestamps, resourceVersion');
+  assert.deepEqual(
+    await api.get(cmPath('keep', 'kept')),
+    before,
+    'the object comes back as it was: uid, timestamps, resourceVersion',
+  );
   const token = await api.get('/api/v1/namespaces/keep/secrets/token');
   assert.equal(token.metadata.uid, secret.metadata.uid);
   assert.equal(Buffer.from((token.data as Record<string, string>).t!, 'base64').toString(), 's3cret');
   assert.equal((await api.request(cmPath('keep', 'doomed'))).status, 404, 'a deletion is kept too');
   assert.equal(before.metadata.uid, kept.metadata.uid);
-  assert.deepEqual((await api.list('/api/v1/namespaces')).items.map((n) => n.metadata.name).sort(), namespaces, 'no namespace created twice');
+  assert.deepEqual(
+    (await api.list('/api/v1/namespaces')).items.map((n) => n.metadata.name).sort(),
+    namespaces,
+    'no namespace created twice',
+  );
 
   const listed = Number((await api.list(cmPath('keep'))).metadata.resourceVersion);
   assert.ok(listed >= revision, `the counter continues: list resourceVersion ${listed} ≥ ${revision}`);
   const fresh = await api.create(cmPath('keep'), configMap('after-restart'));
-  assert.ok(Number(fresh.metadata.resourceVersion) > revision, `new writes get higher resourceVersions (${fresh.metadata.resourceVersion} > ${revision})`);
+  assert.ok(
+    Number(fresh.metadata.resourceVersion) > revision,
+    `new writes get higher resourceVersions (${fresh.metadata.resourceVersion} > ${revision})`,
+  );
   const updated = await api.mergePatch(cmPath('keep', 'kept'), { data: { k: 'w' } });
   assert.ok(Number(updated.metadata.resourceVersion) > Number(fresh.metadata.resourceVersion));
 
@@ -75,7 +89,11 @@ test('SIGTERM ends open HTTP and WebSocket watches and exits promptly', async (t
   await overWs.count(1);
   const started = Date.now();
   const result = await server.stop();
-  assert.deepEqual(result, { code: 0, signal: null, forced: false }, `the server must exit by itself (took ${Date.now() - started} ms)`);
+  assert.deepEqual(
+    result,
+    { code: 0, signal: null, forced: false },
+    `the server must exit by itself (took ${Date.now() - started} ms)`,
+  );
   await overHttp.done;
   await overWs.done;
 });

@@ -29,7 +29,11 @@ describe('a long list is streamed without holding up the server', () => {
     for (const ns of ['big', 'other']) cluster.api.create(namespaces, undefined, { metadata: { name: ns } });
     // ~1 KB each, 20 MB in all: far more than the loopback socket buffers hold, so a reader that stops reading
     // leaves the server with most of the list still to send.
-    for (let i = 0; i < ITEMS; i++) cluster.api.create(configmaps, 'big', { metadata: { name: `cm-${i}` }, data: { text: `${i} ✓ ${'x'.repeat(1000)}` } });
+    for (let i = 0; i < ITEMS; i++)
+      cluster.api.create(configmaps, 'big', {
+        metadata: { name: `cm-${i}` },
+        data: { text: `${i} ✓ ${'x'.repeat(1000)}` },
+      });
     app = buildServer(cluster);
     app.addHook('onResponse', (request, _reply, done) => {
       finished.push(request.url);
@@ -58,7 +62,12 @@ describe('a long list is streamed without holding up the server', () => {
     after(() => response.destroy());
     assert.equal(response.statusCode, 200);
     // Read one piece, then stop reading: the server's socket fills and the list waits for it to drain.
-    await new Promise<void>((resolve) => response.once('data', (chunk: Buffer) => (chunks.push(chunk), resolve())));
+    await new Promise<void>((resolve) =>
+      response.once('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        resolve();
+      }),
+    );
     response.pause();
 
     const health = await fetch(`${base}/healthz`);
@@ -67,8 +76,14 @@ describe('a long list is streamed without holding up the server', () => {
     // A write in the middle of the list: its watch event goes out at once, and the list does not show it.
     cluster.api.create(configmaps, 'other', { metadata: { name: 'during-the-list' } });
     cluster.api.create(configmaps, 'big', { metadata: { name: 'cm-after-the-snapshot' } });
-    await watch.until((events) => events.some((e) => e.type === 'ADDED' && e.object.metadata?.name === 'during-the-list'), 'the ADDED event of during-the-list');
-    assert.ok(!finished.includes(listPath), 'the list response had already been sent whole: the test did not catch it mid-stream');
+    await watch.until(
+      (events) => events.some((e) => e.type === 'ADDED' && e.object.metadata?.name === 'during-the-list'),
+      'the ADDED event of during-the-list',
+    );
+    assert.ok(
+      !finished.includes(listPath),
+      'the list response had already been sent whole: the test did not catch it mid-stream',
+    );
     watch.close();
 
     response.on('data', (chunk: Buffer) => chunks.push(chunk)).resume();
@@ -87,7 +102,13 @@ describe('a long list is streamed without holding up the server', () => {
     const body = await res.text();
     const list = cluster.api.list(configmaps, 'big', {});
     // Same clock (virtual, not advanced), same objects: the streamed rows must be JSON.stringify(tableOf(...)).
-    const table = tableOf(cluster.kind('', 'v1', 'configmaps'), list.items, cluster.clock.now(), 'Metadata', list.metadata);
+    const table = tableOf(
+      cluster.kind('', 'v1', 'configmaps'),
+      list.items,
+      cluster.clock.now(),
+      'Metadata',
+      list.metadata,
+    );
     assert.equal(body, JSON.stringify(table));
   });
 
@@ -113,7 +134,15 @@ describe('ListStream', () => {
 
   test('makes each piece in a turn of the event loop of its own, even for a reader that never waits', async () => {
     let serialised = 0;
-    const body = arrayBody('[', items, (item) => (serialised++, JSON.stringify(item)), ']');
+    const body = arrayBody(
+      '[',
+      items,
+      (item) => {
+        serialised++;
+        return JSON.stringify(item);
+      },
+      ']',
+    );
     assert.ok(body instanceof Readable);
     let turns = 0;
     let ticking = true;
@@ -134,11 +163,22 @@ describe('ListStream', () => {
 
   test('destroyed after its first piece, it serialises nothing more', async () => {
     let serialised = 0;
-    const body = arrayBody('[', items, (item) => (serialised++, JSON.stringify(item)), ']') as Readable;
+    const body = arrayBody(
+      '[',
+      items,
+      (item) => {
+        serialised++;
+        return JSON.stringify(item);
+      },
+      ']',
+    ) as Readable;
     await new Promise<void>((resolve) => body.once('data', () => resolve()));
     body.destroy();
     const atDestroy = serialised;
-    assert.ok(atDestroy < items.length / 2, `${atDestroy} of ${items.length} serialised before the first piece was read`);
+    assert.ok(
+      atDestroy < items.length / 2,
+      `${atDestroy} of ${items.length} serialised before the first piece was read`,
+    );
     for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.equal(serialised, atDestroy);
   });

@@ -20,7 +20,8 @@ function deployment(name: string, replicas = 1): Obj {
   };
 }
 
-const deployPath = (name?: string, sub?: string): string => `/apis/apps/v1/namespaces/meta/deployments${name ? `/${name}` : ''}${sub ? `/${sub}` : ''}`;
+const deployPath = (name?: string, sub?: string): string =>
+  `/apis/apps/v1/namespaces/meta/deployments${name ? `/${name}` : ''}${sub ? `/${sub}` : ''}`;
 
 describe('metadata the server owns, and write semantics', () => {
   let server: SimServer;
@@ -33,7 +34,10 @@ describe('metadata the server owns, and write semantics', () => {
   });
 
   test('uid, creationTimestamp and resourceVersion are set by the server, whatever the client sends', async () => {
-    const sent = { ...configMap('owned', { k: 'v' }), metadata: { name: 'owned', uid: 'client-uid', creationTimestamp: '2001-01-01T00:00:00Z', generation: 7 } };
+    const sent = {
+      ...configMap('owned', { k: 'v' }),
+      metadata: { name: 'owned', uid: 'client-uid', creationTimestamp: '2001-01-01T00:00:00Z', generation: 7 },
+    };
     const started = Date.now();
     const obj = await api.create(cmPath('meta'), sent);
     assert.match(obj.metadata.uid!, UUID);
@@ -46,10 +50,17 @@ describe('metadata the server owns, and write semantics', () => {
     assert.deepEqual(await api.get(cmPath('meta', 'owned')), obj, 'GET returns what create returned');
 
     // An update may not move them: creationTimestamp is kept, a different uid is a failed precondition.
-    const moved = await api.put(cmPath('meta', 'owned'), { ...obj, metadata: { ...obj.metadata, creationTimestamp: '2001-01-01T00:00:00Z' }, data: { k: 'w' } });
+    const moved = await api.put(cmPath('meta', 'owned'), {
+      ...obj,
+      metadata: { ...obj.metadata, creationTimestamp: '2001-01-01T00:00:00Z' },
+      data: { k: 'w' },
+    });
     assert.equal(moved.metadata.creationTimestamp, obj.metadata.creationTimestamp);
     assert.equal(moved.metadata.uid, obj.metadata.uid);
-    const otherUid = await api.request(cmPath('meta', 'owned'), { method: 'PUT', body: { ...moved, metadata: { ...moved.metadata, uid: '11111111-1111-4111-8111-111111111111' } } });
+    const otherUid = await api.request(cmPath('meta', 'owned'), {
+      method: 'PUT',
+      body: { ...moved, metadata: { ...moved.metadata, uid: '11111111-1111-4111-8111-111111111111' } },
+    });
     assertStatus(otherUid, 409, 'Conflict');
   });
 
@@ -63,7 +74,8 @@ describe('metadata the server owns, and write semantics', () => {
     push(await api.create(deployPath(), deployment('rv-5')));
     push(await api.mergePatch(cmPath('meta', 'rv-1'), { data: { a: 'b' } }));
     push(await api.mergePatch('/api/v1/namespaces/meta/secrets/rv-2', { metadata: { labels: { a: 'b' } } }));
-    for (let i = 1; i < versions.length; i++) assert.ok(versions[i]! > versions[i - 1]!, `resourceVersions must increase: ${versions.join(', ')}`);
+    for (let i = 1; i < versions.length; i++)
+      assert.ok(versions[i]! > versions[i - 1]!, `resourceVersions must increase: ${versions.join(', ')}`);
     const listRv = Number((await api.list('/api/v1/namespaces/meta/secrets')).metadata.resourceVersion);
     assert.ok(listRv >= versions.at(-1)!, 'a list carries the current (global) revision');
   });
@@ -89,7 +101,10 @@ describe('metadata the server owns, and write semantics', () => {
 
     const scaled = await retryOnConflict(async () => {
       const current = await api.get(deployPath('gen'));
-      return api.request<Obj>(deployPath('gen'), { method: 'PUT', body: { ...current, spec: { ...(current.spec as object), replicas: 3 } } });
+      return api.request<Obj>(deployPath('gen'), {
+        method: 'PUT',
+        body: { ...current, spec: { ...(current.spec as object), replicas: 3 } },
+      });
     });
     assert.equal(scaled.status, 200, scaled.text);
     assert.equal(scaled.body.metadata.generation, 2, 'spec change');
@@ -128,12 +143,20 @@ describe('metadata the server owns, and write semantics', () => {
       const current = await api.get(deployPath('sub'));
       return api.request<Obj>(deployPath('sub'), {
         method: 'PUT',
-        body: { ...current, spec: { ...(current.spec as object), replicas: 4 }, status: { replicas: 99, observedGeneration: 42 } },
+        body: {
+          ...current,
+          spec: { ...(current.spec as object), replicas: 4 },
+          status: { replicas: 99, observedGeneration: 42 },
+        },
       });
     });
     assert.equal(main.status, 200, main.text);
     assert.equal((main.body.spec as { replicas: number }).replicas, 4);
-    assert.notEqual((main.body.status as { replicas?: number } | undefined)?.replicas, 99, 'status from a main-resource PUT is ignored');
+    assert.notEqual(
+      (main.body.status as { replicas?: number } | undefined)?.replicas,
+      99,
+      'status from a main-resource PUT is ignored',
+    );
 
     // /status: the status lands, the spec change in the same body is dropped, generation stays.
     const before = await api.get(deployPath('sub'));
@@ -141,7 +164,12 @@ describe('metadata the server owns, and write semantics', () => {
       const current = await api.get(deployPath('sub'));
       return api.request<Obj>(deployPath('sub', 'status'), {
         method: 'PUT',
-        body: { ...current, metadata: { ...current.metadata, labels: { sneaky: 'label' } }, spec: { ...(current.spec as object), replicas: 10 }, status: { replicas: 7, observedGeneration: 2 } },
+        body: {
+          ...current,
+          metadata: { ...current.metadata, labels: { sneaky: 'label' } },
+          spec: { ...(current.spec as object), replicas: 10 },
+          status: { replicas: 7, observedGeneration: 2 },
+        },
       });
     });
     assert.equal(sub.status, 200, sub.text);
@@ -157,8 +185,14 @@ describe('metadata the server owns, and write semantics', () => {
   });
 
   test('deleting an object with finalizers only marks it; it goes when the last finalizer is removed', async (t) => {
-    const obj = await api.create(cmPath('meta'), { metadata: { name: 'held', finalizers: ['example.com/one', 'example.com/two'] }, data: { k: 'v' } });
-    const watch = await httpWatch(server.url, `${cmPath('meta')}?watch=true&resourceVersion=${obj.metadata.resourceVersion}&fieldSelector=metadata.name%3Dheld`);
+    const obj = await api.create(cmPath('meta'), {
+      metadata: { name: 'held', finalizers: ['example.com/one', 'example.com/two'] },
+      data: { k: 'v' },
+    });
+    const watch = await httpWatch(
+      server.url,
+      `${cmPath('meta')}?watch=true&resourceVersion=${obj.metadata.resourceVersion}&fieldSelector=metadata.name%3Dheld`,
+    );
     t.after(() => watch.close());
 
     const del = await api.delete(cmPath('meta', 'held'));
@@ -180,9 +214,19 @@ describe('metadata the server owns, and write semantics', () => {
       body: { metadata: { finalizers: ['example.com/one', 'example.com/two', 'example.com/three'] } },
       headers: { 'content-type': 'application/merge-patch+json' },
     });
-    assert.match(assertStatus(added, 422, 'Invalid').message!, /no new finalizers can be added if the object is being deleted/);
-    const cleared = await api.mergePatch(cmPath('meta', 'held'), { metadata: { deletionTimestamp: null }, data: { k: 'w' } });
-    assert.equal(cleared.metadata.deletionTimestamp, marked.metadata.deletionTimestamp, 'deletionTimestamp cannot be taken back');
+    assert.match(
+      assertStatus(added, 422, 'Invalid').message!,
+      /no new finalizers can be added if the object is being deleted/,
+    );
+    const cleared = await api.mergePatch(cmPath('meta', 'held'), {
+      metadata: { deletionTimestamp: null },
+      data: { k: 'w' },
+    });
+    assert.equal(
+      cleared.metadata.deletionTimestamp,
+      marked.metadata.deletionTimestamp,
+      'deletionTimestamp cannot be taken back',
+    );
 
     const one = await api.expect<Obj>(200, cmPath('meta', 'held'), {
       method: 'PATCH',
@@ -192,7 +236,11 @@ describe('metadata the server owns, and write semantics', () => {
     assert.deepEqual(one.metadata.finalizers, ['example.com/two']);
     assert.equal((await api.request(cmPath('meta', 'held'))).status, 200);
 
-    const last = await api.request<Obj>(cmPath('meta', 'held'), { method: 'PATCH', body: { metadata: { finalizers: null } }, headers: { 'content-type': 'application/merge-patch+json' } });
+    const last = await api.request<Obj>(cmPath('meta', 'held'), {
+      method: 'PATCH',
+      body: { metadata: { finalizers: null } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
     assert.equal(last.status, 200, last.text);
     assertStatus(await api.request(cmPath('meta', 'held')), 404, 'NotFound');
 
@@ -200,7 +248,11 @@ describe('metadata the server owns, and write semantics', () => {
     await watch.until((events) => events.some((e) => e.type === 'DELETED'), 'DELETED');
     await api.get('/version');
     assert.deepEqual(
-      watch.events.map((e) => [e.type, e.object.metadata.finalizers?.length ?? 0, e.object.metadata.deletionTimestamp !== undefined]),
+      watch.events.map((e) => [
+        e.type,
+        e.object.metadata.finalizers?.length ?? 0,
+        e.object.metadata.deletionTimestamp !== undefined,
+      ]),
       [
         ['MODIFIED', 2, true],
         ['MODIFIED', 2, true],
@@ -212,7 +264,11 @@ describe('metadata the server owns, and write semantics', () => {
 
   test('a delete with orphanDependents=false that cannot finish at once answers 202', async () => {
     await api.create(cmPath('meta'), { metadata: { name: 'accepted', finalizers: ['example.com/hold'] } });
-    const reply = await api.delete(cmPath('meta', 'accepted'), { kind: 'DeleteOptions', apiVersion: 'v1', orphanDependents: false });
+    const reply = await api.delete(cmPath('meta', 'accepted'), {
+      kind: 'DeleteOptions',
+      apiVersion: 'v1',
+      orphanDependents: false,
+    });
     assert.equal(reply.status, 202, reply.text);
     assert.ok((reply.body as Obj).metadata.deletionTimestamp);
     await api.mergePatch(cmPath('meta', 'accepted'), { metadata: { finalizers: null } });
@@ -223,7 +279,10 @@ describe('metadata the server owns, and write semantics', () => {
     const obj = await api.create(cmPath('meta'), configMap('empty'));
     const patched = await api.mergePatch(cmPath('meta', 'empty'), { metadata: { labels: {}, annotations: {} } });
     assert.equal(patched.metadata.resourceVersion, obj.metadata.resourceVersion);
-    const put = await api.put(cmPath('meta', 'empty'), { ...obj, metadata: { ...obj.metadata, labels: {}, finalizers: [] } });
+    const put = await api.put(cmPath('meta', 'empty'), {
+      ...obj,
+      metadata: { ...obj.metadata, labels: {}, finalizers: [] },
+    });
     assert.equal(put.metadata.resourceVersion, obj.metadata.resourceVersion);
   });
 });

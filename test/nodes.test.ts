@@ -42,12 +42,21 @@ spec:
 /** A background kubectl's exit code, or a failure (not a hang) when it does not exit in time. */
 function exitOf(p: KubectlProcess, what: string, ms = 15_000): Promise<number | null> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not exit within ${ms} ms; stdout:\n${p.stdout}\nstderr:\n${p.stderr}`)), ms)));
+  const late = new Promise<never>(
+    (_, reject) =>
+      (timer = setTimeout(
+        () => reject(new Error(`${what} did not exit within ${ms} ms; stdout:\n${p.stdout}\nstderr:\n${p.stderr}`)),
+        ms,
+      )),
+  );
   return Promise.race([p.exited, late]).finally(() => clearTimeout(timer));
 }
 
 function rows(table: string): string[][] {
-  return table.trim().split('\n').map((l) => l.trim().split(/\s{2,}/));
+  return table
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s{2,}/));
 }
 
 describe('nodes, scheduler and kubelets with kubectl', { skip: missing }, () => {
@@ -67,7 +76,11 @@ describe('nodes, scheduler and kubelets with kubectl', { skip: missing }, () => 
   const run = (args: string[], input?: string) => kubectl(server.url, args, input === undefined ? {} : { input });
   const k = async (args: string[], input?: string): Promise<string> => {
     const r = await run(args, input);
-    assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed (${r.code}):\n${r.stderr}\n${r.stdout}\nserver log:\n${server.stderr().slice(-2000)}`);
+    assert.equal(
+      r.code,
+      0,
+      `kubectl ${args.join(' ')} failed (${r.code}):\n${r.stderr}\n${r.stdout}\nserver log:\n${server.stderr().slice(-2000)}`,
+    );
     return r.stdout;
   };
   /** Moves the virtual clock; returns the wall time it took (ms). */
@@ -77,24 +90,42 @@ describe('nodes, scheduler and kubelets with kubectl', { skip: missing }, () => 
     return performance.now() - start;
   };
   const now = async (): Promise<string> => (await api.expect<{ now: string }>(200, '/sim/v1/clock')).now;
-  const pods = async (selector: string): Promise<Obj[]> => (await api.list(`/api/v1/namespaces/default/pods?labelSelector=${encodeURIComponent(selector)}`)).items;
-  const field = (obj: unknown, path: string): unknown => path.split('.').reduce<unknown>((o, key) => (o as Record<string, unknown> | undefined)?.[key], obj);
+  const pods = async (selector: string): Promise<Obj[]> =>
+    (await api.list(`/api/v1/namespaces/default/pods?labelSelector=${encodeURIComponent(selector)}`)).items;
+  const field = (obj: unknown, path: string): unknown =>
+    path.split('.').reduce<unknown>((o, key) => (o as Record<string, unknown> | undefined)?.[key], obj);
 
   test('get nodes: three Ready nodes with version, addresses, zones, leases', async () => {
     const table = rows(await k(['get', 'nodes']));
     assert.deepEqual(table[0], ['NAME', 'STATUS', 'ROLES', 'AGE', 'VERSION']);
-    assert.deepEqual(table.slice(1).map((r) => [r[0], r[1], r[2], r[4]]), [
-      ['node-1', 'Ready', '<none>', 'v1.32.0'],
-      ['node-2', 'Ready', '<none>', 'v1.32.0'],
-      ['node-3', 'Ready', '<none>', 'v1.32.0'],
-    ]);
-    assert.match(await k(['get', 'nodes', '-o', 'wide']), /^node-1\s+Ready\s+<none>\s+\S+\s+v1\.32\.0\s+172\.18\.0\.2\s+<none>\s+kube-sim simulated node\s+\S+\s+containerd:\/\/1\.7\.24$/m);
+    assert.deepEqual(
+      table.slice(1).map((r) => [r[0], r[1], r[2], r[4]]),
+      [
+        ['node-1', 'Ready', '<none>', 'v1.32.0'],
+        ['node-2', 'Ready', '<none>', 'v1.32.0'],
+        ['node-3', 'Ready', '<none>', 'v1.32.0'],
+      ],
+    );
+    assert.match(
+      await k(['get', 'nodes', '-o', 'wide']),
+      /^node-1\s+Ready\s+<none>\s+\S+\s+v1\.32\.0\s+172\.18\.0\.2\s+<none>\s+kube-sim simulated node\s+\S+\s+containerd:\/\/1\.7\.24$/m,
+    );
     const node = JSON.parse(await k(['get', 'node', 'node-2', '-o', 'json'])) as Obj;
-    assert.deepEqual(field(node, 'status.capacity'), { cpu: '4', 'ephemeral-storage': '100Gi', 'hugepages-1Gi': '0', 'hugepages-2Mi': '0', memory: '16Gi', pods: '110' });
+    assert.deepEqual(field(node, 'status.capacity'), {
+      cpu: '4',
+      'ephemeral-storage': '100Gi',
+      'hugepages-1Gi': '0',
+      'hugepages-2Mi': '0',
+      memory: '16Gi',
+      pods: '110',
+    });
     assert.equal(node.metadata.labels!['topology.kubernetes.io/zone'], 'zone-b');
     assert.equal(node.metadata.labels!['kubernetes.io/hostname'], 'node-2');
     assert.equal(field(node, 'spec.podCIDR'), '10.244.1.0/24');
-    assert.deepEqual((field(node, 'status.conditions') as Obj[]).map((c) => `${String(c.type)}=${String(c.status)}`), ['MemoryPressure=False', 'DiskPressure=False', 'PIDPressure=False', 'Ready=True']);
+    assert.deepEqual(
+      (field(node, 'status.conditions') as Obj[]).map((c) => `${String(c.type)}=${String(c.status)}`),
+      ['MemoryPressure=False', 'DiskPressure=False', 'PIDPressure=False', 'Ready=True'],
+    );
     assert.match(await k(['get', 'leases', '-n', 'kube-node-lease']), /^node-3\s+node-3\s/m);
     const version = JSON.parse((await api.request('/version')).text) as { gitVersion: string };
     assert.equal(field(node, 'status.nodeInfo.kubeletVersion'), version.gitVersion);
@@ -113,17 +144,30 @@ describe('nodes, scheduler and kubelets with kubectl', { skip: missing }, () => 
     }
     assert.notEqual(table[1]![6], table[2]![6], 'two replicas land on two nodes');
     const name = table[1]![0]!;
-    const events = await k(['get', 'events', '--field-selector', `involvedObject.name=${name}`, '-o', 'jsonpath={range .items[*]}{.reason}{"\\n"}{end}']);
+    const events = await k([
+      'get',
+      'events',
+      '--field-selector',
+      `involvedObject.name=${name}`,
+      '-o',
+      'jsonpath={range .items[*]}{.reason}{"\\n"}{end}',
+    ]);
     assert.deepEqual(events.trim().split('\n'), ['Scheduled', 'Pulling', 'Pulled', 'Created', 'Started']);
   });
 
   test('exec: printenv and cat of a mounted ConfigMap, through deploy/NAME; errors as Kubernetes gives them', async () => {
     assert.equal(await k(['exec', 'deploy/webapp', '--', 'printenv', 'MESSAGE']), 'Welcome to Kubernetes Patterns !\n');
-    assert.equal(await k(['exec', 'deploy/webapp', '--', 'cat', '/etc/config/message']), 'Welcome to Kubernetes Patterns !');
+    assert.equal(
+      await k(['exec', 'deploy/webapp', '--', 'cat', '/etc/config/message']),
+      'Welcome to Kubernetes Patterns !',
+    );
     const name = (await pods('app=webapp'))[0]!.metadata.name!;
     const wrong = await run(['exec', name, '-c', 'nope', '--', 'printenv']);
     assert.equal(wrong.code, 1);
-    assert.match(wrong.stderr, new RegExp(`Error from server \\(BadRequest\\): container nope is not valid for pod ${name}`));
+    assert.match(
+      wrong.stderr,
+      new RegExp(`Error from server \\(BadRequest\\): container nope is not valid for pod ${name}`),
+    );
     const unknown = await run(['exec', name, '--', 'frobnicate']);
     assert.equal(unknown.code, 127);
     assert.match(unknown.stderr, /frobnicate: command not found/);
@@ -135,9 +179,16 @@ describe('nodes, scheduler and kubelets with kubectl', { skip: missing }, () => 
       // kubectl before 1.30 only speaks SPDY: a clear 400 Status instead of a hang.
       const home = mkdtempSync(join(tmpdir(), 'kube-sim-kubectl129-'));
       try {
-        const old = spawnSync(KUBECTL_129, ['--server', server.url, 'exec', name, '--', 'true'], { encoding: 'utf8', timeout: 20_000, env: { ...process.env, KUBECONFIG: '/dev/null', HOME: home } });
+        const old = spawnSync(KUBECTL_129, ['--server', server.url, 'exec', name, '--', 'true'], {
+          encoding: 'utf8',
+          timeout: 20_000,
+          env: { ...process.env, KUBECONFIG: '/dev/null', HOME: home },
+        });
         assert.equal(old.status, 1);
-        assert.match(old.stderr, /Error from server \(BadRequest\): kube-sim serves exec over WebSocket only \(subprotocols v5\.channel\.k8s\.io, v4\.channel\.k8s\.io\); the SPDY\/3\.1 upgrade is not supported/);
+        assert.match(
+          old.stderr,
+          /Error from server \(BadRequest\): kube-sim serves exec over WebSocket only \(subprotocols v5\.channel\.k8s\.io, v4\.channel\.k8s\.io\); the SPDY\/3\.1 upgrade is not supported/,
+        );
       } finally {
         rmSync(home, { recursive: true, force: true });
       }
@@ -154,38 +205,61 @@ describe('nodes, scheduler and kubelets with kubectl', { skip: missing }, () => 
     await watch.until((out) => /Terminating/.test(out), 'Terminating pods');
     await advance('30s');
     assert.equal(await k(['exec', 'deploy/webapp', '--', 'printenv', 'MESSAGE']), 'Hello, Updated World!\n');
-    await watch.until((out) => /\s0\/1\s+ContainerCreating/.test(out) && /\s1\/1\s+Running\s+0\s+0s/.test(out), 'the new pods coming up');
+    await watch.until(
+      (out) => /\s0\/1\s+ContainerCreating/.test(out) && /\s1\/1\s+Running\s+0\s+0s/.test(out),
+      'the new pods coming up',
+    );
     await watch.stop();
     await k(['annotate', 'configmap', 'webapp-config', 'k8spatterns.io/podDeleteSelector-']);
   });
 
   test('an unschedulable pod says why, with the scheduler message shape and a FailedScheduling event; binding a bound pod is 409', async () => {
-    await k(['apply', '-f', '-'], `
+    await k(
+      ['apply', '-f', '-'],
+      `
 apiVersion: v1
 kind: Pod
 metadata: {name: hungry}
 spec:
   containers: [{name: c, image: nginx, resources: {requests: {cpu: "6"}}}]
-`);
+`,
+    );
     await advance('0s');
     assert.match(await k(['get', 'pod', 'hungry']), /^hungry\s+0\/1\s+Pending\s+0\s/m);
-    const message = '0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.';
+    const message =
+      '0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.';
     const condition = JSON.parse(await k(['get', 'pod', 'hungry', '-o', 'jsonpath={.status.conditions[0]}'])) as Obj;
-    assert.deepEqual([condition.type, condition.status, condition.reason, condition.message], ['PodScheduled', 'False', 'Unschedulable', message]);
-    assert.match(await k(['describe', 'pod', 'hungry']), new RegExp(`Warning\\s+FailedScheduling\\s+\\S+\\s+default-scheduler\\s+${message.replace(/[.()]/g, '\\$&')}`));
+    assert.deepEqual(
+      [condition.type, condition.status, condition.reason, condition.message],
+      ['PodScheduled', 'False', 'Unschedulable', message],
+    );
+    assert.match(
+      await k(['describe', 'pod', 'hungry']),
+      new RegExp(`Warning\\s+FailedScheduling\\s+\\S+\\s+default-scheduler\\s+${message.replace(/[.()]/g, '\\$&')}`),
+    );
     await k(['delete', 'pod', 'hungry']);
 
     const bound = (await pods('app=webapp'))[0]!;
     const reply = await api.request(`/api/v1/namespaces/default/pods/${bound.metadata.name}/binding`, {
       method: 'POST',
-      body: { apiVersion: 'v1', kind: 'Binding', metadata: { name: bound.metadata.name }, target: { kind: 'Node', name: 'node-1' } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: bound.metadata.name },
+        target: { kind: 'Node', name: 'node-1' },
+      },
     });
     const status = assertStatus(reply, 409, 'Conflict');
-    assert.equal(status.message, `Operation cannot be fulfilled on pods/binding "${bound.metadata.name}": pod ${bound.metadata.name} is already assigned to node "${String(field(bound, 'spec.nodeName'))}"`);
+    assert.equal(
+      status.message,
+      `Operation cannot be fulfilled on pods/binding "${bound.metadata.name}": pod ${bound.metadata.name} is already assigned to node "${String(field(bound, 'spec.nodeName'))}"`,
+    );
   });
 
   test('logs: a pending pod is an error; -f streams until the container exits; --tail and --timestamps', async () => {
-    await k(['apply', '-f', '-'], `
+    await k(
+      ['apply', '-f', '-'],
+      `
 apiVersion: v1
 kind: Pod
 metadata:
@@ -194,11 +268,15 @@ metadata:
 spec:
   restartPolicy: Never
   containers: [{name: c, image: busybox}]
-`);
+`,
+    );
     await advance('0s');
     const early = await run(['logs', 'worker']);
     assert.equal(early.code, 1);
-    assert.match(early.stderr, /Error from server \(BadRequest\): container "c" in pod "worker" is waiting to start: ContainerCreating/);
+    assert.match(
+      early.stderr,
+      /Error from server \(BadRequest\): container "c" in pod "worker" is waiting to start: ContainerCreating/,
+    );
     await advance('10s');
     const follow = spawnKubectl(server.url, ['logs', '-f', 'worker']);
     background.push(follow);
@@ -207,15 +285,23 @@ spec:
     await advance('1m');
     await follow.until((out) => out.includes('exited with code 0'), 'the exit line');
     assert.equal(await exitOf(follow, 'kubectl logs -f'), 0, 'the stream ends when the container exits');
-    assert.equal(follow.stdout, '[kube-sim] container c started (image busybox, restart 0)\nprocessing worker\n[kube-sim] container c exited with code 0\n');
-    assert.equal(await k(['logs', 'worker', '--tail', '1', '--timestamps']), '2025-01-01T00:01:40.000000000Z [kube-sim] container c exited with code 0\n');
+    assert.equal(
+      follow.stdout,
+      '[kube-sim] container c started (image busybox, restart 0)\nprocessing worker\n[kube-sim] container c exited with code 0\n',
+    );
+    assert.equal(
+      await k(['logs', 'worker', '--tail', '1', '--timestamps']),
+      '2025-01-01T00:01:40.000000000Z [kube-sim] container c exited with code 0\n',
+    );
     assert.match(await k(['get', 'pod', 'worker']), /^worker\s+0\/1\s+Completed\s+0\s/m);
     const previous = await run(['logs', 'worker', '--previous']);
     assert.match(previous.stderr, /previous terminated container "c" in pod "worker" not found/);
   });
 
   test("CrashLoopBackOff: the restart count rises on the kubelet's schedule (10 s doubling)", async () => {
-    await k(['apply', '-f', '-'], `
+    await k(
+      ['apply', '-f', '-'],
+      `
 apiVersion: v1
 kind: Pod
 metadata:
@@ -223,17 +309,34 @@ metadata:
   annotations: {kube-sim.dev/duration: 5s, kube-sim.dev/exit-code: "1"}
 spec:
   containers: [{name: c, image: busybox}]
-`);
+`,
+    );
     await advance('0s');
     const seen: string[] = [];
     // Runs of 5 s: restart 1 at once (at 5 s), then back-offs of 10 s, 20 s, 40 s after each exit (restarts at 20 s, 45 s, 90 s).
-    for (const [by, restarts, status] of [['5s', 1, 'Running'], ['5s', 1, 'CrashLoopBackOff'], ['10s', 2, 'Running'], ['5s', 2, 'CrashLoopBackOff'], ['19s', 2, 'CrashLoopBackOff'], ['1s', 3, 'Running'], ['44s', 3, 'CrashLoopBackOff'], ['1s', 4, 'Running']] as const) {
+    for (const [by, restarts, status] of [
+      ['5s', 1, 'Running'],
+      ['5s', 1, 'CrashLoopBackOff'],
+      ['10s', 2, 'Running'],
+      ['5s', 2, 'CrashLoopBackOff'],
+      ['19s', 2, 'CrashLoopBackOff'],
+      ['1s', 3, 'Running'],
+      ['44s', 3, 'CrashLoopBackOff'],
+      ['1s', 4, 'Running'],
+    ] as const) {
       await advance(by);
       const row = rows(await k(['get', 'pod', 'crasher']))[1]!;
       seen.push(`${row[2]} ${row[3]!.split(' ')[0]}`);
-      assert.equal(`${row[2]} ${row[3]!.split(' ')[0]}`, `${status} ${restarts}`, `after ${seen.length} steps: ${seen.join(', ')}`);
+      assert.equal(
+        `${row[2]} ${row[3]!.split(' ')[0]}`,
+        `${status} ${restarts}`,
+        `after ${seen.length} steps: ${seen.join(', ')}`,
+      );
     }
-    assert.match(await k(['get', 'events', '--field-selector', 'involvedObject.name=crasher,reason=BackOff']), /Back-off restarting failed container c in pod crasher_default/);
+    assert.match(
+      await k(['get', 'events', '--field-selector', 'involvedObject.name=crasher,reason=BackOff']),
+      /Back-off restarting failed container c in pod crasher_default/,
+    );
     assert.match(await k(['logs', 'crasher', '--previous']), /exited with code 1/);
     await k(['delete', 'pod', 'crasher', '--grace-period=0', '--force']);
   });
@@ -243,7 +346,10 @@ spec:
     await k(['delete', 'pod', name, '--wait=false']);
     await advance('0s');
     assert.match(await k(['get', 'pod', name]), new RegExp(`^${name}\\s+1/1\\s+Terminating`, 'm'));
-    assert.match(await k(['get', 'events', '--field-selector', `involvedObject.name=${name},reason=Killing`]), /Stopping container app/);
+    assert.match(
+      await k(['get', 'events', '--field-selector', `involvedObject.name=${name},reason=Killing`]),
+      /Stopping container app/,
+    );
     await advance('29s');
     assert.equal((await api.request(`/api/v1/namespaces/default/pods/${name}`)).status, 200);
     await advance('1s');
@@ -257,22 +363,48 @@ spec:
     const node = String(field(victim, 'spec.nodeName'));
     await api.expect(200, `/sim/v1/nodes/${node}/fail`, { method: 'POST' });
     let wall = await advance('45s');
-    assert.match(await k(['get', 'node', node]), new RegExp(`^${node}\\s+Ready\\s`, 'm'), 'still within the 50 s grace period');
+    assert.match(
+      await k(['get', 'node', node]),
+      new RegExp(`^${node}\\s+Ready\\s`, 'm'),
+      'still within the 50 s grace period',
+    );
     wall += await advance('15s');
     assert.match(await k(['get', 'node', node]), new RegExp(`^${node}\\s+NotReady\\s`, 'm'));
     const described = await k(['describe', 'node', node]);
-    assert.match(described, /Taints:\s+node\.kubernetes\.io\/unreachable:NoExecute\s+node\.kubernetes\.io\/unreachable:NoSchedule/);
+    assert.match(
+      described,
+      /Taints:\s+node\.kubernetes\.io\/unreachable:NoExecute\s+node\.kubernetes\.io\/unreachable:NoSchedule/,
+    );
     assert.match(described, /Ready\s+Unknown\s.*NodeStatusUnknown\s+Kubelet stopped posting node status\./);
     wall += await advance('4m');
-    assert.equal((await api.get(`/api/v1/namespaces/default/pods/${victim.metadata.name}`)).metadata.deletionTimestamp, undefined, 'tolerated for 300 s');
+    assert.equal(
+      (await api.get(`/api/v1/namespaces/default/pods/${victim.metadata.name}`)).metadata.deletionTimestamp,
+      undefined,
+      'tolerated for 300 s',
+    );
     wall += await advance('1m');
     const evicted = await api.get(`/api/v1/namespaces/default/pods/${victim.metadata.name}`);
     assert.ok(evicted.metadata.deletionTimestamp, 'evicted once the toleration ran out');
-    assert.match(await k(['get', 'events', '--field-selector', `involvedObject.name=${victim.metadata.name},reason=TaintManagerEviction`]), /Marking for deletion Pod default\//);
-    assert.match(await k(['get', 'pod', victim.metadata.name!]), /Terminating/, 'no kubelet finishes it while the node is down');
+    assert.match(
+      await k([
+        'get',
+        'events',
+        '--field-selector',
+        `involvedObject.name=${victim.metadata.name},reason=TaintManagerEviction`,
+      ]),
+      /Marking for deletion Pod default\//,
+    );
+    assert.match(
+      await k(['get', 'pod', victim.metadata.name!]),
+      /Terminating/,
+      'no kubelet finishes it while the node is down',
+    );
     const replacement = (await pods('app=webapp')).filter((p) => !p.metadata.deletionTimestamp);
     assert.equal(replacement.length, 2);
-    assert.ok(replacement.every((p) => field(p, 'spec.nodeName') !== node && field(p, 'status.phase') === 'Running'), 'the replacement runs elsewhere');
+    assert.ok(
+      replacement.every((p) => field(p, 'spec.nodeName') !== node && field(p, 'status.phase') === 'Running'),
+      'the replacement runs elsewhere',
+    );
     assert.ok(wall < 1000, `6 minutes of cluster time took ${Math.round(wall)} ms of wall time`);
     // The kubelet comes back: the node is Ready again, untainted, and the evicted pod is finished off when its
     // grace period (which started at the eviction) is over.
@@ -280,7 +412,9 @@ spec:
     await advance('1s');
     assert.match(await k(['get', 'node', node]), new RegExp(`^${node}\\s+Ready\\s`, 'm'));
     assert.match(await k(['describe', 'node', node]), /Taints:\s+<none>/);
-    await advance(`${Math.max(0, Math.ceil((Date.parse(evicted.metadata.deletionTimestamp!) - Date.parse(await now())) / 1000))}s`);
+    await advance(
+      `${Math.max(0, Math.ceil((Date.parse(evicted.metadata.deletionTimestamp!) - Date.parse(await now())) / 1000))}s`,
+    );
     assert.equal((await api.request(`/api/v1/namespaces/default/pods/${victim.metadata.name}`)).status, 404);
   });
 
@@ -296,34 +430,49 @@ spec:
     assert.equal(await exitOf(drain, 'kubectl drain'), 0, drain.stderr);
     assert.match(drain.stdout, new RegExp(`node/${node} drained`));
     const after = await pods('app=webapp');
-    assert.ok(after.every((p) => field(p, 'spec.nodeName') !== node), 'nothing left on the drained node');
+    assert.ok(
+      after.every((p) => field(p, 'spec.nodeName') !== node),
+      'nothing left on the drained node',
+    );
     await k(['uncordon', node]);
     assert.match(await k(['get', 'node', node]), new RegExp(`^${node}\\s+Ready\\s`, 'm'));
   });
 
   test('a Node applied later gets a kubelet; deleting it stops the kubelet and its pods are collected', async () => {
-    await k(['apply', '-f', '-'], `
+    await k(
+      ['apply', '-f', '-'],
+      `
 apiVersion: v1
 kind: Node
 metadata: {name: big-1, labels: {size: big}}
 status: {capacity: {cpu: "64", memory: 256Gi, pods: "20"}}
-`);
+`,
+    );
     await advance('0s');
     assert.match(await k(['get', 'node', 'big-1']), /^big-1\s+Ready\s/m);
-    await k(['apply', '-f', '-'], `
+    await k(
+      ['apply', '-f', '-'],
+      `
 apiVersion: v1
 kind: Pod
 metadata: {name: on-big}
 spec:
   nodeSelector: {size: big}
   containers: [{name: c, image: nginx, resources: {requests: {cpu: "32"}}}]
-`);
+`,
+    );
     await advance('0s');
-    assert.match(await k(['get', 'pod', 'on-big', '-o', 'wide']), /^on-big\s+1\/1\s+Running\s+0\s+\S+\s+10\.244\.3\.\d+\s+big-1\s/m);
+    assert.match(
+      await k(['get', 'pod', 'on-big', '-o', 'wide']),
+      /^on-big\s+1\/1\s+Running\s+0\s+\S+\s+10\.244\.3\.\d+\s+big-1\s/m,
+    );
     await k(['delete', 'node', 'big-1']);
     await advance('41s');
     assert.equal((await api.request('/api/v1/namespaces/default/pods/on-big')).status, 404);
-    assert.equal((await api.request('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/big-1')).status, 404);
+    assert.equal(
+      (await api.request('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/big-1')).status,
+      404,
+    );
   });
 });
 
@@ -331,7 +480,16 @@ describe('a user stage file drives the lifecycle', { skip: missing }, () => {
   let server: SimServer;
   let api: Api;
   before(async () => {
-    server = await startServer(['--clock', 'virtual', '--seed', '4', '--nodes', '1', '--stages', join(ROOT, 'fixtures/stages/slow-start-oom.yaml')]);
+    server = await startServer([
+      '--clock',
+      'virtual',
+      '--seed',
+      '4',
+      '--nodes',
+      '1',
+      '--stages',
+      join(ROOT, 'fixtures/stages/slow-start-oom.yaml'),
+    ]);
     api = new Api(server.url);
   });
   after(() => server.stop());
@@ -343,13 +501,16 @@ describe('a user stage file drives the lifecycle', { skip: missing }, () => {
       return r.stdout;
     };
     const advance = (by: string) => api.expect(200, '/sim/v1/clock/advance', { method: 'POST', body: { by } });
-    await k(['apply', '-f', '-'], `
+    await k(
+      ['apply', '-f', '-'],
+      `
 apiVersion: v1
 kind: Pod
 metadata: {name: leaky, labels: {sim.example/fate: oom}}
 spec:
   containers: [{name: c, image: busybox}]
-`);
+`,
+    );
     const status = async (): Promise<string> => {
       const row = (await k(['get', 'pod', 'leaky', '--no-headers'])).trim().split(/\s{2,}/);
       return `${row[1]} ${row[2]} ${row[3]!.split(' ')[0]}`;
@@ -364,10 +525,18 @@ spec:
     assert.equal(await status(), '1/1 Running 0');
     await advance('55s');
     assert.equal(await status(), '0/1 Running 1', 'OOMKilled at 1m20s, restarted at once (not ready for 5 s)');
-    const pod = JSON.parse(await k(['get', 'pod', 'leaky', '-o', 'json'])) as { status: { containerStatuses: Array<{ lastState: { terminated: { reason: string; exitCode: number } } }> } };
+    const pod = JSON.parse(await k(['get', 'pod', 'leaky', '-o', 'json'])) as {
+      status: { containerStatuses: Array<{ lastState: { terminated: { reason: string; exitCode: number } } }> };
+    };
     assert.deepEqual(pod.status.containerStatuses[0]!.lastState.terminated.reason, 'OOMKilled');
     assert.equal(pod.status.containerStatuses[0]!.lastState.terminated.exitCode, 137);
-    assert.match(await k(['logs', 'leaky', '--previous']), /out of memory: killed process 1 \(leaky\)\n\[kube-sim\] container c exited with code 137 \(OOMKilled\)\n$/);
-    assert.match(await k(['get', 'events', '--field-selector', 'reason=SlowPull']), /image pull for leaky took 20s on node-1/);
+    assert.match(
+      await k(['logs', 'leaky', '--previous']),
+      /out of memory: killed process 1 \(leaky\)\n\[kube-sim\] container c exited with code 137 \(OOMKilled\)\n$/,
+    );
+    assert.match(
+      await k(['get', 'events', '--field-selector', 'reason=SlowPull']),
+      /image pull for leaky took 20s on node-1/,
+    );
   });
 });

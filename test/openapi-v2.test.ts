@@ -14,8 +14,23 @@ const KUBECTL_128 = '/usr/lib/google-cloud-sdk/bin/kubectl.1.28';
 
 interface Swagger {
   swagger: string;
-  paths: Record<string, Record<string, { parameters?: Array<{ name: string; in: string; type?: string; schema?: { $ref?: string } }>; 'x-kubernetes-group-version-kind'?: unknown }>>;
-  definitions: Record<string, { properties?: Record<string, { $ref?: string; type?: string; format?: string }>; 'x-kubernetes-group-version-kind'?: unknown }>;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        parameters?: Array<{ name: string; in: string; type?: string; schema?: { $ref?: string } }>;
+        'x-kubernetes-group-version-kind'?: unknown;
+      }
+    >
+  >;
+  definitions: Record<
+    string,
+    {
+      properties?: Record<string, { $ref?: string; type?: string; format?: string }>;
+      'x-kubernetes-group-version-kind'?: unknown;
+    }
+  >;
 }
 
 test('/openapi/v2 in JSON and protobuf: Swagger 2.0 definitions and paths, an ETag, 304 for a cached copy', async (t) => {
@@ -27,7 +42,9 @@ test('/openapi/v2 in JSON and protobuf: Swagger 2.0 definitions and paths, an ET
   assert.equal(doc.swagger, '2.0');
   assert.ok(!json.text.includes('#/components/'), 'every reference points into #/definitions/');
   const deployment = doc.definitions['io.k8s.api.apps.v1.Deployment']!;
-  assert.deepEqual(deployment['x-kubernetes-group-version-kind'], [{ group: 'apps', kind: 'Deployment', version: 'v1' }]);
+  assert.deepEqual(deployment['x-kubernetes-group-version-kind'], [
+    { group: 'apps', kind: 'Deployment', version: 'v1' },
+  ]);
   assert.equal(deployment.properties!.metadata!.$ref, '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta');
   const intOrString = doc.definitions['io.k8s.api.apps.v1.RollingUpdateDeployment']!.properties!.maxSurge!;
   assert.equal(intOrString.$ref, '#/definitions/io.k8s.apimachinery.pkg.util.intstr.IntOrString');
@@ -37,18 +54,28 @@ test('/openapi/v2 in JSON and protobuf: Swagger 2.0 definitions and paths, an ET
   const patch = doc.paths['/apis/apps/v1/namespaces/{namespace}/deployments/{name}']!.patch!;
   assert.deepEqual(patch['x-kubernetes-group-version-kind'], { group: 'apps', version: 'v1', kind: 'Deployment' });
   assert.ok(patch.parameters!.some((p) => p.name === 'fieldValidation' && p.in === 'query' && p.type === 'string'));
-  assert.ok(patch.parameters!.some((p) => p.in === 'body' && p.schema?.$ref === '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Patch'));
+  assert.ok(
+    patch.parameters!.some(
+      (p) => p.in === 'body' && p.schema?.$ref === '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Patch',
+    ),
+  );
 
   const pb = await fetch(`${server.url}/openapi/v2`, { headers: { accept: `${PROTOBUF_ASKED}, application/json` } });
   assert.equal(pb.status, 200);
-  assert.equal(pb.headers.get('content-type'), PROTOBUF_ANSWERED, "the name Go's mime parser accepts, as kube-openapi answers");
+  assert.equal(
+    pb.headers.get('content-type'),
+    PROTOBUF_ANSWERED,
+    "the name Go's mime parser accepts, as kube-openapi answers",
+  );
   const bytes = Buffer.from(await pb.arrayBuffer());
   assert.equal(bytes[0], 0x0a, 'field 1 (swagger), a string');
   assert.equal(bytes.toString('latin1', 2, 5), '2.0');
   assert.ok(bytes.includes(Buffer.from('io.k8s.api.apps.v1.Deployment')));
   const etag = pb.headers.get('etag')!;
   assert.match(etag, /^"[0-9A-F]+"$/);
-  const cached = await fetch(`${server.url}/openapi/v2`, { headers: { accept: PROTOBUF_ASKED, 'if-none-match': etag } });
+  const cached = await fetch(`${server.url}/openapi/v2`, {
+    headers: { accept: PROTOBUF_ASKED, 'if-none-match': etag },
+  });
   assert.equal(cached.status, 304);
 });
 
@@ -91,7 +118,8 @@ test('kubectl 1.28, which reads /openapi/v2 only: apply, strict field validation
     return;
   }
   const server = await serverFor(t, ['--nodes', '0']);
-  const k = (args: string[], input?: string) => kubectl(server.url, args, { binary: KUBECTL_128, ...(input === undefined ? {} : { input }) });
+  const k = (args: string[], input?: string) =>
+    kubectl(server.url, args, { binary: KUBECTL_128, ...(input === undefined ? {} : { input }) });
 
   const created = await k(['apply', '-f', '-'], DEPLOYMENT('nginx:1.0'));
   assert.equal(created.code, 0, created.stderr);
@@ -111,10 +139,20 @@ test('kubectl 1.28, which reads /openapi/v2 only: apply, strict field validation
 
   const crd = await k(['apply', '-f', '-'], CRD);
   assert.equal(crd.code, 0, crd.stderr);
-  let widget = await k(['apply', '-f', '-'], 'apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 3, color: red}\n');
-  for (let i = 0; i < 20 && widget.code !== 0 && /the server doesn't have a resource type|no matches for kind/.test(widget.stderr); i++) {
+  let widget = await k(
+    ['apply', '-f', '-'],
+    'apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 3, color: red}\n',
+  );
+  for (
+    let i = 0;
+    i < 20 && widget.code !== 0 && /the server doesn't have a resource type|no matches for kind/.test(widget.stderr);
+    i++
+  ) {
     await new Promise((resolve) => setTimeout(resolve, 100));
-    widget = await k(['apply', '-f', '-'], 'apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 3, color: red}\n');
+    widget = await k(
+      ['apply', '-f', '-'],
+      'apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 3, color: red}\n',
+    );
   }
   assert.equal(widget.code, 0, widget.stderr);
   assert.equal(widget.stdout, 'widget.example.com/w created\n');

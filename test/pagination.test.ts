@@ -4,7 +4,12 @@ import { Api, assertStatus, cmPath, configMap, type Obj, type ObjList } from './
 import { startServer, type SimServer } from './helpers/server.js';
 
 /** Follows `continue` tokens to the end; returns every page. */
-async function pages(api: Api, path: string, limit: number, between?: (page: number) => Promise<void>): Promise<ObjList[]> {
+async function pages(
+  api: Api,
+  path: string,
+  limit: number,
+  between?: (page: number) => Promise<void>,
+): Promise<ObjList[]> {
   const out: ObjList[] = [];
   let token: string | undefined;
   const sep = path.includes('?') ? '&' : '?';
@@ -30,7 +35,10 @@ describe('pagination with limit and continue', () => {
     for (const ns of namespaces) {
       await api.namespace(ns);
       for (let i = 0; i < 37; i++) {
-        await api.create(cmPath(ns), configMap(`cm-${String(i).padStart(3, '0')}`, { i: String(i) }, { parity: i % 2 === 0 ? 'even' : 'odd', ns }));
+        await api.create(
+          cmPath(ns),
+          configMap(`cm-${String(i).padStart(3, '0')}`, { i: String(i) }, { parity: i % 2 === 0 ? 'even' : 'odd', ns }),
+        );
       }
     }
   });
@@ -47,7 +55,11 @@ describe('pagination with limit and continue', () => {
       for (const [i, page] of all.entries()) {
         assert.ok(page.items.length <= limit);
         seen += page.items.length;
-        assert.equal(page.metadata.resourceVersion, all[0]!.metadata.resourceVersion, 'every page reports the first page’s resourceVersion');
+        assert.equal(
+          page.metadata.resourceVersion,
+          all[0]!.metadata.resourceVersion,
+          'every page reports the first page’s resourceVersion',
+        );
         if (i < all.length - 1) {
           assert.equal(page.items.length, limit, 'only the last page is short');
           assert.equal(page.metadata.remainingItemCount, full.items.length - seen, 'remainingItemCount');
@@ -65,11 +77,15 @@ describe('pagination with limit and continue', () => {
     assert.deepEqual(all.map(keyOf), full.items.map(keyOf));
     for (const ns of namespaces) assert.equal(all.filter((o) => o.metadata.namespace === ns).length >= 37, true);
 
-    const even = (await pages(api, `/api/v1/configmaps?labelSelector=${encodeURIComponent('parity=even')}`, 4)).flatMap((p) => p.items);
+    const even = (await pages(api, `/api/v1/configmaps?labelSelector=${encodeURIComponent('parity=even')}`, 4)).flatMap(
+      (p) => p.items,
+    );
     assert.deepEqual(even.map(keyOf), full.items.filter((o) => o.metadata.labels?.parity === 'even').map(keyOf));
     assert.equal(even.length, 3 * 19);
 
-    const odd = (await pages(api, `${cmPath('page-b')}?labelSelector=${encodeURIComponent('parity!=even,ns=page-b')}`, 6)).flatMap((p) => p.items);
+    const odd = (
+      await pages(api, `${cmPath('page-b')}?labelSelector=${encodeURIComponent('parity!=even,ns=page-b')}`, 6)
+    ).flatMap((p) => p.items);
     assert.deepEqual(
       odd.map((o) => o.metadata.name),
       Array.from({ length: 18 }, (_, i) => `cm-${String(2 * i + 1).padStart(3, '0')}`),

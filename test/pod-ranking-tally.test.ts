@@ -30,7 +30,11 @@ const labels = { app: 'web' };
 /** An empty tally over a pod store the test fills. */
 function storeAndTally(): { store: Map<string, KubeObject>; source: PodSource; tally: OwnedPodTally } {
   const store = new Map<string, KubeObject>();
-  return { store, source: { get: (key) => store.get(key), controlledKeys: () => store.keys() }, tally: new OwnedPodTally(owner) };
+  return {
+    store,
+    source: { get: (key) => store.get(key), controlledKeys: () => store.keys() },
+    tally: new OwnedPodTally(owner),
+  };
 }
 
 test('the tally picks the same pods to delete as ranking all of them, ordinary or not', () => {
@@ -56,7 +60,9 @@ test('the tally picks the same pods to delete as ranking all of them, ordinary o
         spec: { nodeName: ordinary || rnd(3) ? `node-${rnd(6)}` : undefined },
         status: {
           phase: ordinary ? 'Running' : ['Pending', 'Running', 'Unknown'][rnd(3)],
-          conditions: ready ? [{ type: 'Ready', status: 'True', lastTransitionTime: iso(NOW - 1000 * (1 + 5 * n + rnd(5))) }] : [],
+          conditions: ready
+            ? [{ type: 'Ready', status: 'True', lastTransitionTime: iso(NOW - 1000 * (1 + 5 * n + rnd(5))) }]
+            : [],
           containerStatuses: [{ name: 'app', restartCount: rnd(3) }],
         },
       };
@@ -83,7 +89,11 @@ test('the tally picks the same pods to delete as ranking all of them, ordinary o
       for (const [node, n] of onNode) onNode.set(node, n + rnd(3));
       const count = 1 + rnd(pods.length);
       const expected = podsToDelete(pods, onNode, count, NOW).map((p) => p.metadata.name);
-      assert.deepEqual(tally.toDelete(onNode, count, NOW).map((p) => p.metadata.name), expected, `round ${round}, step ${step}, count ${count}`);
+      assert.deepEqual(
+        tally.toDelete(onNode, count, NOW).map((p) => p.metadata.name),
+        expected,
+        `round ${round}, step ${step}, count ${count}`,
+      );
     }
   }
 });
@@ -104,7 +114,11 @@ test('the tally keeps picking what ranking every pod picks as time moves pods in
         ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: owner, controller: true }],
       },
       spec: { nodeName: `node-${rnd(4)}` },
-      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(ready).toISOString() }], containerStatuses: [{ name: 'app', restartCount: 0 }] },
+      status: {
+        phase: 'Running',
+        conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(ready).toISOString() }],
+        containerStatuses: [{ name: 'app', restartCount: 0 }],
+      },
     };
     store.set(`default/web-${n}`, pod);
     tally.touch(`default/web-${n}`);
@@ -116,7 +130,11 @@ test('the tally keeps picking what ranking every pod picks as time moves pods in
     const count = 1 + rnd(3);
     const expected = podsToDelete(pods, onNode, count, now).map((p) => p.metadata.name);
     const chosen = tally.toDelete(onNode, count, now);
-    assert.deepEqual(chosen.map((p) => p.metadata.name), expected, `step ${step}, ${now - NOW} ms on`);
+    assert.deepEqual(
+      chosen.map((p) => p.metadata.name),
+      expected,
+      `step ${step}, ${now - NOW} ms on`,
+    );
     // The chosen pods go, as a scale-down deletes them.
     for (const p of chosen) {
       store.delete(`default/${p.metadata.name}`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ApiError } from '../src/api/errors.js';
+import type { ApiError } from '../src/api/errors.js';
 import type { KubeObject } from '../src/api/types.js';
 import { startSimulator } from '../src/cluster/simulator.js';
 
@@ -13,23 +13,42 @@ test('pod updates: metadata changes pass, an image may change, other spec change
   const pods = cluster.kind('', 'v1', 'pods');
   const spec = (o: KubeObject): Record<string, unknown> => o.spec as Record<string, unknown>;
   try {
-    const pod = cluster.api.create(pods, 'default', { metadata: { name: 'web' }, spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'nginx:1' }] } });
+    const pod = cluster.api.create(pods, 'default', {
+      metadata: { name: 'web' },
+      spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'nginx:1' }] },
+    });
 
-    const labelled = cluster.api.patch(pods, 'default', 'web', 'merge', { metadata: { labels: { seen: 'yes' }, finalizers: ['example.com/hold'] } });
+    const labelled = cluster.api.patch(pods, 'default', 'web', 'merge', {
+      metadata: { labels: { seen: 'yes' }, finalizers: ['example.com/hold'] },
+    });
     assert.equal(labelled.metadata.labels?.seen, 'yes');
 
     // The same spec with its keys in reverse order is the same spec.
     const reversed = Object.fromEntries(Object.entries(spec(labelled)).reverse());
-    const put = cluster.api.update(pods, 'default', 'web', { ...labelled, metadata: { ...labelled.metadata, annotations: { a: 'b' } }, spec: reversed });
+    const put = cluster.api.update(pods, 'default', 'web', {
+      ...labelled,
+      metadata: { ...labelled.metadata, annotations: { a: 'b' } },
+      spec: reversed,
+    });
     assert.equal(put.metadata.annotations?.a, 'b');
 
-    const image = cluster.api.patch(pods, 'default', 'web', 'strategic', { spec: { containers: [{ name: 'c', image: 'nginx:2' }] } });
+    const image = cluster.api.patch(pods, 'default', 'web', 'strategic', {
+      spec: { containers: [{ name: 'c', image: 'nginx:2' }] },
+    });
     assert.equal((spec(image).containers as Array<{ image: string }>)[0]!.image, 'nginx:2');
 
     // A replace of the whole pod with its keys sorted (as `kubectl get -o yaml` then `kubectl replace` sends it)
     // that changes only an image is allowed too.
     const sortKeys = (v: unknown): unknown =>
-      Array.isArray(v) ? v.map(sortKeys) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, sortKeys(x)])) : v;
+      Array.isArray(v)
+        ? v.map(sortKeys)
+        : v !== null && typeof v === 'object'
+          ? Object.fromEntries(
+              Object.entries(v)
+                .sort(([a], [b]) => a.localeCompare(b))
+                .map(([k, x]) => [k, sortKeys(x)]),
+            )
+          : v;
     const sorted = sortKeys(image) as KubeObject;
     (spec(sorted).containers as Array<{ image: string }>)[0]!.image = 'nginx:3';
     const replaced = cluster.api.update(pods, 'default', 'web', sorted);
@@ -42,7 +61,10 @@ test('pod updates: metadata changes pass, an image may change, other spec change
       forbidden = err as ApiError;
     }
     assert.equal(forbidden?.code, 422);
-    assert.match(forbidden!.message, /spec: Forbidden: pod updates may not change fields other than `spec\.containers\[\*\]\.image`/);
+    assert.match(
+      forbidden!.message,
+      /spec: Forbidden: pod updates may not change fields other than `spec\.containers\[\*\]\.image`/,
+    );
     assert.equal(spec(cluster.api.get(pods, 'default', 'web')).restartPolicy, 'Never');
     assert.notEqual(pod.metadata.resourceVersion, replaced.metadata.resourceVersion);
   } finally {

@@ -22,7 +22,14 @@ test('kubectl typed commands (create …, run) with protobuf bodies create the r
   /** Runs a command at -v=8 and checks whether its request body went out as protobuf. */
   const run = async (args: string[], protobuf: boolean): Promise<void> => {
     const result = await kubectl(server.url, ['-v=8', ...args]);
-    assert.equal(result.code, 0, `kubectl ${args.join(' ')}: ${result.stderr.split('\n').filter((l) => !l.startsWith('I')).join('\n')}`);
+    assert.equal(
+      result.code,
+      0,
+      `kubectl ${args.join(' ')}: ${result.stderr
+        .split('\n')
+        .filter((l) => !l.startsWith('I'))
+        .join('\n')}`,
+    );
     if (protobuf) assert.match(result.stderr, PROTOBUF_REQUEST, `kubectl ${args.join(' ')} did not send protobuf`);
     else assert.doesNotMatch(result.stderr, PROTOBUF_REQUEST);
   };
@@ -31,14 +38,24 @@ test('kubectl typed commands (create …, run) with protobuf bodies create the r
   const cm = await api.get('/api/v1/namespaces/default/configmaps/x');
   assert.deepEqual(cm.data, { a: 'b' });
 
-  await run(['create', 'secret', 'generic', 'creds', '--from-literal=user=admin', '--from-literal=password=s3cr3t'], true);
+  await run(
+    ['create', 'secret', 'generic', 'creds', '--from-literal=user=admin', '--from-literal=password=s3cr3t'],
+    true,
+  );
   const secret = await api.get('/api/v1/namespaces/default/secrets/creds');
   assert.equal(secret.type, 'Opaque');
-  assert.deepEqual(secret.data, { user: Buffer.from('admin').toString('base64'), password: Buffer.from('s3cr3t').toString('base64') });
+  assert.deepEqual(secret.data, {
+    user: Buffer.from('admin').toString('base64'),
+    password: Buffer.from('s3cr3t').toString('base64'),
+  });
 
   await run(['create', 'deployment', 'web', '--image=nginx', '--replicas=2'], true);
   const web = await api.get('/apis/apps/v1/namespaces/default/deployments/web');
-  const webSpec = web.spec as { replicas: number; selector: Spec; template: { metadata: Obj['metadata']; spec: PodSpec } };
+  const webSpec = web.spec as {
+    replicas: number;
+    selector: Spec;
+    template: { metadata: Obj['metadata']; spec: PodSpec };
+  };
   assert.equal(webSpec.replicas, 2);
   assert.deepEqual(webSpec.selector, { matchLabels: { app: 'web' } });
   assert.deepEqual(webSpec.template.metadata.labels, { app: 'web' });
@@ -100,7 +117,19 @@ test('kubectl typed commands (create …, run) with protobuf bodies create the r
   assert.deepEqual(podSpec.containers[0]!.env, [{ name: 'A', value: '1' }]);
   assert.deepEqual(podSpec.containers[0]!.ports, [{ containerPort: 8080, protocol: 'TCP' }]);
 
-  const listed = await kubectl(server.url, ['get', 'configmap/x', 'secret/creds', 'deployment/web', 'job/once', 'cronjob/tick', 'service/svc', 'serviceaccount/builder', 'pod/pod1', '-o', 'name']);
+  const listed = await kubectl(server.url, [
+    'get',
+    'configmap/x',
+    'secret/creds',
+    'deployment/web',
+    'job/once',
+    'cronjob/tick',
+    'service/svc',
+    'serviceaccount/builder',
+    'pod/pod1',
+    '-o',
+    'name',
+  ]);
   assert.equal(listed.code, 0, listed.stderr);
   assert.deepEqual(listed.stdout.trim().split('\n'), [
     'configmap/x',

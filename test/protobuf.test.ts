@@ -33,11 +33,18 @@ function encode(typeName: string, value: Record<string, unknown>): Uint8Array {
 
 /** A body as client-go frames it: magic, then runtime.Unknown around the object's message. */
 function envelope(apiVersion: string, kind: string, raw: Uint8Array, extra: Record<string, unknown> = {}): Buffer {
-  const unknown = encode('k8s.io.apimachinery.pkg.runtime.Unknown', { typeMeta: { apiVersion, kind }, raw, contentEncoding: '', contentType: '', ...extra });
+  const unknown = encode('k8s.io.apimachinery.pkg.runtime.Unknown', {
+    typeMeta: { apiVersion, kind },
+    raw,
+    contentEncoding: '',
+    contentType: '',
+    ...extra,
+  });
   return Buffer.concat([PROTOBUF_MAGIC, unknown]);
 }
 
-const body = (apiVersion: string, kind: string, typeName: string, value: Record<string, unknown>): Buffer => envelope(apiVersion, kind, encode(typeName, value));
+const body = (apiVersion: string, kind: string, typeName: string, value: Record<string, unknown>): Buffer =>
+  envelope(apiVersion, kind, encode(typeName, value));
 
 function assertBadRequest(fn: () => unknown, message: RegExp): void {
   assert.throws(fn, (err: unknown) => {
@@ -50,7 +57,9 @@ function assertBadRequest(fn: () => unknown, message: RegExp): void {
 }
 
 describe('protobuf bodies from kubectl 1.32', () => {
-  const names = readdirSync(FIXTURES).filter((f) => f.endsWith('.pb')).map((f) => f.slice(0, -3));
+  const names = readdirSync(FIXTURES)
+    .filter((f) => f.endsWith('.pb'))
+    .map((f) => f.slice(0, -3));
 
   test('there are fixtures', () => assert.ok(names.length >= 20, `only ${names.length} fixtures`));
 
@@ -61,7 +70,15 @@ describe('protobuf bodies from kubectl 1.32', () => {
   }
 
   test('most bodies match the JSON exactly, nulls included (creationTimestamp: null, status: {} …)', () => {
-    for (const name of ['create-configmap', 'create-deployment', 'create-job', 'create-cronjob', 'create-service-clusterip', 'create-clusterrolebinding', 'create-job-from-cronjob']) {
+    for (const name of [
+      'create-configmap',
+      'create-deployment',
+      'create-job',
+      'create-cronjob',
+      'create-service-clusterip',
+      'create-clusterrolebinding',
+      'create-job-from-cronjob',
+    ]) {
       assert.deepEqual(decodeProtobuf(fixture(name)), expected(name), name);
     }
   });
@@ -69,7 +86,11 @@ describe('protobuf bodies from kubectl 1.32', () => {
   test('Go pointers keep their zero values; value fields drop them as omitempty does', () => {
     const zero = decoded('create-deployment-zero-replicas') as { spec: { replicas?: number } };
     assert.equal(zero.spec.replicas, 0);
-    const job = decoded('create-job-from-cronjob') as { spec: Record<string, unknown> & { template: { spec: Record<string, unknown> & { containers: Array<Record<string, unknown>> } } } };
+    const job = decoded('create-job-from-cronjob') as {
+      spec: Record<string, unknown> & {
+        template: { spec: Record<string, unknown> & { containers: Array<Record<string, unknown>> } };
+      };
+    };
     assert.equal(job.spec.backoffLimit, 0);
     assert.equal(job.spec.ttlSecondsAfterFinished, 0);
     const pod = job.spec.template.spec;
@@ -87,19 +108,37 @@ describe('protobuf bodies from kubectl 1.32', () => {
 
   test('Kubernetes JSON forms: quantities, int-or-strings, []byte, inlined members', () => {
     const secret = decoded('create-secret-generic') as { data: Record<string, string> };
-    assert.deepEqual(secret.data, { pw: Buffer.from('p@ss').toString('base64'), user: Buffer.from('admin').toString('base64') });
+    assert.deepEqual(secret.data, {
+      pw: Buffer.from('p@ss').toString('base64'),
+      user: Buffer.from('admin').toString('base64'),
+    });
     const svc = decoded('create-service-clusterip') as { spec: { ports: Array<Record<string, unknown>> } };
     assert.deepEqual(svc.spec.ports, [{ name: '80-8080', protocol: 'TCP', port: 80, targetPort: 8080 }]);
     const quota = decoded('create-quota') as { spec: { hard: Record<string, string> } };
     assert.deepEqual(quota.spec.hard, { cpu: '1', memory: '1Gi', pods: '10' });
-    const job = decoded('create-job-from-cronjob') as { spec: { template: { spec: { volumes: Array<Record<string, unknown>>; containers: Array<Record<string, unknown>> } } } };
+    const job = decoded('create-job-from-cronjob') as {
+      spec: {
+        template: { spec: { volumes: Array<Record<string, unknown>>; containers: Array<Record<string, unknown>> } };
+      };
+    };
     const [cfg, , tmp] = job.spec.template.spec.volumes;
-    assert.deepEqual(cfg, { name: 'cfg', configMap: { name: 'cm1', items: [{ key: 'a', path: 'a.txt', mode: 0 }], defaultMode: 420, optional: false } });
+    assert.deepEqual(cfg, {
+      name: 'cfg',
+      configMap: { name: 'cm1', items: [{ key: 'a', path: 'a.txt', mode: 0 }], defaultMode: 420, optional: false },
+    });
     assert.deepEqual(tmp, { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } });
     const main = job.spec.template.spec.containers[0]!;
-    assert.deepEqual(main.livenessProbe, { httpGet: { path: '/healthz', port: 'http', scheme: 'HTTP', httpHeaders: [{ name: 'X', value: 'yes' }] }, periodSeconds: 10, failureThreshold: 3 });
+    assert.deepEqual(main.livenessProbe, {
+      httpGet: { path: '/healthz', port: 'http', scheme: 'HTTP', httpHeaders: [{ name: 'X', value: 'yes' }] },
+      periodSeconds: 10,
+      failureThreshold: 3,
+    });
     assert.deepEqual(main.readinessProbe, { tcpSocket: { port: 80 }, timeoutSeconds: 2 });
-    assert.deepEqual((main.resources as { limits: unknown }).limits, { cpu: '1', memory: '1Gi', 'nvidia.com/gpu': '0' });
+    assert.deepEqual((main.resources as { limits: unknown }).limits, {
+      cpu: '1',
+      memory: '1Gi',
+      'nvidia.com/gpu': '0',
+    });
   });
 
   test('request kinds: SelfSubjectAccessReview, SelfSubjectRulesReview, TokenRequest, DeleteOptions', () => {
@@ -128,16 +167,34 @@ describe('protobuf special types', () => {
 
   test('Time and MicroTime are RFC 3339 in UTC; the zero time (an empty message) is null', () => {
     const lease = body('coordination.k8s.io/v1', 'Lease', 'k8s.io.api.coordination.v1.Lease', {
-      metadata: { name: 'l', namespace: 'kube-node-lease', creationTimestamp: {}, generation: 0, deletionGracePeriodSeconds: 0 },
-      spec: { holderIdentity: 'node-1', leaseDurationSeconds: 0, acquireTime: { seconds: 1_700_000_000, nanos: 123_456_789 }, renewTime: { seconds: 1_700_000_040 } },
+      metadata: {
+        name: 'l',
+        namespace: 'kube-node-lease',
+        creationTimestamp: {},
+        generation: 0,
+        deletionGracePeriodSeconds: 0,
+      },
+      spec: {
+        holderIdentity: 'node-1',
+        leaseDurationSeconds: 0,
+        acquireTime: { seconds: 1_700_000_000, nanos: 123_456_789 },
+        renewTime: { seconds: 1_700_000_040 },
+      },
     });
     assert.deepEqual(decodeProtobuf(lease), {
       kind: 'Lease',
       apiVersion: 'coordination.k8s.io/v1',
       metadata: { name: 'l', namespace: 'kube-node-lease', creationTimestamp: null, deletionGracePeriodSeconds: 0 },
-      spec: { holderIdentity: 'node-1', leaseDurationSeconds: 0, acquireTime: '2023-11-14T22:13:20.123456Z', renewTime: '2023-11-14T22:14:00.000000Z' },
+      spec: {
+        holderIdentity: 'node-1',
+        leaseDurationSeconds: 0,
+        acquireTime: '2023-11-14T22:13:20.123456Z',
+        renewTime: '2023-11-14T22:14:00.000000Z',
+      },
     });
-    const cm = body('v1', 'ConfigMap', 'k8s.io.api.core.v1.ConfigMap', { metadata: { name: 'c', creationTimestamp: { seconds: 1_700_000_000, nanos: 999 } } });
+    const cm = body('v1', 'ConfigMap', 'k8s.io.api.core.v1.ConfigMap', {
+      metadata: { name: 'c', creationTimestamp: { seconds: 1_700_000_000, nanos: 999 } },
+    });
     assert.deepEqual((decodeProtobuf(cm) as Obj).metadata, { name: 'c', creationTimestamp: '2023-11-14T22:13:20Z' });
   });
 
@@ -175,7 +232,16 @@ describe('protobuf special types', () => {
     const rev = body('apps/v1', 'ControllerRevision', 'k8s.io.api.apps.v1.ControllerRevision', {
       metadata: {
         name: 'web-1',
-        managedFields: [{ manager: 'kubectl', operation: 'Update', apiVersion: 'apps/v1', time: { seconds: 1_700_000_000 }, fieldsType: 'FieldsV1', fieldsV1: { Raw: Buffer.from('{"f:data":{}}') } }],
+        managedFields: [
+          {
+            manager: 'kubectl',
+            operation: 'Update',
+            apiVersion: 'apps/v1',
+            time: { seconds: 1_700_000_000 },
+            fieldsType: 'FieldsV1',
+            fieldsV1: { Raw: Buffer.from('{"f:data":{}}') },
+          },
+        ],
       },
       data: { raw: Buffer.from('{"spec":{"template":{"$patch":"replace"}}}') },
       revision: 0,
@@ -185,29 +251,70 @@ describe('protobuf special types', () => {
       apiVersion: 'apps/v1',
       metadata: {
         name: 'web-1',
-        managedFields: [{ manager: 'kubectl', operation: 'Update', apiVersion: 'apps/v1', time: '2023-11-14T22:13:20Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': {} } }],
+        managedFields: [
+          {
+            manager: 'kubectl',
+            operation: 'Update',
+            apiVersion: 'apps/v1',
+            time: '2023-11-14T22:13:20Z',
+            fieldsType: 'FieldsV1',
+            fieldsV1: { 'f:data': {} },
+          },
+        ],
       },
       data: { spec: { template: { $patch: 'replace' } } },
       revision: 0,
     });
-    const cm = body('v1', 'ConfigMap', 'k8s.io.api.core.v1.ConfigMap', { metadata: { name: 'bin' }, binaryData: { blob: Buffer.from([0, 1, 2, 255]), empty: Buffer.alloc(0) }, data: { a: '' } });
-    assert.deepEqual(decodeProtobuf(cm), { kind: 'ConfigMap', apiVersion: 'v1', metadata: { name: 'bin' }, data: { a: '' }, binaryData: { blob: 'AAEC/w==', empty: '' } });
+    const cm = body('v1', 'ConfigMap', 'k8s.io.api.core.v1.ConfigMap', {
+      metadata: { name: 'bin' },
+      binaryData: { blob: Buffer.from([0, 1, 2, 255]), empty: Buffer.alloc(0) },
+      data: { a: '' },
+    });
+    assert.deepEqual(decodeProtobuf(cm), {
+      kind: 'ConfigMap',
+      apiVersion: 'v1',
+      metadata: { name: 'bin' },
+      data: { a: '' },
+      binaryData: { blob: 'AAEC/w==', empty: '' },
+    });
   });
 
   test('IntOrString: type 0 is the int, type 1 the string', () => {
     const deploy = body('apps/v1', 'Deployment', 'k8s.io.api.apps.v1.Deployment', {
       metadata: { name: 'd' },
-      spec: { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: { type: 1, strVal: '25%' }, maxUnavailable: { type: 0, intVal: 0 } } } },
+      spec: {
+        strategy: {
+          type: 'RollingUpdate',
+          rollingUpdate: { maxSurge: { type: 1, strVal: '25%' }, maxUnavailable: { type: 0, intVal: 0 } },
+        },
+      },
     });
-    assert.deepEqual((decodeProtobuf(deploy) as { spec: unknown }).spec, { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: 0 } } });
+    assert.deepEqual((decodeProtobuf(deploy) as { spec: unknown }).spec, {
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: 0 } },
+    });
   });
 
   test('ExtraValue ([]string) is a JSON array; Eviction keeps its DeleteOptions', () => {
-    const sar = body('authorization.k8s.io/v1', 'SubjectAccessReview', 'k8s.io.api.authorization.v1.SubjectAccessReview', {
-      metadata: {},
-      spec: { user: 'bob', groups: ['dev'], extra: { scopes: { items: ['a', 'b'] } }, resourceAttributes: { verb: 'get', resource: 'pods' } },
+    const sar = body(
+      'authorization.k8s.io/v1',
+      'SubjectAccessReview',
+      'k8s.io.api.authorization.v1.SubjectAccessReview',
+      {
+        metadata: {},
+        spec: {
+          user: 'bob',
+          groups: ['dev'],
+          extra: { scopes: { items: ['a', 'b'] } },
+          resourceAttributes: { verb: 'get', resource: 'pods' },
+        },
+      },
+    );
+    assert.deepEqual((decodeProtobuf(sar) as { spec: unknown }).spec, {
+      user: 'bob',
+      groups: ['dev'],
+      extra: { scopes: ['a', 'b'] },
+      resourceAttributes: { verb: 'get', resource: 'pods' },
     });
-    assert.deepEqual((decodeProtobuf(sar) as { spec: unknown }).spec, { user: 'bob', groups: ['dev'], extra: { scopes: ['a', 'b'] }, resourceAttributes: { verb: 'get', resource: 'pods' } });
     const eviction = body('policy/v1', 'Eviction', 'k8s.io.api.policy.v1.Eviction', {
       metadata: { name: 'p', namespace: 'default' },
       deleteOptions: { gracePeriodSeconds: 0, preconditions: { uid: 'u-1' }, dryRun: ['All'] },
@@ -218,8 +325,16 @@ describe('protobuf special types', () => {
       metadata: { name: 'p', namespace: 'default' },
       deleteOptions: { gracePeriodSeconds: 0, preconditions: { uid: 'u-1' }, dryRun: ['All'] },
     });
-    const options = body('meta.k8s.io/v1', 'DeleteOptions', `${META}.DeleteOptions`, { propagationPolicy: 'Foreground', orphanDependents: false });
-    assert.deepEqual(decodeProtobuf(options), { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/v1', orphanDependents: false, propagationPolicy: 'Foreground' });
+    const options = body('meta.k8s.io/v1', 'DeleteOptions', `${META}.DeleteOptions`, {
+      propagationPolicy: 'Foreground',
+      orphanDependents: false,
+    });
+    assert.deepEqual(decodeProtobuf(options), {
+      kind: 'DeleteOptions',
+      apiVersion: 'meta.k8s.io/v1',
+      orphanDependents: false,
+      propagationPolicy: 'Foreground',
+    });
   });
 });
 
@@ -237,22 +352,48 @@ describe('bodies that do not decode are 400s', () => {
   });
 
   test('unknown kinds, encodings and content types', () => {
-    assertBadRequest(() => decodeProtobuf(envelope('v1', 'Frobnicator', new Uint8Array(0))), /no kind "Frobnicator" is registered for version "v1"/);
-    assertBadRequest(() => decodeProtobuf(envelope('v2', 'ConfigMap', new Uint8Array(0))), /no kind "ConfigMap" is registered for version "v2"/);
+    assertBadRequest(
+      () => decodeProtobuf(envelope('v1', 'Frobnicator', new Uint8Array(0))),
+      /no kind "Frobnicator" is registered for version "v1"/,
+    );
+    assertBadRequest(
+      () => decodeProtobuf(envelope('v2', 'ConfigMap', new Uint8Array(0))),
+      /no kind "ConfigMap" is registered for version "v2"/,
+    );
     assertBadRequest(() => decodeProtobuf(envelope('', '', new Uint8Array(0))), /does not name a kind/);
-    assertBadRequest(() => decodeProtobuf(envelope('v1', 'ConfigMap', new Uint8Array(0), { contentEncoding: 'gzip' })), /content encoding "gzip"/);
-    assertBadRequest(() => decodeProtobuf(envelope('v1', 'ConfigMap', new Uint8Array(0), { contentType: 'application/cbor' })), /content type "application\/cbor"/);
+    assertBadRequest(
+      () => decodeProtobuf(envelope('v1', 'ConfigMap', new Uint8Array(0), { contentEncoding: 'gzip' })),
+      /content encoding "gzip"/,
+    );
+    assertBadRequest(
+      () => decodeProtobuf(envelope('v1', 'ConfigMap', new Uint8Array(0), { contentType: 'application/cbor' })),
+      /content type "application\/cbor"/,
+    );
   });
 
   test('garbage objects, hostile nesting and out-of-range values', () => {
-    assertBadRequest(() => decodeProtobuf(envelope('v1', 'ConfigMap', Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]))), /ConfigMap object/);
+    assertBadRequest(
+      () => decodeProtobuf(envelope('v1', 'ConfigMap', Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]))),
+      /ConfigMap object/,
+    );
     // 200k nested start-group tags of an unknown field
-    assertBadRequest(() => decodeProtobuf(envelope('v1', 'ConfigMap', Buffer.alloc(200_000, 0x7b))), /ConfigMap object/);
-    const farFuture = body('v1', 'ConfigMap', 'k8s.io.api.core.v1.ConfigMap', { metadata: { name: 'c', creationTimestamp: { seconds: 1e15 } } });
+    assertBadRequest(
+      () => decodeProtobuf(envelope('v1', 'ConfigMap', Buffer.alloc(200_000, 0x7b))),
+      /ConfigMap object/,
+    );
+    const farFuture = body('v1', 'ConfigMap', 'k8s.io.api.core.v1.ConfigMap', {
+      metadata: { name: 'c', creationTimestamp: { seconds: 1e15 } },
+    });
     assertBadRequest(() => decodeProtobuf(farFuture), /unable to convert/);
-    const notJson = body('apps/v1', 'ControllerRevision', 'k8s.io.api.apps.v1.ControllerRevision', { metadata: { name: 'r' }, data: { raw: Buffer.from('not json') } });
+    const notJson = body('apps/v1', 'ControllerRevision', 'k8s.io.api.apps.v1.ControllerRevision', {
+      metadata: { name: 'r' },
+      data: { raw: Buffer.from('not json') },
+    });
     assertBadRequest(() => decodeProtobuf(notJson), /RawExtension in the protobuf body is not valid JSON/);
-    const deep = body('apps/v1', 'ControllerRevision', 'k8s.io.api.apps.v1.ControllerRevision', { metadata: { name: 'r' }, data: { raw: Buffer.from('['.repeat(20_000)) } });
+    const deep = body('apps/v1', 'ControllerRevision', 'k8s.io.api.apps.v1.ControllerRevision', {
+      metadata: { name: 'r' },
+      data: { raw: Buffer.from('['.repeat(20_000)) },
+    });
     assertBadRequest(() => decodeProtobuf(deep), /max depth/);
   });
 });
@@ -260,14 +401,22 @@ describe('bodies that do not decode are 400s', () => {
 describe('protobuf bodies through the server', () => {
   test('POST and DELETE with protobuf bodies; a bad body is a 400 Status', async (t) => {
     const server = await serverFor(t);
-    const post = (path: string, data: Buffer) => request<Obj>(server.url, path, { method: 'POST', body: data, headers: { 'content-type': PROTOBUF, accept: `${PROTOBUF}, application/json` } });
+    const post = (path: string, data: Buffer) =>
+      request<Obj>(server.url, path, {
+        method: 'POST',
+        body: data,
+        headers: { 'content-type': PROTOBUF, accept: `${PROTOBUF}, application/json` },
+      });
 
     const created = await post('/api/v1/namespaces/default/configmaps', fixture('create-configmap'));
     assert.equal(created.status, 201, created.text);
     const got = await request<Obj>(server.url, '/api/v1/namespaces/default/configmaps/cm1');
     assert.deepEqual(got.body.data, { a: 'b', c: 'd' });
 
-    const deployment = await post('/apis/apps/v1/namespaces/default/deployments', fixture('create-deployment-zero-replicas'));
+    const deployment = await post(
+      '/apis/apps/v1/namespaces/default/deployments',
+      fixture('create-deployment-zero-replicas'),
+    );
     assert.equal(deployment.status, 201, deployment.text);
     assert.equal((deployment.body.spec as { replicas: number }).replicas, 0);
 
@@ -275,8 +424,16 @@ describe('protobuf bodies through the server', () => {
     const mismatch = await post('/api/v1/namespaces/default/secrets', fixture('create-configmap'));
     assert.equal(mismatch.status, 400, mismatch.text);
 
-    for (const bad of [Buffer.from('k8s\0\xff\xff\xff', 'latin1'), Buffer.from('nope'), fixture('create-configmap').subarray(0, 30)]) {
-      const reply = await request<StatusBody>(server.url, '/api/v1/namespaces/default/configmaps', { method: 'POST', body: bad, headers: { 'content-type': PROTOBUF } });
+    for (const bad of [
+      Buffer.from('k8s\0\xff\xff\xff', 'latin1'),
+      Buffer.from('nope'),
+      fixture('create-configmap').subarray(0, 30),
+    ]) {
+      const reply = await request<StatusBody>(server.url, '/api/v1/namespaces/default/configmaps', {
+        method: 'POST',
+        body: bad,
+        headers: { 'content-type': PROTOBUF },
+      });
       assert.equal(reply.status, 400, reply.text);
       assert.equal(reply.body.kind, 'Status');
       assert.equal(reply.body.reason, 'BadRequest');
@@ -284,10 +441,19 @@ describe('protobuf bodies through the server', () => {
 
     const pod = await request<Obj>(server.url, '/api/v1/namespaces/default/pods', {
       method: 'POST',
-      body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'dp1' }, spec: { nodeName: 'node1', containers: [{ name: 'c', image: 'nginx' }] } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'dp1' },
+        spec: { nodeName: 'node1', containers: [{ name: 'c', image: 'nginx' }] },
+      },
     });
     assert.equal(pod.status, 201, pod.text);
-    const deleted = await request<Obj>(server.url, '/api/v1/namespaces/default/pods/dp1', { method: 'DELETE', body: fixture('drain-delete-pod'), headers: { 'content-type': PROTOBUF } });
+    const deleted = await request<Obj>(server.url, '/api/v1/namespaces/default/pods/dp1', {
+      method: 'DELETE',
+      body: fixture('drain-delete-pod'),
+      headers: { 'content-type': PROTOBUF },
+    });
     assert.ok(deleted.status === 200 || deleted.status === 202, deleted.text);
     assert.equal(deleted.body.metadata.deletionGracePeriodSeconds, 5);
   });

@@ -14,7 +14,12 @@ const SIM = join(ROOT, 'bin/sim.js');
  * controllers and the node simulator it needs have landed and it passes; the rest are still checked
  * against the schema (scenario.test.ts).
  */
-export const PASSING_SHIPPED_SCENARIOS: string[] = ['config-watcher.yaml', 'cronjob-week.yaml', 'rolling-update-node-failure.yaml', 'statefulset-pvcs.yaml'];
+export const PASSING_SHIPPED_SCENARIOS: string[] = [
+  'config-watcher.yaml',
+  'cronjob-week.yaml',
+  'rolling-update-node-failure.yaml',
+  'statefulset-pvcs.yaml',
+];
 
 interface Run {
   code: number | null;
@@ -24,7 +29,11 @@ interface Run {
 
 function sim(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SIM, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SIM, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -47,8 +56,14 @@ function tempDir(t: { after(fn: () => void): void }): string {
 test('sim replay: a broken scenario exits 1 naming the step, the expectation and what it found', async () => {
   const run = await sim(['replay', 'test/fixtures/scenarios/broken.yaml']);
   assert.equal(run.code, 1, run.stderr);
-  assert.match(run.stdout, /^FAIL broken on purpose: 4 steps \(3 passed, 1 failed, 0 skipped\), 2 expectations \(1 passed, 1 failed\)/m);
-  assert.match(run.stdout, /✗ step 3 "count the pods" \(expect\): expected count of Pod app=web in default equals 2; found 3: web-/);
+  assert.match(
+    run.stdout,
+    /^FAIL broken on purpose: 4 steps \(3 passed, 1 failed, 0 skipped\), 2 expectations \(1 passed, 1 failed\)/m,
+  );
+  assert.match(
+    run.stdout,
+    /✗ step 3 "count the pods" \(expect\): expected count of Pod app=web in default equals 2; found 3: web-/,
+  );
   // The timeline: time, step, the changes it caused.
   assert.match(run.stdout, /^ {2}T\+0s +1 {2}apply Deployment web {2}ok$/m);
   assert.match(run.stdout, /^ +T\+0s +\+ Pod default\/web-\S+ {2}Pending$/m);
@@ -69,22 +84,49 @@ test('sim replay --report and --html: the JSON timeline and a self-contained pag
   const dir = tempDir(t);
   const json = join(dir, 'out.json');
   const html = join(dir, 'out.html');
-  const run = await sim(['replay', 'test/fixtures/scenarios/determinism.yaml', 'test/fixtures/scenarios/broken.yaml', '--report', json, '--html', html, '--no-changes']);
+  const run = await sim([
+    'replay',
+    'test/fixtures/scenarios/determinism.yaml',
+    'test/fixtures/scenarios/broken.yaml',
+    '--report',
+    json,
+    '--html',
+    html,
+    '--no-changes',
+  ]);
   assert.equal(run.code, 1, run.stderr);
   assert.match(run.stdout, /^2 scenarios: 1 passed, 1 failed$/m);
 
   const report = JSON.parse(readFileSync(json, 'utf8')) as {
     kind: string;
     result: string;
-    scenarios: Array<{ name: string; result: string; steps: Array<{ index: number; at: string; changes: Array<{ resourceVersion: number }> }>; pods: Array<{ owner: string; pods: unknown[] }> }>;
+    scenarios: Array<{
+      name: string;
+      result: string;
+      steps: Array<{ index: number; at: string; changes: Array<{ resourceVersion: number }> }>;
+      pods: Array<{ owner: string; pods: unknown[] }>;
+    }>;
   };
   assert.equal(report.kind, 'ReplayReport');
   assert.equal(report.result, 'failed');
-  assert.deepEqual(report.scenarios.map((s) => [s.name, s.result]), [['determinism workout', 'passed'], ['broken on purpose', 'failed']]);
+  assert.deepEqual(
+    report.scenarios.map((s) => [s.name, s.result]),
+    [
+      ['determinism workout', 'passed'],
+      ['broken on purpose', 'failed'],
+    ],
+  );
   const steps = report.scenarios[0]!.steps;
   const rvs = steps.flatMap((s) => s.changes.map((c) => c.resourceVersion));
-  assert.deepEqual(rvs, [...rvs].sort((a, b) => a - b), 'changes are in resourceVersion order');
-  assert.ok(report.scenarios[0]!.pods.some((g) => g.owner.startsWith('Deployment default/web')), JSON.stringify(report.scenarios[0]!.pods.map((g) => g.owner)));
+  assert.deepEqual(
+    rvs,
+    [...rvs].sort((a, b) => a - b),
+    'changes are in resourceVersion order',
+  );
+  assert.ok(
+    report.scenarios[0]!.pods.some((g) => g.owner.startsWith('Deployment default/web')),
+    JSON.stringify(report.scenarios[0]!.pods.map((g) => g.owner)),
+  );
 
   const page = readFileSync(html, 'utf8');
   assert.match(page, /^<!DOCTYPE html>/);
@@ -143,7 +185,9 @@ test('sim replay against sim serve --auth --tls: credentials from --kubeconfig, 
   const dir = tempDir(t);
   const file = join(dir, 'authed.yaml');
   // The kubectl step, when there is a kubectl, shows its run gets the credentials too.
-  const kubectlStep = kubectlMissing() ? '' : `
+  const kubectlStep = kubectlMissing()
+    ? ''
+    : `
   - kubectl:
       args: get configmap authed -o jsonpath={.data.a}
       contains: "2"`;
@@ -180,7 +224,10 @@ steps:
   // Credentials without a server to use them on are a usage error.
   const stray = await sim(['replay', '--token', token, file]);
   assert.equal(stray.code, 2);
-  assert.equal(stray.stderr, 'sim replay: --token, --certificate-authority and --insecure-skip-tls-verify need --server or --kubeconfig\n');
+  assert.equal(
+    stray.stderr,
+    'sim replay: --token, --certificate-authority and --insecure-skip-tls-verify need --server or --kubeconfig\n',
+  );
 });
 
 test('sim replay: the kubectl step runs the real kubectl against the scenario cluster', async (t) => {
@@ -209,7 +256,10 @@ steps:
   assert.equal(run.code, 1, run.stderr);
   assert.match(run.stdout, /^ +T\+0s +\+ ConfigMap default\/made-by-kubectl/m);
   assert.match(run.stdout, /^ +\| v$/m);
-  assert.match(run.stdout, /✗ step 5 "wrong on purpose" \(kubectl\): kubectl exited with 1, expected 0: Error from server \(NotFound\): configmaps "nope" not found/);
+  assert.match(
+    run.stdout,
+    /✗ step 5 "wrong on purpose" \(kubectl\): kubectl exited with 1, expected 0: Error from server \(NotFound\): configmaps "nope" not found/,
+  );
 });
 
 test('sim replay fixtures/scenarios/*.yaml passes, and twice gives the same report byte for byte', async (t) => {
@@ -217,7 +267,9 @@ test('sim replay fixtures/scenarios/*.yaml passes, and twice gives the same repo
   const missing = kubectlMissing();
   if (missing) {
     const without = files.filter((f) => !/^\s*(- )?kubectl:/m.test(readFileSync(join(ROOT, f), 'utf8')));
-    t.diagnostic(`${missing}: skipping the scenarios with kubectl steps (${files.filter((f) => !without.includes(f)).join(', ')})`);
+    t.diagnostic(
+      `${missing}: skipping the scenarios with kubectl steps (${files.filter((f) => !without.includes(f)).join(', ')})`,
+    );
     files = without;
   }
   if (files.length === 0) return t.skip('no shipped scenario to run');

@@ -20,7 +20,11 @@ test('pods the API refuses: ReplicaFailure on the ReplicaSet and its Deployment,
   const client: KubeClient = Object.create(real) as KubeClient;
   client.create = async (gvr, namespace, obj) => {
     if (refuse && gvr.resource === 'pods') {
-      throw new ApiError(403, 'Forbidden', `pods "${String(obj.metadata.generateName)}x" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=0, limited: pods=0`);
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `pods "${String(obj.metadata.generateName)}x" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=0, limited: pods=0`,
+      );
     }
     return real.create(gvr, namespace, obj);
   };
@@ -38,13 +42,19 @@ test('pods the API refuses: ReplicaFailure on the ReplicaSet and its Deployment,
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: 'web' },
-    spec: { replicas: 3, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } } },
+    spec: {
+      replicas: 3,
+      selector: { matchLabels: { app: 'web' } },
+      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+    },
   } as KubeObject);
   await clock.advance(1000);
 
   const [rs] = (await real.list(Resources.replicasets, 'default')).items;
   const failure = (obj: KubeObject): { reason?: string; message?: string } | undefined =>
-    ((obj.status as { conditions?: Array<{ type: string; reason?: string; message?: string }> }).conditions ?? []).find((c) => c.type === 'ReplicaFailure');
+    ((obj.status as { conditions?: Array<{ type: string; reason?: string; message?: string }> }).conditions ?? []).find(
+      (c) => c.type === 'ReplicaFailure',
+    );
   assert.deepEqual(failure(rs!), {
     type: 'ReplicaFailure',
     status: 'True',
@@ -54,8 +64,12 @@ test('pods the API refuses: ReplicaFailure on the ReplicaSet and its Deployment,
   });
   const d = await real.get(Resources.deployments, 'default', 'web');
   assert.equal(failure(d)?.reason, 'FailedCreate', 'the Deployment carries its ReplicaSet failure');
-  const events = (await real.list(Resources.events, 'default')).items.filter((e) => (e.involvedObject as { kind: string }).kind === 'ReplicaSet');
-  assert.ok(events.some((e) => e.reason === 'FailedCreate' && String(e.message).startsWith('Error creating: pods "web-')));
+  const events = (await real.list(Resources.events, 'default')).items.filter(
+    (e) => (e.involvedObject as { kind: string }).kind === 'ReplicaSet',
+  );
+  assert.ok(
+    events.some((e) => e.reason === 'FailedCreate' && String(e.message).startsWith('Error creating: pods "web-')),
+  );
   assert.equal((await real.list(Resources.pods, 'default')).items.length, 0);
 
   refuse = false;

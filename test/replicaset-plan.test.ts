@@ -7,7 +7,14 @@ import { childSelector, planClaims } from '../src/controllers/claims.js';
 import { isPodActive } from '../src/controllers/pod-util.js';
 import { podsPerNode, podsToDelete, rankPodsForDeletion } from '../src/controllers/pod-ranking.js';
 import { OwnedPodTally, summarizePods } from '../src/controllers/owned-pods.js';
-import { planReplicaSet, podFromTemplate, slowStartBatch, templateLabels, withReplicaFailure, type ReplicaSetPlan } from '../src/controllers/replicaset.js';
+import {
+  planReplicaSet,
+  podFromTemplate,
+  slowStartBatch,
+  templateLabels,
+  withReplicaFailure,
+  type ReplicaSetPlan,
+} from '../src/controllers/replicaset.js';
 import { cacheKey } from '../src/client/informer.js';
 import { SeededRandom } from '../src/clock/random.js';
 
@@ -32,7 +39,10 @@ interface PodOptions {
 
 function pod(name: string, o: PodOptions = {}): KubeObject {
   const status: Record<string, unknown> = { phase: o.phase ?? (o.node ? 'Running' : 'Pending') };
-  if (o.ready !== undefined) status.conditions = [{ type: 'Ready', status: o.ready ? 'True' : 'False', lastTransitionTime: rfc3339(o.readySince ?? T0 - 60 * S) }];
+  if (o.ready !== undefined)
+    status.conditions = [
+      { type: 'Ready', status: o.ready ? 'True' : 'False', lastTransitionTime: rfc3339(o.readySince ?? T0 - 60 * S) },
+    ];
   if (o.restarts !== undefined) status.containerStatuses = [{ name: 'c', restartCount: o.restarts }];
   const metadata: KubeObject['metadata'] = {
     name,
@@ -42,21 +52,49 @@ function pod(name: string, o: PodOptions = {}): KubeObject {
     labels: o.labels ?? { app: 'web' },
   };
   if (o.cost !== undefined) metadata.annotations = { 'controller.kubernetes.io/pod-deletion-cost': String(o.cost) };
-  if (o.owner) metadata.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: o.owner.metadata.name!, uid: o.owner.metadata.uid!, controller: true, blockOwnerDeletion: true }];
+  if (o.owner)
+    metadata.ownerReferences = [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'ReplicaSet',
+        name: o.owner.metadata.name!,
+        uid: o.owner.metadata.uid!,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ];
   if (o.deleting) metadata.deletionTimestamp = rfc3339(T0);
-  return { apiVersion: 'v1', kind: 'Pod', metadata, spec: { containers: [{ name: 'c', image: 'nginx' }], ...(o.node ? { nodeName: o.node } : {}) }, status };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata,
+    spec: { containers: [{ name: 'c', image: 'nginx' }], ...(o.node ? { nodeName: o.node } : {}) },
+    status,
+  };
 }
 
-function replicaSet(replicas: number, extra: { minReadySeconds?: number; generation?: number; status?: Record<string, unknown>; deleting?: boolean } = {}): KubeObject {
+function replicaSet(
+  replicas: number,
+  extra: { minReadySeconds?: number; generation?: number; status?: Record<string, unknown>; deleting?: boolean } = {},
+): KubeObject {
   const rs: KubeObject = {
     apiVersion: 'apps/v1',
     kind: 'ReplicaSet',
-    metadata: { name: 'web-abc', namespace: 'default', uid: 'rs-uid', generation: extra.generation ?? 1, creationTimestamp: rfc3339(T0 - 3600 * S) },
+    metadata: {
+      name: 'web-abc',
+      namespace: 'default',
+      uid: 'rs-uid',
+      generation: extra.generation ?? 1,
+      creationTimestamp: rfc3339(T0 - 3600 * S),
+    },
     spec: {
       replicas,
       minReadySeconds: extra.minReadySeconds ?? 0,
       selector: { matchLabels: { app: 'web' } },
-      template: { metadata: { labels: { app: 'web', tier: 'front' }, annotations: { note: 'x' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+      template: {
+        metadata: { labels: { app: 'web', tier: 'front' }, annotations: { note: 'x' } },
+        spec: { containers: [{ name: 'c', image: 'nginx' }] },
+      },
     },
     status: extra.status ?? { replicas: 0 },
   };
@@ -67,7 +105,12 @@ function replicaSet(replicas: number, extra: { minReadySeconds?: number; generat
 const names = (pods: readonly KubeObject[]): string[] => pods.map((p) => p.metadata.name!);
 
 /** planReplicaSet over a plain list of owned pods. */
-function planFor(rs: KubeObject, pods: readonly KubeObject[], now: number, options: { manage: boolean }): ReplicaSetPlan {
+function planFor(
+  rs: KubeObject,
+  pods: readonly KubeObject[],
+  now: number,
+  options: { manage: boolean },
+): ReplicaSetPlan {
   return planReplicaSet(rs, summarizePods(pods, templateLabels(rs)), () => new Map(), now, options);
 }
 
@@ -84,7 +127,13 @@ describe('pod ranking for deletion (ActivePodsWithRanks)', () => {
       new Map(),
       T0,
     );
-    assert.deepEqual(names(ranked), ['unscheduled', 'pending-scheduled', 'unknown', 'running-not-ready', 'running-ready']);
+    assert.deepEqual(names(ranked), [
+      'unscheduled',
+      'pending-scheduled',
+      'unknown',
+      'running-not-ready',
+      'running-ready',
+    ]);
   });
 
   test('lower pod-deletion-cost first, then doubled-up nodes first', () => {
@@ -93,7 +142,12 @@ describe('pod ranking for deletion (ActivePodsWithRanks)', () => {
     assert.deepEqual(names(rankPodsForDeletion([b, a], new Map(), T0)), ['cheap', 'dear']);
     const crowded = pod('crowded', { node: 'n1', ready: true });
     const alone = pod('alone', { node: 'n2', ready: true });
-    const related = [crowded, alone, pod('sibling-1', { node: 'n1', ready: true }), pod('sibling-2', { node: 'n1', ready: true })];
+    const related = [
+      crowded,
+      alone,
+      pod('sibling-1', { node: 'n1', ready: true }),
+      pod('sibling-2', { node: 'n1', ready: true }),
+    ];
     assert.deepEqual(names(rankPodsForDeletion([alone, crowded], podsPerNode(related), T0)), ['crowded', 'alone']);
   });
 
@@ -147,16 +201,34 @@ describe('planReplicaSet', () => {
       pod('d', { node: 'n1', ready: false, labels }),
     ];
     const plan = planFor(rs, pods, T0, { manage: true });
-    assert.deepEqual(plan.status, { replicas: 4, fullyLabeledReplicas: 3, readyReplicas: 3, availableReplicas: 1, observedGeneration: 3 });
+    assert.deepEqual(plan.status, {
+      replicas: 4,
+      fullyLabeledReplicas: 3,
+      readyReplicas: 3,
+      availableReplicas: 1,
+      observedGeneration: 3,
+    });
     assert.equal(plan.requeueAfterMs, 5 * S, 'pod c becomes available in 5 s');
   });
 
   test('ReplicaFailure is set when writes fail, kept while they keep failing, removed once they succeed', () => {
     const rs = replicaSet(3);
     const plan = planFor(rs, [], T0, { manage: true });
-    const failed = withReplicaFailure(plan.status, { replicas: 0 }, new Error('pods "web-abc-x" is forbidden: exceeded quota'), -3, T0);
+    const failed = withReplicaFailure(
+      plan.status,
+      { replicas: 0 },
+      new Error('pods "web-abc-x" is forbidden: exceeded quota'),
+      -3,
+      T0,
+    );
     assert.deepEqual(failed.conditions, [
-      { type: 'ReplicaFailure', status: 'True', lastTransitionTime: rfc3339(T0), reason: 'FailedCreate', message: 'pods "web-abc-x" is forbidden: exceeded quota' },
+      {
+        type: 'ReplicaFailure',
+        status: 'True',
+        lastTransitionTime: rfc3339(T0),
+        reason: 'FailedCreate',
+        message: 'pods "web-abc-x" is forbidden: exceeded quota',
+      },
     ]);
     const again = withReplicaFailure(plan.status, failed, new Error('another message'), -3, T0 + 60 * S);
     assert.deepEqual(again.conditions, failed.conditions, 'an existing failure condition is left as it is');
@@ -165,7 +237,14 @@ describe('planReplicaSet', () => {
 
   test('pods come from the template, owned by the ReplicaSet', () => {
     const rs = replicaSet(1);
-    const ref = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-abc', uid: 'rs-uid', controller: true, blockOwnerDeletion: true };
+    const ref = {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      name: 'web-abc',
+      uid: 'rs-uid',
+      controller: true,
+      blockOwnerDeletion: true,
+    };
     const p = podFromTemplate(rs, ref);
     assert.equal(p.metadata.generateName, 'web-abc-');
     assert.deepEqual(p.metadata.labels, { app: 'web', tier: 'front' });
@@ -208,7 +287,12 @@ describe('claiming pods', () => {
 
   test('a ReplicaSet being deleted neither adopts nor releases', () => {
     const rs = replicaSet(3, { deleting: true });
-    const claims = planClaims(rs, childSelector(selector), [pod('strayed', { owner: rs, labels: { app: 'other' } })], [pod('orphan')]);
+    const claims = planClaims(
+      rs,
+      childSelector(selector),
+      [pod('strayed', { owner: rs, labels: { app: 'other' } })],
+      [pod('orphan')],
+    );
     assert.deepEqual(claims, { owned: [], adopt: [], release: [] });
   });
 });
@@ -222,7 +306,11 @@ describe('the incremental tally of owned pods', () => {
     const labels = templateLabels(rs);
     const cache = new Map<string, KubeObject>();
     const tally = new OwnedPodTally('rs-uid');
-    const source = { get: (key: string) => cache.get(key), controlledKeys: () => [...cache.values()].filter((p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid').map(cacheKey) };
+    const source = {
+      get: (key: string) => cache.get(key),
+      controlledKeys: () =>
+        [...cache.values()].filter((p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid').map(cacheKey),
+    };
     const touch = (p: KubeObject | undefined): void => {
       if (p?.metadata.ownerReferences?.[0]?.uid === 'rs-uid') tally.touch(cacheKey(p));
     };
@@ -236,7 +324,8 @@ describe('the incremental tally of owned pods', () => {
       } else {
         const next = pod(name, {
           owner: rng.next() < 0.8 ? rs : rng.next() < 0.5 ? other : undefined,
-          labels: rng.next() < 0.85 ? { app: 'web', ...(rng.next() < 0.7 ? { tier: 'front' } : {}) } : { app: 'elsewhere' },
+          labels:
+            rng.next() < 0.85 ? { app: 'web', ...(rng.next() < 0.7 ? { tier: 'front' } : {}) } : { app: 'elsewhere' },
           ready: rng.next() < 0.6,
           readySince: T0 - rng.int(100) * S,
           phase: rng.next() < 0.1 ? 'Failed' : 'Running',
@@ -250,18 +339,33 @@ describe('the incremental tally of owned pods', () => {
       touch(old);
       if (rng.next() < 0.3) {
         tally.refresh(source, selector, labels);
-        const truth = [...cache.values()].filter((p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid' && isPodActive(p) && selector.matches(p));
+        const truth = [...cache.values()].filter(
+          (p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid' && isPodActive(p) && selector.matches(p),
+        );
         const expected = summarizePods(truth, labels);
         assert.deepEqual(
-          { count: tally.count, fullyLabeled: tally.fullyLabeled, ready: tally.ready, since: [...tally.readySince()].sort(), pods: names(tally.pods()).sort() },
-          { count: expected.count, fullyLabeled: expected.fullyLabeled, ready: expected.ready, since: [...expected.readySince()].sort(), pods: names(expected.pods()).sort() },
+          {
+            count: tally.count,
+            fullyLabeled: tally.fullyLabeled,
+            ready: tally.ready,
+            since: [...tally.readySince()].sort(),
+            pods: names(tally.pods()).sort(),
+          },
+          {
+            count: expected.count,
+            fullyLabeled: expected.fullyLabeled,
+            ready: expected.ready,
+            since: [...expected.readySince()].sort(),
+            pods: names(expected.pods()).sort(),
+          },
           `step ${step}`,
         );
         assert.deepEqual([...tally.podsPerNode()].sort(), [...podsPerNode(truth)].sort());
-        const strays = [...cache.values()].filter((p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid' && isPodActive(p) && !selector.matches(p));
+        const strays = [...cache.values()].filter(
+          (p) => p.metadata.ownerReferences?.[0]?.uid === 'rs-uid' && isPodActive(p) && !selector.matches(p),
+        );
         assert.deepEqual(names(tally.strays()).sort(), names(strays).sort());
       }
     }
   });
 });
-

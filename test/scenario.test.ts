@@ -25,7 +25,9 @@ test('the same scenario and seed give a byte-identical JSON report (and HTML) on
   const file = join(SCENARIOS, 'determinism.yaml');
   const first = await replayOnce(file);
   assert.ok(first.passed, `the determinism scenario should pass:\n${first.json.slice(0, 4000)}`);
-  const report = JSON.parse(first.json) as { scenarios: Array<{ steps: Array<{ changes: unknown[] }>; pods: unknown[] }> };
+  const report = JSON.parse(first.json) as {
+    scenarios: Array<{ steps: Array<{ changes: unknown[] }>; pods: unknown[] }>;
+  };
   const changes = report.scenarios[0]!.steps.reduce((n, s) => n + s.changes.length, 0);
   assert.ok(changes > 20, `the report should record the cluster's changes (got ${changes})`);
   assert.ok(report.scenarios[0]!.pods.length > 0);
@@ -49,7 +51,10 @@ test('a failed expectation names the step, the expectation and what was found; l
     ['passed', 'passed', 'failed', 'passed'],
   );
   assert.equal(report.failures.length, 1);
-  assert.match(report.failures[0]!, /^step 3 "count the pods" \(expect\): expected count of Pod app=web in default equals 2; found 3: web-\S+ \(\w+\), web-\S+ \(\w+\), web-\S+ \(\w+\)$/);
+  assert.match(
+    report.failures[0]!,
+    /^step 3 "count the pods" \(expect\): expected count of Pod app=web in default equals 2; found 3: web-\S+ \(\w+\), web-\S+ \(\w+\), web-\S+ \(\w+\)$/,
+  );
 });
 
 test('a step that cannot work says why instead of pretending: a wait that cannot end, a missing node simulator endpoint', async () => {
@@ -69,20 +74,29 @@ steps:
   const report = scenarioReport(run);
   const wait = report.steps[1]!;
   assert.equal(wait.status, 'failed');
-  assert.match(wait.message!, /timed out after 30s of cluster time waiting until \{\.status\.phase\} of Pod default\/lonely equals Running; found (no value|Pending)/);
+  assert.match(
+    wait.message!,
+    /timed out after 30s of cluster time waiting until \{\.status\.phase\} of Pod default\/lonely equals Running; found (no value|Pending)/,
+  );
   // The wait ends on the cluster clock: 30s later, not a moment more.
   assert.equal(wait.end, '2025-01-01T00:00:30.000Z');
 });
 
 test('faults: a container crashes once, a pod is killed, a node fails and recovers; an unknown node is an error', async (t) => {
   const run = await runScenario(loadScenario(join(SCENARIOS, 'faults.yaml')));
-  if (run.problems.some((p) => /no node simulator/.test(p))) return t.skip(`this build has no node simulator: ${run.problems.join('; ')}`);
+  if (run.problems.some((p) => /no node simulator/.test(p)))
+    return t.skip(`this build has no node simulator: ${run.problems.join('; ')}`);
   const report = scenarioReport(run);
-  const failed = report.steps.filter((s) => s.status !== 'passed').map((s) => `${s.index} ${s.name}: ${s.message ?? ''}`);
+  const failed = report.steps
+    .filter((s) => s.status !== 'passed')
+    .map((s) => `${s.index} ${s.name}: ${s.message ?? ''}`);
   assert.deepEqual(failed, ['15 no such node: node-fail node-9: nodes "node-9" not found']);
   const crash = report.steps[3]!;
   assert.match(crash.notes[0]!, /^pod p: containers exited with code 3; now (Ready|Running), 1 restart\(s\)$/);
-  assert.ok(crash.changes.some((c) => c.kind === 'Pod' && /\[Error \(exit 3\)\]/.test(c.summary)), JSON.stringify(crash.changes));
+  assert.ok(
+    crash.changes.some((c) => c.kind === 'Pod' && /\[Error \(exit 3\)\]/.test(c.summary)),
+    JSON.stringify(crash.changes),
+  );
 });
 
 test('apply is server-side apply when the server has it: fields the last apply set and this one does not are removed', async () => {
@@ -103,7 +117,10 @@ steps:
 `;
   const report = scenarioReport(await runScenario(parseScenario(text, 'ssa.yaml', ROOT)));
   assert.deepEqual(report.failures, []);
-  assert.deepEqual(report.steps.map((s) => s.notes), [['configmaps/a created'], ['configmaps/a configured'], []]);
+  assert.deepEqual(
+    report.steps.map((s) => s.notes),
+    [['configmaps/a created'], ['configmaps/a configured'], []],
+  );
 });
 
 test('invalid scenario files are rejected with every problem, by path', () => {
@@ -138,8 +155,19 @@ test('every shipped scenario is valid against the schema', async () => {
 test('kubectl-style JSONPath', () => {
   const pod = {
     metadata: { name: 'p', labels: { 'app.kubernetes.io/name': 'web' } },
-    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }, { type: 'Initialized', status: 'True' }] },
-    spec: { containers: [{ name: 'a', image: 'x' }, { name: 'b', image: 'y' }] },
+    status: {
+      phase: 'Running',
+      conditions: [
+        { type: 'Ready', status: 'True' },
+        { type: 'Initialized', status: 'True' },
+      ],
+    },
+    spec: {
+      containers: [
+        { name: 'a', image: 'x' },
+        { name: 'b', image: 'y' },
+      ],
+    },
   };
   assert.equal(toJsonPathPlus('{.status.phase}'), '$.status.phase');
   assert.deepEqual(evaluateJsonPath(pod, '{.status.phase}'), ['Running']);
@@ -154,8 +182,20 @@ test('kubectl-style JSONPath', () => {
 
 test('kubectl argument strings split like a shell would', () => {
   assert.deepEqual(splitArgs('get pods -o wide'), ['get', 'pods', '-o', 'wide']);
-  assert.deepEqual(splitArgs(`get pods -o jsonpath='{.items[*].metadata.name}'`), ['get', 'pods', '-o', 'jsonpath={.items[*].metadata.name}']);
-  assert.deepEqual(splitArgs('exec deploy/web -- sh -c "echo a  b"'), ['exec', 'deploy/web', '--', 'sh', '-c', 'echo a  b']);
+  assert.deepEqual(splitArgs(`get pods -o jsonpath='{.items[*].metadata.name}'`), [
+    'get',
+    'pods',
+    '-o',
+    'jsonpath={.items[*].metadata.name}',
+  ]);
+  assert.deepEqual(splitArgs('exec deploy/web -- sh -c "echo a  b"'), [
+    'exec',
+    'deploy/web',
+    '--',
+    'sh',
+    '-c',
+    'echo a  b',
+  ]);
   assert.deepEqual(splitArgs(`label cm x a=b\\ c ''`), ['label', 'cm', 'x', 'a=b c', '']);
   assert.throws(() => splitArgs('get "pods'), /unbalanced/);
 });

@@ -7,13 +7,25 @@ import { startSimulator } from '../src/cluster/simulator.js';
 // them, every freed slot is (a pod that failed again waits for the next change), and one that fits nowhere is
 // tried again at most once per change, not once per change per failure.
 test('scheduler: pods that fit nowhere are bound as slots free up, each retried after its back-off', async () => {
-  const sim = await startSimulator({ clock: 'virtual', seed: 7, nodes: 1, controllers: '', kubelet: { profile: { labels: {}, annotations: {}, taints: [], capacity: { cpu: '8', memory: '32Gi', pods: '2' } } } });
+  const sim = await startSimulator({
+    clock: 'virtual',
+    seed: 7,
+    nodes: 1,
+    controllers: '',
+    kubelet: {
+      profile: { labels: {}, annotations: {}, taints: [], capacity: { cpu: '8', memory: '32Gi', pods: '2' } },
+    },
+  });
   const { cluster } = sim;
   const clock = cluster.virtualClock!;
   const pods = cluster.kind('', 'v1', 'pods');
   const events = cluster.kind('', 'v1', 'events');
-  const pod = (name: string): KubeObject => ({ metadata: { name }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
-  const nodeOf = (name: string): string | undefined => (cluster.api.get(pods, 'default', name).spec as { nodeName?: string }).nodeName;
+  const pod = (name: string): KubeObject => ({
+    metadata: { name },
+    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+  });
+  const nodeOf = (name: string): string | undefined =>
+    (cluster.api.get(pods, 'default', name).spec as { nodeName?: string }).nodeName;
   const pending = (): string[] =>
     cluster.api
       .list(pods, 'default', {})
@@ -21,13 +33,18 @@ test('scheduler: pods that fit nowhere are bound as slots free up, each retried 
       .map((p) => p.metadata.name!)
       .sort();
   const failedScheduling = (): number =>
-    cluster.api.list(events, 'default', {}).items.filter((e) => e.reason === 'FailedScheduling').reduce((n, e) => n + ((e.count as number | undefined) ?? 1), 0);
+    cluster.api
+      .list(events, 'default', {})
+      .items.filter((e) => e.reason === 'FailedScheduling')
+      .reduce((n, e) => n + ((e.count as number | undefined) ?? 1), 0);
   try {
     await clock.settle();
     for (const name of ['a', 'b', 'c', 'd', 'e']) cluster.api.create(pods, 'default', pod(name));
     await clock.advance(1);
     assert.deepEqual(pending(), ['c', 'd', 'e'], 'two fit on the node, three wait');
-    const condition = ((cluster.api.get(pods, 'default', 'c').status as { conditions?: Array<Record<string, string>> }).conditions ?? []).find((c) => c.type === 'PodScheduled');
+    const condition = (
+      (cluster.api.get(pods, 'default', 'c').status as { conditions?: Array<Record<string, string>> }).conditions ?? []
+    ).find((c) => c.type === 'PodScheduled');
     assert.deepEqual([condition?.status, condition?.reason], ['False', 'Unschedulable']);
     assert.equal(failedScheduling(), 3);
 

@@ -26,7 +26,10 @@ test('every active namespace gets a ServiceAccount named default, made again whe
     cluster.api.create(accounts, 'team-a', { metadata: { name: 'builder' } });
     cluster.api.delete(accounts, 'team-a', 'builder');
     await clock.settle();
-    assert.deepEqual(cluster.api.list(accounts, 'team-a', {}).items.map((a) => a.metadata.name), ['default']);
+    assert.deepEqual(
+      cluster.api.list(accounts, 'team-a', {}).items.map((a) => a.metadata.name),
+      ['default'],
+    );
   } finally {
     await sim.close();
   }

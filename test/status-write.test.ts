@@ -22,13 +22,18 @@ test('a /status write: metadata errors as before, private copies of what it keep
       spec: { containers: [{ name: 'c', image: 'nginx:1' }] },
     });
     const seen: string[] = [];
-    const watch = cluster.store.watch('/pods', cluster.store.currentRevision, { label: parseLabelSelector('track=a'), field: parseFieldSelector(undefined, new Set()) }, {
-      send: (type: WatchEventType, event: StoreEvent) => {
-        seen.push(`${type} ${event.objectFor(type).metadata.labels?.track ?? '-'}`);
-        return true;
+    const watch = cluster.store.watch(
+      '/pods',
+      cluster.store.currentRevision,
+      { label: parseLabelSelector('track=a'), field: parseFieldSelector(undefined, new Set()) },
+      {
+        send: (type: WatchEventType, event: StoreEvent) => {
+          seen.push(`${type} ${event.objectFor(type).metadata.labels?.track ?? '-'}`);
+          return true;
+        },
+        close: () => undefined,
       },
-      close: () => undefined,
-    });
+    );
 
     // A bad label sent with a status write fails as it fails on create, and nothing is stored.
     const invalid = (body: KubeObject): ApiError => {
@@ -40,11 +45,18 @@ test('a /status write: metadata errors as before, private copies of what it keep
       }
       assert.fail('the write was accepted');
     };
-    const bad = invalid({ ...pod, metadata: { ...pod.metadata, labels: { app: 'web', 'bad key!': 'x' } }, status: { phase: 'Running' } });
+    const bad = invalid({
+      ...pod,
+      metadata: { ...pod.metadata, labels: { app: 'web', 'bad key!': 'x' } },
+      status: { phase: 'Running' },
+    });
     assert.equal(bad.code, 422);
     let createError: ApiError | undefined;
     try {
-      cluster.api.create(pods, 'default', { metadata: { name: 'web', labels: { app: 'web', 'bad key!': 'x' } }, spec: { containers: [{ name: 'c', image: 'nginx:1' }] } });
+      cluster.api.create(pods, 'default', {
+        metadata: { name: 'web', labels: { app: 'web', 'bad key!': 'x' } },
+        spec: { containers: [{ name: 'c', image: 'nginx:1' }] },
+      });
     } catch (err) {
       createError = err as ApiError;
     }
@@ -55,7 +67,11 @@ test('a /status write: metadata errors as before, private copies of what it keep
     const current = await client.get(Resources.pods, 'default', 'web');
     const status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
     const labels = { app: 'web', track: 'b' };
-    const written = await client.updateStatus(Resources.pods, { ...current, metadata: { ...current.metadata, labels }, status });
+    const written = await client.updateStatus(Resources.pods, {
+      ...current,
+      metadata: { ...current.metadata, labels },
+      status,
+    });
     status.conditions[0]!.status = 'False';
     labels.track = 'c';
     const stored = cluster.api.get(pods, 'default', 'web');
@@ -64,13 +80,21 @@ test('a /status write: metadata errors as before, private copies of what it keep
     assert.equal(written.spec, current.spec, 'the spec is the stored one, not a copy');
     // Parts of the body that are the stored object's own stay the stored ones: only what is new is copied.
     const before = cluster.api.get(pods, 'default', 'web');
-    await client.updateStatus(Resources.pods, { ...before, status: { ...(before.status as Record<string, unknown>), phase: 'Succeeded' } });
+    await client.updateStatus(Resources.pods, {
+      ...before,
+      status: { ...(before.status as Record<string, unknown>), phase: 'Succeeded' },
+    });
     const after = cluster.api.get(pods, 'default', 'web');
     assert.equal((after.status as Record<string, unknown>).phase, 'Succeeded');
-    assert.equal((after.status as Record<string, unknown>).conditions, (before.status as Record<string, unknown>).conditions, 'the unchanged conditions are shared');
+    assert.equal(
+      (after.status as Record<string, unknown>).conditions,
+      (before.status as Record<string, unknown>).conditions,
+      'the unchanged conditions are shared',
+    );
 
     // The label moved in the index, and the watcher of track=a saw the pod leave.
-    const names = (selector: string): string[] => cluster.api.list(pods, 'default', { labelSelector: selector }).items.map((p) => p.metadata.name!);
+    const names = (selector: string): string[] =>
+      cluster.api.list(pods, 'default', { labelSelector: selector }).items.map((p) => p.metadata.name!);
     assert.deepEqual(names('track=a'), []);
     assert.deepEqual(names('track=b'), ['web']);
     assert.deepEqual(names('app=web'), ['web']);
@@ -80,9 +104,15 @@ test('a /status write: metadata errors as before, private copies of what it keep
     cluster.api.delete(pods, 'default', 'web', { gracePeriodSeconds: 0 });
     const deleting = cluster.api.get(pods, 'default', 'web');
     assert.ok(deleting.metadata.deletionTimestamp);
-    const added = invalid({ ...deleting, metadata: { ...deleting.metadata, finalizers: ['example.com/hold', 'example.com/more'] } });
+    const added = invalid({
+      ...deleting,
+      metadata: { ...deleting.metadata, finalizers: ['example.com/hold', 'example.com/more'] },
+    });
     assert.equal(added.code, 422);
-    assert.match(added.message, /no new finalizers can be added if the object is being deleted, found new finalizers \[\]string\{"example\.com\/more"\}/);
+    assert.match(
+      added.message,
+      /no new finalizers can be added if the object is being deleted, found new finalizers \[\]string\{"example\.com\/more"\}/,
+    );
     watch.stop();
   } finally {
     await sim.close();

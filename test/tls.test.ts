@@ -11,7 +11,9 @@ import { kubectl, skipWithoutKubectl } from './helpers/kubectl.js';
 import { serverFor, startServer } from './helpers/server.js';
 
 interface Kubeconfig {
-  clusters: Array<{ cluster: { server: string; 'certificate-authority-data'?: string; 'insecure-skip-tls-verify'?: boolean } }>;
+  clusters: Array<{
+    cluster: { server: string; 'certificate-authority-data'?: string; 'insecure-skip-tls-verify'?: boolean };
+  }>;
 }
 
 /** GET over HTTPS trusting only `ca` (or the system's CAs); resolves with status and body. */
@@ -46,7 +48,9 @@ function rawExchange(port: number, data: string | string[]): Promise<string> {
   });
 }
 
-test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/watch/exec work; the CA survives a restart', { timeout: 120_000 }, async (t) => {
+test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/watch/exec work; the CA survives a restart', {
+  timeout: 120_000,
+}, async (t) => {
   if (skipWithoutKubectl(t)) return;
   const data = mkdtempSync(join(tmpdir(), 'kube-sim-tls-'));
   t.after(() => rmSync(data, { recursive: true, force: true }));
@@ -76,13 +80,20 @@ test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/wat
 
   // The serving certificate verifies against the CA for 127.0.0.1 and localhost alike.
   assert.equal((await httpsGet(`${server.url}/healthz`, ca)).text, 'ok');
-  assert.equal((await httpsGet(server.url.replace('127.0.0.1', 'localhost') + '/healthz', ca)).text, 'ok');
-  await assert.rejects(httpsGet(`${server.url}/healthz`), /self[- ]signed|unable to verify|certificate/i, 'a client trusting only the system CAs refuses the server');
+  assert.equal((await httpsGet(`${server.url.replace('127.0.0.1', 'localhost')}/healthz`, ca)).text, 'ok');
+  await assert.rejects(
+    httpsGet(`${server.url}/healthz`),
+    /self[- ]signed|unable to verify|certificate/i,
+    'a client trusting only the system CAs refuses the server',
+  );
 
   assert.match(await run(['get', 'ns']), /^NAME\s+STATUS\s+AGE\ndefault\s+Active/);
   assert.equal(await run(['create', 'configmap', 'over-tls', '--from-literal=k=v']), 'configmap/over-tls created\n');
   // A watch over TLS sees a change made after it started.
-  const watch = kubectl(server.url, ['get', 'configmap', '--watch-only', '-o', 'name', '--request-timeout=4s'], { env, timeoutMs: 30_000 });
+  const watch = kubectl(server.url, ['get', 'configmap', '--watch-only', '-o', 'name', '--request-timeout=4s'], {
+    env,
+    timeoutMs: 30_000,
+  });
   await new Promise((resolve) => setTimeout(resolve, 1000));
   await run(['create', 'configmap', 'watched', '--from-literal=k=v']);
   const watched = await watch;
@@ -94,7 +105,11 @@ test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/wat
   assert.equal(await run(['exec', 'tls-pod', '--', 'echo', 'over', 'tls']), 'over tls\n');
 
   // A WebSocket watch over wss:// verified against the CA.
-  const ws = new WebSocket(`${server.url.replace('https:', 'wss:')}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0`, ['v4.channel.k8s.io'], { ca });
+  const ws = new WebSocket(
+    `${server.url.replace('https:', 'wss:')}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0`,
+    ['v4.channel.k8s.io'],
+    { ca },
+  );
   const firstEvent = await new Promise<string>((resolve, reject) => {
     ws.once('message', (data) => resolve(String(data)));
     ws.once('error', reject);
@@ -106,10 +121,17 @@ test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/wat
   // HTTPS. Only the five starts Go recognises get it; anything else just fails TLS.
   const goAnswer = 'HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n';
   assert.equal(await rawExchange(server.port, 'GET /api HTTP/1.1\r\nHost: x\r\n\r\n'), goAnswer);
-  assert.equal(await rawExchange(server.port, 'POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}'), goAnswer);
+  assert.equal(
+    await rawExchange(server.port, 'POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}'),
+    goAnswer,
+  );
   assert.equal(await rawExchange(server.port, 'OPTIONS / HTTP/1.1\r\n\r\n'), goAnswer);
-  assert.equal(await rawExchange(server.port, 'DELETE /api HTTP/1.1\r\n\r\n'), '', 'DELETE is not one of the starts Go answers');
-  const plain = await fetch(server.url.replace('https:', 'http:') + '/api');
+  assert.equal(
+    await rawExchange(server.port, 'DELETE /api HTTP/1.1\r\n\r\n'),
+    '',
+    'DELETE is not one of the starts Go answers',
+  );
+  const plain = await fetch(`${server.url.replace('https:', 'http:')}/api`);
   assert.equal(plain.status, 400);
   assert.equal(await plain.text(), 'Client sent an HTTP request to an HTTPS server.\n');
   // The first bytes arriving one at a time are still recognised.
@@ -126,7 +148,10 @@ test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/wat
   stopped = true;
   await serverFor(t, ['--tls', '--data', data, '--nodes', '0', '--port', String(server.port)]);
   assert.equal(readFileSync(join(data, 'tls', 'ca.crt'), 'utf8'), ca, 'the same CA');
-  const after = await kubectl(undefined, ['get', 'configmap', 'over-tls', '-o', 'name'], { env: { KUBECONFIG: kubeconfigFile }, timeoutMs: 30_000 });
+  const after = await kubectl(undefined, ['get', 'configmap', 'over-tls', '-o', 'name'], {
+    env: { KUBECONFIG: kubeconfigFile },
+    timeoutMs: 30_000,
+  });
   assert.equal(after.stdout, 'configmap/over-tls\n', after.stderr);
 });
 

@@ -28,7 +28,10 @@ test('in-process writes are logged, compacted into the snapshot while running, a
   const cms = first.kind('', 'v1', 'configmaps');
   const written = new Map<string, string>();
   for (let i = 0; i < 200; i++) {
-    const obj = first.api.create(cms, 'default', { metadata: { name: `cm-${i}` }, data: { i: String(i), pad: 'p'.repeat(200) } });
+    const obj = first.api.create(cms, 'default', {
+      metadata: { name: `cm-${i}` },
+      data: { i: String(i), pad: 'p'.repeat(200) },
+    });
     written.set(obj.metadata.name!, obj.metadata.resourceVersion!);
     if (i % 10 === 9) await first.durable(); // batches of ten, some of them past the compaction threshold
   }
@@ -39,7 +42,10 @@ test('in-process writes are logged, compacted into the snapshot while running, a
   await first.durable();
   const revision = first.store.currentRevision;
   const snapshot = JSON.parse(readFileSync(join(data, 'snapshot.json'), 'utf8')) as { revision: number };
-  assert.ok(snapshot.revision > 0 && snapshot.revision < revision, `compacted while running (snapshot at ${snapshot.revision} of ${revision})`);
+  assert.ok(
+    snapshot.revision > 0 && snapshot.revision < revision,
+    `compacted while running (snapshot at ${snapshot.revision} of ${revision})`,
+  );
   // Compaction empties the log each time it grows as large as the last snapshot (a byte rewritten per byte logged),
   // so whatever the start-up state's size, the log never holds much more than the snapshot plus one batch.
   const snapshotBytes = statSync(join(data, 'snapshot.json')).size;
@@ -49,7 +55,12 @@ test('in-process writes are logged, compacted into the snapshot while running, a
   const second = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data });
   clusters.push(second);
   assert.equal(second.store.currentRevision, revision, 'the revision counter is restored exactly');
-  const found = new Map(second.store.all('/configmaps').filter((o) => o.metadata.name!.startsWith('cm-')).map((o) => [o.metadata.name!, o.metadata.resourceVersion!]));
+  const found = new Map(
+    second.store
+      .all('/configmaps')
+      .filter((o) => o.metadata.name!.startsWith('cm-'))
+      .map((o) => [o.metadata.name!, o.metadata.resourceVersion!]),
+  );
   assert.deepEqual(found, written);
   assert.deepEqual((second.store.get('/configmaps', 'default', 'cm-3')!.data as Record<string, string>).i, 'three');
 });
@@ -74,7 +85,9 @@ test('a virtual clock resumes where the data left it: the last commit after a cr
   const second = await Cluster.start({ clock: 'virtual', seed: 1, dataPath: data });
   clusters.push(second);
   assert.equal(second.clock.now(), start + 3 * day);
-  const created = Date.parse(second.store.get('/configmaps', 'default', 'written-on-day-3')!.metadata.creationTimestamp!);
+  const created = Date.parse(
+    second.store.get('/configmaps', 'default', 'written-on-day-3')!.metadata.creationTimestamp!,
+  );
   assert.ok(created <= second.clock.now(), 'nothing restored lies in the future');
 
   // A clean close compacts into the snapshot, which keeps time moved on without writes too.
@@ -109,7 +122,20 @@ test('compaction waits until the log is as large as the last snapshot, so rewrit
   });
   t.after(() => wal.close());
   for (let revision = 1; revision <= 400; revision++) {
-    wal.append('/configmaps', new StoreEvent('ADDED', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${revision}`, namespace: 'default' }, data: { pad: 'p'.repeat(200) } }, undefined, revision));
+    wal.append(
+      '/configmaps',
+      new StoreEvent(
+        'ADDED',
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `cm-${revision}`, namespace: 'default' },
+          data: { pad: 'p'.repeat(200) },
+        },
+        undefined,
+        revision,
+      ),
+    );
     await wal.whenDurable(revision);
   }
   // The first compaction comes at compactBytes (nothing was snapshotted yet), every later one only past 40,000 bytes.
@@ -132,38 +158,75 @@ test('compaction waits until the log is as large as the last snapshot, so rewrit
   t.after(() => reopened.close());
   reopened.startAt(400);
   for (let revision = 401; revision <= 600; revision++) {
-    reopened.append('/configmaps', new StoreEvent('ADDED', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${revision}`, namespace: 'default' }, data: { pad: 'p'.repeat(200) } }, undefined, revision));
+    reopened.append(
+      '/configmaps',
+      new StoreEvent(
+        'ADDED',
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `cm-${revision}`, namespace: 'default' },
+          data: { pad: 'p'.repeat(200) },
+        },
+        undefined,
+        revision,
+      ),
+    );
     await reopened.whenDurable(revision);
   }
   assert.ok(sizesAtCompaction.length >= 1, `compacted ${sizesAtCompaction.length} times after the restart`);
-  for (const size of sizesAtCompaction) assert.ok(size > snapshotBytes, `a compaction after the restart at ${size} bytes`);
+  for (const size of sizesAtCompaction)
+    assert.ok(size > snapshotBytes, `a compaction after the restart at ${size} bytes`);
 });
 
 test('scanWal: clean, torn tail, hole in the last commit, corruption before a later commit, repair', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kube-sim-wal-scan-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'wal.log');
-  const cm = (name: string, rv: number) => ({ r: rv, k: '/configmaps', t: 'A' as const, o: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', resourceVersion: String(rv) } } });
+  const cm = (name: string, rv: number) => ({
+    r: rv,
+    k: '/configmaps',
+    t: 'A' as const,
+    o: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', resourceVersion: String(rv) } },
+  });
   const commit1 = encodeRecord({ t: 'B', r: 0 }) + encodeRecord(cm('a', 1)) + encodeRecord(cm('b', 2));
   const commit2 = encodeRecord({ t: 'B', r: 2 }) + encodeRecord(cm('c', 3)) + encodeRecord(cm('d', 4));
 
   writeFileSync(file, commit1 + commit2);
-  assert.deepEqual(scanWal(file, false).records.map((r) => r.r), [1, 2, 3, 4]);
+  assert.deepEqual(
+    scanWal(file, false).records.map((r) => r.r),
+    [1, 2, 3, 4],
+  );
 
   writeFileSync(file, commit1 + commit2.slice(0, -20));
   const torn = scanWal(file, false);
-  assert.deepEqual(torn.records.map((r) => r.r), [1, 2, 3]);
+  assert.deepEqual(
+    torn.records.map((r) => r.r),
+    [1, 2, 3],
+  );
   assert.equal(torn.goodLength, Buffer.byteLength(commit1 + commit2) - Buffer.byteLength(encodeRecord(cm('d', 4))));
 
   const holed = commit2.replace('"c"', '"x"'); // checksum mismatch inside the last commit, a valid record after it
   writeFileSync(file, commit1 + holed);
-  assert.deepEqual(scanWal(file, false).records.map((r) => r.r), [1, 2]);
+  assert.deepEqual(
+    scanWal(file, false).records.map((r) => r.r),
+    [1, 2],
+  );
 
   const corrupt = commit1.replace('"b"', '"x"');
   writeFileSync(file, corrupt + commit2);
   const offset = Buffer.byteLength(encodeRecord({ t: 'B', r: 0 }) + encodeRecord(cm('a', 1)));
-  assert.throws(() => scanWal(file, false), (err: Error) => err instanceof WalCorruptError && err.offset === offset && err.message.includes(`${file} is corrupt at byte offset ${offset}`));
+  assert.throws(
+    () => scanWal(file, false),
+    (err: Error) =>
+      err instanceof WalCorruptError &&
+      err.offset === offset &&
+      err.message.includes(`${file} is corrupt at byte offset ${offset}`),
+  );
   const repaired = scanWal(file, true);
-  assert.deepEqual(repaired.records.map((r) => r.r), [1]);
+  assert.deepEqual(
+    repaired.records.map((r) => r.r),
+    [1],
+  );
   assert.deepEqual(repaired.discarded, { offset, why: 'checksum mismatch', repaired: true });
 });

@@ -16,7 +16,11 @@ test('a burst of events in one turn reaches every HTTP and WebSocket watcher who
   const api = new Api(server.url);
   await api.namespace('burst');
   const count = 40;
-  for (let i = 0; i < count; i++) await api.create(cmPath('burst'), configMap(`cm-${String(i).padStart(2, '0')}`, { value: 'x'.repeat(200 + i) }, { app: 'burst' }));
+  for (let i = 0; i < count; i++)
+    await api.create(
+      cmPath('burst'),
+      configMap(`cm-${String(i).padStart(2, '0')}`, { value: 'x'.repeat(200 + i) }, { app: 'burst' }),
+    );
   const rv = (await api.list(cmPath('burst'))).metadata.resourceVersion;
   const path = `${cmPath('burst')}?watch=true&resourceVersion=${rv}`;
   const watchers: WatchClient[] = [];
@@ -34,16 +38,29 @@ test('a burst of events in one turn reaches every HTTP and WebSocket watcher who
   for (const w of watchers) {
     await w.count(count);
     assert.equal(w.events.length, count, `${w.description}: exactly ${count} events`);
-    assert.ok(w.events.every((e) => e.type === 'DELETED'), `${w.description}: all DELETED`);
+    assert.ok(
+      w.events.every((e) => e.type === 'DELETED'),
+      `${w.description}: all DELETED`,
+    );
     const versions = w.events.map((e) => Number(e.object.metadata.resourceVersion));
-    assert.deepEqual(versions, [...versions].sort((a, b) => a - b), `${w.description}: in resourceVersion order`);
+    assert.deepEqual(
+      versions,
+      [...versions].sort((a, b) => a - b),
+      `${w.description}: in resourceVersion order`,
+    );
     assert.equal(new Set(versions).size, count, `${w.description}: no duplicates`);
   }
   const names = (w: WatchClient): string[] => w.events.map((e) => e.object.metadata.name!).sort();
-  assert.deepEqual(names(watchers[0]!), Array.from({ length: count }, (_, i) => `cm-${String(i).padStart(2, '0')}`));
+  assert.deepEqual(
+    names(watchers[0]!),
+    Array.from({ length: count }, (_, i) => `cm-${String(i).padStart(2, '0')}`),
+  );
   assert.equal(table.events[0]!.object.kind, 'Table', 'the Table watcher gets its own encoding');
   assert.equal(watchers[0]!.events[5]!.object.kind, 'ConfigMap');
-  assert.equal((watchers[0]!.events[5]!.object.data as Record<string, string>).value, (watchers[1]!.events[5]!.object.data as Record<string, string>).value);
+  assert.equal(
+    (watchers[0]!.events[5]!.object.data as Record<string, string>).value,
+    (watchers[1]!.events[5]!.object.data as Record<string, string>).value,
+  );
 
   // After the burst the sockets are uncorked: a single later write still arrives at once to each watcher.
   await api.create(cmPath('burst'), configMap('after', {}, { app: 'burst' }));

@@ -17,7 +17,18 @@ function hub(capacity: number, now?: () => number): { hub: WatchHub; push(): num
     hub: h,
     push: () => {
       revision++;
-      h.record(new StoreEvent('ADDED', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${revision}`, namespace: 'default', resourceVersion: String(revision) } }, undefined, revision));
+      h.record(
+        new StoreEvent(
+          'ADDED',
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: `cm-${revision}`, namespace: 'default', resourceVersion: String(revision) },
+          },
+          undefined,
+          revision,
+        ),
+      );
       return revision;
     },
   };

@@ -36,12 +36,16 @@ interface Expected {
 }
 
 /** What one watcher must see for these changes: kube-apiserver's cacheWatcher rules for entering/leaving a selector. */
-function expectedEvents(changes: readonly Change[], matches: (namespace: string, name: string, labels: Labels) => boolean): Expected[] {
+function expectedEvents(
+  changes: readonly Change[],
+  matches: (namespace: string, name: string, labels: Labels) => boolean,
+): Expected[] {
   const out: Expected[] = [];
   for (const c of changes) {
     const before = c.prev !== undefined && matches(c.namespace, c.name, c.prev.labels);
     const now = c.next !== undefined && matches(c.namespace, c.name, c.next.labels);
-    const event = (type: Expected['type'], s: State): void => void out.push({ type, name: c.name, labels: s.labels, data: s.data, change: c });
+    const event = (type: Expected['type'], s: State): void =>
+      void out.push({ type, name: c.name, labels: s.labels, data: s.data, change: c });
     if (now && before) event('MODIFIED', c.next!);
     else if (now) event('ADDED', c.next!);
     else if (before) event('DELETED', c.prev!); // leaving the selector or deleted: the last state it matched in
@@ -54,8 +58,18 @@ function describeEvent(e: { type: string; name: string; labels: Labels; data: Re
 }
 
 /** Compares what a watcher received with what the writes imply: same events, same order, right revisions, nothing extra. */
-function assertStream(label: string, received: readonly WatchEvent[], expected: readonly Expected[], seed: number): void {
-  const got = received.map((e) => ({ type: e.type, name: e.object.metadata.name ?? '', labels: e.object.metadata.labels ?? {}, data: (e.object.data as Record<string, string> | undefined) ?? {} }));
+function assertStream(
+  label: string,
+  received: readonly WatchEvent[],
+  expected: readonly Expected[],
+  seed: number,
+): void {
+  const got = received.map((e) => ({
+    type: e.type,
+    name: e.object.metadata.name ?? '',
+    labels: e.object.metadata.labels ?? {},
+    data: (e.object.data as Record<string, string> | undefined) ?? {},
+  }));
   for (let i = 0; i < Math.max(got.length, expected.length); i++) {
     const g = got[i];
     const x = expected[i];
@@ -64,14 +78,23 @@ function assertStream(label: string, received: readonly WatchEvent[], expected: 
     assert.deepEqual(g, { type: x.type, name: x.name, labels: x.labels, data: x.data }, context);
     const rv = Number(received[i]!.object.metadata.resourceVersion);
     if (x.change.rv !== undefined) assert.equal(rv, x.change.rv, `${context}: resourceVersion`);
-    else assert.ok(rv > x.change.after! && rv < x.change.before!, `${context}: delete revision ${rv} not in (${x.change.after}, ${x.change.before})`);
-    if (i > 0) assert.ok(rv > Number(received[i - 1]!.object.metadata.resourceVersion), `${context}: resourceVersions must increase`);
+    else
+      assert.ok(
+        rv > x.change.after! && rv < x.change.before!,
+        `${context}: delete revision ${rv} not in (${x.change.after}, ${x.change.before})`,
+      );
+    if (i > 0)
+      assert.ok(
+        rv > Number(received[i - 1]!.object.metadata.resourceVersion),
+        `${context}: resourceVersions must increase`,
+      );
   }
 }
 
 const NS = 'watch-e2e';
 // Controllers may put objects of their own in a namespace (kube-root-ca.crt, say); the model is about ours.
-const isOurs = (name: string | undefined): boolean => name !== undefined && (name.startsWith('w-') || name.startsWith('zz-'));
+const isOurs = (name: string | undefined): boolean =>
+  name !== undefined && (name.startsWith('w-') || name.startsWith('zz-'));
 const ours = (events: readonly WatchEvent[]): WatchEvent[] => events.filter((e) => isOurs(e.object.metadata.name));
 const NAMES = Array.from({ length: 40 }, (_, i) => `w-${String(i).padStart(2, '0')}`);
 const COLORS = ['red', 'blue', 'green', undefined] as const;
@@ -99,15 +122,27 @@ test('watch delivers every event exactly once, in order, across 1,000 mixed writ
   const at = `watch=true&resourceVersion=${start}`;
   const q = (selector: string): string => `labelSelector=${encodeURIComponent(selector)}`;
   const inNs = (ns: string): boolean => ns === NS;
-  const watchers: Array<{ label: string; client: WatchClient; matches: (ns: string, name: string, l: Labels) => boolean }> = [
+  const watchers: Array<{
+    label: string;
+    client: WatchClient;
+    matches: (ns: string, name: string, l: Labels) => boolean;
+  }> = [
     { label: 'no selector', client: await httpWatch(server.url, `${cmPath(NS)}?${at}`), matches: (ns) => inNs(ns) },
-    { label: 'color=red', client: await httpWatch(server.url, `${cmPath(NS)}?${at}&${q('color=red')}`), matches: (ns, _n, l) => inNs(ns) && l.color === 'red' },
+    {
+      label: 'color=red',
+      client: await httpWatch(server.url, `${cmPath(NS)}?${at}&${q('color=red')}`),
+      matches: (ns, _n, l) => inNs(ns) && l.color === 'red',
+    },
     {
       label: 'websocket color in (red,blue),tier!=db',
       client: await webSocketWatch(server.url, `${cmPath(NS)}?${at}&${q('color in (red,blue),tier!=db')}`),
       matches: (ns, _n, l) => inNs(ns) && (l.color === 'red' || l.color === 'blue') && l.tier !== 'db',
     },
-    { label: 'tier (exists)', client: await httpWatch(server.url, `${cmPath(NS)}?${at}&${q('tier')}`), matches: (ns, _n, l) => inNs(ns) && 'tier' in l },
+    {
+      label: 'tier (exists)',
+      client: await httpWatch(server.url, `${cmPath(NS)}?${at}&${q('tier')}`),
+      matches: (ns, _n, l) => inNs(ns) && 'tier' in l,
+    },
     {
       label: '!tier,color notin (green)',
       client: await httpWatch(server.url, `${cmPath(NS)}?${at}&${q('!tier,color notin (green)')}`),
@@ -135,7 +170,10 @@ test('watch delivers every event exactly once, in order, across 1,000 mixed writ
   const record = (change: Change): void => {
     changes.push(change);
     if (change.rv !== undefined) {
-      assert.ok(change.rv > lastRv, `write #${change.index}: resourceVersion ${change.rv} must exceed ${lastRv} (seed ${seed})`);
+      assert.ok(
+        change.rv > lastRv,
+        `write #${change.index}: resourceVersion ${change.rv} must exceed ${lastRv} (seed ${seed})`,
+      );
       for (const d of openDeletes.splice(0)) d.before = change.rv;
       lastRv = change.rv;
     } else {
@@ -143,12 +181,21 @@ test('watch delivers every event exactly once, in order, across 1,000 mixed writ
       openDeletes.push(change);
     }
   };
-  const stateOf = (obj: Obj): State => ({ labels: obj.metadata.labels ?? {}, data: (obj.data as Record<string, string> | undefined) ?? {}, rv: Number(obj.metadata.resourceVersion) });
+  const stateOf = (obj: Obj): State => ({
+    labels: obj.metadata.labels ?? {},
+    data: (obj.data as Record<string, string> | undefined) ?? {},
+    rv: Number(obj.metadata.resourceVersion),
+  });
   let noops = 0;
   let resumeFrom = '';
   let resumeIndex = 0;
 
-  const write = async (index: number, ns: string, name: string, mode: 'random' | { labels: Labels; data: Record<string, string> }): Promise<void> => {
+  const write = async (
+    index: number,
+    ns: string,
+    name: string,
+    mode: 'random' | { labels: Labels; data: Record<string, string> },
+  ): Promise<void> => {
     const path = cmPath(ns, name);
     const current = live.get(key(ns, name));
     if (!current) {
@@ -162,9 +209,16 @@ test('watch delivers every event exactly once, in order, across 1,000 mixed writ
     const roll = mode === 'random' ? random.next() : 0;
     if (roll < 0.4) {
       // PUT with the current resourceVersion: new labels and (usually) new data.
-      const want = mode === 'random' ? { labels: random.next() < 0.7 ? randomLabels(random) : current.labels, data: random.next() < 0.8 ? { v: String(index) } : current.data } : mode;
+      const want =
+        mode === 'random'
+          ? {
+              labels: random.next() < 0.7 ? randomLabels(random) : current.labels,
+              data: random.next() < 0.8 ? { v: String(index) } : current.data,
+            }
+          : mode;
       // Empty label maps are left out: Go's omitempty makes `labels: {}` and no labels the same object.
-      const metadata = Object.keys(want.labels).length > 0 ? { name, namespace: ns, labels: want.labels } : { name, namespace: ns };
+      const metadata =
+        Object.keys(want.labels).length > 0 ? { name, namespace: ns, labels: want.labels } : { name, namespace: ns };
       const body = { ...configMap(name, want.data), metadata: { ...metadata, resourceVersion: String(current.rv) } };
       const updated = stateOf(await api.put(path, body));
       assert.deepEqual({ labels: updated.labels, data: updated.data }, want);
@@ -218,40 +272,72 @@ test('watch delivers every event exactly once, in order, across 1,000 mixed writ
   // Last writes every watcher can see one of, so each stream ends on a known event.
   await write(1000, NS, 'w-07', { labels: { color: 'red', tier: 'web' }, data: { final: 'w-07' } });
   await write(1001, NS, 'zz-blue', { labels: { color: 'blue' }, data: { final: 'blue' } });
-  await write(1002, `${NS}-other`, 'zz-blue-web', { labels: { color: 'blue', tier: 'web' }, data: { final: 'blue-web' } });
+  await write(1002, `${NS}-other`, 'zz-blue-web', {
+    labels: { color: 'blue', tier: 'web' },
+    data: { final: 'blue-web' },
+  });
   assert.equal(openDeletes.length, 0);
   assert.ok(noops > 20, `the run should include no-op writes (got ${noops})`);
 
   for (const w of watchers) {
     const expected = expectedEvents(changes, w.matches);
-    await w.client.until((events) => ours(events).length >= expected.length, `${expected.length} events`).catch((err: Error) => {
-      throw new Error(`${w.label} (seed ${seed}): ${err.message}\nexpected ends with: ${expected.slice(-5).map(describeEvent).join('; ')}`);
-    });
+    await w.client
+      .until((events) => ours(events).length >= expected.length, `${expected.length} events`)
+      .catch((err: Error) => {
+        throw new Error(
+          `${w.label} (seed ${seed}): ${err.message}\nexpected ends with: ${expected.slice(-5).map(describeEvent).join('; ')}`,
+        );
+      });
   }
   await api.get('/version'); // one more round trip: any stray extra event would be in by now
   for (const w of watchers) {
-    assert.deepEqual(w.client.events.filter((e) => !['ADDED', 'MODIFIED', 'DELETED'].includes(e.type)), [], `${w.label}: only object events`);
+    assert.deepEqual(
+      w.client.events.filter((e) => !['ADDED', 'MODIFIED', 'DELETED'].includes(e.type)),
+      [],
+      `${w.label}: only object events`,
+    );
     assertStream(w.label, ours(w.client.events), expectedEvents(changes, w.matches), seed);
   }
 
   // The selectors really were crossed: objects entered and left `color=red` through updates.
   const red = expectedEvents(changes, watchers[1]!.matches);
-  assert.ok(red.filter((e) => e.type === 'ADDED' && e.change.prev).length > 10, 'objects entered the selector by update');
-  assert.ok(red.filter((e) => e.type === 'DELETED' && e.change.next).length > 10, 'objects left the selector by update');
+  assert.ok(
+    red.filter((e) => e.type === 'ADDED' && e.change.prev).length > 10,
+    'objects entered the selector by update',
+  );
+  assert.ok(
+    red.filter((e) => e.type === 'DELETED' && e.change.next).length > 10,
+    'objects left the selector by update',
+  );
 
   // A watch resumed from the middle replays exactly the tail, from the retained history.
-  const resumed = await httpWatch(server.url, `${cmPath(NS)}?watch=true&resourceVersion=${resumeFrom}&${q('color=red')}`);
+  const resumed = await httpWatch(
+    server.url,
+    `${cmPath(NS)}?watch=true&resourceVersion=${resumeFrom}&${q('color=red')}`,
+  );
   t.after(() => resumed.close());
-  const tail = expectedEvents(changes.filter((c) => c.index >= resumeIndex), watchers[1]!.matches);
+  const tail = expectedEvents(
+    changes.filter((c) => c.index >= resumeIndex),
+    watchers[1]!.matches,
+  );
   await resumed.until((events) => ours(events).length >= tail.length, `${tail.length} events`);
   await api.get('/version');
   assertStream('resumed color=red', ours(resumed.events), tail, seed);
 
   // And the list agrees with what the writes imply.
   const list = await api.list(cmPath(NS));
-  const model = [...live.entries()].filter(([k]) => k.startsWith(`${NS}/`)).map(([k, s]) => ({ name: k.slice(NS.length + 1), labels: s.labels, data: s.data, rv: String(s.rv) }));
+  const model = [...live.entries()]
+    .filter(([k]) => k.startsWith(`${NS}/`))
+    .map(([k, s]) => ({ name: k.slice(NS.length + 1), labels: s.labels, data: s.data, rv: String(s.rv) }));
   assert.deepEqual(
-    list.items.filter((o) => isOurs(o.metadata.name)).map((o) => ({ name: o.metadata.name, labels: o.metadata.labels ?? {}, data: o.data ?? {}, rv: o.metadata.resourceVersion })),
+    list.items
+      .filter((o) => isOurs(o.metadata.name))
+      .map((o) => ({
+        name: o.metadata.name,
+        labels: o.metadata.labels ?? {},
+        data: o.data ?? {},
+        rv: o.metadata.resourceVersion,
+      })),
     model.sort((a, b) => a.name.localeCompare(b.name)),
   );
 });
@@ -266,10 +352,16 @@ test('a watch without resourceVersion starts with the current objects as ADDED, 
   t.after(() => watch.close());
   assert.match(watch.contentType, /^application\/json/);
   await watch.count(1);
-  assert.deepEqual(watch.events.map((e) => [e.type, e.object.metadata.name, e.object.metadata.resourceVersion]), [['ADDED', 'a', a.metadata.resourceVersion]]);
+  assert.deepEqual(
+    watch.events.map((e) => [e.type, e.object.metadata.name, e.object.metadata.resourceVersion]),
+    [['ADDED', 'a', a.metadata.resourceVersion]],
+  );
   const b = await api.mergePatch(cmPath('initial', 'b'), { metadata: { labels: { app: 'x' } } });
   await watch.count(2);
-  assert.deepEqual([watch.events[1]!.type, watch.events[1]!.object.metadata.resourceVersion], ['ADDED', b.metadata.resourceVersion]);
+  assert.deepEqual(
+    [watch.events[1]!.type, watch.events[1]!.object.metadata.resourceVersion],
+    ['ADDED', b.metadata.resourceVersion],
+  );
 });
 
 test('a no-op update or patch keeps resourceVersion and sends no watch event', async (t) => {
@@ -285,12 +377,27 @@ test('a no-op update or patch keeps resourceVersion and sends no watch event', a
 
   const put = await api.put(cmPath('noop', 'same'), obj);
   assert.equal(put.metadata.resourceVersion, rv, 'PUT of the unchanged object');
-  const putWithoutRv = await api.put(cmPath('noop', 'same'), { ...obj, metadata: { ...obj.metadata, resourceVersion: undefined } });
+  const putWithoutRv = await api.put(cmPath('noop', 'same'), {
+    ...obj,
+    metadata: { ...obj.metadata, resourceVersion: undefined },
+  });
   assert.equal(putWithoutRv.metadata.resourceVersion, rv, 'unconditional PUT of the unchanged object');
-  assert.equal((await api.mergePatch(cmPath('noop', 'same'), { data: { k: 'v' } })).metadata.resourceVersion, rv, 'merge patch');
-  const strategic = await api.expect<Obj>(200, cmPath('noop', 'same'), { method: 'PATCH', body: { metadata: { labels: { app: 'same' } } }, headers: { 'content-type': 'application/strategic-merge-patch+json' } });
+  assert.equal(
+    (await api.mergePatch(cmPath('noop', 'same'), { data: { k: 'v' } })).metadata.resourceVersion,
+    rv,
+    'merge patch',
+  );
+  const strategic = await api.expect<Obj>(200, cmPath('noop', 'same'), {
+    method: 'PATCH',
+    body: { metadata: { labels: { app: 'same' } } },
+    headers: { 'content-type': 'application/strategic-merge-patch+json' },
+  });
   assert.equal(strategic.metadata.resourceVersion, rv, 'strategic merge patch');
-  const json = await api.expect<Obj>(200, cmPath('noop', 'same'), { method: 'PATCH', body: [{ op: 'replace', path: '/data/k', value: 'v' }], headers: { 'content-type': 'application/json-patch+json' } });
+  const json = await api.expect<Obj>(200, cmPath('noop', 'same'), {
+    method: 'PATCH',
+    body: [{ op: 'replace', path: '/data/k', value: 'v' }],
+    headers: { 'content-type': 'application/json-patch+json' },
+  });
   assert.equal(json.metadata.resourceVersion, rv, 'json patch');
   assert.equal((await api.get(cmPath('noop', 'same'))).metadata.resourceVersion, rv);
 
@@ -300,7 +407,11 @@ test('a no-op update or patch keeps resourceVersion and sends no watch event', a
   for (const w of [watch, ws]) {
     await w.count(1);
     await api.get('/version');
-    assert.deepEqual(w.events.map((e) => [e.type, e.object.metadata.resourceVersion]), [['MODIFIED', changed.metadata.resourceVersion]], w.description);
+    assert.deepEqual(
+      w.events.map((e) => [e.type, e.object.metadata.resourceVersion]),
+      [['MODIFIED', changed.metadata.resourceVersion]],
+      w.description,
+    );
   }
 });
 
@@ -325,10 +436,17 @@ test('WebSocket watch on the same URL carries the same events as HTTP, and refus
   await overHttp.count(4);
   await overWs.count(4);
   await legacy.count(3);
-  const shape = (events: readonly WatchEvent[]) => events.map((e) => [e.type, e.object.metadata.name, e.object.metadata.resourceVersion]);
+  const shape = (events: readonly WatchEvent[]) =>
+    events.map((e) => [e.type, e.object.metadata.name, e.object.metadata.resourceVersion]);
   assert.deepEqual(shape(overWs.events), shape(overHttp.events));
-  assert.deepEqual(shape(overWs.events).map(([type, name]) => `${type} ${name}`), ['ADDED one', 'ADDED two', 'MODIFIED one', 'DELETED one']);
-  assert.deepEqual(shape(legacy.events), shape(overHttp.events).filter(([, name]) => name === 'one'));
+  assert.deepEqual(
+    shape(overWs.events).map(([type, name]) => `${type} ${name}`),
+    ['ADDED one', 'ADDED two', 'MODIFIED one', 'DELETED one'],
+  );
+  assert.deepEqual(
+    shape(legacy.events),
+    shape(overHttp.events).filter(([, name]) => name === 'one'),
+  );
 
   await assert.rejects(webSocketWatch(server.url, cmPath('ws', 'two')), /Unexpected server response: 400/);
 });
@@ -358,26 +476,42 @@ test('a watch from a resourceVersion older than the history gets one ERROR event
   const ws = await webSocketWatch(server.url, `${cmPath('expiry')}?watch=true&resourceVersion=${old}`);
   t.after(() => ws.close());
   await ws.done;
-  assert.deepEqual(ws.events.map((e) => [e.type, e.object.code, e.object.reason]), [['ERROR', 410, 'Expired']]);
+  assert.deepEqual(
+    ws.events.map((e) => [e.type, e.object.code, e.object.reason]),
+    [['ERROR', 410, 'Expired']],
+  );
 
   // List and get are unaffected, and a watch from a recent version still works.
   const list = await api.list(cmPath('expiry'));
-  assert.deepEqual(list.items.map((o) => o.data), [{ n: '10' }]);
+  assert.deepEqual(
+    list.items.map((o) => o.data),
+    [{ n: '10' }],
+  );
   const current = await api.get(cmPath('expiry', 'x'));
   assert.deepEqual(current.data, { n: '10' });
   assert.equal(current.metadata.uid, first.metadata.uid);
-  const fresh = await httpWatch(server.url, `${cmPath('expiry')}?watch=true&resourceVersion=${list.metadata.resourceVersion}`);
+  const fresh = await httpWatch(
+    server.url,
+    `${cmPath('expiry')}?watch=true&resourceVersion=${list.metadata.resourceVersion}`,
+  );
   t.after(() => fresh.close());
   const next = await api.mergePatch(cmPath('expiry', 'x'), { data: { n: '11' } });
   await fresh.count(1);
-  assert.deepEqual([fresh.events[0]!.type, fresh.events[0]!.object.metadata.resourceVersion], ['MODIFIED', next.metadata.resourceVersion]);
+  assert.deepEqual(
+    [fresh.events[0]!.type, fresh.events[0]!.object.metadata.resourceVersion],
+    ['MODIFIED', next.metadata.resourceVersion],
+  );
 
   // The history is per resource: writes to secrets do not expire configmap watches.
   const cmRv = next.metadata.resourceVersion!;
-  for (let i = 0; i < 10; i++) await api.create('/api/v1/namespaces/expiry/secrets', { metadata: { name: `s${i}` }, stringData: { k: 'v' } });
+  for (let i = 0; i < 10; i++)
+    await api.create('/api/v1/namespaces/expiry/secrets', { metadata: { name: `s${i}` }, stringData: { k: 'v' } });
   const stillOk = await httpWatch(server.url, `${cmPath('expiry')}?watch=true&resourceVersion=${cmRv}`);
   t.after(() => stillOk.close());
   const after = await api.mergePatch(cmPath('expiry', 'x'), { data: { n: '12' } });
   await stillOk.count(1);
-  assert.deepEqual([stillOk.events[0]!.type, stillOk.events[0]!.object.metadata.resourceVersion], ['MODIFIED', after.metadata.resourceVersion]);
+  assert.deepEqual(
+    [stillOk.events[0]!.type, stillOk.events[0]!.object.metadata.resourceVersion],
+    ['MODIFIED', after.metadata.resourceVersion],
+  );
 });

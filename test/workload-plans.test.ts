@@ -5,7 +5,13 @@ import { rfc3339 } from '../src/clock/clock.js';
 import { jobNameFor, mostRecentScheduleTime, planCronJob, rfc3339In } from '../src/controllers/cronjob/plan.js';
 import { parseSchedule } from '../src/controllers/cronjob/schedule.js';
 import { daemonPod, nodeShouldRunDaemonPod, planDaemonSet } from '../src/controllers/daemonset.js';
-import { hashRevision, newRevision, planUpdateRevision, revisionsToTruncate, templatePatch } from '../src/controllers/history.js';
+import {
+  hashRevision,
+  newRevision,
+  planUpdateRevision,
+  revisionsToTruncate,
+  templatePatch,
+} from '../src/controllers/history.js';
 import { nextBackoffRecord, remainingBackoffMs } from '../src/controllers/job/backoff.js';
 import { jobPod } from '../src/controllers/job/controller.js';
 import { formatIndexes, parseIndexes } from '../src/controllers/job/indexes.js';
@@ -18,18 +24,73 @@ const T0 = Date.UTC(2025, 0, 1);
 const S = 1000;
 let uidSeq = 0;
 
-function pod(name: string, opts: { phase?: string; ready?: boolean; owner?: KubeObject; labels?: Record<string, string>; annotations?: Record<string, string>; exitCode?: number; finishedAt?: number; deleting?: boolean; finalizers?: string[]; created?: number; nodeName?: string; spec?: Record<string, unknown> } = {}): KubeObject {
+function pod(
+  name: string,
+  opts: {
+    phase?: string;
+    ready?: boolean;
+    owner?: KubeObject;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    exitCode?: number;
+    finishedAt?: number;
+    deleting?: boolean;
+    finalizers?: string[];
+    created?: number;
+    nodeName?: string;
+    spec?: Record<string, unknown>;
+  } = {},
+): KubeObject {
   const status: Record<string, unknown> = { phase: opts.phase ?? 'Pending' };
-  if (opts.ready !== undefined) status.conditions = [{ type: 'Ready', status: opts.ready ? 'True' : 'False', lastTransitionTime: rfc3339(opts.finishedAt ?? T0) }];
+  if (opts.ready !== undefined)
+    status.conditions = [
+      { type: 'Ready', status: opts.ready ? 'True' : 'False', lastTransitionTime: rfc3339(opts.finishedAt ?? T0) },
+    ];
   if (opts.exitCode !== undefined) {
-    status.containerStatuses = [{ name: 'main', state: { terminated: { exitCode: opts.exitCode, finishedAt: rfc3339(opts.finishedAt ?? T0), reason: opts.exitCode === 0 ? 'Completed' : 'Error' } } }];
+    status.containerStatuses = [
+      {
+        name: 'main',
+        state: {
+          terminated: {
+            exitCode: opts.exitCode,
+            finishedAt: rfc3339(opts.finishedAt ?? T0),
+            reason: opts.exitCode === 0 ? 'Completed' : 'Error',
+          },
+        },
+      },
+    ];
   }
-  const meta: KubeObject['metadata'] = { name, namespace: 'default', uid: `uid-${name}-${uidSeq++}`, creationTimestamp: rfc3339(opts.created ?? T0), labels: opts.labels ?? {} };
+  const meta: KubeObject['metadata'] = {
+    name,
+    namespace: 'default',
+    uid: `uid-${name}-${uidSeq++}`,
+    creationTimestamp: rfc3339(opts.created ?? T0),
+    labels: opts.labels ?? {},
+  };
   if (opts.annotations) meta.annotations = opts.annotations;
   if (opts.deleting) meta.deletionTimestamp = rfc3339(T0);
   if (opts.finalizers) meta.finalizers = opts.finalizers;
-  if (opts.owner) meta.ownerReferences = [{ apiVersion: 'x', kind: String(opts.owner.kind), name: opts.owner.metadata.name!, uid: opts.owner.metadata.uid!, controller: true }];
-  return { apiVersion: 'v1', kind: 'Pod', metadata: meta, spec: { containers: [{ name: 'main', image: 'x' }], ...(opts.nodeName ? { nodeName: opts.nodeName } : {}), ...(opts.spec ?? {}) }, status };
+  if (opts.owner)
+    meta.ownerReferences = [
+      {
+        apiVersion: 'x',
+        kind: String(opts.owner.kind),
+        name: opts.owner.metadata.name!,
+        uid: opts.owner.metadata.uid!,
+        controller: true,
+      },
+    ];
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: meta,
+    spec: {
+      containers: [{ name: 'main', image: 'x' }],
+      ...(opts.nodeName ? { nodeName: opts.nodeName } : {}),
+      ...(opts.spec ?? {}),
+    },
+    status,
+  };
 }
 
 function job(spec: Record<string, unknown>, status: Record<string, unknown> = {}): KubeObject {
@@ -37,12 +98,23 @@ function job(spec: Record<string, unknown>, status: Record<string, unknown> = {}
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: { name: 'pi', namespace: 'default', uid: 'job-uid', creationTimestamp: rfc3339(T0) },
-    spec: { parallelism: 1, completions: 1, backoffLimit: 6, completionMode: 'NonIndexed', template: { metadata: { labels: { app: 'pi' } }, spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'perl' }] } }, ...spec },
+    spec: {
+      parallelism: 1,
+      completions: 1,
+      backoffLimit: 6,
+      completionMode: 'NonIndexed',
+      template: {
+        metadata: { labels: { app: 'pi' } },
+        spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'perl' }] },
+      },
+      ...spec,
+    },
     status,
   };
 }
 
-const tracked = (j: KubeObject, name: string, opts: Parameters<typeof pod>[1] = {}): KubeObject => pod(name, { owner: j, finalizers: [JOB_TRACKING_FINALIZER], ...opts });
+const tracked = (j: KubeObject, name: string, opts: Parameters<typeof pod>[1] = {}): KubeObject =>
+  pod(name, { owner: j, finalizers: [JOB_TRACKING_FINALIZER], ...opts });
 const NONE = { failuresAfterLastSuccess: 0 };
 
 describe('job back-off', () => {
@@ -56,7 +128,10 @@ describe('job back-off', () => {
     const later = tracked(j, 'b', { phase: 'Failed', exitCode: 1, finishedAt: T0 + 20 * S });
     const ok = tracked(j, 'c', { phase: 'Succeeded', exitCode: 0, finishedAt: T0 + 10 * S });
     assert.deepEqual(nextBackoffRecord(NONE, [], [failed]), { failuresAfterLastSuccess: 1, lastFailureTime: T0 });
-    assert.deepEqual(nextBackoffRecord({ failuresAfterLastSuccess: 4, lastFailureTime: T0 }, [ok], [failed, later]), { failuresAfterLastSuccess: 1, lastFailureTime: T0 + 20 * S });
+    assert.deepEqual(nextBackoffRecord({ failuresAfterLastSuccess: 4, lastFailureTime: T0 }, [ok], [failed, later]), {
+      failuresAfterLastSuccess: 1,
+      lastFailureTime: T0 + 20 * S,
+    });
   });
 
   test('completed indexes are kept as compressed intervals', () => {
@@ -86,10 +161,13 @@ describe('planJob', () => {
     const done = { ...j, status: { ...first.status, succeeded: 2 } };
     const c = tracked(j, 'c', { phase: 'Succeeded', exitCode: 0 });
     const last = planJob(done, [c], T0 + 9 * S, NONE);
-    assert.deepEqual(last.status.conditions?.map((x) => [x.type, x.status, x.reason]), [
-      ['SuccessCriteriaMet', 'True', 'CompletionsReached'],
-      ['Complete', 'True', 'CompletionsReached'],
-    ]);
+    assert.deepEqual(
+      last.status.conditions?.map((x) => [x.type, x.status, x.reason]),
+      [
+        ['SuccessCriteriaMet', 'True', 'CompletionsReached'],
+        ['Complete', 'True', 'CompletionsReached'],
+      ],
+    );
     assert.equal(last.status.completionTime, rfc3339(T0 + 9 * S));
     assert.deepEqual(last.events, [{ type: 'Normal', reason: 'Completed', message: 'Job completed' }]);
   });
@@ -108,12 +186,17 @@ describe('planJob', () => {
     const j2 = job({ backoffLimit: 1 }, { startTime: rfc3339(T0), failed: 1 });
     const f2 = tracked(j2, 'f2', { phase: 'Failed', exitCode: 1 });
     const p3 = planJob(j2, [f2], T0 + 30 * S, p1.backoff);
-    assert.deepEqual(p3.status.conditions?.map((c) => [c.type, c.reason, c.message]), [
-      ['FailureTarget', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'],
-      ['Failed', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'],
-    ]);
+    assert.deepEqual(
+      p3.status.conditions?.map((c) => [c.type, c.reason, c.message]),
+      [
+        ['FailureTarget', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'],
+        ['Failed', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'],
+      ],
+    );
     assert.equal(p3.status.completionTime, undefined);
-    assert.deepEqual(p3.events, [{ type: 'Warning', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }]);
+    assert.deepEqual(p3.events, [
+      { type: 'Warning', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' },
+    ]);
   });
 
   test('activeDeadlineSeconds deletes the running pods and fails the Job once they are gone', () => {
@@ -123,13 +206,27 @@ describe('planJob', () => {
     assert.equal(before.requeueAfterMs, 20 * S);
     const at = planJob(j, [r], T0 + 30 * S, NONE);
     assert.deepEqual(at.delete, [r]);
-    assert.deepEqual(at.status.conditions?.map((c) => c.type), ['FailureTarget']);
+    assert.deepEqual(
+      at.status.conditions?.map((c) => c.type),
+      ['FailureTarget'],
+    );
     const after = planJob({ ...j, status: at.status }, [], T0 + 31 * S, NONE);
-    assert.deepEqual(after.status.conditions?.map((c) => [c.type, c.reason]), [['FailureTarget', 'DeadlineExceeded'], ['Failed', 'DeadlineExceeded']]);
+    assert.deepEqual(
+      after.status.conditions?.map((c) => [c.type, c.reason]),
+      [
+        ['FailureTarget', 'DeadlineExceeded'],
+        ['Failed', 'DeadlineExceeded'],
+      ],
+    );
   });
 
   test('podFailurePolicy: Ignore does not count, FailJob fails at once', () => {
-    const policy = { rules: [{ action: 'FailJob', onExitCodes: { operator: 'In', values: [42] } }, { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] }] };
+    const policy = {
+      rules: [
+        { action: 'FailJob', onExitCodes: { operator: 'In', values: [42] } },
+        { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] },
+      ],
+    };
     const j = job({ podFailurePolicy: policy }, { startTime: rfc3339(T0) });
     const evicted = tracked(j, 'e', { phase: 'Failed' });
     (evicted.status as Record<string, unknown>).conditions = [{ type: 'DisruptionTarget', status: 'True' }];
@@ -139,12 +236,21 @@ describe('planJob', () => {
     const fatal = tracked(j, 'x', { phase: 'Failed', exitCode: 42 });
     const failed = planJob(j, [fatal], T0, NONE);
     assert.equal(failed.status.conditions?.at(-1)?.reason, 'PodFailurePolicy');
-    assert.match(failed.status.conditions!.at(-1)!.message, /^Container main for pod default\/x failed with exit code 42 matching FailJob rule at index 0$/);
+    assert.match(
+      failed.status.conditions!.at(-1)!.message,
+      /^Container main for pod default\/x failed with exit code 42 matching FailJob rule at index 0$/,
+    );
   });
 
   test('Indexed: one pod per pending index with the completion index and hostname', () => {
-    const j = job({ completionMode: 'Indexed', completions: 4, parallelism: 2 }, { startTime: rfc3339(T0), completedIndexes: '0' });
-    const one = tracked(j, 'pi-1-x', { phase: 'Running', annotations: { 'batch.kubernetes.io/job-completion-index': '1' } });
+    const j = job(
+      { completionMode: 'Indexed', completions: 4, parallelism: 2 },
+      { startTime: rfc3339(T0), completedIndexes: '0' },
+    );
+    const one = tracked(j, 'pi-1-x', {
+      phase: 'Running',
+      annotations: { 'batch.kubernetes.io/job-completion-index': '1' },
+    });
     const plan = planJob(j, [one], T0, NONE);
     assert.deepEqual(plan.create, [{ index: 2 }]);
     const p = jobPod(j, 2);
@@ -156,18 +262,44 @@ describe('planJob', () => {
   });
 
   test('successPolicy completes an Indexed Job early and stops the rest; OnFailure restarts count against backoffLimit', () => {
-    const j = job({ completionMode: 'Indexed', completions: 3, parallelism: 3, successPolicy: { rules: [{ succeededIndexes: '0', succeededCount: 1 }] } }, { startTime: rfc3339(T0) });
-    const leader = tracked(j, 'pi-0-a', { phase: 'Succeeded', exitCode: 0, annotations: { 'batch.kubernetes.io/job-completion-index': '0' } });
-    const worker = tracked(j, 'pi-1-b', { phase: 'Running', annotations: { 'batch.kubernetes.io/job-completion-index': '1' } });
+    const j = job(
+      {
+        completionMode: 'Indexed',
+        completions: 3,
+        parallelism: 3,
+        successPolicy: { rules: [{ succeededIndexes: '0', succeededCount: 1 }] },
+      },
+      { startTime: rfc3339(T0) },
+    );
+    const leader = tracked(j, 'pi-0-a', {
+      phase: 'Succeeded',
+      exitCode: 0,
+      annotations: { 'batch.kubernetes.io/job-completion-index': '0' },
+    });
+    const worker = tracked(j, 'pi-1-b', {
+      phase: 'Running',
+      annotations: { 'batch.kubernetes.io/job-completion-index': '1' },
+    });
     const plan = planJob(j, [leader, worker], T0, NONE);
     assert.deepEqual(plan.delete, [worker]);
-    assert.deepEqual(plan.status.conditions?.map((c) => [c.type, c.reason, c.message]), [['SuccessCriteriaMet', 'SuccessPolicy', 'Matched rules at index 0']]);
+    assert.deepEqual(
+      plan.status.conditions?.map((c) => [c.type, c.reason, c.message]),
+      [['SuccessCriteriaMet', 'SuccessPolicy', 'Matched rules at index 0']],
+    );
     const after = planJob({ ...j, status: plan.status }, [], T0 + S, NONE);
     assert.equal(after.status.conditions?.at(-1)?.type, 'Complete');
 
-    const restarting = job({ backoffLimit: 2, template: { spec: { restartPolicy: 'OnFailure', containers: [{ name: 'main', image: 'x' }] } } }, { startTime: rfc3339(T0) });
+    const restarting = job(
+      {
+        backoffLimit: 2,
+        template: { spec: { restartPolicy: 'OnFailure', containers: [{ name: 'main', image: 'x' }] } },
+      },
+      { startTime: rfc3339(T0) },
+    );
     const crashy = tracked(restarting, 'c', { phase: 'Running' });
-    (crashy.status as Record<string, unknown>).containerStatuses = [{ name: 'main', restartCount: 3, state: { waiting: { reason: 'CrashLoopBackOff' } } }];
+    (crashy.status as Record<string, unknown>).containerStatuses = [
+      { name: 'main', restartCount: 3, state: { waiting: { reason: 'CrashLoopBackOff' } } },
+    ];
     assert.equal(planJob(restarting, [crashy], T0, NONE).status.conditions?.[0]?.reason, 'BackoffLimitExceeded');
   });
 
@@ -177,15 +309,29 @@ describe('planJob', () => {
     const s = planJob(j, [r], T0 + S, NONE);
     assert.deepEqual(s.delete, [r]);
     assert.equal(s.status.startTime, undefined);
-    assert.deepEqual(s.status.conditions?.map((c) => [c.type, c.status, c.reason]), [['Suspended', 'True', 'JobSuspended']]);
-    const resumed = planJob({ ...j, spec: { ...(j.spec as object), suspend: false }, status: s.status }, [], T0 + 60 * S, NONE);
-    assert.deepEqual(resumed.status.conditions?.map((c) => [c.type, c.status, c.reason]), [['Suspended', 'False', 'JobResumed']]);
+    assert.deepEqual(
+      s.status.conditions?.map((c) => [c.type, c.status, c.reason]),
+      [['Suspended', 'True', 'JobSuspended']],
+    );
+    const resumed = planJob(
+      { ...j, spec: { ...(j.spec as object), suspend: false }, status: s.status },
+      [],
+      T0 + 60 * S,
+      NONE,
+    );
+    assert.deepEqual(
+      resumed.status.conditions?.map((c) => [c.type, c.status, c.reason]),
+      [['Suspended', 'False', 'JobResumed']],
+    );
     assert.equal(resumed.status.startTime, rfc3339(T0 + 60 * S));
     assert.equal(resumed.create.length, 1);
   });
 
   test('ttlSecondsAfterFinished counts from the finish', () => {
-    const finished = job({ ttlSecondsAfterFinished: 100 }, { conditions: [{ type: 'Complete', status: 'True', lastTransitionTime: rfc3339(T0) }] });
+    const finished = job(
+      { ttlSecondsAfterFinished: 100 },
+      { conditions: [{ type: 'Complete', status: 'True', lastTransitionTime: rfc3339(T0) }] },
+    );
     assert.equal(ttlRemainingMs(finished, T0 + 60 * S), 40 * S);
     assert.equal(ttlRemainingMs(job({ ttlSecondsAfterFinished: 100 }), T0), undefined);
   });
@@ -206,13 +352,29 @@ describe('cron schedules', () => {
   test('every-day UTC schedules: next and previous across hour, day and year ends, as cron-parser answers them', () => {
     const at = (text: string): number => Date.parse(text);
     const twice = parseSchedule('3,7 */5 * * *');
-    assert.equal(twice.next(at('2025-01-01T20:07:00Z')), at('2025-01-02T00:03:00Z'), 'past the last hour: the next day');
+    assert.equal(
+      twice.next(at('2025-01-01T20:07:00Z')),
+      at('2025-01-02T00:03:00Z'),
+      'past the last hour: the next day',
+    );
     assert.equal(twice.next(at('2025-01-01T05:03:00.001Z')), at('2025-01-01T05:07:00Z'));
     assert.equal(twice.previous(at('2025-01-01T04:59:59Z')), at('2025-01-01T00:07:00Z'));
-    assert.equal(twice.previous(at('2025-01-01T00:02:59Z')), at('2024-12-31T20:07:00Z'), 'before the first: the day before');
+    assert.equal(
+      twice.previous(at('2025-01-01T00:02:59Z')),
+      at('2024-12-31T20:07:00Z'),
+      'before the first: the day before',
+    );
     assert.equal(parseSchedule('30 23 * * *').next(at('2025-12-31T23:30:00Z')), at('2026-01-01T23:30:00Z'));
-    assert.equal(parseSchedule('*/15 * * * *').next(at('2025-03-01T10:15:00Z')), at('2025-03-01T10:30:00Z'), 'strictly after');
-    assert.equal(parseSchedule('0 9 * * 0-6').previous(at('2025-03-01T09:00:00Z')), at('2025-03-01T09:00:00Z'), 'at or before');
+    assert.equal(
+      parseSchedule('*/15 * * * *').next(at('2025-03-01T10:15:00Z')),
+      at('2025-03-01T10:30:00Z'),
+      'strictly after',
+    );
+    assert.equal(
+      parseSchedule('0 9 * * 0-6').previous(at('2025-03-01T09:00:00Z')),
+      at('2025-03-01T09:00:00Z'),
+      'at or before',
+    );
     // The same answers as the general path (cron-parser) gives, at instants spread over a leap-year February.
     const general = parseSchedule('TZ=Etc/GMT 3,7 */5 * * *');
     for (let t = at('2024-02-27T00:00:00Z'); t < at('2024-03-02T00:00:00Z'); t += 7_777_777) {
@@ -225,14 +387,25 @@ describe('cron schedules', () => {
     apiVersion: 'batch/v1',
     kind: 'CronJob',
     metadata: { name: 'hello', namespace: 'default', uid: 'cj-uid', creationTimestamp: rfc3339(T0) },
-    spec: { schedule: '0 * * * *', concurrencyPolicy: 'Allow', suspend: false, successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 1, jobTemplate: { spec: { template: { spec: {} } } }, ...spec },
+    spec: {
+      schedule: '0 * * * *',
+      concurrencyPolicy: 'Allow',
+      suspend: false,
+      successfulJobsHistoryLimit: 3,
+      failedJobsHistoryLimit: 1,
+      jobTemplate: { spec: { template: { spec: {} } } },
+      ...spec,
+    },
     status,
   });
 
   test('only the most recent missed time runs; startingDeadlineSeconds narrows the window', () => {
     const cj = cron({}, { lastScheduleTime: rfc3339(T0 + 3600 * S) });
     const now = T0 + 4.5 * 3600 * S;
-    assert.deepEqual(mostRecentScheduleTime(cj, now, parseSchedule('0 * * * *')), { mostRecent: T0 + 4 * 3600 * S, missed: 3 });
+    assert.deepEqual(mostRecentScheduleTime(cj, now, parseSchedule('0 * * * *')), {
+      mostRecent: T0 + 4 * 3600 * S,
+      missed: 3,
+    });
     const narrow = cron({ startingDeadlineSeconds: 600 }, { lastScheduleTime: rfc3339(T0 + 3600 * S) });
     assert.deepEqual(mostRecentScheduleTime(narrow, now, parseSchedule('0 * * * *')), { missed: 0 });
     const plan = planCronJob(cj, [], now);
@@ -245,8 +418,21 @@ describe('cron schedules', () => {
   const ownedJob = (name: string, start: number, condition?: string): KubeObject => ({
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name, namespace: 'default', uid: `uid-${name}`, ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: 'hello', uid: 'cj-uid', controller: true }] },
-    status: { startTime: rfc3339(start), ...(condition ? { conditions: [{ type: condition, status: 'True', lastTransitionTime: rfc3339(start + S) }], completionTime: condition === 'Complete' ? rfc3339(start + S) : undefined } : {}) },
+    metadata: {
+      name,
+      namespace: 'default',
+      uid: `uid-${name}`,
+      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: 'hello', uid: 'cj-uid', controller: true }],
+    },
+    status: {
+      startTime: rfc3339(start),
+      ...(condition
+        ? {
+            conditions: [{ type: condition, status: 'True', lastTransitionTime: rfc3339(start + S) }],
+            completionTime: condition === 'Complete' ? rfc3339(start + S) : undefined,
+          }
+        : {}),
+    },
   });
 
   test('Forbid skips while a Job runs; Replace deletes it; history limits trim the oldest', () => {
@@ -262,8 +448,15 @@ describe('cron schedules', () => {
 
     const done = [0, 1, 2, 3, 4].map((i) => ownedJob(`hello-ok${i}`, T0 + i * 3600 * S, 'Complete'));
     const failed = [0, 1].map((i) => ownedJob(`hello-bad${i}`, T0 + i * 3600 * S, 'Failed'));
-    const trimmed = planCronJob(cron({}, { lastScheduleTime: rfc3339(T0 + 3600 * S) }), [...done, ...failed], T0 + 3600 * S + 5);
-    assert.deepEqual(trimmed.delete.map((j) => j.metadata.name), ['hello-ok0', 'hello-ok1', 'hello-bad0']);
+    const trimmed = planCronJob(
+      cron({}, { lastScheduleTime: rfc3339(T0 + 3600 * S) }),
+      [...done, ...failed],
+      T0 + 3600 * S + 5,
+    );
+    assert.deepEqual(
+      trimmed.delete.map((j) => j.metadata.name),
+      ['hello-ok0', 'hello-ok1', 'hello-bad0'],
+    );
     assert.equal(trimmed.status.lastSuccessfulTime, rfc3339(T0 + 4 * 3600 * S + S));
   });
 });
@@ -290,31 +483,56 @@ describe('planStatefulSet', () => {
   };
   const member = (set: KubeObject, r: KubeObject, ord: number, ready = true): KubeObject => {
     const p = statefulPod(set, r, ord);
-    return { ...p, metadata: { ...p.metadata, uid: `uid-web-${ord}`, creationTimestamp: rfc3339(T0) }, status: { phase: ready ? 'Running' : 'Pending', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] } };
+    return {
+      ...p,
+      metadata: { ...p.metadata, uid: `uid-web-${ord}`, creationTimestamp: rfc3339(T0) },
+      status: {
+        phase: ready ? 'Running' : 'Pending',
+        conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }],
+      },
+    };
   };
 
   test('OrderedReady creates web-0 first, with its claim, hostname and subdomain; web-1 only once web-0 is Ready', () => {
     const set = sts();
     const a = rev(set, 'nginx:1', 1);
     const first = planStatefulSet(set, [], a, a, new Map(), T0);
-    assert.deepEqual(first.createPods.map((p) => p.metadata.name), ['web-0']);
-    assert.deepEqual(first.createClaims.map((c) => c.metadata.name), ['www-web-0']);
+    assert.deepEqual(
+      first.createPods.map((p) => p.metadata.name),
+      ['web-0'],
+    );
+    assert.deepEqual(
+      first.createClaims.map((c) => c.metadata.name),
+      ['www-web-0'],
+    );
     const spec0 = first.createPods[0]!.spec as { hostname: string; subdomain: string; volumes: unknown[] };
     assert.equal(spec0.hostname, 'web-0');
     assert.equal(spec0.subdomain, 'nginx');
     assert.deepEqual(spec0.volumes, [{ name: 'www', persistentVolumeClaim: { claimName: 'www-web-0' } }]);
-    assert.equal(first.createPods[0]!.metadata.annotations?.['kube-sim.dev/dns-name'], 'web-0.nginx.default.svc.cluster.local');
+    assert.equal(
+      first.createPods[0]!.metadata.annotations?.['kube-sim.dev/dns-name'],
+      'web-0.nginx.default.svc.cluster.local',
+    );
     assert.deepEqual(planStatefulSet(set, [member(set, a, 0, false)], a, a, new Map(), T0).createPods, []);
-    assert.deepEqual(planStatefulSet(set, [member(set, a, 0)], a, a, new Map(), T0).createPods.map((p) => p.metadata.name), ['web-1']);
+    assert.deepEqual(
+      planStatefulSet(set, [member(set, a, 0)], a, a, new Map(), T0).createPods.map((p) => p.metadata.name),
+      ['web-1'],
+    );
     const parallel = planStatefulSet(sts({ podManagementPolicy: 'Parallel' }), [], a, a, new Map(), T0);
-    assert.deepEqual(parallel.createPods.map((p) => p.metadata.name), ['web-0', 'web-1', 'web-2']);
+    assert.deepEqual(
+      parallel.createPods.map((p) => p.metadata.name),
+      ['web-0', 'web-1', 'web-2'],
+    );
   });
 
   test('scale down removes the highest ordinal first, one at a time', () => {
     const set = sts({ replicas: 1 });
     const a = rev(set, 'nginx:1', 1);
     const pods = [0, 1, 2].map((i) => member(set, a, i));
-    assert.deepEqual(planStatefulSet(set, pods, a, a, new Map(), T0).deletePods.map((p) => p.metadata.name), ['web-2']);
+    assert.deepEqual(
+      planStatefulSet(set, pods, a, a, new Map(), T0).deletePods.map((p) => p.metadata.name),
+      ['web-2'],
+    );
     const terminating = { ...pods[2]!, metadata: { ...pods[2]!.metadata, deletionTimestamp: rfc3339(T0) } };
     assert.deepEqual(planStatefulSet(set, [pods[0]!, pods[1]!, terminating], a, a, new Map(), T0).deletePods, []);
   });
@@ -325,9 +543,15 @@ describe('planStatefulSet', () => {
     const b = rev(set, 'nginx:2', 2);
     const old = [0, 1, 2].map((i) => member(set, a, i));
     const s1 = planStatefulSet(set, old, a, b, new Map(), T0);
-    assert.deepEqual(s1.deletePods.map((p) => p.metadata.name), ['web-2']);
+    assert.deepEqual(
+      s1.deletePods.map((p) => p.metadata.name),
+      ['web-2'],
+    );
     const s2 = planStatefulSet(set, [old[0]!, old[1]!, member(set, b, 2)], a, b, new Map(), T0);
-    assert.deepEqual(s2.deletePods.map((p) => p.metadata.name), ['web-1']);
+    assert.deepEqual(
+      s2.deletePods.map((p) => p.metadata.name),
+      ['web-1'],
+    );
     const s3 = planStatefulSet(set, [old[0]!, member(set, b, 1), member(set, b, 2)], a, b, new Map(), T0);
     assert.deepEqual(s3.deletePods, [], 'web-0 is below the partition');
     assert.equal(s3.status.updatedReplicas, 2);
@@ -350,16 +574,40 @@ describe('planStatefulSet', () => {
 });
 
 describe('planDaemonSet', () => {
-  const node = (name: string, labels: Record<string, string> = {}, taints: unknown[] = []): KubeObject => ({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name, ...labels } }, spec: { taints } });
-  const ds = (podSpec: Record<string, unknown> = {}, strategy: Record<string, unknown> = { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } }): KubeObject => ({
+  const node = (name: string, labels: Record<string, string> = {}, taints: unknown[] = []): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, ...labels } },
+    spec: { taints },
+  });
+  const ds = (
+    podSpec: Record<string, unknown> = {},
+    strategy: Record<string, unknown> = { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
+  ): KubeObject => ({
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',
     metadata: { name: 'agent', namespace: 'default', uid: 'ds-uid', generation: 1 },
-    spec: { selector: { matchLabels: { app: 'agent' } }, updateStrategy: strategy, template: { metadata: { labels: { app: 'agent' } }, spec: { containers: [{ name: 'a', image: 'a:1' }], ...podSpec } } },
+    spec: {
+      selector: { matchLabels: { app: 'agent' } },
+      updateStrategy: strategy,
+      template: {
+        metadata: { labels: { app: 'agent' } },
+        spec: { containers: [{ name: 'a', image: 'a:1' }], ...podSpec },
+      },
+    },
   });
   const onNode = (set: KubeObject, nodeName: string, hash: string, ready = true): KubeObject => {
     const p = daemonPod(set, nodeName, hash);
-    return { ...p, metadata: { ...p.metadata, name: `agent-${nodeName}-${hash}`, uid: `uid-${nodeName}-${hash}`, creationTimestamp: rfc3339(T0) }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] } };
+    return {
+      ...p,
+      metadata: {
+        ...p.metadata,
+        name: `agent-${nodeName}-${hash}`,
+        uid: `uid-${nodeName}-${hash}`,
+        creationTimestamp: rfc3339(T0),
+      },
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+    };
   };
 
   test('one pod per eligible node: nodeSelector, taints and the automatic tolerations', () => {
@@ -368,15 +616,26 @@ describe('planDaemonSet', () => {
       node('n1', { disk: 'ssd' }),
       node('n2', { disk: 'hdd' }),
       node('n3', { disk: 'ssd' }, [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }]),
-      node('n4', { disk: 'ssd' }, [{ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' }, { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' }]),
+      node('n4', { disk: 'ssd' }, [
+        { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' },
+        { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
+      ]),
     ];
     const plan = planDaemonSet(set, nodes, [], 'h1', T0);
     assert.deepEqual(plan.createOn, ['n1', 'n4']);
     assert.equal(plan.status.desiredNumberScheduled, 2);
-    assert.deepEqual(nodeShouldRunDaemonPod(set, nodes[2]!), { shouldRun: false, shouldContinueRunning: true }, 'NoSchedule keeps a running pod');
+    assert.deepEqual(
+      nodeShouldRunDaemonPod(set, nodes[2]!),
+      { shouldRun: false, shouldContinueRunning: true },
+      'NoSchedule keeps a running pod',
+    );
     const p = daemonPod(set, 'n1', 'h1');
     assert.deepEqual((p.spec as { affinity: unknown }).affinity, {
-      nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] }] } },
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] }],
+        },
+      },
     });
     assert.equal((p.spec as { nodeName?: string }).nodeName, undefined, 'the scheduler binds it');
   });
@@ -404,7 +663,10 @@ describe('planDaemonSet', () => {
     assert.deepEqual(s1.createOn, ['n1']);
     assert.deepEqual(s1.deletePods, []);
     const s2 = planDaemonSet(surge, nodes, [onNode(surge, 'n1', 'new'), ...old], 'new', T0);
-    assert.deepEqual(s2.deletePods.map((p) => p.metadata.name), ['agent-n1-old']);
+    assert.deepEqual(
+      s2.deletePods.map((p) => p.metadata.name),
+      ['agent-n1-old'],
+    );
     assert.deepEqual(planDaemonSet(ds({}, { type: 'OnDelete' }), nodes, old, 'new', T0).deletePods, []);
   });
 });

@@ -13,7 +13,11 @@ import { ROOT, serverFor } from './helpers/server.js';
 const names = (pods: Obj[]): string[] => pods.map((p) => p.metadata.name!).sort();
 
 // These tests play the kubelet themselves, so the server runs without simulated nodes when it has them.
-const NO_NODES = spawnSync(process.execPath, [join(ROOT, 'bin/sim.js'), 'serve', '--help'], { encoding: 'utf8' }).stdout.includes('--nodes') ? ['--nodes', '0'] : [];
+const NO_NODES = spawnSync(process.execPath, [join(ROOT, 'bin/sim.js'), 'serve', '--help'], {
+  encoding: 'utf8',
+}).stdout.includes('--nodes')
+  ? ['--nodes', '0']
+  : [];
 
 async function setup(t: Parameters<typeof serverFor>[0], extraArgs: string[] = []) {
   const server = await serverFor(t, ['--clock', 'virtual', '--seed', '5', ...NO_NODES, ...extraArgs]);
@@ -66,12 +70,20 @@ test('StatefulSet: ordered creation, stable identity and claims, highest-first s
   assert.match(await k(['get', 'sts', 'web']), /^web\s+3\/3\s/m);
 
   const web0 = await api.get('/api/v1/namespaces/default/pods/web-0');
-  const spec0 = web0.spec as { hostname: string; subdomain: string; volumes: Array<{ name: string; persistentVolumeClaim?: { claimName: string } }> };
+  const spec0 = web0.spec as {
+    hostname: string;
+    subdomain: string;
+    volumes: Array<{ name: string; persistentVolumeClaim?: { claimName: string } }>;
+  };
   assert.equal(spec0.hostname, 'web-0');
   assert.equal(spec0.subdomain, 'nginx');
   assert.equal(web0.metadata.annotations?.['kube-sim.dev/dns-name'], 'web-0.nginx.default.svc.cluster.local');
   assert.deepEqual(spec0.volumes.find((v) => v.name === 'www')?.persistentVolumeClaim, { claimName: 'www-web-0' });
-  assert.deepEqual((await k(['get', 'pvc', '-o', 'name'])).trim().split('\n').sort(), ['persistentvolumeclaim/www-web-0', 'persistentvolumeclaim/www-web-1', 'persistentvolumeclaim/www-web-2']);
+  assert.deepEqual((await k(['get', 'pvc', '-o', 'name'])).trim().split('\n').sort(), [
+    'persistentvolumeclaim/www-web-0',
+    'persistentvolumeclaim/www-web-1',
+    'persistentvolumeclaim/www-web-2',
+  ]);
 
   // A deleted pod comes back with the same name and claim.
   const oldUid = (await api.get('/api/v1/namespaces/default/pods/web-1')).metadata.uid;
@@ -79,7 +91,10 @@ test('StatefulSet: ordered creation, stable identity and claims, highest-first s
   await kubelet.advance('0s');
   const again = await api.get('/api/v1/namespaces/default/pods/web-1');
   assert.notEqual(again.metadata.uid, oldUid);
-  assert.equal((again.spec as typeof spec0).volumes.find((v) => v.name === 'www')?.persistentVolumeClaim?.claimName, 'www-web-1');
+  assert.equal(
+    (again.spec as typeof spec0).volumes.find((v) => v.name === 'www')?.persistentVolumeClaim?.claimName,
+    'www-web-1',
+  );
   await kubelet.run('web-1');
   await kubelet.advance('0s');
 
@@ -91,13 +106,17 @@ test('StatefulSet: ordered creation, stable identity and claims, highest-first s
   const afterSet = JSON.parse(await k(['get', 'sts', 'web', '-o', 'json'])).status as Record<string, string | number>;
   assert.notEqual(afterSet.updateRevision, afterSet.currentRevision);
   assert.deepEqual(names(await sts()), ['web-0', 'web-1', 'web-2']);
-  const revOf = async (n: string): Promise<string | undefined> => (await api.get(`/api/v1/namespaces/default/pods/${n}`)).metadata.labels?.['controller-revision-hash'];
+  const revOf = async (n: string): Promise<string | undefined> =>
+    (await api.get(`/api/v1/namespaces/default/pods/${n}`)).metadata.labels?.['controller-revision-hash'];
   assert.equal(await revOf('web-2'), afterSet.updateRevision, 'web-2 was replaced at the update revision');
   await kubelet.run('web-2');
   await kubelet.advance('0s');
   assert.equal(await revOf('web-1'), afterSet.currentRevision, 'web-1 is below the partition');
   assert.equal(await revOf('web-0'), afterSet.currentRevision);
-  assert.match(await k(['rollout', 'status', 'sts/web', '--timeout=5s']), /partitioned roll out complete: 1 new pods have been updated/);
+  assert.match(
+    await k(['rollout', 'status', 'sts/web', '--timeout=5s']),
+    /partitioned roll out complete: 1 new pods have been updated/,
+  );
 
   // Lower the partition: web-1 then web-0, highest first, each after the previous is ready.
   await k(['patch', 'sts', 'web', '-p', '{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}']);
@@ -112,12 +131,18 @@ test('StatefulSet: ordered creation, stable identity and claims, highest-first s
   assert.match(await k(['rollout', 'status', 'sts/web', '--timeout=5s']), /3 new pods have been updated/);
   const done = JSON.parse(await k(['get', 'sts', 'web', '-o', 'json'])).status as Record<string, unknown>;
   assert.equal(done.currentRevision, afterSet.updateRevision);
-  assert.deepEqual([done.replicas, done.readyReplicas, done.updatedReplicas, done.currentReplicas, done.availableReplicas], [3, 3, 3, 3, 3]);
+  assert.deepEqual(
+    [done.replicas, done.readyReplicas, done.updatedReplicas, done.currentReplicas, done.availableReplicas],
+    [3, 3, 3, 3, 3],
+  );
 
   assert.match(await k(['rollout', 'history', 'sts/web']), /REVISION\s+CHANGE-CAUSE\n1\s+<none>\n2\s+<none>/);
   await k(['rollout', 'undo', 'sts/web']);
   await kubelet.advance('0s');
-  assert.equal(JSON.parse(await k(['get', 'sts', 'web', '-o', 'json'])).spec.template.spec.containers[0].image, 'nginx:1.0');
+  assert.equal(
+    JSON.parse(await k(['get', 'sts', 'web', '-o', 'json'])).spec.template.spec.containers[0].image,
+    'nginx:1.0',
+  );
   assert.match(await k(['rollout', 'history', 'sts/web']), /REVISION\s+CHANGE-CAUSE\n2\s+<none>\n3\s+<none>/);
 
   // Scale down: the highest ordinal goes first, one at a time; the claims stay.
@@ -127,8 +152,19 @@ test('StatefulSet: ordered creation, stable identity and claims, highest-first s
   await kubelet.advance('0s');
   const afterScale = names(await sts());
   assert.ok(!afterScale.includes('web-2'), `web-2 goes first: ${afterScale.join(',')}`);
-  assert.deepEqual((await k(['get', 'pvc', '-o', 'name'])).trim().split('\n').length, 3, 'claims survive scale-down (whenScaled: Retain)');
-  const events = await k(['get', 'events', '--field-selector', 'involvedObject.kind=StatefulSet', '-o', 'jsonpath={range .items[*]}{.reason} {.message}{"\\n"}{end}']);
+  assert.deepEqual(
+    (await k(['get', 'pvc', '-o', 'name'])).trim().split('\n').length,
+    3,
+    'claims survive scale-down (whenScaled: Retain)',
+  );
+  const events = await k([
+    'get',
+    'events',
+    '--field-selector',
+    'involvedObject.kind=StatefulSet',
+    '-o',
+    'jsonpath={range .items[*]}{.reason} {.message}{"\\n"}{end}',
+  ]);
   assert.match(events, /SuccessfulCreate create Pod web-0 in StatefulSet web successful/);
   assert.match(events, /SuccessfulCreate create Claim www-web-0 Pod web-0 in StatefulSet web success/);
   assert.match(events, /SuccessfulDelete delete Pod web-2 in StatefulSet web successful/);
@@ -139,7 +175,9 @@ apiVersion: v1
 kind: Node
 metadata:
   name: ${name}
-  labels: {${Object.entries(labels).map(([k, v]) => `"${k}": "${v}"`).join(', ')}}
+  labels: {${Object.entries(labels)
+    .map(([k, v]) => `"${k}": "${v}"`)
+    .join(', ')}}
 spec: {${taints}}
 `;
 
@@ -152,8 +190,18 @@ test('DaemonSet: one pod per eligible node as nodes come, go and change labels; 
     await kubelet.reap('app=agent');
     await kubelet.advance('0s');
   };
-  await k(['apply', '-f', '-'], [nodeYaml('n1', { tier: 'edge' }), nodeYaml('n2', { tier: 'edge' }), nodeYaml('n3', { tier: 'core' }), nodeYaml('n4', { tier: 'edge' }, 'taints: [{key: dedicated, value: db, effect: NoSchedule}]')].join('---'));
-  await k(['apply', '-f', '-'], `
+  await k(
+    ['apply', '-f', '-'],
+    [
+      nodeYaml('n1', { tier: 'edge' }),
+      nodeYaml('n2', { tier: 'edge' }),
+      nodeYaml('n3', { tier: 'core' }),
+      nodeYaml('n4', { tier: 'edge' }, 'taints: [{key: dedicated, value: db, effect: NoSchedule}]'),
+    ].join('---'),
+  );
+  await k(
+    ['apply', '-f', '-'],
+    `
 apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: agent}
@@ -164,18 +212,45 @@ spec:
     spec:
       nodeSelector: {tier: edge}
       containers: [{name: agent, image: "agent:1"}]
-`);
+`,
+  );
   await settle();
   const placement = async (): Promise<string[]> =>
     (await kubelet.pods('app=agent'))
       .filter((p) => !p.metadata.deletionTimestamp)
-      .map((p) => (p.spec as { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: Array<{ matchFields: Array<{ values: string[] }> }> } } } }).affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]!.matchFields[0]!.values[0]!)
+      .map(
+        (p) =>
+          (
+            p.spec as {
+              affinity: {
+                nodeAffinity: {
+                  requiredDuringSchedulingIgnoredDuringExecution: {
+                    nodeSelectorTerms: Array<{ matchFields: Array<{ values: string[] }> }>;
+                  };
+                };
+              };
+            }
+          ).affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]!.matchFields[0]!
+            .values[0]!,
+      )
       .sort();
   assert.deepEqual(await placement(), ['n1', 'n2'], 'n3 is not edge; n4 has an untolerated NoSchedule taint');
   const pod = (await kubelet.pods('app=agent'))[0]!;
-  const tolerations = (pod.spec as { tolerations: Array<{ key: string; effect: string }> }).tolerations.map((x) => `${x.key}:${x.effect}`);
-  for (const want of ['not-ready:NoExecute', 'unreachable:NoExecute', 'disk-pressure:NoSchedule', 'memory-pressure:NoSchedule', 'pid-pressure:NoSchedule', 'unschedulable:NoSchedule']) {
-    assert.ok(tolerations.includes(`node.kubernetes.io/${want}`), `daemon pods tolerate ${want}: ${tolerations.join(', ')}`);
+  const tolerations = (pod.spec as { tolerations: Array<{ key: string; effect: string }> }).tolerations.map(
+    (x) => `${x.key}:${x.effect}`,
+  );
+  for (const want of [
+    'not-ready:NoExecute',
+    'unreachable:NoExecute',
+    'disk-pressure:NoSchedule',
+    'memory-pressure:NoSchedule',
+    'pid-pressure:NoSchedule',
+    'unschedulable:NoSchedule',
+  ]) {
+    assert.ok(
+      tolerations.includes(`node.kubernetes.io/${want}`),
+      `daemon pods tolerate ${want}: ${tolerations.join(', ')}`,
+    );
   }
 
   // A node joins, one is relabelled out, one leaves.
@@ -193,12 +268,19 @@ spec:
   for (const p of await kubelet.pods('app=agent')) await kubelet.run(p.metadata.name!);
   await settle();
   assert.match(await k(['get', 'ds', 'agent']), /^agent\s+2\s+2\s+2\s+2\s+2\s+tier=edge\s/m);
-  assert.match(await k(['rollout', 'status', 'ds/agent', '--timeout=5s']), /daemon set "agent" successfully rolled out/);
+  assert.match(
+    await k(['rollout', 'status', 'ds/agent', '--timeout=5s']),
+    /daemon set "agent" successfully rolled out/,
+  );
 
   // Rolling update, maxUnavailable 1: one node at a time.
   await k(['set', 'image', 'ds/agent', 'agent=agent:2']);
   await settle();
-  const images = async (): Promise<string[]> => (await kubelet.pods('app=agent')).filter((p) => !p.metadata.deletionTimestamp).map((p) => (p.spec as { containers: Array<{ image: string }> }).containers[0]!.image).sort();
+  const images = async (): Promise<string[]> =>
+    (await kubelet.pods('app=agent'))
+      .filter((p) => !p.metadata.deletionTimestamp)
+      .map((p) => (p.spec as { containers: Array<{ image: string }> }).containers[0]!.image)
+      .sort();
   assert.deepEqual(await images(), ['agent:1', 'agent:2'], 'one old pod replaced, the other waits');
   for (const p of await kubelet.pods('app=agent')) await kubelet.run(p.metadata.name!);
   await settle();
@@ -206,17 +288,32 @@ spec:
   await settle();
   assert.deepEqual(await images(), ['agent:2', 'agent:2']);
   const status = JSON.parse(await k(['get', 'ds', 'agent', '-o', 'json'])).status as Record<string, number>;
-  assert.deepEqual([status.desiredNumberScheduled, status.currentNumberScheduled, status.updatedNumberScheduled, status.numberReady, status.numberAvailable, status.numberMisscheduled], [2, 2, 2, 2, 2, 0]);
+  assert.deepEqual(
+    [
+      status.desiredNumberScheduled,
+      status.currentNumberScheduled,
+      status.updatedNumberScheduled,
+      status.numberReady,
+      status.numberAvailable,
+      status.numberMisscheduled,
+    ],
+    [2, 2, 2, 2, 2, 0],
+  );
   assert.match(await k(['rollout', 'history', 'ds/agent']), /REVISION\s+CHANGE-CAUSE\n1\s+<none>\n2\s+<none>/);
   await k(['rollout', 'undo', 'ds/agent']);
   await settle();
-  assert.equal(JSON.parse(await k(['get', 'ds', 'agent', '-o', 'json'])).spec.template.spec.containers[0].image, 'agent:1');
+  assert.equal(
+    JSON.parse(await k(['get', 'ds', 'agent', '-o', 'json'])).spec.template.spec.containers[0].image,
+    'agent:1',
+  );
 });
 
 test('Job: retries with exponential back-off on the clock, BackoffLimitExceeded, DeadlineExceeded, Indexed, ttlSecondsAfterFinished', async (t) => {
   if (skipWithoutKubectl(t)) return;
   const { kubelet, k } = await setup(t);
-  await k(['apply', '-f', '-'], `
+  await k(
+    ['apply', '-f', '-'],
+    `
 apiVersion: batch/v1
 kind: Job
 metadata: {name: flaky}
@@ -226,15 +323,17 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: main, image: busybox}]
-`);
+`,
+  );
   await kubelet.advance('0s');
-  const active = async (sel: string): Promise<Obj[]> => (await kubelet.pods(sel)).filter((p) => (p.status as { phase: string }).phase === 'Pending');
+  const active = async (sel: string): Promise<Obj[]> =>
+    (await kubelet.pods(sel)).filter((p) => (p.status as { phase: string }).phase === 'Pending');
   // Failure 1 at t=0 → replacement after 10 s; failure 2 → after 20 s; failure 3 exceeds backoffLimit 2.
   for (const wait of ['10s', '20s']) {
     const [pod] = await active('job-name=flaky');
     assert.ok(pod, 'a pod is running');
     await kubelet.finish(pod.metadata.name!, 1);
-    const before = (await kubelet.advance('0s'));
+    const before = await kubelet.advance('0s');
     assert.equal((await active('job-name=flaky')).length, 0, `no replacement yet at ${before}`);
     const waitMs = Number(wait.slice(0, -1)) * 1000;
     await kubelet.advance(`${waitMs / 1000 - 1}s`);
@@ -246,19 +345,40 @@ spec:
   await kubelet.finish(last!.metadata.name!, 1);
   // A pod's change reaches its Job within the Job controller's 1 s batch period (syncJobBatchPeriod).
   await kubelet.advance('0s');
-  assert.equal((JSON.parse(await k(['get', 'job', 'flaky', '-o', 'json'])).status as { failed?: number }).failed, 2, 'not counted before the batch period');
+  assert.equal(
+    (JSON.parse(await k(['get', 'job', 'flaky', '-o', 'json'])).status as { failed?: number }).failed,
+    2,
+    'not counted before the batch period',
+  );
   await kubelet.advance('1s');
-  const failed = JSON.parse(await k(['get', 'job', 'flaky', '-o', 'json'])).status as { failed: number; conditions: Array<{ type: string; reason: string; message: string }> };
+  const failed = JSON.parse(await k(['get', 'job', 'flaky', '-o', 'json'])).status as {
+    failed: number;
+    conditions: Array<{ type: string; reason: string; message: string }>;
+  };
   assert.equal(failed.failed, 3);
-  assert.deepEqual(failed.conditions.map((c) => [c.type, c.reason]), [['FailureTarget', 'BackoffLimitExceeded'], ['Failed', 'BackoffLimitExceeded']]);
+  assert.deepEqual(
+    failed.conditions.map((c) => [c.type, c.reason]),
+    [
+      ['FailureTarget', 'BackoffLimitExceeded'],
+      ['Failed', 'BackoffLimitExceeded'],
+    ],
+  );
   assert.match(await k(['get', 'job', 'flaky']), /^flaky\s+Failed\s+0\/1\s/m);
-  assert.match(await k(['get', 'events', '--field-selector', 'involvedObject.name=flaky,reason=BackoffLimitExceeded']), /Job has reached the specified backoff limit/);
+  assert.match(
+    await k(['get', 'events', '--field-selector', 'involvedObject.name=flaky,reason=BackoffLimitExceeded']),
+    /Job has reached the specified backoff limit/,
+  );
   const pods = await kubelet.pods('job-name=flaky');
   assert.equal(pods.length, 3);
-  assert.ok(pods.every((p) => !p.metadata.finalizers?.length), 'the job-tracking finalizer is gone once counted');
+  assert.ok(
+    pods.every((p) => !p.metadata.finalizers?.length),
+    'the job-tracking finalizer is gone once counted',
+  );
 
   // activeDeadlineSeconds: the running pod is deleted and the Job fails DeadlineExceeded.
-  await k(['apply', '-f', '-'], `
+  await k(
+    ['apply', '-f', '-'],
+    `
 apiVersion: batch/v1
 kind: Job
 metadata: {name: slow}
@@ -268,7 +388,8 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: main, image: busybox}]
-`);
+`,
+  );
   await kubelet.advance('59s');
   assert.match(await k(['get', 'job', 'slow']), /^slow\s+Running/m);
   // The deadline's sync deletes the pod; the pod's updates (its finalizer removed, then gone) reach the Job one
@@ -276,12 +397,21 @@ spec:
   await kubelet.advance('1s');
   assert.match(await k(['get', 'job', 'slow']), /^slow\s+FailureTarget/m);
   await kubelet.advance('2s');
-  const slow = JSON.parse(await k(['get', 'job', 'slow', '-o', 'json'])).status as { conditions: Array<{ type: string; reason: string; message: string }> };
-  assert.deepEqual(slow.conditions.at(-1), { ...slow.conditions.at(-1)!, type: 'Failed', reason: 'DeadlineExceeded', message: 'Job was active longer than specified deadline' });
+  const slow = JSON.parse(await k(['get', 'job', 'slow', '-o', 'json'])).status as {
+    conditions: Array<{ type: string; reason: string; message: string }>;
+  };
+  assert.deepEqual(slow.conditions.at(-1), {
+    ...slow.conditions.at(-1)!,
+    type: 'Failed',
+    reason: 'DeadlineExceeded',
+    message: 'Job was active longer than specified deadline',
+  });
   assert.equal((await kubelet.pods('job-name=slow')).length, 0, 'the unscheduled pod was deleted');
 
   // Indexed completions, parallelism 2, and a TTL after finishing.
-  await k(['apply', '-f', '-'], `
+  await k(
+    ['apply', '-f', '-'],
+    `
 apiVersion: batch/v1
 kind: Job
 metadata: {name: idx}
@@ -294,7 +424,8 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: main, image: busybox}]
-`);
+`,
+  );
   await kubelet.advance('0s');
   for (let round = 0; round < 3; round++) {
     const running = await active('job-name=idx');
@@ -303,7 +434,11 @@ spec:
     await kubelet.advance('1s');
   }
   const idxPods = await kubelet.pods('job-name=idx');
-  assert.deepEqual(idxPods.map((p) => p.metadata.annotations?.['batch.kubernetes.io/job-completion-index']).sort(), ['0', '1', '2']);
+  assert.deepEqual(idxPods.map((p) => p.metadata.annotations?.['batch.kubernetes.io/job-completion-index']).sort(), [
+    '0',
+    '1',
+    '2',
+  ]);
   assert.deepEqual(idxPods.map((p) => (p.spec as { hostname: string }).hostname).sort(), ['idx-0', 'idx-1', 'idx-2']);
   const idx = JSON.parse(await k(['get', 'job', 'idx', '-o', 'json'])).status as Record<string, unknown>;
   assert.equal(idx.completedIndexes, '0-2');
@@ -321,7 +456,9 @@ test('CronJob: a simulated week of daily runs at the right times, history trimme
   if (skipWithoutKubectl(t)) return;
   // Events live an hour by default (--event-ttl); this test counts a week of them.
   const { kubelet, k } = await setup(t, ['--event-ttl', '720h']);
-  await k(['apply', '-f', '-'], `
+  await k(
+    ['apply', '-f', '-'],
+    `
 apiVersion: batch/v1
 kind: CronJob
 metadata: {name: backup}
@@ -336,7 +473,8 @@ spec:
         spec:
           restartPolicy: OnFailure
           containers: [{name: main, image: busybox}]
-`);
+`,
+  );
   // 02:30 in Seoul is 17:30 UTC. Each day: run the day's Job to completion (day 3's fails).
   const created: string[] = [];
   for (let day = 0; day < 7; day++) {
@@ -346,31 +484,54 @@ spec:
     assert.equal(fresh.length, 1, `day ${day}: one new Job (${jobs.map((j) => j.metadata.name).join(',')})`);
     const job = fresh[0]!;
     created.push(job.metadata.name!);
-    assert.equal(job.metadata.annotations?.['batch.kubernetes.io/cronjob-scheduled-timestamp'], `2025-01-0${day + 2}T02:30:00+09:00`);
+    assert.equal(
+      job.metadata.annotations?.['batch.kubernetes.io/cronjob-scheduled-timestamp'],
+      `2025-01-0${day + 2}T02:30:00+09:00`,
+    );
     const at = Date.UTC(2025, 0, day + 1, 17, 30);
     assert.equal(job.metadata.name, `backup-${at / 60000}`);
-    for (const p of await kubelet.pods(`job-name=${job.metadata.name}`)) await kubelet.finish(p.metadata.name!, day === 3 ? 1 : 0);
+    for (const p of await kubelet.pods(`job-name=${job.metadata.name}`))
+      await kubelet.finish(p.metadata.name!, day === 3 ? 1 : 0);
     if (day === 3) {
       // backoffLimit 6 would retry; make it fail for good by failing each retry.
       for (let i = 0; i < 7; i++) {
         await kubelet.advance('10m');
-        for (const p of await kubelet.pods(`job-name=${job.metadata.name}`)) if ((p.status as { phase: string }).phase === 'Pending') await kubelet.finish(p.metadata.name!, 1);
+        for (const p of await kubelet.pods(`job-name=${job.metadata.name}`))
+          if ((p.status as { phase: string }).phase === 'Pending') await kubelet.finish(p.metadata.name!, 1);
       }
     }
     await kubelet.advance('1s');
   }
-  const remaining = (JSON.parse(await k(['get', 'jobs', '-o', 'json'])).items as Obj[]).map((j) => j.metadata.name).sort();
-  assert.deepEqual(remaining, [created[3], created[4], created[5], created[6]].sort(), 'three successful Jobs and the failed one are kept');
-  const creates = await k(['get', 'events', '--field-selector', 'involvedObject.name=backup,reason=SuccessfulCreate', '-o', 'jsonpath={.items[*].message}']);
+  const remaining = (JSON.parse(await k(['get', 'jobs', '-o', 'json'])).items as Obj[])
+    .map((j) => j.metadata.name)
+    .sort();
+  assert.deepEqual(
+    remaining,
+    [created[3], created[4], created[5], created[6]].sort(),
+    'three successful Jobs and the failed one are kept',
+  );
+  const creates = await k([
+    'get',
+    'events',
+    '--field-selector',
+    'involvedObject.name=backup,reason=SuccessfulCreate',
+    '-o',
+    'jsonpath={.items[*].message}',
+  ]);
   assert.equal(creates.split('Created job').length - 1, 7);
   const cj = JSON.parse(await k(['get', 'cj', 'backup', '-o', 'json'])).status as Record<string, unknown>;
   assert.equal(cj.lastScheduleTime, '2025-01-07T17:30:00Z');
   assert.equal(cj.active, undefined);
-  assert.ok(typeof cj.lastSuccessfulTime === 'string' && cj.lastSuccessfulTime > '2025-01-07T17:30:00Z', `lastSuccessfulTime ${String(cj.lastSuccessfulTime)} is the last Job's completion`);
+  assert.ok(
+    typeof cj.lastSuccessfulTime === 'string' && cj.lastSuccessfulTime > '2025-01-07T17:30:00Z',
+    `lastSuccessfulTime ${String(cj.lastSuccessfulTime)} is the last Job's completion`,
+  );
   assert.match(await k(['get', 'cj', 'backup']), /^backup\s+30 2 \* \* \*\s+Asia\/Seoul\s+False\s+0\s/m);
 
   // @hourly over a day, Allow: exactly the 24 schedule times, named by their minute.
-  await k(['apply', '-f', '-'], `
+  await k(
+    ['apply', '-f', '-'],
+    `
 apiVersion: batch/v1
 kind: CronJob
 metadata: {name: tick}
@@ -382,7 +543,8 @@ spec:
         spec:
           restartPolicy: Never
           containers: [{name: main, image: busybox}]
-`);
+`,
+  );
   const start = Date.parse(await kubelet.now());
   await kubelet.advance('24h');
   const ticks = (JSON.parse(await k(['get', 'jobs', '-l', '!job-name', '-o', 'json', '--selector', ''])).items as Obj[])

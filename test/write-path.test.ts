@@ -16,14 +16,27 @@ const objects: KubeObject[] = [
   {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { generateName: 'web-', labels: { z: '1', a: '2' }, annotations: { note: 'x' }, finalizers: ['b', 'a'], uid: 'ignored', resourceVersion: '5' },
+    metadata: {
+      generateName: 'web-',
+      labels: { z: '1', a: '2' },
+      annotations: { note: 'x' },
+      finalizers: ['b', 'a'],
+      uid: 'ignored',
+      resourceVersion: '5',
+    },
     spec: {
       containers: [
         {
           name: 'web',
           image: 'nginx',
-          ports: [{ containerPort: 8080, name: 'http' }, { containerPort: 53, protocol: 'UDP' }],
-          env: [{ name: 'Z', value: '1' }, { name: 'A', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+          ports: [
+            { containerPort: 8080, name: 'http' },
+            { containerPort: 53, protocol: 'UDP' },
+          ],
+          env: [
+            { name: 'Z', value: '1' },
+            { name: 'A', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+          ],
           resources: { requests: { cpu: '100m' }, limits: {} },
           args: ['--a', '--b'],
         },
@@ -47,18 +60,45 @@ const objects: KubeObject[] = [
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: 'd', ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'n', uid: 'u' }] },
-    spec: { replicas: 2, selector: { matchLabels: { app: 'd' } }, template: { metadata: { labels: { app: 'd' } }, spec: { containers: [{ name: 'c', image: 'i' }] } } },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: 'd' } },
+      template: { metadata: { labels: { app: 'd' } }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+    },
     status: { replicas: 1 },
   },
-  { apiVersion: 'v1', kind: 'Service', metadata: { name: 's' }, spec: { ports: [{ port: 80, protocol: 'UDP' }, { port: 80 }], selector: { app: 's' } } },
-  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', labels: { team: 'x' } }, data: { 'b.txt': '1', 'a.txt': '2' }, binaryData: {} },
+  {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 's' },
+    spec: { ports: [{ port: 80, protocol: 'UDP' }, { port: 80 }], selector: { app: 's' } },
+  },
+  {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'cm', labels: { team: 'x' } },
+    data: { 'b.txt': '1', 'a.txt': '2' },
+    binaryData: {},
+  },
   // A kind without a schema: every map is a plain structure.
-  { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' }, spec: { b: { y: 1, x: [1, 2] }, a: null, c: {} } },
+  {
+    apiVersion: 'example.com/v1',
+    kind: 'Widget',
+    metadata: { name: 'w' },
+    spec: { b: { y: 1, x: [1, 2] }, a: null, c: {} },
+  },
 ];
 
 function context(obj: KubeObject, hasStatus: boolean, subresource?: string): WriteContext {
   const [group, version] = obj.apiVersion!.includes('/') ? obj.apiVersion!.split('/') : ['', obj.apiVersion!];
-  return { manager: 'tester', apiVersion: obj.apiVersion!, time: '2025-01-01T00:00:00Z', typeName: schemaNameForKind(group!, version!, obj.kind!), hasStatus, subresource };
+  return {
+    manager: 'tester',
+    apiVersion: obj.apiVersion!,
+    time: '2025-01-01T00:00:00Z',
+    typeName: schemaNameForKind(group!, version!, obj.kind!),
+    hasStatus,
+    subresource,
+  };
 }
 
 describe('write path shortcuts', () => {
@@ -68,7 +108,12 @@ describe('write path shortcuts', () => {
         for (const subresource of [undefined, 'status']) {
           const ctx = context(obj, hasStatus, subresource);
           const entries = managedFieldsAfterUpdate(undefined, obj, undefined, ctx);
-          const leaves = leavesOf(structuredClone(obj), ctx.typeName, subresource === 'status' ? 'status' : 'main', hasStatus);
+          const leaves = leavesOf(
+            structuredClone(obj),
+            ctx.typeName,
+            subresource === 'status' ? 'status' : 'main',
+            hasStatus,
+          );
           const where = `${obj.kind}/${obj.metadata.name ?? obj.metadata.generateName} hasStatus=${hasStatus} subresource=${subresource}`;
           if (leaves.size === 0) {
             assert.deepEqual(entries, [], where);
@@ -76,7 +121,11 @@ describe('write path shortcuts', () => {
           }
           assert.equal(entries.length, 1, where);
           // JSON text, so that key order counts too: fieldsV1 is served sorted, as structured-merge-diff writes it.
-          assert.equal(JSON.stringify(entries[0]!.fieldsV1), JSON.stringify(sortedDeep(toFieldsV1(leaves.keys()))), where);
+          assert.equal(
+            JSON.stringify(entries[0]!.fieldsV1),
+            JSON.stringify(sortedDeep(toFieldsV1(leaves.keys()))),
+            where,
+          );
           assert.equal(entries[0]!.operation, 'Update');
           assert.equal(entries[0]!.manager, 'tester');
         }
@@ -96,7 +145,7 @@ describe('write path shortcuts', () => {
     const [c] = managedFieldsAfterUpdate(undefined, changed, undefined, ctx);
     assert.notEqual(spec(c), spec(a));
     assert.ok('f:hostNetwork' in spec(c) && !('f:hostNetwork' in spec(a)));
-    assert.equal((spec(c)['f:containers'] as unknown), spec(a)['f:containers']);
+    assert.equal(spec(c)['f:containers'] as unknown, spec(a)['f:containers']);
   });
 
   test('toFieldsV1 sorts every level whatever order the paths come in', () => {
@@ -120,8 +169,13 @@ describe('list bodies written straight from the cached JSON', () => {
     const configmaps = cluster.kind('', 'v1', 'configmaps');
     for (const ns of ['long', 'short']) cluster.api.create(namespaces, undefined, { metadata: { name: ns } });
     // Non-ASCII text takes more bytes than characters: the encoder must not cut it short or misjudge the length.
-    for (let i = 0; i < many; i++) cluster.api.create(configmaps, 'long', { metadata: { name: `cm-${i}`, labels: { odd: String(i % 2) } }, data: { text: `ünïcødé ✓ 𝄞 ${'x'.repeat(i % 700)}` } });
-    for (let i = 0; i < 3; i++) cluster.api.create(configmaps, 'short', { metadata: { name: `cm-${i}` }, data: { text: '✓' } });
+    for (let i = 0; i < many; i++)
+      cluster.api.create(configmaps, 'long', {
+        metadata: { name: `cm-${i}`, labels: { odd: String(i % 2) } },
+        data: { text: `ünïcødé ✓ 𝄞 ${'x'.repeat(i % 700)}` },
+      });
+    for (let i = 0; i < 3; i++)
+      cluster.api.create(configmaps, 'short', { metadata: { name: `cm-${i}` }, data: { text: '✓' } });
     const app = buildServer(cluster);
     await app.listen({ port: 0, host: '127.0.0.1' });
     url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -133,7 +187,11 @@ describe('list bodies written straight from the cached JSON', () => {
   after(() => close?.());
 
   const expected = (namespace: string, labelSelector?: string): string => {
-    const list = cluster.api.list(cluster.kind('', 'v1', 'configmaps'), namespace, labelSelector ? { labelSelector } : {});
+    const list = cluster.api.list(
+      cluster.kind('', 'v1', 'configmaps'),
+      namespace,
+      labelSelector ? { labelSelector } : {},
+    );
     return listJson(list, list.items);
   };
 
@@ -150,7 +208,10 @@ describe('list bodies written straight from the cached JSON', () => {
   });
 
   test('a shorter list is one body with its exact Content-Length', async () => {
-    for (const [path, namespace, selector] of [['/api/v1/namespaces/short/configmaps', 'short', undefined], ['/api/v1/namespaces/long/configmaps?labelSelector=odd%3D1&limit=500', 'long', undefined]] as const) {
+    for (const [path, namespace, selector] of [
+      ['/api/v1/namespaces/short/configmaps', 'short', undefined],
+      ['/api/v1/namespaces/long/configmaps?labelSelector=odd%3D1&limit=500', 'long', undefined],
+    ] as const) {
       const res = await fetch(`${url}${path}`);
       assert.equal(res.status, 200);
       const bytes = Buffer.from(await res.arrayBuffer());
@@ -169,7 +230,10 @@ describe('list bodies written straight from the cached JSON', () => {
   test("an in-process create leaves the caller's object as it was (only HTTP bodies are taken over)", () => {
     const mine = { metadata: { name: 'kept', labels: {} }, data: { a: '1' } };
     const before = structuredClone(mine);
-    const created = cluster.api.create(cluster.kind('', 'v1', 'configmaps'), 'short', mine, { fieldManager: 'tester', fieldValidation: 'Warn' });
+    const created = cluster.api.create(cluster.kind('', 'v1', 'configmaps'), 'short', mine, {
+      fieldManager: 'tester',
+      fieldValidation: 'Warn',
+    });
     assert.deepEqual(mine, before);
     assert.notEqual(created, mine as unknown);
     assert.ok(created.metadata.managedFields);
@@ -179,5 +243,9 @@ describe('list bodies written straight from the cached JSON', () => {
 function sortedDeep(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
   const record = value as Record<string, unknown>;
-  return Object.fromEntries(Object.keys(record).sort().map((k) => [k, sortedDeep(record[k])]));
+  return Object.fromEntries(
+    Object.keys(record)
+      .sort()
+      .map((k) => [k, sortedDeep(record[k])]),
+  );
 }

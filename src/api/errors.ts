@@ -51,7 +51,9 @@ export class ApiError extends Error {
 
   /** Conflicts and timeouts are worth retrying; everything else is the caller's to fix. */
   get retryable(): boolean {
-    return this.code === 409 && this.reason === 'Conflict' || this.code === 429 || this.code === 500 || this.code === 504;
+    return (
+      (this.code === 409 && this.reason === 'Conflict') || this.code === 429 || this.code === 500 || this.code === 504
+    );
   }
 
   toStatus(): Status {
@@ -86,11 +88,25 @@ export const Errors = {
   },
 
   alreadyExists(gr: GroupResource, name: string): ApiError {
-    return new ApiError(409, 'AlreadyExists', `${qualifiedResource(gr)} "${name}" already exists`, detailsFor(gr, name));
+    return new ApiError(
+      409,
+      'AlreadyExists',
+      `${qualifiedResource(gr)} "${name}" already exists`,
+      detailsFor(gr, name),
+    );
   },
 
-  conflict(gr: GroupResource, name: string, why = 'the object has been modified; please apply your changes to the latest version and try again'): ApiError {
-    return new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualifiedResource(gr)} "${name}": ${why}`, detailsFor(gr, name));
+  conflict(
+    gr: GroupResource,
+    name: string,
+    why = 'the object has been modified; please apply your changes to the latest version and try again',
+  ): ApiError {
+    return new ApiError(
+      409,
+      'Conflict',
+      `Operation cannot be fulfilled on ${qualifiedResource(gr)} "${name}": ${why}`,
+      detailsFor(gr, name),
+    );
   },
 
   /** 422 with one cause per field error; `kind` is the object's Kind, as in `ConfigMap "x" is invalid: …`. */
@@ -125,7 +141,11 @@ export const Errors = {
   },
 
   notAcceptable(): ApiError {
-    return new ApiError(406, 'NotAcceptable', 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+    return new ApiError(
+      406,
+      'NotAcceptable',
+      'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf',
+    );
   },
 
   /** A watch or continue token from before the retained history. */
@@ -154,7 +174,9 @@ export const Errors = {
   },
 
   internal(message: string): ApiError {
-    return new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ reason: '', message }] });
+    return new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, {
+      causes: [{ reason: '', message }],
+    });
   },
 
   /** storage.NewTooLargeResourceVersionError: a list or watch from a resourceVersion the server has not reached. */

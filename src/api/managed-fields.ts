@@ -105,7 +105,18 @@ function intern(node: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Metadata the server owns: never part of anyone's field set. */
-const IGNORED_META = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink', 'managedFields']);
+const IGNORED_META = new Set([
+  'name',
+  'namespace',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'selfLink',
+  'managedFields',
+]);
 
 /** Defaults of list-map key fields (the schema's `default`), which identify an item whether sent or not. */
 const KEY_DEFAULTS: Readonly<Record<string, unknown>> = { protocol: 'TCP' };
@@ -200,7 +211,13 @@ function walk(value: unknown, node: Node, path: string, out: Leaves, apply: bool
 const leafCache = new WeakMap<object, Map<string, Leaves>>();
 
 /** The leaf fields of an object (or of its status, for the status subresource), by fieldsV1 path. */
-export function leavesOf(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean, apply = false): Leaves {
+export function leavesOf(
+  obj: KubeObject,
+  typeName: string | undefined,
+  scope: 'main' | 'status',
+  hasStatus: boolean,
+  apply = false,
+): Leaves {
   const cacheKey = `${typeName}|${scope}|${hasStatus}|${apply}`;
   let cached = leafCache.get(obj);
   const hit = cached?.get(cacheKey);
@@ -211,7 +228,13 @@ export function leavesOf(obj: KubeObject, typeName: string | undefined, scope: '
   return out;
 }
 
-function computeLeaves(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean, apply: boolean): Leaves {
+function computeLeaves(
+  obj: KubeObject,
+  typeName: string | undefined,
+  scope: 'main' | 'status',
+  hasStatus: boolean,
+  apply: boolean,
+): Leaves {
   const out: Leaves = new Map();
   const root = rootNode(typeName);
   for (const [k, v] of Object.entries(obj)) {
@@ -219,7 +242,9 @@ function computeLeaves(obj: KubeObject, typeName: string | undefined, scope: 'ma
     if (scope === 'status' ? k !== 'status' : k === 'status' && hasStatus) continue;
     const node = childNode(root, k);
     if (k === 'metadata' && isPlainObject(v)) {
-      for (const [mk, mv] of Object.entries(v)) if (!IGNORED_META.has(mk) && mv !== undefined) walk(mv, childNode(node, mk), `f:metadata${SEP}f:${mk}`, out, apply);
+      for (const [mk, mv] of Object.entries(v))
+        if (!IGNORED_META.has(mk) && mv !== undefined)
+          walk(mv, childNode(node, mk), `f:metadata${SEP}f:${mk}`, out, apply);
       continue;
     }
     walk(v, node, `f:${k}`, out, apply);
@@ -231,7 +256,12 @@ function computeLeaves(obj: KubeObject, typeName: string | undefined, scope: 'ma
  * The fieldsV1 of every field of a new object — what a create's manager owns — built in one walk: the same set
  * as toFieldsV1(leavesOf(obj)), without the path strings, their splitting and a sort of the whole trie.
  */
-function fieldsOfNewObject(obj: KubeObject, typeName: string | undefined, scope: 'main' | 'status', hasStatus: boolean): Record<string, unknown> {
+function fieldsOfNewObject(
+  obj: KubeObject,
+  typeName: string | undefined,
+  scope: 'main' | 'status',
+  hasStatus: boolean,
+): Record<string, unknown> {
   const root: Record<string, unknown> = {};
   const type = rootNode(typeName);
   for (const k of Object.keys(obj).sort()) {
@@ -285,7 +315,8 @@ function addFields(value: unknown, node: Node, parent: Record<string, unknown>, 
         itemFields['.'] = LEAF;
         for (const k of Object.keys(item).sort()) addFields(item[k], childNode(items, k), itemFields, `f:${k}`);
         // Items with the same key share one node, filled out of order: sort it as toFieldsV1 would have.
-        const merged = i > 0 && keyed[i - 1]![0] === el ? (sortKeys(itemFields) as Record<string, unknown>) : itemFields;
+        const merged =
+          i > 0 && keyed[i - 1]![0] === el ? (sortKeys(itemFields) as Record<string, unknown>) : itemFields;
         own[el] = keyed[i + 1]?.[0] === el ? merged : intern(merged);
       }
       if (hasAnyKey(own)) parent[element] = intern(own);
@@ -337,7 +368,11 @@ export function toFieldsV1(paths: Iterable<string>): Record<string, unknown> {
 
 function sortKeys(value: unknown): unknown {
   if (!isPlainObject(value)) return value;
-  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys(value[k])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sortKeys(value[k])]),
+  );
 }
 
 const pathCache = new WeakMap<object, Set<string>>();
@@ -376,7 +411,9 @@ export function renderPath(path: string): string {
     if (el.startsWith('f:')) out += `.${el.slice(2)}`;
     else if (el.startsWith('k:')) {
       const keys = JSON.parse(el.slice(2)) as Record<string, unknown>;
-      out += `[${Object.entries(keys).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}]`;
+      out += `[${Object.entries(keys)
+        .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+        .join(',')}]`;
     } else if (el.startsWith('v:')) out += `[=${el.slice(2)}]`;
   }
   return out;
@@ -384,10 +421,19 @@ export function renderPath(path: string): string {
 
 function entriesOf(obj: KubeObject): ManagedFieldsEntry[] {
   const raw = obj.metadata.managedFields;
-  return Array.isArray(raw) ? (raw.filter((e) => isPlainObject(e) && typeof (e as { manager?: unknown }).manager === 'string') as unknown as ManagedFieldsEntry[]) : [];
+  return Array.isArray(raw)
+    ? (raw.filter(
+        (e) => isPlainObject(e) && typeof (e as { manager?: unknown }).manager === 'string',
+      ) as unknown as ManagedFieldsEntry[])
+    : [];
 }
 
-function sameManager(e: ManagedFieldsEntry, manager: string, operation: string, subresource: string | undefined): boolean {
+function sameManager(
+  e: ManagedFieldsEntry,
+  manager: string,
+  operation: string,
+  subresource: string | undefined,
+): boolean {
   return e.manager === manager && e.operation === operation && (e.subresource ?? '') === (subresource ?? '');
 }
 
@@ -406,7 +452,10 @@ function scopeOf(ctx: WriteContext): 'main' | 'status' {
 }
 
 /** Sets each entry's fields with `remove` taken out; entries left owning nothing are dropped. */
-function withoutPaths(entries: ManagedFieldsEntry[], remove: (path: string, e: ManagedFieldsEntry) => boolean): ManagedFieldsEntry[] {
+function withoutPaths(
+  entries: ManagedFieldsEntry[],
+  remove: (path: string, e: ManagedFieldsEntry) => boolean,
+): ManagedFieldsEntry[] {
   const out: ManagedFieldsEntry[] = [];
   for (const e of entries) {
     const paths = [...fromFieldsV1(e.fieldsV1)];
@@ -425,7 +474,8 @@ function upsert(entries: ManagedFieldsEntry[], entry: ManagedFieldsEntry): Manag
     return out;
   }
   // Unchanged ownership keeps its time, so a write that changes nothing else stays a no-op.
-  if (i >= 0) out[i] = deepEqual(out[i]!.fieldsV1, entry.fieldsV1) && out[i]!.apiVersion === entry.apiVersion ? out[i]! : entry;
+  if (i >= 0)
+    out[i] = deepEqual(out[i]!.fieldsV1, entry.fieldsV1) && out[i]!.apiVersion === entry.apiVersion ? out[i]! : entry;
   else out.push(entry);
   return out;
 }
@@ -434,8 +484,19 @@ function entry(ctx: WriteContext, operation: 'Apply' | 'Update', paths: Iterable
   return entryOf(ctx, operation, toFieldsV1(paths));
 }
 
-function entryOf(ctx: WriteContext, operation: 'Apply' | 'Update', fieldsV1: Record<string, unknown>): ManagedFieldsEntry {
-  const e: ManagedFieldsEntry = { manager: ctx.manager, operation, apiVersion: ctx.apiVersion, time: ctx.time, fieldsType: 'FieldsV1', fieldsV1 };
+function entryOf(
+  ctx: WriteContext,
+  operation: 'Apply' | 'Update',
+  fieldsV1: Record<string, unknown>,
+): ManagedFieldsEntry {
+  const e: ManagedFieldsEntry = {
+    manager: ctx.manager,
+    operation,
+    apiVersion: ctx.apiVersion,
+    time: ctx.time,
+    fieldsType: 'FieldsV1',
+    fieldsV1,
+  };
   if (ctx.subresource) e.subresource = ctx.subresource;
   return e;
 }
@@ -445,7 +506,12 @@ function entryOf(ctx: WriteContext, operation: 'Apply' | 'Update', fieldsV1: Rec
  * it changed; others keep what is unchanged and still present. A request that itself rewrote managedFields gets
  * them as sent (`[{}]` resets them), as kube-apiserver allows.
  */
-export function managedFieldsAfterUpdate(old: KubeObject | undefined, next: KubeObject, requested: unknown, ctx: WriteContext): ManagedFieldsEntry[] {
+export function managedFieldsAfterUpdate(
+  old: KubeObject | undefined,
+  next: KubeObject,
+  requested: unknown,
+  ctx: WriteContext,
+): ManagedFieldsEntry[] {
   let base = old ? entriesOf(old) : [];
   if (Array.isArray(requested) && requested.length > 0 && (!old || !deepEqual(requested, old.metadata.managedFields))) {
     if (requested.length === 1 && isPlainObject(requested[0]) && Object.keys(requested[0]).length === 0) base = [];
@@ -482,7 +548,14 @@ export interface ApplyResult {
  * Server-side apply of `applied` onto `live` (undefined: the object does not exist yet) by ctx.manager.
  * Throws the 409 conflict naming fields and managers unless `force`.
  */
-export function serverSideApply(live: KubeObject | undefined, applied: KubeObject, ctx: WriteContext, force: boolean, gr: { group: string; resource: string }, name: string): ApplyResult {
+export function serverSideApply(
+  live: KubeObject | undefined,
+  applied: KubeObject,
+  ctx: WriteContext,
+  force: boolean,
+  gr: { group: string; resource: string },
+  name: string,
+): ApplyResult {
   const scope = scopeOf(ctx);
   const appliedLeaves = leavesOf(applied, ctx.typeName, scope, ctx.hasStatus, true);
   const entries = live ? entriesOf(live) : [];
@@ -498,7 +571,8 @@ export function serverSideApply(live: KubeObject | undefined, applied: KubeObjec
       if (!appliedLeaves.has(path) || !liveLeaves.has(path)) continue;
       const want = appliedLeaves.get(path);
       if (want === undefined) continue;
-      if (!deepEqual(want, liveLeaves.get(path))) conflicts.push({ manager: e.manager, apiVersion: e.apiVersion, path });
+      if (!deepEqual(want, liveLeaves.get(path)))
+        conflicts.push({ manager: e.manager, apiVersion: e.apiVersion, path });
     }
   }
   if (conflicts.length > 0 && !force) throw conflictError(conflicts, gr, name);
@@ -509,8 +583,13 @@ export function serverSideApply(live: KubeObject | undefined, applied: KubeObjec
   const previous = entries.find(isMine);
   if (previous && live) {
     const others = entries.filter((e) => !isMine(e) && inScope(e)).flatMap((e) => [...fromFieldsV1(e.fieldsV1)]);
-    const removed = [...fromFieldsV1(previous.fieldsV1)].filter((p) => !appliedLeaves.has(p) && !others.some((o) => o === p || o.startsWith(`${p.endsWith(`${SEP}.`) ? p.slice(0, -2) : p}${SEP}`)));
-    for (const path of removed.sort((a, b) => a.length - b.length)) object = removePath(object, path.split(SEP)) as KubeObject;
+    const removed = [...fromFieldsV1(previous.fieldsV1)].filter(
+      (p) =>
+        !appliedLeaves.has(p) &&
+        !others.some((o) => o === p || o.startsWith(`${p.endsWith(`${SEP}.`) ? p.slice(0, -2) : p}${SEP}`)),
+    );
+    for (const path of removed.sort((a, b) => a.length - b.length))
+      object = removePath(object, path.split(SEP)) as KubeObject;
   }
 
   // Ownership: the applier owns the applied fields; forced conflicts leave their previous owners.
@@ -520,7 +599,11 @@ export function serverSideApply(live: KubeObject | undefined, applied: KubeObjec
   return { object, managedFields: managed };
 }
 
-function conflictError(conflicts: Array<{ manager: string; apiVersion: string; path: string }>, gr: { group: string; resource: string }, name: string): ApiError {
+function conflictError(
+  conflicts: Array<{ manager: string; apiVersion: string; path: string }>,
+  gr: { group: string; resource: string },
+  name: string,
+): ApiError {
   const byManager = new Map<string, Array<{ apiVersion: string; path: string }>>();
   for (const c of conflicts) {
     const list = byManager.get(c.manager) ?? [];
@@ -534,14 +617,21 @@ function conflictError(conflicts: Array<{ manager: string; apiVersion: string; p
     message += `conflict with "${c.manager}" using ${c.apiVersion}: ${renderPath(c.path)}`;
   } else {
     message += [...byManager.entries()]
-      .map(([manager, list]) => `conflict${list.length === 1 ? '' : 's'} with "${manager}" using ${list[0]!.apiVersion}:\n${list.map((c) => `- ${renderPath(c.path)}`).join('\n')}`)
+      .map(
+        ([manager, list]) =>
+          `conflict${list.length === 1 ? '' : 's'} with "${manager}" using ${list[0]!.apiVersion}:\n${list.map((c) => `- ${renderPath(c.path)}`).join('\n')}`,
+      )
       .join('\n');
   }
   const details = {
     name,
     kind: gr.resource,
     ...(gr.group ? { group: gr.group } : {}),
-    causes: conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with "${c.manager}" using ${c.apiVersion}`, field: renderPath(c.path) })),
+    causes: conflicts.map((c) => ({
+      reason: 'FieldManagerConflict',
+      message: `conflict with "${c.manager}" using ${c.apiVersion}`,
+      field: renderPath(c.path),
+    })),
   };
   return new ApiError(409, 'Conflict', message, details);
 }

@@ -28,10 +28,13 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
 
 /** RFC 6902 JSON patch; a failing operation is 422 as in kube-apiserver, a malformed patch 400. */
 export function applyJsonPatch(target: unknown, patch: unknown): unknown {
-  if (!Array.isArray(patch)) throw Errors.badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
+  if (!Array.isArray(patch))
+    throw Errors.badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
   for (const [i, op] of patch.entries()) {
-    if (!isPlainObject(op) || typeof op.op !== 'string') throw Errors.badRequest(`invalid JSON patch operation at index ${i}`);
-    if (!['add', 'remove', 'replace', 'move', 'copy', 'test'].includes(op.op)) throw Errors.badRequest(`Unexpected kind: ${op.op}`);
+    if (!isPlainObject(op) || typeof op.op !== 'string')
+      throw Errors.badRequest(`invalid JSON patch operation at index ${i}`);
+    if (!['add', 'remove', 'replace', 'move', 'copy', 'test'].includes(op.op))
+      throw Errors.badRequest(`Unexpected kind: ${op.op}`);
     if (typeof op.path !== 'string') throw Errors.badRequest(`operation at index ${i} is missing path`);
   }
   try {
@@ -39,7 +42,10 @@ export function applyJsonPatch(target: unknown, patch: unknown): unknown {
   } catch (err) {
     const name = (err as { name?: string }).name ?? '';
     const message = err instanceof Error ? err.message.split('\n')[0]! : String(err);
-    if (name === 'TEST_OPERATION_FAILED') throw Errors.unprocessable('the server rejected our request due to an error in our request: testing value failed');
+    if (name === 'TEST_OPERATION_FAILED')
+      throw Errors.unprocessable(
+        'the server rejected our request due to an error in our request: testing value failed',
+      );
     throw new ApiError(422, 'Invalid', `the server rejected our request due to an error in our request: ${message}`);
   }
 }
@@ -92,7 +98,11 @@ export function applyStrategicMergePatch(target: unknown, patch: unknown, typeNa
   return mergeMap(isPlainObject(target) ? target : {}, patch, patchSchemaOf(typeName));
 }
 
-function mergeMap(target: Record<string, unknown>, patch: Record<string, unknown>, schema: PatchSchema): Record<string, unknown> | undefined {
+function mergeMap(
+  target: Record<string, unknown>,
+  patch: Record<string, unknown>,
+  schema: PatchSchema,
+): Record<string, unknown> | undefined {
   const directive = patch.$patch;
   if (directive === 'delete') return undefined;
   if (directive === 'replace') {
@@ -107,7 +117,8 @@ function mergeMap(target: Record<string, unknown>, patch: Record<string, unknown
     if (key.startsWith(DELETE_FROM_PRIMITIVE)) {
       const field = key.slice(DELETE_FROM_PRIMITIVE.length);
       const current = result[field];
-      if (Array.isArray(current) && Array.isArray(value)) result[field] = current.filter((v) => !value.some((d) => deepEqual(d, v)));
+      if (Array.isArray(current) && Array.isArray(value))
+        result[field] = current.filter((v) => !value.some((d) => deepEqual(d, v)));
       continue;
     }
     if (value === null) {
@@ -121,7 +132,12 @@ function mergeMap(target: Record<string, unknown>, patch: Record<string, unknown
       if (merged === undefined) delete result[key];
       else result[key] = merged;
     } else if (Array.isArray(value)) {
-      result[key] = mergeList(Array.isArray(current) ? current : [], value, meta, childSchema(shape?.kind === 'list' ? shape.items : undefined));
+      result[key] = mergeList(
+        Array.isArray(current) ? current : [],
+        value,
+        meta,
+        childSchema(shape?.kind === 'list' ? shape.items : undefined),
+      );
     } else {
       result[key] = value;
     }
@@ -139,7 +155,12 @@ function mergeMap(target: Record<string, unknown>, patch: Record<string, unknown
   return result;
 }
 
-function mergeList(current: unknown[], patch: unknown[], meta: FieldPatchMeta | undefined, items: PatchSchema): unknown[] {
+function mergeList(
+  current: unknown[],
+  patch: unknown[],
+  meta: FieldPatchMeta | undefined,
+  items: PatchSchema,
+): unknown[] {
   const key = listMerge(meta);
   if (key === undefined) {
     if (patch.length === 1 && isPlainObject(patch[0]) && patch[0].$patch === 'replace') return [];
@@ -192,7 +213,8 @@ function stripDirectives(value: unknown): unknown {
   if (!isPlainObject(value)) return value;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
-    if (k === '$patch' || k === '$retainKeys' || k.startsWith(SET_ORDER) || k.startsWith(DELETE_FROM_PRIMITIVE)) continue;
+    if (k === '$patch' || k === '$retainKeys' || k.startsWith(SET_ORDER) || k.startsWith(DELETE_FROM_PRIMITIVE))
+      continue;
     out[k] = stripDirectives(v);
   }
   return out;

@@ -37,7 +37,8 @@ export class LabelSelector {
   /** key=value pairs every match must carry: used to look candidates up in a label index. */
   equalities(): Array<[string, string]> {
     const out: Array<[string, string]> = [];
-    for (const r of this.requirements) if (r.operator === 'in' && r.values.length === 1) out.push([r.key, r.values[0]!]);
+    for (const r of this.requirements)
+      if (r.operator === 'in' && r.values.length === 1) out.push([r.key, r.values[0]!]);
     return out;
   }
 
@@ -64,7 +65,7 @@ export class LabelSelector {
 }
 
 function requirementMatches(r: Requirement, labels: Labels): boolean {
-  const has = labels !== undefined && Object.prototype.hasOwnProperty.call(labels, r.key);
+  const has = labels !== undefined && Object.hasOwn(labels, r.key);
   const value = has ? labels![r.key]! : undefined;
   switch (r.operator) {
     case 'in':
@@ -86,7 +87,7 @@ function requirementMatches(r: Requirement, labels: Labels): boolean {
   }
 }
 
-function invalidRequirement(key: string, problem: string): never {
+function invalidRequirement(_key: string, problem: string): never {
   throw Errors.badRequest(`unable to parse requirement: ${problem}`);
 }
 
@@ -97,7 +98,8 @@ function checkKey(key: string): void {
 
 function checkValue(key: string, value: string, index: number): void {
   const problems = checkLabelValue(value);
-  if (problems.length > 0) invalidRequirement(key, `values[${index}][${key}]: Invalid value: "${value}": ${problems.join('; ')}`);
+  if (problems.length > 0)
+    invalidRequirement(key, `values[${index}][${key}]: Invalid value: "${value}": ${problems.join('; ')}`);
 }
 
 /** Parses the string syntax: `a=b,c!=d,e in (f,g),h notin (i),j,!k,l>3`. Throws a 400 ApiError when malformed. */
@@ -125,7 +127,7 @@ export function parseLabelSelector(text: string | undefined): LabelSelector {
     if (source[pos] === '!') {
       pos++;
       const key = readIdentifier();
-      if (!key) fail('identifier after \'!\'');
+      if (!key) fail("identifier after '!'");
       checkKey(key);
       requirements.push({ key, operator: '!', values: [] });
     } else {
@@ -204,7 +206,8 @@ export function selectorFromObject(selector: unknown): LabelSelector {
   const requirements: Requirement[] = [];
   const matchLabels = selector.matchLabels;
   if (isPlainObject(matchLabels)) {
-    for (const [key, value] of Object.entries(matchLabels)) requirements.push({ key, operator: 'in', values: [String(value)] });
+    for (const [key, value] of Object.entries(matchLabels))
+      requirements.push({ key, operator: 'in', values: [String(value)] });
   }
   const expressions = selector.matchExpressions;
   if (Array.isArray(expressions)) {
@@ -301,7 +304,10 @@ export function goLabelSelectorString(selector: unknown): string {
     .join('');
   const expressions = (Array.isArray(selector.matchExpressions) ? selector.matchExpressions : [])
     .map((e) => (isPlainObject(e) ? e : {}))
-    .map((e) => `LabelSelectorRequirement{Key:${String(e.key ?? '')},Operator:${String(e.operator ?? '')},Values:[${(Array.isArray(e.values) ? e.values : []).join(' ')}],},`)
+    .map(
+      (e) =>
+        `LabelSelectorRequirement{Key:${String(e.key ?? '')},Operator:${String(e.operator ?? '')},Values:[${(Array.isArray(e.values) ? e.values : []).join(' ')}],},`,
+    )
     .join('');
   return `&LabelSelector{MatchLabels:map[string]string{${labels}},MatchExpressions:[]LabelSelectorRequirement{${expressions}},}`;
 }

@@ -81,9 +81,13 @@ function copyJson(value: unknown, stored: unknown): unknown {
   const before = isPlainObject(stored) ? stored : undefined;
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {
-    const copy = copyJson((value as Record<string, unknown>)[key], before !== undefined && Object.hasOwn(before, key) ? before[key] : undefined);
+    const copy = copyJson(
+      (value as Record<string, unknown>)[key],
+      before !== undefined && Object.hasOwn(before, key) ? before[key] : undefined,
+    );
     // A "__proto__" key (JSON.parse makes it an own property) must stay data, not become the prototype.
-    if (key === '__proto__') Object.defineProperty(out, key, { value: copy, enumerable: true, writable: true, configurable: true });
+    if (key === '__proto__')
+      Object.defineProperty(out, key, { value: copy, enumerable: true, writable: true, configurable: true });
     else out[key] = copy;
   }
   return out;

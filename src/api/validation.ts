@@ -146,14 +146,17 @@ export function validateObjectMeta(obj: KubeObject, namespaced: boolean, nameRul
   }
   if (namespaced) {
     if (!meta.namespace) causes.push(FieldErrors.required('metadata.namespace', ''));
-    else for (const p of checkDns1123Label(meta.namespace)) causes.push(FieldErrors.invalid('metadata.namespace', meta.namespace, p));
+    else
+      for (const p of checkDns1123Label(meta.namespace))
+        causes.push(FieldErrors.invalid('metadata.namespace', meta.namespace, p));
   } else if (meta.namespace) {
     causes.push(FieldErrors.forbidden('metadata.namespace', 'not allowed on this type'));
   }
   causes.push(...validateLabels(meta.labels, 'metadata.labels'));
   causes.push(...validateAnnotations(meta.annotations, 'metadata.annotations'));
   if (meta.finalizers !== undefined) {
-    if (!Array.isArray(meta.finalizers)) causes.push(FieldErrors.invalid('metadata.finalizers', meta.finalizers, 'must be a list of strings'));
+    if (!Array.isArray(meta.finalizers))
+      causes.push(FieldErrors.invalid('metadata.finalizers', meta.finalizers, 'must be a list of strings'));
     else {
       meta.finalizers.forEach((f, i) => {
         if (typeof f !== 'string') causes.push(FieldErrors.invalid(`metadata.finalizers[${i}]`, f, 'must be a string'));
@@ -162,20 +165,29 @@ export function validateObjectMeta(obj: KubeObject, namespaced: boolean, nameRul
     }
   }
   if (meta.ownerReferences !== undefined) {
-    if (!Array.isArray(meta.ownerReferences)) causes.push(FieldErrors.invalid('metadata.ownerReferences', meta.ownerReferences, 'must be a list'));
+    if (!Array.isArray(meta.ownerReferences))
+      causes.push(FieldErrors.invalid('metadata.ownerReferences', meta.ownerReferences, 'must be a list'));
     else {
       let controllers = 0;
       meta.ownerReferences.forEach((ref, i) => {
         const field = `metadata.ownerReferences[${i}]`;
         if (!isPlainObject(ref)) return causes.push(FieldErrors.invalid(field, ref, 'must be an object'));
-        if (!ref.apiVersion) causes.push(FieldErrors.invalid(`${field}.apiVersion`, ref.apiVersion ?? '', 'version must not be empty'));
+        if (!ref.apiVersion)
+          causes.push(FieldErrors.invalid(`${field}.apiVersion`, ref.apiVersion ?? '', 'version must not be empty'));
         if (!ref.kind) causes.push(FieldErrors.invalid(`${field}.kind`, ref.kind ?? '', 'must not be empty'));
         if (!ref.name) causes.push(FieldErrors.invalid(`${field}.name`, ref.name ?? '', 'must not be empty'));
         if (!ref.uid) causes.push(FieldErrors.invalid(`${field}.uid`, ref.uid ?? '', 'must not be empty'));
         if (ref.controller === true) controllers++;
         return undefined;
       });
-      if (controllers > 1) causes.push(FieldErrors.invalid('metadata.ownerReferences', meta.ownerReferences, 'Only one reference can have Controller set to true'));
+      if (controllers > 1)
+        causes.push(
+          FieldErrors.invalid(
+            'metadata.ownerReferences',
+            meta.ownerReferences,
+            'Only one reference can have Controller set to true',
+          ),
+        );
     }
   }
   return causes;
@@ -183,7 +195,8 @@ export function validateObjectMeta(obj: KubeObject, namespaced: boolean, nameRul
 
 export function validateLabels(labels: unknown, field: string): StatusCause[] {
   if (labels === undefined || labels === null) return [];
-  if (!isPlainObject(labels)) return [FieldErrors.invalid(field, labels, 'must be a map of string keys to string values')];
+  if (!isPlainObject(labels))
+    return [FieldErrors.invalid(field, labels, 'must be a map of string keys to string values')];
   const causes: StatusCause[] = [];
   for (const [key, value] of Object.entries(labels)) {
     for (const p of checkQualifiedName(key)) causes.push(FieldErrors.invalid(field, key, p));
@@ -195,7 +208,8 @@ export function validateLabels(labels: unknown, field: string): StatusCause[] {
 
 export function validateAnnotations(annotations: unknown, field: string): StatusCause[] {
   if (annotations === undefined || annotations === null) return [];
-  if (!isPlainObject(annotations)) return [FieldErrors.invalid(field, annotations, 'must be a map of string keys to string values')];
+  if (!isPlainObject(annotations))
+    return [FieldErrors.invalid(field, annotations, 'must be a map of string keys to string values')];
   const causes: StatusCause[] = [];
   let total = 0;
   for (const [key, value] of Object.entries(annotations)) {

@@ -110,10 +110,14 @@ export class ApiAuth {
 
   /** Creates the default ClusterRoles and bindings that are missing (a restart with --data keeps the ones there). */
   private bootstrapPolicy(): void {
-    for (const [resource, objects] of [['clusterroles', bootstrapClusterRoles], ['clusterrolebindings', bootstrapClusterRoleBindings]] as const) {
+    for (const [resource, objects] of [
+      ['clusterroles', bootstrapClusterRoles],
+      ['clusterrolebindings', bootstrapClusterRoleBindings],
+    ] as const) {
       const info = this.cluster.kind('rbac.authorization.k8s.io', 'v1', resource);
       for (const obj of objects) {
-        if (!this.cluster.store.get(resourceKey(info), undefined, obj.metadata.name!)) this.cluster.api.create(info, undefined, structuredClone(obj));
+        if (!this.cluster.store.get(resourceKey(info), undefined, obj.metadata.name!))
+          this.cluster.api.create(info, undefined, structuredClone(obj));
       }
     }
   }
@@ -144,8 +148,12 @@ export class ApiAuth {
     const staticUser = apiAudiences.length > 0 ? this.staticTokens.get(token) : undefined;
     if (staticUser) return { authenticated: true, user: withAuthenticatedGroup(staticUser), audiences: apiAudiences };
     const result = this.tokens.review(token, audiences);
-    if (result && 'user' in result) return { authenticated: true, user: withAuthenticatedGroup(result.user), audiences: result.audiences };
-    return { authenticated: false, error: result ? `[${INVALID_BEARER_TOKEN}, ${result.error}]` : INVALID_BEARER_TOKEN };
+    if (result && 'user' in result)
+      return { authenticated: true, user: withAuthenticatedGroup(result.user), audiences: result.audiences };
+    return {
+      authenticated: false,
+      error: result ? `[${INVALID_BEARER_TOKEN}, ${result.error}]` : INVALID_BEARER_TOKEN,
+    };
   }
 
   /** Authenticates, applies impersonation and authorizes one request; throws the 401/403 Status to answer. */
@@ -160,7 +168,10 @@ export class ApiAuth {
       authorizer: this.authorizer,
       reviewToken: (token, audiences) => this.reviewToken(token, audiences),
       admit: (info, obj, old) => {
-        if (info.group === 'rbac.authorization.k8s.io') checkRbacWrite(info.resource, obj, old, requester, (kind, name, namespace) => this.rbac.roleRules(kind, name, namespace));
+        if (info.group === 'rbac.authorization.k8s.io')
+          checkRbacWrite(info.resource, obj, old, requester, (kind, name, namespace) =>
+            this.rbac.roleRules(kind, name, namespace),
+          );
       },
     };
     requesters.set(req, requester);

@@ -47,7 +47,11 @@ const ALL_NON_RESOURCE_RULE: NonResourceRule = { verbs: ['*'], nonResourceURLs: 
 /** No authorization configured (sim serve without --auth): kube-apiserver's AlwaysAllow. */
 export const alwaysAllow: Authorizer = {
   authorize: () => ({ allowed: true, reason: '' }),
-  rulesFor: () => ({ resourceRules: [ALL_RESOURCE_RULE], nonResourceRules: [ALL_NON_RESOURCE_RULE], incomplete: false }),
+  rulesFor: () => ({
+    resourceRules: [ALL_RESOURCE_RULE],
+    nonResourceRules: [ALL_NON_RESOURCE_RULE],
+    incomplete: false,
+  }),
 };
 
 /**
@@ -65,7 +69,11 @@ export class UnionAuthorizer implements Authorizer {
   rulesFor(user: UserInfo, namespace: string): RulesResult {
     const rbac = this.rbac.rulesFor(user, namespace);
     if (!user.groups.includes(SYSTEM_MASTERS)) return rbac;
-    return { ...rbac, resourceRules: [ALL_RESOURCE_RULE, ...rbac.resourceRules], nonResourceRules: [ALL_NON_RESOURCE_RULE, ...rbac.nonResourceRules] };
+    return {
+      ...rbac,
+      resourceRules: [ALL_RESOURCE_RULE, ...rbac.resourceRules],
+      nonResourceRules: [ALL_NON_RESOURCE_RULE, ...rbac.nonResourceRules],
+    };
   }
 }
 

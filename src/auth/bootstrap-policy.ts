@@ -9,12 +9,21 @@ import type { PolicyRule } from './authorizer.js';
  */
 const RW = ['create', 'delete', 'deletecollection', 'patch', 'update'];
 const READ = ['get', 'list', 'watch'];
-const rule = (apiGroups: string[], resources: string[], verbs: string[]): PolicyRule => ({ apiGroups, resources, verbs });
+const rule = (apiGroups: string[], resources: string[], verbs: string[]): PolicyRule => ({
+  apiGroups,
+  resources,
+  verbs,
+});
 
 const BOOTSTRAP_LABELS = { 'kubernetes.io/bootstrapping': 'rbac-defaults' };
 const AUTOUPDATE = { 'rbac.authorization.kubernetes.io/autoupdate': 'true' };
 
-function clusterRole(name: string, rules: PolicyRule[] | null, labels: Record<string, string> = {}, aggregateFrom?: string): KubeObject {
+function clusterRole(
+  name: string,
+  rules: PolicyRule[] | null,
+  labels: Record<string, string> = {},
+  aggregateFrom?: string,
+): KubeObject {
   const role: KubeObject = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
@@ -44,7 +53,14 @@ export const bootstrapClusterRoles: readonly KubeObject[] = [
   clusterRole('admin', null, {}, TO_ADMIN),
   clusterRole('edit', null, { [TO_ADMIN]: 'true' }, TO_EDIT),
   clusterRole('view', null, { [TO_EDIT]: 'true' }, TO_VIEW),
-  clusterRole('system:aggregate-to-admin', [rule(['authorization.k8s.io'], ['localsubjectaccessreviews'], ['create']), rule(['rbac.authorization.k8s.io'], ['rolebindings', 'roles'], [...RW, ...READ].sort())], { [TO_ADMIN]: 'true' }),
+  clusterRole(
+    'system:aggregate-to-admin',
+    [
+      rule(['authorization.k8s.io'], ['localsubjectaccessreviews'], ['create']),
+      rule(['rbac.authorization.k8s.io'], ['rolebindings', 'roles'], [...RW, ...READ].sort()),
+    ],
+    { [TO_ADMIN]: 'true' },
+  ),
   clusterRole(
     'system:aggregate-to-edit',
     [
@@ -52,9 +68,36 @@ export const bootstrapClusterRoles: readonly KubeObject[] = [
       rule([''], ['serviceaccounts'], ['impersonate']),
       rule([''], ['pods', 'pods/attach', 'pods/exec', 'pods/portforward', 'pods/proxy'], RW),
       rule([''], ['pods/eviction'], ['create']),
-      rule([''], ['configmaps', 'events', 'persistentvolumeclaims', 'replicationcontrollers', 'replicationcontrollers/scale', 'secrets', 'serviceaccounts', 'services', 'services/proxy'], RW),
+      rule(
+        [''],
+        [
+          'configmaps',
+          'events',
+          'persistentvolumeclaims',
+          'replicationcontrollers',
+          'replicationcontrollers/scale',
+          'secrets',
+          'serviceaccounts',
+          'services',
+          'services/proxy',
+        ],
+        RW,
+      ),
       rule([''], ['serviceaccounts/token'], ['create']),
-      rule(['apps'], ['daemonsets', 'deployments', 'deployments/rollback', 'deployments/scale', 'replicasets', 'replicasets/scale', 'statefulsets', 'statefulsets/scale'], RW),
+      rule(
+        ['apps'],
+        [
+          'daemonsets',
+          'deployments',
+          'deployments/rollback',
+          'deployments/scale',
+          'replicasets',
+          'replicasets/scale',
+          'statefulsets',
+          'statefulsets/scale',
+        ],
+        RW,
+      ),
       rule(['autoscaling'], ['horizontalpodautoscalers'], RW),
       rule(['batch'], ['cronjobs', 'jobs'], RW),
       rule(['policy'], ['poddisruptionbudgets'], RW),
@@ -66,11 +109,57 @@ export const bootstrapClusterRoles: readonly KubeObject[] = [
   clusterRole(
     'system:aggregate-to-view',
     [
-      rule([''], ['configmaps', 'endpoints', 'persistentvolumeclaims', 'persistentvolumeclaims/status', 'pods', 'replicationcontrollers', 'replicationcontrollers/scale', 'serviceaccounts', 'services', 'services/status'], READ),
-      rule([''], ['bindings', 'events', 'limitranges', 'namespaces/status', 'pods/log', 'pods/status', 'replicationcontrollers/status', 'resourcequotas', 'resourcequotas/status'], READ),
+      rule(
+        [''],
+        [
+          'configmaps',
+          'endpoints',
+          'persistentvolumeclaims',
+          'persistentvolumeclaims/status',
+          'pods',
+          'replicationcontrollers',
+          'replicationcontrollers/scale',
+          'serviceaccounts',
+          'services',
+          'services/status',
+        ],
+        READ,
+      ),
+      rule(
+        [''],
+        [
+          'bindings',
+          'events',
+          'limitranges',
+          'namespaces/status',
+          'pods/log',
+          'pods/status',
+          'replicationcontrollers/status',
+          'resourcequotas',
+          'resourcequotas/status',
+        ],
+        READ,
+      ),
       rule([''], ['namespaces'], READ),
       rule(['discovery.k8s.io'], ['endpointslices'], READ),
-      rule(['apps'], ['controllerrevisions', 'daemonsets', 'daemonsets/status', 'deployments', 'deployments/scale', 'deployments/status', 'replicasets', 'replicasets/scale', 'replicasets/status', 'statefulsets', 'statefulsets/scale', 'statefulsets/status'], READ),
+      rule(
+        ['apps'],
+        [
+          'controllerrevisions',
+          'daemonsets',
+          'daemonsets/status',
+          'deployments',
+          'deployments/scale',
+          'deployments/status',
+          'replicasets',
+          'replicasets/scale',
+          'replicasets/status',
+          'statefulsets',
+          'statefulsets/scale',
+          'statefulsets/status',
+        ],
+        READ,
+      ),
       rule(['autoscaling'], ['horizontalpodautoscalers', 'horizontalpodautoscalers/status'], READ),
       rule(['batch'], ['cronjobs', 'cronjobs/status', 'jobs', 'jobs/status'], READ),
       rule(['policy'], ['poddisruptionbudgets', 'poddisruptionbudgets/status'], READ),
@@ -79,15 +168,43 @@ export const bootstrapClusterRoles: readonly KubeObject[] = [
     { [TO_VIEW]: 'true' },
   ),
   // For servers that delegate authentication and authorization to this one (kube-rbac-proxy, aggregated APIs).
-  clusterRole('system:auth-delegator', [rule(['authentication.k8s.io'], ['tokenreviews'], ['create']), rule(['authorization.k8s.io'], ['subjectaccessreviews'], ['create'])]),
-  clusterRole('system:basic-user', [rule(['authorization.k8s.io'], ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'], ['create']), rule(['authentication.k8s.io'], ['selfsubjectreviews'], ['create'])]),
-  clusterRole('system:discovery', [{ nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/healthz', '/livez', '/openapi', '/openapi/*', '/readyz', '/version', '/version/'], verbs: ['get'] }]),
-  clusterRole('system:public-info-viewer', [{ nonResourceURLs: ['/healthz', '/livez', '/readyz', '/version', '/version/'], verbs: ['get'] }]),
+  clusterRole('system:auth-delegator', [
+    rule(['authentication.k8s.io'], ['tokenreviews'], ['create']),
+    rule(['authorization.k8s.io'], ['subjectaccessreviews'], ['create']),
+  ]),
+  clusterRole('system:basic-user', [
+    rule(['authorization.k8s.io'], ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'], ['create']),
+    rule(['authentication.k8s.io'], ['selfsubjectreviews'], ['create']),
+  ]),
+  clusterRole('system:discovery', [
+    {
+      nonResourceURLs: [
+        '/api',
+        '/api/*',
+        '/apis',
+        '/apis/*',
+        '/healthz',
+        '/livez',
+        '/openapi',
+        '/openapi/*',
+        '/readyz',
+        '/version',
+        '/version/',
+      ],
+      verbs: ['get'],
+    },
+  ]),
+  clusterRole('system:public-info-viewer', [
+    { nonResourceURLs: ['/healthz', '/livez', '/readyz', '/version', '/version/'], verbs: ['get'] },
+  ]),
 ];
 
 export const bootstrapClusterRoleBindings: readonly KubeObject[] = [
   clusterRoleBinding('cluster-admin', 'cluster-admin', ['system:masters']),
   clusterRoleBinding('system:basic-user', 'system:basic-user', ['system:authenticated']),
   clusterRoleBinding('system:discovery', 'system:discovery', ['system:authenticated']),
-  clusterRoleBinding('system:public-info-viewer', 'system:public-info-viewer', ['system:authenticated', 'system:unauthenticated']),
+  clusterRoleBinding('system:public-info-viewer', 'system:public-info-viewer', [
+    'system:authenticated',
+    'system:unauthenticated',
+  ]),
 ];

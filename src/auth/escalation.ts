@@ -18,24 +18,32 @@ function breakdown(rule: PolicyRule): PolicyRule[] {
   for (const group of rule.apiGroups ?? []) {
     for (const resource of rule.resources ?? []) {
       for (const verb of rule.verbs) {
-        if ((rule.resourceNames ?? []).length > 0) for (const name of rule.resourceNames!) atoms.push({ apiGroups: [group], resources: [resource], verbs: [verb], resourceNames: [name] });
+        if ((rule.resourceNames ?? []).length > 0)
+          for (const name of rule.resourceNames!)
+            atoms.push({ apiGroups: [group], resources: [resource], verbs: [verb], resourceNames: [name] });
         else atoms.push({ apiGroups: [group], resources: [resource], verbs: [verb] });
       }
     }
   }
-  for (const url of rule.nonResourceURLs ?? []) for (const verb of rule.verbs) atoms.push({ nonResourceURLs: [url], verbs: [verb] });
+  for (const url of rule.nonResourceURLs ?? [])
+    for (const verb of rule.verbs) atoms.push({ nonResourceURLs: [url], verbs: [verb] });
   return atoms;
 }
 
-const hasAll = (set: readonly string[] = [], wanted: readonly string[] = []): boolean => wanted.every((w) => set.includes(w));
+const hasAll = (set: readonly string[] = [], wanted: readonly string[] = []): boolean =>
+  wanted.every((w) => set.includes(w));
 
 function resourcesCovered(owner: readonly string[] = [], wanted: readonly string[] = []): boolean {
   if (owner.includes('*') || hasAll(owner, wanted)) return true;
-  return wanted.every((path) => owner.includes(path) || (path.includes('/') && owner.includes(`*/${path.slice(path.indexOf('/') + 1)}`)));
+  return wanted.every(
+    (path) => owner.includes(path) || (path.includes('/') && owner.includes(`*/${path.slice(path.indexOf('/') + 1)}`)),
+  );
 }
 
 function urlsCovered(owner: readonly string[] = [], wanted: readonly string[] = []): boolean {
-  return wanted.every((path) => owner.some((o) => o === path || (o.endsWith('*') && path.startsWith(o.replace(/\*+$/, '')))));
+  return wanted.every((path) =>
+    owner.some((o) => o === path || (o.endsWith('*') && path.startsWith(o.replace(/\*+$/, '')))),
+  );
 }
 
 /** ruleCovers: the owner's rule allows everything the (broken-down) rule does. */
@@ -70,7 +78,12 @@ function compact(rules: PolicyRule[]): PolicyRule[] {
   const out: PolicyRule[] = [];
   const simple = new Map<string, PolicyRule>();
   for (const rule of rules) {
-    if ((rule.resourceNames ?? []).length > 1 || (rule.nonResourceURLs ?? []).length > 0 || rule.apiGroups?.length !== 1 || rule.resources?.length !== 1) {
+    if (
+      (rule.resourceNames ?? []).length > 1 ||
+      (rule.nonResourceURLs ?? []).length > 0 ||
+      rule.apiGroups?.length !== 1 ||
+      rule.resources?.length !== 1
+    ) {
       out.push(rule);
       continue;
     }
@@ -86,7 +99,12 @@ function compact(rules: PolicyRule[]): PolicyRule[] {
 function escalation(requester: Requester, namespace: string, rules: PolicyRule[]): string | undefined {
   const held = requester.authorizer.rulesFor(requester.user, namespace);
   const owner: PolicyRule[] = [
-    ...held.resourceRules.map((r) => ({ verbs: r.verbs, apiGroups: r.apiGroups, resources: r.resources, ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}) })),
+    ...held.resourceRules.map((r) => ({
+      verbs: r.verbs,
+      apiGroups: r.apiGroups,
+      resources: r.resources,
+      ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+    })),
     ...held.nonResourceRules.map((r) => ({ verbs: r.verbs, nonResourceURLs: r.nonResourceURLs })),
   ];
   const missing = rules.flatMap(breakdown).filter((atom) => !owner.some((o) => ruleCovers(o, atom)));
@@ -98,7 +116,17 @@ function escalation(requester: Requester, namespace: string, rules: PolicyRule[]
 }
 
 function allowedVerb(requester: Requester, verb: string, resource: string, namespace: string, name: string): boolean {
-  const attributes: RequestAttributes = { resourceRequest: true, path: '', verb, apiGroup: RBAC_GROUP, apiVersion: 'v1', namespace, resource, subresource: '', name };
+  const attributes: RequestAttributes = {
+    resourceRequest: true,
+    path: '',
+    verb,
+    apiGroup: RBAC_GROUP,
+    apiVersion: 'v1',
+    namespace,
+    resource,
+    subresource: '',
+    name,
+  };
   return requester.authorizer.authorize(requester.user, attributes).allowed;
 }
 
@@ -121,7 +149,13 @@ const FULL_AUTHORITY: PolicyRule[] = [
  * `clusterrolebindings`) by `requester`; throws kube-apiserver's 403 when it would grant more than they hold.
  * `rulesOf` resolves a binding's roleRef (undefined when the role does not exist).
  */
-export function checkRbacWrite(resource: string, obj: KubeObject, old: KubeObject | undefined, requester: Requester, rulesOf: (kind: string, name: string, namespace: string) => PolicyRule[] | undefined): void {
+export function checkRbacWrite(
+  resource: string,
+  obj: KubeObject,
+  old: KubeObject | undefined,
+  requester: Requester,
+  rulesOf: (kind: string, name: string, namespace: string) => PolicyRule[] | undefined,
+): void {
   if (requester.user.groups.includes(SYSTEM_MASTERS)) return;
   const namespace = obj.metadata.namespace ?? '';
   const name = obj.metadata.name ?? '';
@@ -131,7 +165,11 @@ export function checkRbacWrite(resource: string, obj: KubeObject, old: KubeObjec
     if (allowedVerb(requester, 'escalate', resource, namespace, name)) return;
     const why = escalation(requester, namespace, policyRules(obj));
     if (why) throw deny(why);
-    if (resource === 'clusterroles' && isPlainObject(obj.aggregationRule) && escalation(requester, namespace, FULL_AUTHORITY)) {
+    if (
+      resource === 'clusterroles' &&
+      isPlainObject(obj.aggregationRule) &&
+      escalation(requester, namespace, FULL_AUTHORITY)
+    ) {
       throw deny('must have cluster-admin privileges to use the aggregationRule');
     }
     return;
@@ -139,9 +177,13 @@ export function checkRbacWrite(resource: string, obj: KubeObject, old: KubeObjec
   const ref = isPlainObject(obj.roleRef) ? obj.roleRef : {};
   const roleKind = String(ref.kind ?? '');
   const roleName = String(ref.name ?? '');
-  if (allowedVerb(requester, 'bind', roleKind === 'ClusterRole' ? 'clusterroles' : 'roles', namespace, roleName)) return;
+  if (allowedVerb(requester, 'bind', roleKind === 'ClusterRole' ? 'clusterroles' : 'roles', namespace, roleName))
+    return;
   const rules = rulesOf(roleKind, roleName, namespace);
-  if (!rules) throw deny(`${roleKind === 'ClusterRole' ? 'clusterrole' : 'role'}.rbac.authorization.k8s.io ${JSON.stringify(roleName)} not found`);
+  if (!rules)
+    throw deny(
+      `${roleKind === 'ClusterRole' ? 'clusterrole' : 'role'}.rbac.authorization.k8s.io ${JSON.stringify(roleName)} not found`,
+    );
   const why = escalation(requester, namespace, rules);
   if (why) throw deny(why);
 }

@@ -6,7 +6,12 @@ import type { RequestAttributes } from './request-info.js';
 import type { UserInfo } from './user.js';
 
 const GROUP = 'rbac.authorization.k8s.io';
-const KEYS = { roles: `${GROUP}/roles`, clusterRoles: `${GROUP}/clusterroles`, roleBindings: `${GROUP}/rolebindings`, clusterRoleBindings: `${GROUP}/clusterrolebindings` };
+const KEYS = {
+  roles: `${GROUP}/roles`,
+  clusterRoles: `${GROUP}/clusterroles`,
+  roleBindings: `${GROUP}/rolebindings`,
+  clusterRoleBindings: `${GROUP}/clusterrolebindings`,
+};
 
 // ---- rule matching: plugin/pkg/auth/authorizer/rbac (RuleAllows and the rbacv1helpers matchers) ----
 
@@ -23,7 +28,8 @@ function apiGroupMatches(rule: PolicyRule, group: string): boolean {
 function resourceMatches(rule: PolicyRule, combined: string, subresource: string): boolean {
   for (const r of rule.resources ?? []) {
     if (r === '*' || r === combined) return true;
-    if (subresource && r.length === subresource.length + 2 && r.startsWith('*/') && r.endsWith(subresource)) return true;
+    if (subresource && r.length === subresource.length + 2 && r.startsWith('*/') && r.endsWith(subresource))
+      return true;
   }
   return false;
 }
@@ -46,7 +52,12 @@ function nonResourceUrlMatches(rule: PolicyRule, path: string): boolean {
 export function ruleAllows(a: RequestAttributes, rule: PolicyRule): boolean {
   if (a.resourceRequest) {
     const combined = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
-    return verbMatches(rule, a.verb) && apiGroupMatches(rule, a.apiGroup) && resourceMatches(rule, combined, a.subresource) && resourceNameMatches(rule, a.name);
+    return (
+      verbMatches(rule, a.verb) &&
+      apiGroupMatches(rule, a.apiGroup) &&
+      resourceMatches(rule, combined, a.subresource) &&
+      resourceNameMatches(rule, a.name)
+    );
   }
   return verbMatches(rule, a.verb) && nonResourceUrlMatches(rule, a.path);
 }
@@ -87,7 +98,11 @@ function toBinding(obj: KubeObject): Binding {
     name: obj.metadata.name!,
     namespace: obj.metadata.namespace,
     roleRef: { kind: String(ref.kind ?? ''), name: String(ref.name ?? '') },
-    subjects: subjects.map((s) => ({ kind: String(s.kind ?? ''), name: String(s.name ?? ''), namespace: typeof s.namespace === 'string' && s.namespace !== '' ? s.namespace : undefined })),
+    subjects: subjects.map((s) => ({
+      kind: String(s.kind ?? ''),
+      name: String(s.name ?? ''),
+      namespace: typeof s.namespace === 'string' && s.namespace !== '' ? s.namespace : undefined,
+    })),
   };
 }
 
@@ -116,7 +131,8 @@ function userKeys(user: UserInfo): string[] {
 }
 
 function describeSubject(subject: Subject, bindingNamespace: string): string {
-  if (subject.kind === 'ServiceAccount') return `${subject.kind} ${JSON.stringify(`${subject.name}/${subject.namespace ?? bindingNamespace}`)}`;
+  if (subject.kind === 'ServiceAccount')
+    return `${subject.kind} ${JSON.stringify(`${subject.name}/${subject.namespace ?? bindingNamespace}`)}`;
   return `${subject.kind} ${JSON.stringify(subject.name)}`;
 }
 
@@ -153,7 +169,8 @@ export class RbacAuthorizer implements Authorizer {
   private readonly roleBindingsBySubject = new MultiIndex();
 
   constructor(store: MemoryStore) {
-    for (const obj of store.all(KEYS.roles)) this.roles.set(`${obj.metadata.namespace}/${obj.metadata.name}`, policyRules(obj));
+    for (const obj of store.all(KEYS.roles))
+      this.roles.set(`${obj.metadata.namespace}/${obj.metadata.name}`, policyRules(obj));
     for (const obj of store.all(KEYS.clusterRoles)) this.clusterRoles.set(obj.metadata.name!, policyRules(obj));
     for (const obj of store.all(KEYS.clusterRoleBindings)) this.putBinding(obj, true);
     for (const obj of store.all(KEYS.roleBindings)) this.putBinding(obj, false);
@@ -219,7 +236,12 @@ export class RbacAuthorizer implements Authorizer {
    * Calls `visit` with each rule that applies to the user in the namespace (ClusterRoleBindings first, then the
    * namespace's RoleBindings, each in name order) until it returns false; a missing role is reported to `onError`.
    */
-  private visitRules(user: UserInfo, namespace: string, visit: (source: string, rule: PolicyRule) => boolean, onError: (message: string) => void): void {
+  private visitRules(
+    user: UserInfo,
+    namespace: string,
+    visit: (source: string, rule: PolicyRule) => boolean,
+    onError: (message: string) => void,
+  ): void {
     const keys = userKeys(user);
     const wanted = new Set(keys);
     const collect = (lookup: (key: string) => ReadonlySet<string> | undefined): string[] => {
@@ -249,9 +271,14 @@ export class RbacAuthorizer implements Authorizer {
       const binding = this.roleBindings.get(id)!;
       const subject = matchingSubject(binding);
       if (!subject) continue;
-      const rules = binding.roleRef.kind === 'ClusterRole' ? this.clusterRoles.get(binding.roleRef.name) : this.roles.get(`${namespace}/${binding.roleRef.name}`);
+      const rules =
+        binding.roleRef.kind === 'ClusterRole'
+          ? this.clusterRoles.get(binding.roleRef.name)
+          : this.roles.get(`${namespace}/${binding.roleRef.name}`);
       if (!rules) {
-        onError(`${binding.roleRef.kind === 'ClusterRole' ? 'clusterrole' : 'role'}.rbac.authorization.k8s.io ${JSON.stringify(binding.roleRef.name)} not found`);
+        onError(
+          `${binding.roleRef.kind === 'ClusterRole' ? 'clusterrole' : 'role'}.rbac.authorization.k8s.io ${JSON.stringify(binding.roleRef.name)} not found`,
+        );
         continue;
       }
       const source = `RoleBinding ${JSON.stringify(`${binding.name}/${namespace}`)} of ${binding.roleRef.kind} ${JSON.stringify(binding.roleRef.name)} to ${describeSubject(subject, namespace)}`;
@@ -261,7 +288,11 @@ export class RbacAuthorizer implements Authorizer {
 
   /** The rules of the role a roleRef names (a Role in `namespace`, or a ClusterRole); undefined when it does not exist. */
   roleRules(kind: string, name: string, namespace: string): PolicyRule[] | undefined {
-    return kind === 'ClusterRole' ? this.clusterRoles.get(name) : kind === 'Role' ? this.roles.get(`${namespace}/${name}`) : undefined;
+    return kind === 'ClusterRole'
+      ? this.clusterRoles.get(name)
+      : kind === 'Role'
+        ? this.roles.get(`${namespace}/${name}`)
+        : undefined;
   }
 
   authorize(user: UserInfo, attributes: RequestAttributes): Decision {
@@ -294,7 +325,8 @@ export class RbacAuthorizer implements Authorizer {
           if (rule.resourceNames && rule.resourceNames.length > 0) r.resourceNames = rule.resourceNames;
           resourceRules.push(r);
         }
-        if ((rule.nonResourceURLs ?? []).length > 0) nonResourceRules.push({ verbs: rule.verbs, nonResourceURLs: rule.nonResourceURLs! });
+        if ((rule.nonResourceURLs ?? []).length > 0)
+          nonResourceRules.push({ verbs: rule.verbs, nonResourceURLs: rule.nonResourceURLs! });
         return true;
       },
       (message) => errors.push(message),

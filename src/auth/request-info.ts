@@ -59,7 +59,17 @@ function isWatch(value: string | null): boolean {
 
 export function requestAttributes(method: string, rawUrl: string): RequestAttributes {
   const url = new URL(rawUrl, 'http://localhost');
-  const info: RequestAttributes = { resourceRequest: false, path: url.pathname, verb: method.toLowerCase(), apiGroup: '', apiVersion: '', namespace: '', resource: '', subresource: '', name: '' };
+  const info: RequestAttributes = {
+    resourceRequest: false,
+    path: url.pathname,
+    verb: method.toLowerCase(),
+    apiGroup: '',
+    apiVersion: '',
+    namespace: '',
+    resource: '',
+    subresource: '',
+    name: '',
+  };
   let parts = url.pathname.split('/').filter((s) => s !== '');
   try {
     parts = parts.map((s) => decodeURIComponent(s));
@@ -95,5 +105,15 @@ export function requestAttributes(method: string, rawUrl: string): RequestAttrib
     name = exactName(url.searchParams.get('fieldSelector')) ?? '';
   }
   if (name === '' && verb === 'delete') verb = 'deletecollection';
-  return { resourceRequest: true, path: url.pathname, verb, apiGroup: group, apiVersion: version, namespace, resource, subresource, name };
+  return {
+    resourceRequest: true,
+    path: url.pathname,
+    verb,
+    apiGroup: group,
+    apiVersion: version,
+    namespace,
+    resource,
+    subresource,
+    name,
+  };
 }

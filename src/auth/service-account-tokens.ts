@@ -1,4 +1,12 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  sign,
+  verify,
+  type KeyObject,
+} from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { rfc3339 } from '../clock/clock.js';
@@ -29,7 +37,13 @@ interface Claims {
   iss: string;
   jti: string;
   sub: string;
-  'kubernetes.io': { namespace: string; serviceaccount: BoundObject; pod?: BoundObject; secret?: BoundObject; node?: BoundObject };
+  'kubernetes.io': {
+    namespace: string;
+    serviceaccount: BoundObject;
+    pod?: BoundObject;
+    secret?: BoundObject;
+    node?: BoundObject;
+  };
 }
 
 const BOUND_RESOURCES: Record<BoundKind, string> = { pod: 'pods', secret: 'secrets', node: 'nodes' };
@@ -65,7 +79,12 @@ export class ServiceAccountTokens {
     writeFileSync(file, keys.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   }
 
-  issue(serviceAccount: KubeObject, audiences: string[], expirationSeconds: number, bound: Partial<Record<BoundKind, BoundObject>> = {}): { token: string; expiresAt: number } {
+  issue(
+    serviceAccount: KubeObject,
+    audiences: string[],
+    expirationSeconds: number,
+    bound: Partial<Record<BoundKind, BoundObject>> = {},
+  ): { token: string; expiresAt: number } {
     const { privateKey, kid } = this.keyPair();
     const now = Math.floor(this.api.ctx.clock.now() / 1000);
     const namespace = serviceAccount.metadata.namespace!;
@@ -98,31 +117,55 @@ export class ServiceAccountTokens {
     const claims = parseSegment(parts[1]!) as Partial<Claims> | undefined;
     if (!header || !claims || claims.iss !== ISSUER) return undefined;
     const keys = this.keys;
-    if (!keys || (typeof header.kid === 'string' && header.kid !== '' && header.kid !== keys.kid)) return { error: 'invalid signature, no keys found' };
-    const signed = header.alg === 'ES256' && verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key: keys.publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(parts[2]!, 'base64url'));
+    if (!keys || (typeof header.kid === 'string' && header.kid !== '' && header.kid !== keys.kid))
+      return { error: 'invalid signature, no keys found' };
+    const signed =
+      header.alg === 'ES256' &&
+      verify(
+        'sha256',
+        Buffer.from(`${parts[0]}.${parts[1]}`),
+        { key: keys.publicKey, dsaEncoding: 'ieee-p1363' },
+        Buffer.from(parts[2]!, 'base64url'),
+      );
     if (!signed) return { error: 'go-jose/go-jose: error in cryptographic primitive' };
     // A token with no audience is a legacy one, good for the API server's own.
     const tokenAudiences = Array.isArray(claims.aud) && claims.aud.length > 0 ? claims.aud.map(String) : [ISSUER];
     const granted = tokenAudiences.filter((a) => audiences.includes(a));
-    if (granted.length === 0) return { error: `token audiences ${goQuote(tokenAudiences)} is invalid for the target audiences ${goQuote(audiences)}` };
+    if (granted.length === 0)
+      return {
+        error: `token audiences ${goQuote(tokenAudiences)} is invalid for the target audiences ${goQuote(audiences)}`,
+      };
     const now = this.api.ctx.clock.now() / 1000;
-    if (typeof claims.nbf === 'number' && now + LEEWAY_SECONDS < claims.nbf) return { error: 'service account token is not valid yet' };
-    if (typeof claims.exp === 'number' && now - LEEWAY_SECONDS > claims.exp) return { error: 'service account token has expired' };
-    if (typeof claims.iat === 'number' && now + LEEWAY_SECONDS < claims.iat) return { error: 'service account token is issued in the future' };
+    if (typeof claims.nbf === 'number' && now + LEEWAY_SECONDS < claims.nbf)
+      return { error: 'service account token is not valid yet' };
+    if (typeof claims.exp === 'number' && now - LEEWAY_SECONDS > claims.exp)
+      return { error: 'service account token has expired' };
+    if (typeof claims.iat === 'number' && now + LEEWAY_SECONDS < claims.iat)
+      return { error: 'service account token is issued in the future' };
     const k8s: Record<string, unknown> = isPlainObject(claims['kubernetes.io']) ? claims['kubernetes.io'] : {};
     const namespace = typeof k8s.namespace === 'string' ? k8s.namespace : '';
     const account = ref(k8s.serviceaccount);
     const current = this.lookup('serviceaccounts', namespace, account.name);
     if (!current) return { error: `serviceaccounts ${JSON.stringify(account.name)} not found` };
-    if (current.metadata.uid !== account.uid) return { error: `service account UID (${current.metadata.uid ?? ''}) does not match claim (${account.uid})` };
-    if (deletedBefore(current, now - LEEWAY_SECONDS)) return { error: `service account ${namespace}/${account.name} has been deleted` };
+    if (current.metadata.uid !== account.uid)
+      return { error: `service account UID (${current.metadata.uid ?? ''}) does not match claim (${account.uid})` };
+    if (deletedBefore(current, now - LEEWAY_SECONDS))
+      return { error: `service account ${namespace}/${account.name} has been deleted` };
     const extra: Record<string, string[]> = {};
     const pod = k8s.pod === undefined ? undefined : ref(k8s.pod);
-    for (const [kind, bound] of [['secret', k8s.secret === undefined ? undefined : ref(k8s.secret)], ['pod', pod], ['node', pod || k8s.node === undefined ? undefined : ref(k8s.node)]] as const) {
+    for (const [kind, bound] of [
+      ['secret', k8s.secret === undefined ? undefined : ref(k8s.secret)],
+      ['pod', pod],
+      ['node', pod || k8s.node === undefined ? undefined : ref(k8s.node)],
+    ] as const) {
       if (!bound) continue;
       const obj = this.lookup(BOUND_RESOURCES[kind], kind === 'node' ? undefined : namespace, bound.name);
-      if (!obj || deletedBefore(obj, now - LEEWAY_SECONDS)) return { error: 'service account token has been invalidated' };
-      if (obj.metadata.uid !== bound.uid) return { error: `${kind} UID (${obj.metadata.uid ?? ''}) does not match service account ${kind} ref claim (${bound.uid})` };
+      if (!obj || deletedBefore(obj, now - LEEWAY_SECONDS))
+        return { error: 'service account token has been invalidated' };
+      if (obj.metadata.uid !== bound.uid)
+        return {
+          error: `${kind} UID (${obj.metadata.uid ?? ''}) does not match service account ${kind} ref claim (${bound.uid})`,
+        };
     }
     if (pod) {
       extra['authentication.kubernetes.io/pod-name'] = [pod.name];
@@ -134,8 +177,13 @@ export class ServiceAccountTokens {
       extra['authentication.kubernetes.io/node-name'] = [node.name];
       if (node.uid !== '') extra['authentication.kubernetes.io/node-uid'] = [node.uid];
     }
-    if (typeof claims.jti === 'string' && claims.jti !== '') extra['authentication.kubernetes.io/credential-id'] = [`JTI=${claims.jti}`];
-    const user: UserInfo = { username: serviceAccountUsername(namespace, account.name), uid: account.uid, groups: serviceAccountGroups(namespace) };
+    if (typeof claims.jti === 'string' && claims.jti !== '')
+      extra['authentication.kubernetes.io/credential-id'] = [`JTI=${claims.jti}`];
+    const user: UserInfo = {
+      username: serviceAccountUsername(namespace, account.name),
+      uid: account.uid,
+      groups: serviceAccountGroups(namespace),
+    };
     if (Object.keys(extra).length > 0) user.extra = extra;
     return { user, audiences: granted };
   }
@@ -180,7 +228,11 @@ function goQuote(values: readonly string[]): string {
 /** The key pair and its JWT key id (the SHA-256 of the public key, as kube-apiserver derives it). */
 function withKid(privateKey: KeyObject): { privateKey: KeyObject; publicKey: KeyObject; kid: string } {
   const publicKey = createPublicKey(privateKey);
-  const kid = base64url(createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest());
+  const kid = base64url(
+    createHash('sha256')
+      .update(publicKey.export({ type: 'spki', format: 'der' }))
+      .digest(),
+  );
   return { privateKey, publicKey, kid };
 }
 
@@ -194,7 +246,12 @@ export function serviceAccountTokens(api: GenericStore): ServiceAccountTokens {
 }
 
 /** TokenRequest's spec.boundObjectRef: the Pod (running as this ServiceAccount), Secret or Node the token dies with. */
-function boundObject(api: GenericStore, saName: string, namespace: string | undefined, ref: Record<string, unknown>): Partial<Record<BoundKind, BoundObject>> {
+function boundObject(
+  api: GenericStore,
+  saName: string,
+  namespace: string | undefined,
+  ref: Record<string, unknown>,
+): Partial<Record<BoundKind, BoundObject>> {
   const kind = String(ref.kind ?? '');
   const apiVersion = String(ref.apiVersion ?? '');
   const name = String(ref.name ?? '');
@@ -209,11 +266,17 @@ function boundObject(api: GenericStore, saName: string, namespace: string | unde
   const obj = api.store.get(resourceKey(info), bound === 'node' ? undefined : namespace, name);
   if (!obj) throw Errors.notFound({ group: '', resource: BOUND_RESOURCES[bound] }, name);
   if (bound === 'pod' && (obj.spec as { serviceAccountName?: unknown } | undefined)?.serviceAccountName !== saName) {
-    throw Errors.badRequest(`cannot bind token for serviceaccount ${JSON.stringify(saName)} to pod running with different serviceaccount name.`);
+    throw Errors.badRequest(
+      `cannot bind token for serviceaccount ${JSON.stringify(saName)} to pod running with different serviceaccount name.`,
+    );
   }
   const uid = obj.metadata.uid ?? '';
   if (typeof ref.uid === 'string' && ref.uid !== '' && ref.uid !== uid) {
-    throw Errors.conflict({ group: '', resource: kind }, name, `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`);
+    throw Errors.conflict(
+      { group: '', resource: kind },
+      name,
+      `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`,
+    );
   }
   const result: Partial<Record<BoundKind, BoundObject>> = { [bound]: { name, uid } };
   // A pod-bound token also names the pod's node (ServiceAccountTokenPodNodeInfo).
@@ -231,36 +294,79 @@ function boundObject(api: GenericStore, saName: string, namespace: string | unde
  * must be at least 10 minutes; spec.audiences default to the API server's; spec.boundObjectRef ties the token
  * to a Pod, Secret or Node.
  */
-export function createServiceAccountToken(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): KubeObject {
+export function createServiceAccountToken(
+  api: GenericStore,
+  info: KindInfo,
+  namespace: string | undefined,
+  name: string,
+  body: unknown,
+  options: { dryRun?: boolean },
+): KubeObject {
   if (!isPlainObject(body)) throw Errors.badRequest("Object 'TokenRequest' is not a JSON object");
-  if (body.kind !== undefined && body.kind !== 'TokenRequest') throw Errors.badRequest(`the body of a serviceaccounts/token request must be a TokenRequest, not ${String(body.kind)}`);
+  if (body.kind !== undefined && body.kind !== 'TokenRequest')
+    throw Errors.badRequest(
+      `the body of a serviceaccounts/token request must be a TokenRequest, not ${String(body.kind)}`,
+    );
   const spec = isPlainObject(body.spec) ? body.spec : {};
   const meta = isPlainObject(body.metadata) ? body.metadata : {};
   if (typeof meta.name === 'string' && meta.name !== '' && meta.name !== name) {
-    throw Errors.invalid('authentication.k8s.io', 'TokenRequest', name, [FieldErrors.invalid('metadata.name', meta.name, 'must match the service account name if specified')]);
+    throw Errors.invalid('authentication.k8s.io', 'TokenRequest', name, [
+      FieldErrors.invalid('metadata.name', meta.name, 'must match the service account name if specified'),
+    ]);
   }
   if (typeof meta.namespace === 'string' && meta.namespace !== '' && meta.namespace !== namespace) {
-    throw Errors.invalid('authentication.k8s.io', 'TokenRequest', name, [FieldErrors.invalid('metadata.namespace', meta.namespace, 'must match the service account namespace if specified')]);
+    throw Errors.invalid('authentication.k8s.io', 'TokenRequest', name, [
+      FieldErrors.invalid(
+        'metadata.namespace',
+        meta.namespace,
+        'must match the service account namespace if specified',
+      ),
+    ]);
   }
   const serviceAccount = api.store.get(resourceKey(info), namespace, name);
   if (!serviceAccount) throw Errors.notFound({ group: '', resource: 'serviceaccounts' }, name);
   // SetDefaults_TokenRequestSpec: an unset expirationSeconds is an hour (an explicit 0 is invalid).
-  const expirationSeconds = spec.expirationSeconds === undefined || spec.expirationSeconds === null ? DEFAULT_EXPIRATION_SECONDS : spec.expirationSeconds;
-  if (typeof expirationSeconds !== 'number' || !Number.isInteger(expirationSeconds)) throw Errors.badRequest('spec.expirationSeconds must be an integer');
+  const expirationSeconds =
+    spec.expirationSeconds === undefined || spec.expirationSeconds === null
+      ? DEFAULT_EXPIRATION_SECONDS
+      : spec.expirationSeconds;
+  if (typeof expirationSeconds !== 'number' || !Number.isInteger(expirationSeconds))
+    throw Errors.badRequest('spec.expirationSeconds must be an integer');
   const audiences = Array.isArray(spec.audiences) && spec.audiences.length > 0 ? spec.audiences : [ISSUER];
-  if (!audiences.every((a): a is string => typeof a === 'string')) throw Errors.badRequest('spec.audiences must be a list of strings');
+  if (!audiences.every((a): a is string => typeof a === 'string'))
+    throw Errors.badRequest('spec.audiences must be a list of strings');
   const causes = [];
-  if (expirationSeconds < MIN_EXPIRATION_SECONDS) causes.push(FieldErrors.invalid('spec.expirationSeconds', expirationSeconds, 'may not specify a duration less than 10 minutes'));
-  if (expirationSeconds > 2 ** 32) causes.push(FieldErrors.invalid('spec.expirationSeconds', expirationSeconds, 'may not specify a duration larger than 2^32 seconds'));
+  if (expirationSeconds < MIN_EXPIRATION_SECONDS)
+    causes.push(
+      FieldErrors.invalid(
+        'spec.expirationSeconds',
+        expirationSeconds,
+        'may not specify a duration less than 10 minutes',
+      ),
+    );
+  if (expirationSeconds > 2 ** 32)
+    causes.push(
+      FieldErrors.invalid(
+        'spec.expirationSeconds',
+        expirationSeconds,
+        'may not specify a duration larger than 2^32 seconds',
+      ),
+    );
   if (causes.length > 0) throw Errors.invalid('authentication.k8s.io', 'TokenRequest', '', causes);
   const bound = isPlainObject(spec.boundObjectRef) ? boundObject(api, name, namespace, spec.boundObjectRef) : {};
   const now = api.ctx.clock.now();
-  const { token, expiresAt } = options.dryRun ? { token: '', expiresAt: now + expirationSeconds * 1000 } : serviceAccountTokens(api).issue(serviceAccount, audiences, expirationSeconds, bound);
+  const { token, expiresAt } = options.dryRun
+    ? { token: '', expiresAt: now + expirationSeconds * 1000 }
+    : serviceAccountTokens(api).issue(serviceAccount, audiences, expirationSeconds, bound);
   return {
     kind: 'TokenRequest',
     apiVersion: 'authentication.k8s.io/v1',
     metadata: { name, namespace, creationTimestamp: rfc3339(now) },
-    spec: { audiences, expirationSeconds, boundObjectRef: isPlainObject(spec.boundObjectRef) ? spec.boundObjectRef : null },
+    spec: {
+      audiences,
+      expirationSeconds,
+      boundObjectRef: isPlainObject(spec.boundObjectRef) ? spec.boundObjectRef : null,
+    },
     status: { token, expirationTimestamp: rfc3339(expiresAt) },
   };
 }

@@ -58,14 +58,22 @@ export function loadTokenFile(path: string): { users: Map<string, UserInfo>; war
   const users = new Map<string, UserInfo>();
   const warnings: string[] = [];
   records.forEach((record, i) => {
-    if (record.length < 3) throw new Error(`token file '${path}' must have at least 3 columns (token, user name, user uid), found ${record.length}`);
+    if (record.length < 3)
+      throw new Error(
+        `token file '${path}' must have at least 3 columns (token, user name, user uid), found ${record.length}`,
+      );
     const [token, username, uid] = record as [string, string, string];
     if (token === '') {
       warnings.push(`empty token has been found in token file '${path}', record number '${i + 1}'`);
       return;
     }
-    if (users.has(token)) warnings.push(`duplicate token has been found in token file '${path}', record number '${i + 1}'`);
-    users.set(token, { username, uid, groups: record.length >= 4 ? record[3]!.split(',').filter((g) => g !== '') : [] });
+    if (users.has(token))
+      warnings.push(`duplicate token has been found in token file '${path}', record number '${i + 1}'`);
+    users.set(token, {
+      username,
+      uid,
+      groups: record.length >= 4 ? record[3]!.split(',').filter((g) => g !== '') : [],
+    });
   });
   return { users, warnings };
 }

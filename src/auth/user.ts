@@ -32,6 +32,11 @@ export function parseServiceAccountUsername(username: string): { namespace: stri
 
 /** The group authenticators add to every user they authenticate (AuthenticatedGroupAdder). */
 export function withAuthenticatedGroup(user: UserInfo): UserInfo {
-  if (user.username === ANONYMOUS_USER || user.groups.includes(ALL_AUTHENTICATED) || user.groups.includes(ALL_UNAUTHENTICATED)) return user;
+  if (
+    user.username === ANONYMOUS_USER ||
+    user.groups.includes(ALL_AUTHENTICATED) ||
+    user.groups.includes(ALL_UNAUTHENTICATED)
+  )
+    return user;
   return { ...user, groups: [...user.groups, ALL_AUTHENTICATED] };
 }

@@ -51,7 +51,9 @@ export function compactWhenQuiet(log: (message: string) => void): () => void {
     }
     since = oldSpaceSize();
     const mib = (bytes: number): string => `${Math.round(bytes / 1048576)} MiB`;
-    log(`quiet: compacted the heap in ${Math.round(performance.now() - t0)} ms, old space ${mib(before)} -> ${mib(since)}`);
+    log(
+      `quiet: compacted the heap in ${Math.round(performance.now() - t0)} ms, old space ${mib(before)} -> ${mib(since)}`,
+    );
     quiet = 0;
     // The fresh window starts after the pause, which the utilisation would otherwise count as busy.
     last = performance.eventLoopUtilization();

@@ -31,12 +31,14 @@ function connectionOf(options: ReplayOptions): Connection | undefined {
   const fromFile = options.kubeconfig === undefined ? undefined : readKubeconfig(options.kubeconfig);
   const server = options.server ?? fromFile?.server;
   if (server === undefined) {
-    if (options.token !== undefined || options.certificateAuthority !== undefined || options.insecureSkipTlsVerify) throw new Error('--token, --certificate-authority and --insecure-skip-tls-verify need --server or --kubeconfig');
+    if (options.token !== undefined || options.certificateAuthority !== undefined || options.insecureSkipTlsVerify)
+      throw new Error('--token, --certificate-authority and --insecure-skip-tls-verify need --server or --kubeconfig');
     return undefined;
   }
   const connection: Connection = { ...fromFile, server };
   if (options.token !== undefined) connection.token = options.token;
-  if (options.certificateAuthority !== undefined) connection.caCert = readFileSync(options.certificateAuthority, 'utf8');
+  if (options.certificateAuthority !== undefined)
+    connection.caCert = readFileSync(options.certificateAuthority, 'utf8');
   if (options.insecureSkipTlsVerify) connection.insecureSkipTlsVerify = true;
   return connection;
 }
@@ -76,15 +78,27 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
     }
   }
   if (process.exitCode === 2) return;
-  if (remote && loaded.length > 1) log.warn(`${loaded.length} scenarios run one after another against ${remote.server}: each sees what the ones before it left`);
+  if (remote && loaded.length > 1)
+    log.warn(
+      `${loaded.length} scenarios run one after another against ${remote.server}: each sees what the ones before it left`,
+    );
   const reports: ScenarioReport[] = [];
   for (const scenario of loaded) {
-    if (remote && (scenario.scenario.seed !== undefined || scenario.scenario.nodes !== undefined || scenario.scenario.controllers !== undefined)) {
+    if (
+      remote &&
+      (scenario.scenario.seed !== undefined ||
+        scenario.scenario.nodes !== undefined ||
+        scenario.scenario.controllers !== undefined)
+    ) {
       log.info(`${scenario.file}: seed, nodes and controllers are the server's own with --server`);
     }
     let report: ScenarioReport;
     try {
-      const run = await runScenario(scenario, { server: remote, seed: options.seed, log: (level, message) => log.log(level, message) });
+      const run = await runScenario(scenario, {
+        server: remote,
+        seed: options.seed,
+        log: (level, message) => log.log(level, message),
+      });
       report = scenarioReport(run);
     } catch (err) {
       process.stderr.write(`${scenario.file}: cannot run: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -52,10 +52,18 @@ function kubeletOptions(options: ServeOptions): SimulatorOptions['kubelet'] {
   let profile = options.nodeProfile ? loadNodeProfile(options.nodeProfile) : defaultProfile();
   if (options.nodeCapacity) {
     const capacity = { ...profile.capacity, ...parseCapacity(options.nodeCapacity) };
-    profile = { ...profile, capacity, allocatable: profile.allocatable ? { ...profile.allocatable, ...parseCapacity(options.nodeCapacity) } : undefined };
+    profile = {
+      ...profile,
+      capacity,
+      allocatable: profile.allocatable ? { ...profile.allocatable, ...parseCapacity(options.nodeCapacity) } : undefined,
+    };
   }
   const settings: Record<string, string> = {};
-  for (const [flag, key, value] of [['--startup-delay', 'kube-sim.dev/startup-delay', options.startupDelay], ['--ready-delay', 'kube-sim.dev/ready-delay', options.readyDelay], ['--stop-delay', 'kube-sim.dev/stop-delay', options.stopDelay]] as const) {
+  for (const [flag, key, value] of [
+    ['--startup-delay', 'kube-sim.dev/startup-delay', options.startupDelay],
+    ['--ready-delay', 'kube-sim.dev/ready-delay', options.readyDelay],
+    ['--stop-delay', 'kube-sim.dev/stop-delay', options.stopDelay],
+  ] as const) {
     if (value === undefined) continue;
     try {
       parseDuration(value);
@@ -139,7 +147,13 @@ export async function serve(options: ServeOptions): Promise<void> {
     return;
   }
   let address = `${options.host}:${options.port}`;
-  const app = buildServer(cluster, { ...sim.serverOptions, advertiseAddress: () => address, logger: log.error, auth: security?.auth, https: tls });
+  const app = buildServer(cluster, {
+    ...sim.serverOptions,
+    advertiseAddress: () => address,
+    logger: log.error,
+    auth: security?.auth,
+    https: tls,
+  });
   if (tls) {
     const plainHttp = answerPlainHttp(app.server as unknown as TlsServer);
     app.addHook('preClose', (done) => {
@@ -183,21 +197,39 @@ export async function serve(options: ServeOptions): Promise<void> {
     const file = resolvePath(options.kubeconfig ?? join(tls?.caDir ?? temporaryDir!, 'kubeconfig'));
     // Without --auth any token is accepted and ignored; kubectl needs one all the same, or over https it stops to
     // prompt for a username and password.
-    writeFileSync(file, kubeconfigYaml({ server: url, token: security?.adminToken ?? (tls ? 'kube-sim' : undefined), caCert: tls?.caCert }), { mode: 0o600 });
-    process.stdout.write(`kubeconfig written to ${file}${tls ? ' (with the CA that signed the serving certificate)' : ''}: export KUBECONFIG=${file}\n`);
+    writeFileSync(
+      file,
+      kubeconfigYaml({
+        server: url,
+        token: security?.adminToken ?? (tls ? 'kube-sim' : undefined),
+        caCert: tls?.caCert,
+      }),
+      { mode: 0o600 },
+    );
+    process.stdout.write(
+      `kubeconfig written to ${file}${tls ? ' (with the CA that signed the serving certificate)' : ''}: export KUBECONFIG=${file}\n`,
+    );
   }
   if (security) {
     process.stdout.write(`auth on: admin token (user ${ADMIN_USER}, group system:masters): ${security.adminToken}\n`);
     // kubectl sends tokens over TLS only: with --tls the kubeconfig written above carries this token.
-    if (!tls) process.stdout.write(`try it: curl -H 'Authorization: Bearer ${security.adminToken}' ${url}/api/v1/namespaces   (for kubectl, serve with --tls as well: kubectl sends tokens over TLS only)\n`);
+    if (!tls)
+      process.stdout.write(
+        `try it: curl -H 'Authorization: Bearer ${security.adminToken}' ${url}/api/v1/namespaces   (for kubectl, serve with --tls as well: kubectl sends tokens over TLS only)\n`,
+      );
   }
   process.stdout.write(`kube-sim serving on ${url}\n`);
-  if (!security && !tls) process.stdout.write(
-    port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')
-      ? `kubectl finds it without a kubeconfig (its default is localhost:8080); or: kubectl --server ${url} get ns\n`
-      : `point kubectl at it: kubectl --server ${url} get ns   (or: sim kubeconfig --server ${url} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`,
+  if (!security && !tls)
+    process.stdout.write(
+      port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')
+        ? `kubectl finds it without a kubeconfig (its default is localhost:8080); or: kubectl --server ${url} get ns\n`
+        : `point kubectl at it: kubectl --server ${url} get ns   (or: sim kubeconfig --server ${url} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`,
+    );
+  log.info(
+    `clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.data ? `, data ${options.data}` : ', in memory'}`,
   );
-  log.info(`clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.data ? `, data ${options.data}` : ', in memory'}`);
   log.info(`controllers: ${manager.names().join(', ') || '(none)'}`);
-  log.info(`nodes: ${options.nodes > 0 ? `${options.nodes} simulated (kubelets adopt Nodes created later too)` : 'none simulated'}; scheduler ${(options.scheduler ?? options.nodes > 0) ? 'on' : 'off'}`);
+  log.info(
+    `nodes: ${options.nodes > 0 ? `${options.nodes} simulated (kubelets adopt Nodes created later too)` : 'none simulated'}; scheduler ${(options.scheduler ?? options.nodes > 0) ? 'on' : 'off'}`,
+  );
 }

@@ -24,7 +24,9 @@ const CA_NAME = [{ name: 'commonName', value: 'kube-sim-ca' }];
  */
 function rsaKeyPair(): forge.pki.rsa.KeyPair {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const forgeKey = forge.pki.privateKeyFromPem(privateKey.export({ type: 'pkcs1', format: 'pem' }).toString()) as forge.pki.rsa.PrivateKey;
+  const forgeKey = forge.pki.privateKeyFromPem(
+    privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
+  ) as forge.pki.rsa.PrivateKey;
   return { privateKey: forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e) };
 }
 
@@ -75,7 +77,10 @@ function createServingCert(ca: { cert: string; key: string }, host: string): { c
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
     { name: 'extKeyUsage', serverAuth: true },
-    { name: 'subjectAltName', altNames: [...[...dns].map((value) => ({ type: 2, value })), ...[...ips].map((ip) => ({ type: 7, ip }))] },
+    {
+      name: 'subjectAltName',
+      altNames: [...[...dns].map((value) => ({ type: 2, value })), ...[...ips].map((ip) => ({ type: 7, ip }))],
+    },
     { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
   ]);
   cert.sign(caKey, forge.md.sha256.create());
@@ -103,7 +108,10 @@ export function servingTls(host: string, dataPath?: string): ServingTls {
     if (existsSync(certFile) && existsSync(keyFile)) {
       ca = { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
       const notAfter = forge.pki.certificateFromPem(ca.cert).validity.notAfter.getTime();
-      if (notAfter < wallClock.now() + DAY_MS) throw new Error(`the CA in ${certFile} expires on ${new Date(notAfter).toISOString()}: remove ${caDir} to have a new one made`);
+      if (notAfter < wallClock.now() + DAY_MS)
+        throw new Error(
+          `the CA in ${certFile} expires on ${new Date(notAfter).toISOString()}: remove ${caDir} to have a new one made`,
+        );
     } else {
       ca = createCa();
       mkdirSync(caDir, { recursive: true, mode: 0o700 });

@@ -40,14 +40,27 @@ export interface KubeClient {
   updateStatus(gvr: Gvr, obj: KubeObject): Promise<KubeObject>;
   /** PUT of a namespace's /finalize subresource. */
   finalizeNamespace(obj: KubeObject): Promise<KubeObject>;
-  patch(gvr: Gvr, namespace: string | undefined, name: string, type: PatchType, patch: unknown, subresource?: 'status'): Promise<KubeObject>;
+  patch(
+    gvr: Gvr,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    subresource?: 'status',
+  ): Promise<KubeObject>;
   delete(gvr: Gvr, namespace: string | undefined, name: string, options?: DeleteOptions): Promise<void>;
   /**
    * POST to a subresource that acts on the object (pods/NAME/binding, pods/NAME/eviction); resolves to the
    * Status the server answers. Optional so that clients written before it still compile; the scheduler,
    * kubelets and node lifecycle controller need it.
    */
-  createSubresource?(gvr: Gvr, namespace: string | undefined, name: string, subresource: string, body: unknown): Promise<unknown>;
+  createSubresource?(
+    gvr: Gvr,
+    namespace: string | undefined,
+    name: string,
+    subresource: string,
+    body: unknown,
+  ): Promise<unknown>;
   /**
    * GET and PUT of a resource's autoscaling/v1 Scale subresource (client-go's scale client, which the HPA controller
    * uses on any kind that has one). Optional, as createSubresource is.
@@ -55,7 +68,13 @@ export interface KubeClient {
   getScale?(gvr: Gvr, namespace: string | undefined, name: string): Promise<KubeObject>;
   updateScale?(gvr: Gvr, scale: KubeObject): Promise<KubeObject>;
   /** Starts a watch; `onClose` runs once when it ends, with the error (a 410 Expired Status) if it failed. */
-  watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle;
+  watch(
+    gvr: Gvr,
+    namespace: string | undefined,
+    options: WatchOptions,
+    onEvent: WatchEventHandler,
+    onClose: (error?: Error) => void,
+  ): WatchHandle;
 }
 
 export const Resources = {

@@ -24,7 +24,10 @@ export interface HttpRequest {
 export type HttpTransport = (request: HttpRequest) => Promise<HttpReply>;
 
 /** The part of fetch the HTTP client uses: the global one, or one that carries a connection's credentials. */
-export type Fetch = (url: string, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal }) => Promise<FetchReply>;
+export type Fetch = (
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal },
+) => Promise<FetchReply>;
 
 export interface FetchReply {
   ok: boolean;
@@ -42,7 +45,9 @@ export async function connectionFetch(connection: Connection): Promise<Fetch> {
   let base: Fetch = fetch;
   if (connection.server.startsWith('https:') && (connection.caCert !== undefined || connection.insecureSkipTlsVerify)) {
     const { Agent, fetch: undiciFetch } = await import('undici');
-    const dispatcher = new Agent({ connect: connection.insecureSkipTlsVerify ? { rejectUnauthorized: false } : { ca: connection.caCert } });
+    const dispatcher = new Agent({
+      connect: connection.insecureSkipTlsVerify ? { rejectUnauthorized: false } : { ca: connection.caCert },
+    });
     base = (url, init) => undiciFetch(url, { ...init, dispatcher });
   }
   const token = connection.token;
@@ -73,12 +78,28 @@ export function resourcePath(gvr: Gvr, namespace: string | undefined, name?: str
 /** The ApiError a failed reply stands for (its Status when it has one). */
 export function errorOf(reply: HttpReply, what: string): ApiError {
   try {
-    const status = JSON.parse(reply.text) as { kind?: string; code?: number; reason?: string; message?: string; details?: ApiError['details'] };
-    if (status.kind === 'Status') return new ApiError(status.code ?? reply.status, status.reason ?? 'Unknown', status.message ?? what, status.details);
+    const status = JSON.parse(reply.text) as {
+      kind?: string;
+      code?: number;
+      reason?: string;
+      message?: string;
+      details?: ApiError['details'];
+    };
+    if (status.kind === 'Status')
+      return new ApiError(
+        status.code ?? reply.status,
+        status.reason ?? 'Unknown',
+        status.message ?? what,
+        status.details,
+      );
   } catch {
     // not JSON
   }
-  return new ApiError(reply.status, reply.status === 404 ? 'NotFound' : 'Unknown', `${what}: HTTP ${reply.status}: ${reply.text.slice(0, 200)}`);
+  return new ApiError(
+    reply.status,
+    reply.status === 404 ? 'NotFound' : 'Unknown',
+    `${what}: HTTP ${reply.status}: ${reply.text.slice(0, 200)}`,
+  );
 }
 
 function query(params: Record<string, string | number | undefined>): string {
@@ -104,7 +125,12 @@ export class HttpClient implements KubeClient {
   }
 
   private async call<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
-    const reply = await this.transport({ method, path, body: body === undefined ? undefined : JSON.stringify(body), contentType });
+    const reply = await this.transport({
+      method,
+      path,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      contentType,
+    });
     if (reply.status < 200 || reply.status >= 300) throw errorOf(reply, `${method} ${path}`);
     return JSON.parse(reply.text) as T;
   }
@@ -114,7 +140,12 @@ export class HttpClient implements KubeClient {
   }
 
   list(gvr: Gvr, namespace: string | undefined, options: ListOptions = {}): Promise<KubeList> {
-    const q = query({ labelSelector: options.labelSelector, fieldSelector: options.fieldSelector, limit: options.limit, continue: options.continue });
+    const q = query({
+      labelSelector: options.labelSelector,
+      fieldSelector: options.fieldSelector,
+      limit: options.limit,
+      continue: options.continue,
+    });
     return this.call('GET', resourcePath(gvr, namespace) + q);
   }
 
@@ -131,20 +162,41 @@ export class HttpClient implements KubeClient {
   }
 
   finalizeNamespace(obj: KubeObject): Promise<KubeObject> {
-    return this.call('PUT', resourcePath({ group: '', version: 'v1', resource: 'namespaces' }, undefined, obj.metadata.name, 'finalize'), obj);
+    return this.call(
+      'PUT',
+      resourcePath({ group: '', version: 'v1', resource: 'namespaces' }, undefined, obj.metadata.name, 'finalize'),
+      obj,
+    );
   }
 
-  patch(gvr: Gvr, namespace: string | undefined, name: string, type: PatchType, patch: unknown, subresource?: 'status'): Promise<KubeObject> {
+  patch(
+    gvr: Gvr,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    subresource?: 'status',
+  ): Promise<KubeObject> {
     const contentType = Object.entries(PATCH_CONTENT_TYPES).find(([, t]) => t === type)![0];
     return this.call('PATCH', resourcePath(gvr, namespace, name, subresource), patch, contentType);
   }
 
   async delete(gvr: Gvr, namespace: string | undefined, name: string, options: DeleteOptions = {}): Promise<void> {
-    await this.call('DELETE', resourcePath(gvr, namespace, name), { kind: 'DeleteOptions', apiVersion: 'v1', ...options });
+    await this.call('DELETE', resourcePath(gvr, namespace, name), {
+      kind: 'DeleteOptions',
+      apiVersion: 'v1',
+      ...options,
+    });
   }
 
   /** POST to a subresource that acts on the object (pods/NAME/binding, pods/NAME/eviction): resolves to the Status. */
-  createSubresource(gvr: Gvr, namespace: string | undefined, name: string, subresource: string, body: unknown): Promise<unknown> {
+  createSubresource(
+    gvr: Gvr,
+    namespace: string | undefined,
+    name: string,
+    subresource: string,
+    body: unknown,
+  ): Promise<unknown> {
     return this.call('POST', resourcePath(gvr, namespace, name, subresource), body);
   }
 
@@ -156,7 +208,13 @@ export class HttpClient implements KubeClient {
     return this.call('PUT', resourcePath(gvr, scale.metadata.namespace, scale.metadata.name, 'scale'), scale);
   }
 
-  watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle {
+  watch(
+    gvr: Gvr,
+    namespace: string | undefined,
+    options: WatchOptions,
+    onEvent: WatchEventHandler,
+    onClose: (error?: Error) => void,
+  ): WatchHandle {
     const abort = new AbortController();
     const q = query({
       watch: 'true',
@@ -175,7 +233,12 @@ export class HttpClient implements KubeClient {
     void (async () => {
       const res = await this.fetchFn(url, { headers: { accept: 'application/json' }, signal: abort.signal });
       if (!res.ok || !res.body) {
-        finish(errorOf({ status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() }, `watch ${url}`));
+        finish(
+          errorOf(
+            { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() },
+            `watch ${url}`,
+          ),
+        );
         return;
       }
       const decoder = new TextDecoder();
@@ -190,7 +253,13 @@ export class HttpClient implements KubeClient {
             abort.abort();
             return;
           }
-          if (isPlainObject(event.object) && (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED' || event.type === 'BOOKMARK')) {
+          if (
+            isPlainObject(event.object) &&
+            (event.type === 'ADDED' ||
+              event.type === 'MODIFIED' ||
+              event.type === 'DELETED' ||
+              event.type === 'BOOKMARK')
+          ) {
             onEvent(event.type, event.object);
           }
         }

@@ -49,14 +49,29 @@ export class InProcessClient implements KubeClient {
   }
 
   async updateStatus(gvr: Gvr, obj: KubeObject): Promise<KubeObject> {
-    return this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj, { subresource: 'status' });
+    return this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj, {
+      subresource: 'status',
+    });
   }
 
   async finalizeNamespace(obj: KubeObject): Promise<KubeObject> {
-    return this.cluster.api.update(this.kind({ group: '', version: 'v1', resource: 'namespaces' }), undefined, obj.metadata.name!, obj, { subresource: 'finalize' });
+    return this.cluster.api.update(
+      this.kind({ group: '', version: 'v1', resource: 'namespaces' }),
+      undefined,
+      obj.metadata.name!,
+      obj,
+      { subresource: 'finalize' },
+    );
   }
 
-  async patch(gvr: Gvr, namespace: string | undefined, name: string, type: PatchType, patch: unknown, subresource?: 'status'): Promise<KubeObject> {
+  async patch(
+    gvr: Gvr,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    subresource?: 'status',
+  ): Promise<KubeObject> {
     return this.cluster.api.patch(this.kind(gvr), namespace, name, type, patch, subresource ? { subresource } : {});
   }
 
@@ -64,7 +79,13 @@ export class InProcessClient implements KubeClient {
     this.cluster.api.delete(this.kind(gvr), namespace, name, options);
   }
 
-  async createSubresource(gvr: Gvr, namespace: string | undefined, name: string, subresource: string, body: unknown): Promise<unknown> {
+  async createSubresource(
+    gvr: Gvr,
+    namespace: string | undefined,
+    name: string,
+    subresource: string,
+    body: unknown,
+  ): Promise<unknown> {
     const info = this.kind(gvr);
     const handler = info.extraSubresources?.find((s) => s.name === subresource)?.create;
     if (!handler) throw Errors.pathNotFound();
@@ -77,7 +98,15 @@ export class InProcessClient implements KubeClient {
   }
 
   async updateScale(gvr: Gvr, scale: KubeObject): Promise<KubeObject> {
-    return writeScale(this.cluster.api, this.scalable(gvr), scale.metadata.namespace, scale.metadata.name!, () => scale, true, {});
+    return writeScale(
+      this.cluster.api,
+      this.scalable(gvr),
+      scale.metadata.namespace,
+      scale.metadata.name!,
+      () => scale,
+      true,
+      {},
+    );
   }
 
   private scalable(gvr: Gvr): KindInfo {
@@ -86,7 +115,13 @@ export class InProcessClient implements KubeClient {
     return info;
   }
 
-  watch(gvr: Gvr, namespace: string | undefined, options: WatchOptions, onEvent: WatchEventHandler, onClose: (error?: Error) => void): WatchHandle {
+  watch(
+    gvr: Gvr,
+    namespace: string | undefined,
+    options: WatchOptions,
+    onEvent: WatchEventHandler,
+    onClose: (error?: Error) => void,
+  ): WatchHandle {
     const queue: Array<[WatchEventType, KubeObject]> = [];
     let closed = false;
     let scheduled = false;

@@ -37,7 +37,12 @@ export class Informer {
     private readonly client: KubeClient,
     readonly gvr: Gvr,
     private readonly clock: Clock,
-    private readonly options: { namespace?: string; labelSelector?: string; fieldSelector?: string; resyncMs?: number } = {},
+    private readonly options: {
+      namespace?: string;
+      labelSelector?: string;
+      fieldSelector?: string;
+      resyncMs?: number;
+    } = {},
   ) {
     this.addIndex(NAMESPACE_INDEX, (obj) => [obj.metadata.namespace ?? '']);
   }
@@ -135,7 +140,11 @@ export class Informer {
     this.watchHandle = this.client.watch(
       this.gvr,
       this.options.namespace,
-      { resourceVersion: this.lastResourceVersion, labelSelector: this.options.labelSelector, fieldSelector: this.options.fieldSelector },
+      {
+        resourceVersion: this.lastResourceVersion,
+        labelSelector: this.options.labelSelector,
+        fieldSelector: this.options.fieldSelector,
+      },
       (type, obj) => {
         if (obj.metadata.resourceVersion) this.lastResourceVersion = obj.metadata.resourceVersion;
         if (type !== 'BOOKMARK') this.apply(type, obj);

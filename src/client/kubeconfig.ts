@@ -19,9 +19,12 @@ export interface Connection {
  */
 export function kubeconfigYaml({ server, token, caCert, insecureSkipTlsVerify }: Connection): string {
   // An https server: trust its CA (sim serve --tls makes one); plain http: skip verification as above.
-  const skipVerify = caCert !== undefined
-    ? `\n    certificate-authority-data: ${Buffer.from(caCert).toString('base64')}`
-    : server.startsWith('http:') || insecureSkipTlsVerify ? '\n    insecure-skip-tls-verify: true' : '';
+  const skipVerify =
+    caCert !== undefined
+      ? `\n    certificate-authority-data: ${Buffer.from(caCert).toString('base64')}`
+      : server.startsWith('http:') || insecureSkipTlsVerify
+        ? '\n    insecure-skip-tls-verify: true'
+        : '';
   // A bearer token (sim serve --auth); kubectl sends it over TLS only.
   const user = token === undefined ? ' {}' : `\n    token: ${JSON.stringify(token)}`;
   return `apiVersion: v1
@@ -75,7 +78,8 @@ export function readKubeconfig(file: string): Connection {
   const clusterName = text(context.cluster) ?? '';
   const cluster = named(config, 'clusters', clusterName);
   const server = cluster && text(cluster.server);
-  if (!server) throw new Error(`kubeconfig ${file}: cluster "${clusterName}" of context "${contextName}" has no server`);
+  if (!server)
+    throw new Error(`kubeconfig ${file}: cluster "${clusterName}" of context "${contextName}" has no server`);
   const relative = (path: string): string => resolve(dirname(file), path);
   const connection: Connection = { server };
   const caData = text(cluster['certificate-authority-data']);
@@ -84,7 +88,10 @@ export function readKubeconfig(file: string): Connection {
   else if (caFile) connection.caCert = readFileSync(relative(caFile), 'utf8');
   if (cluster['insecure-skip-tls-verify'] === true) connection.insecureSkipTlsVerify = true;
   const user = named(config, 'users', text(context.user) ?? '');
-  const token = user && (text(user.token) ?? (text(user.tokenFile) ? readFileSync(relative(text(user.tokenFile)!), 'utf8').trim() : undefined));
+  const token =
+    user &&
+    (text(user.token) ??
+      (text(user.tokenFile) ? readFileSync(relative(text(user.tokenFile)!), 'utf8').trim() : undefined));
   if (token) connection.token = token;
   return connection;
 }

@@ -254,7 +254,11 @@ function dayAndTime(milli: number): [string, string, number] {
   }
   const inDay = milli - dayStart;
   const second = Math.floor(inDay / 1000);
-  const time = [TWO_DIGITS[Math.floor(second / 3600)], TWO_DIGITS[Math.floor(second / 60) % 60], TWO_DIGITS[second % 60]].join(':');
+  const time = [
+    TWO_DIGITS[Math.floor(second / 3600)],
+    TWO_DIGITS[Math.floor(second / 60) % 60],
+    TWO_DIGITS[second % 60],
+  ].join(':');
   return [dayPrefix, time, inDay % 1000];
 }
 

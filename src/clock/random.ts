@@ -62,7 +62,13 @@ export class SeededRandom {
     const d = this.nextUint32();
     // Two hex digits a byte from a table: toString(16) of a word above 2^31 (a heap number) was ~0.5-1 us each.
     // join() gives one flat string (see rfc3339 in clock.ts): every object keeps its uid.
-    return [word(a), HEX[(b >>> 24) & 255]! + HEX[(b >>> 16) & 255]!, HEX[(b >>> 8) & 255]! + HEX[b & 255]!, HEX[(c >>> 24) & 255]! + HEX[(c >>> 16) & 255]!, HEX[(c >>> 8) & 255]! + HEX[c & 255]! + word(d)].join('-');
+    return [
+      word(a),
+      HEX[(b >>> 24) & 255]! + HEX[(b >>> 16) & 255]!,
+      HEX[(b >>> 8) & 255]! + HEX[b & 255]!,
+      HEX[(c >>> 24) & 255]! + HEX[(c >>> 16) & 255]!,
+      HEX[(c >>> 8) & 255]! + HEX[c & 255]! + word(d),
+    ].join('-');
   }
 
   /** Random suffix in apimachinery's alphabet (no vowels, no confusable digits), as generateName uses. */

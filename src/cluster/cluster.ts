@@ -37,7 +37,9 @@ export const DEFAULT_VIRTUAL_START = Date.UTC(2025, 0, 1);
 
 /** The clock a cluster runs on: virtual time starts at options.startTime, else where it was left (`resumed`), else 2025-01-01. */
 function clockFor(options: ClusterOptions, resumed?: number): Clock {
-  return options.clock === 'virtual' ? new VirtualClock(options.startTime ?? resumed ?? DEFAULT_VIRTUAL_START) : new RealClock();
+  return options.clock === 'virtual'
+    ? new VirtualClock(options.startTime ?? resumed ?? DEFAULT_VIRTUAL_START)
+    : new RealClock();
 }
 const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 
@@ -68,7 +70,8 @@ export class Cluster {
       allocateClusterIP: () => ips.allocate(),
       objects: (table) => store.all(table),
       // CRD writes are rare and CRDs few: a scan per CRD write, as kube-apiserver's naming controller lists them.
-      crdsOfGroup: (group) => store.all(crdKey).filter((crd) => (crd.spec as { group?: unknown } | undefined)?.group === group),
+      crdsOfGroup: (group) =>
+        store.all(crdKey).filter((crd) => (crd.spec as { group?: unknown } | undefined)?.group === group),
     };
     this.api = new GenericStore(store, this.registry, ctx);
     for (const info of builtinKinds) this.registry.add(info);
@@ -106,7 +109,11 @@ export class Cluster {
         snapshotBytes: snapshotFile.bytes,
         now: () => clock.now(),
         onDurable: (revision) => store.releaseWatchEvents(revision),
-        onError: (err) => options.log?.('error', `--data: writing ${paths.wal} failed (${err.message}); writes are no longer acknowledged`),
+        onError: (err) =>
+          options.log?.(
+            'error',
+            `--data: writing ${paths.wal} failed (${err.message}); writes are no longer acknowledged`,
+          ),
       });
       // From here to the log's attachment nothing awaits: a write that restoring triggers (a listener's
       // microtask) finds the log attached.
@@ -114,11 +121,16 @@ export class Cluster {
       // CustomResourceDefinitions first: loading one registers the table its objects go to.
       const crds = 'apiextensions.k8s.io/customresourcedefinitions';
       const resources = Object.entries(snapshot.resources).sort(([a], [b]) => Number(b === crds) - Number(a === crds));
-      for (const [resource, objects] of resources) if (store.resourceKeys().includes(resource)) store.load(resource, objects);
+      for (const [resource, objects] of resources)
+        if (store.resourceKeys().includes(resource)) store.load(resource, objects);
       // The log on top of the snapshot: objects, the revision counter and the watch history after the snapshot.
       const unserved = new Set<string>();
-      for (const r of scan.records) if (r.r > snapshot.revision && !store.replay(r.k, r.t, r.r, r.o, r.n, r.m)) unserved.add(r.k);
-      if (unserved.size > 0) cluster.recoveryNotes.push(`dropped logged changes of resources this server does not serve: ${[...unserved].join(', ')}`);
+      for (const r of scan.records)
+        if (r.r > snapshot.revision && !store.replay(r.k, r.t, r.r, r.o, r.n, r.m)) unserved.add(r.k);
+      if (unserved.size > 0)
+        cluster.recoveryNotes.push(
+          `dropped logged changes of resources this server does not serve: ${[...unserved].join(', ')}`,
+        );
       if (scan.discarded) {
         const { offset, why, repaired } = scan.discarded;
         cluster.recoveryNotes.push(
@@ -127,7 +139,8 @@ export class Cluster {
             : `discarded a torn record at the end of ${paths.wal} (byte offset ${offset}, ${why}): a write that was never acknowledged`,
         );
       }
-      for (const svc of store.all('/services')) cluster.ipAllocator.reserve((svc.spec as { clusterIP?: unknown }).clusterIP);
+      for (const svc of store.all('/services'))
+        cluster.ipAllocator.reserve((svc.spec as { clusterIP?: unknown }).clusterIP);
       wal.startAt(store.currentRevision);
       cluster.wal = wal;
       // On a virtual clock, time does not move on while watch events wait for their fsync.
@@ -149,12 +162,14 @@ export class Cluster {
   private bootstrap(): void {
     const namespaces = this.kind('', 'v1', 'namespaces');
     for (const name of SYSTEM_NAMESPACES) {
-      if (!this.store.get(resourceKey(namespaces), undefined, name)) this.api.create(namespaces, undefined, { metadata: { name } });
+      if (!this.store.get(resourceKey(namespaces), undefined, name))
+        this.api.create(namespaces, undefined, { metadata: { name } });
     }
     // The scheduling post-start hook's system PriorityClasses.
     const priorityClasses = this.kind('scheduling.k8s.io', 'v1', 'priorityclasses');
     for (const pc of systemPriorityClasses) {
-      if (!this.store.get(resourceKey(priorityClasses), undefined, (pc.metadata as { name: string }).name)) this.api.create(priorityClasses, undefined, pc);
+      if (!this.store.get(resourceKey(priorityClasses), undefined, (pc.metadata as { name: string }).name))
+        this.api.create(priorityClasses, undefined, pc);
     }
     const services = this.kind('', 'v1', 'services');
     if (!this.store.get(resourceKey(services), 'default', 'kubernetes')) {

@@ -64,10 +64,12 @@ export class EventExpiry {
       const resource = this.resource ? this.resource[i]! : this.resources[0]!;
       const current = this.store.get(resource, this.namespace[i]!, this.name[i]!);
       // Only the entry of the latest write expires the event; earlier entries of a rewritten event are stale.
-      if (current && Number(current.metadata.resourceVersion) === this.revision[i]) this.store.delete(resource, this.namespace[i]!, this.name[i]!);
+      if (current && Number(current.metadata.resourceVersion) === this.revision[i])
+        this.store.delete(resource, this.namespace[i]!, this.name[i]!);
     }
     if (this.head > 4096 && this.head * 2 > this.at.length) {
-      for (const column of [this.at, this.revision, this.namespace, this.name, this.resource]) column?.splice(0, this.head);
+      for (const column of [this.at, this.revision, this.namespace, this.name, this.resource])
+        column?.splice(0, this.head);
       this.head = 0;
     }
     if (this.head < this.at.length) this.arm(this.at[this.head]!);

@@ -38,7 +38,12 @@ export function childSelector(selector: LabelSelector): ChildSelector {
   };
 }
 
-export function planClaims(owner: KubeObject, selector: ChildSelector, controlled: readonly KubeObject[], orphans: readonly KubeObject[]): Claims {
+export function planClaims(
+  owner: KubeObject,
+  selector: ChildSelector,
+  controlled: readonly KubeObject[],
+  orphans: readonly KubeObject[],
+): Claims {
   const deleting = owner.metadata.deletionTimestamp !== undefined;
   const claims: Claims = { owned: [], adopt: [], release: [] };
   for (const child of controlled) {
@@ -73,7 +78,10 @@ export async function applyClaims(
       try {
         owned.push(
           await client.patch(gvr, child.metadata.namespace, child.metadata.name!, 'merge', {
-            metadata: { ownerReferences: [...(child.metadata.ownerReferences ?? []), ref], resourceVersion: child.metadata.resourceVersion },
+            metadata: {
+              ownerReferences: [...(child.metadata.ownerReferences ?? []), ref],
+              resourceVersion: child.metadata.resourceVersion,
+            },
           }),
         );
       } catch (err) {

@@ -21,15 +21,18 @@ function selectorsOf(role: KubeObject): unknown[] | undefined {
 export function aggregatedRules(role: KubeObject, all: readonly KubeObject[]): unknown[] {
   const rules: unknown[] = [];
   for (const selectorObject of selectorsOf(role) ?? []) {
-    let selector;
+    let selector: ReturnType<typeof selectorFromObject>;
     try {
       selector = selectorFromObject(selectorObject);
     } catch {
       continue;
     }
-    const matching = all.filter((r) => r.metadata.name !== role.metadata.name && selector.matches(r.metadata.labels)).sort((a, b) => (a.metadata.name! < b.metadata.name! ? -1 : 1));
+    const matching = all
+      .filter((r) => r.metadata.name !== role.metadata.name && selector.matches(r.metadata.labels))
+      .sort((a, b) => (a.metadata.name! < b.metadata.name! ? -1 : 1));
     for (const other of matching) {
-      for (const rule of Array.isArray(other.rules) ? other.rules : []) if (!rules.some((r) => deepEqual(r, rule))) rules.push(rule);
+      for (const rule of Array.isArray(other.rules) ? other.rules : [])
+        if (!rules.some((r) => deepEqual(r, rule))) rules.push(rule);
     }
   }
   return rules;

@@ -28,7 +28,11 @@ export function configWatcher(ctx: ControllerContext): Controller {
   const configmaps = ctx.informers.for(Resources.configmaps);
   const secrets = ctx.informers.for(Resources.secrets);
   const pods = ctx.informers.for(Resources.pods);
-  const workloads: Array<{ gvr: Gvr; informer: Informer }> = [Resources.deployments, Resources.statefulsets, Resources.daemonsets].map((gvr) => ({
+  const workloads: Array<{ gvr: Gvr; informer: Informer }> = [
+    Resources.deployments,
+    Resources.statefulsets,
+    Resources.daemonsets,
+  ].map((gvr) => ({
     gvr,
     informer: ctx.informers.for(gvr),
   }));
@@ -69,18 +73,33 @@ export function configWatcher(ctx: ControllerContext): Controller {
 
   async function deleteSelectedPods(configmap: KubeObject, selectorText: string): Promise<void> {
     const namespace = configmap.metadata.namespace!;
-    let selector;
+    let selector: ReturnType<typeof parseLabelSelector>;
     try {
       selector = parseLabelSelector(selectorText);
     } catch {
-      recorder.event(configmap, 'Warning', 'InvalidSelector', `annotation ${POD_DELETE_SELECTOR} is not a valid label selector: ${selectorText}`);
+      recorder.event(
+        configmap,
+        'Warning',
+        'InvalidSelector',
+        `annotation ${POD_DELETE_SELECTOR} is not a valid label selector: ${selectorText}`,
+      );
       return;
     }
-    const matching = pods.listNamespace(namespace).filter((p) => !p.metadata.deletionTimestamp && selector.matches(p.metadata.labels));
+    const matching = pods
+      .listNamespace(namespace)
+      .filter((p) => !p.metadata.deletionTimestamp && selector.matches(p.metadata.labels));
     for (const pod of matching) {
-      ctx.log('info', `configwatcher: ConfigMap ${namespace}/${configmap.metadata.name} changed, deleting pod ${pod.metadata.name} (selector ${selectorText})`);
+      ctx.log(
+        'info',
+        `configwatcher: ConfigMap ${namespace}/${configmap.metadata.name} changed, deleting pod ${pod.metadata.name} (selector ${selectorText})`,
+      );
       await ignoreNotFound(ctx.client.delete(Resources.pods, namespace, pod.metadata.name!));
-      recorder.event(configmap, 'Normal', 'PodDeleted', `Deleted pod ${pod.metadata.name} matching ${selectorText} after ConfigMap change`);
+      recorder.event(
+        configmap,
+        'Normal',
+        'PodDeleted',
+        `Deleted pod ${pod.metadata.name} matching ${selectorText} after ConfigMap change`,
+      );
     }
   }
 
@@ -89,15 +108,30 @@ export function configWatcher(ctx: ControllerContext): Controller {
     const envName = `STAKATER_${source.metadata.name!.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_${kind.toUpperCase()}`;
     for (const { gvr, informer } of workloads) {
       for (const workload of informer.byIndex('reloader-source', sourceKey)) {
-        const template = (workload.spec as { template?: { spec?: { containers?: Array<Record<string, unknown>> } } }).template;
+        const template = (workload.spec as { template?: { spec?: { containers?: Array<Record<string, unknown>> } } })
+          .template;
         const containers = template?.spec?.containers ?? [];
         const patchContainers = containers.map((c) => {
-          const env = (Array.isArray(c.env) ? (c.env as Array<{ name: string; value?: string }>) : []).filter((e) => e.name !== envName);
+          const env = (Array.isArray(c.env) ? (c.env as Array<{ name: string; value?: string }>) : []).filter(
+            (e) => e.name !== envName,
+          );
           return { name: c.name, env: [...env, { name: envName, value: hash }] };
         });
-        ctx.log('info', `configwatcher: ${kind} ${sourceKey} changed, rolling ${gvr.resource} ${workload.metadata.namespace}/${workload.metadata.name}`);
-        await ignoreNotFound(ctx.client.patch(gvr, workload.metadata.namespace, workload.metadata.name!, 'strategic', { spec: { template: { spec: { containers: patchContainers } } } }));
-        recorder.event(workload, 'Normal', 'Reloaded', `Changes detected in ${kind} ${source.metadata.name}: rolling restart`);
+        ctx.log(
+          'info',
+          `configwatcher: ${kind} ${sourceKey} changed, rolling ${gvr.resource} ${workload.metadata.namespace}/${workload.metadata.name}`,
+        );
+        await ignoreNotFound(
+          ctx.client.patch(gvr, workload.metadata.namespace, workload.metadata.name!, 'strategic', {
+            spec: { template: { spec: { containers: patchContainers } } },
+          }),
+        );
+        recorder.event(
+          workload,
+          'Normal',
+          'Reloaded',
+          `Changes detected in ${kind} ${source.metadata.name}: rolling restart`,
+        );
       }
     }
   }
@@ -110,7 +144,9 @@ export function configWatcher(ctx: ControllerContext): Controller {
 }
 
 function dataHash(obj: KubeObject): string {
-  return createHash('sha1').update(JSON.stringify([obj.data ?? null, obj.binaryData ?? null])).digest('hex');
+  return createHash('sha1')
+    .update(JSON.stringify([obj.data ?? null, obj.binaryData ?? null]))
+    .digest('hex');
 }
 
 /** "configmap/ns/name" keys of the sources a workload asked Reloader to follow. */
@@ -119,11 +155,16 @@ function reloaderSources(workload: KubeObject): string[] {
   const ns = workload.metadata.namespace;
   const out = new Set<string>();
   const named = (annotation: string, kind: Source): void => {
-    for (const name of (annotations[annotation] ?? '').split(',').map((s) => s.trim()).filter(Boolean)) out.add(`${kind}/${ns}/${name}`);
+    for (const name of (annotations[annotation] ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean))
+      out.add(`${kind}/${ns}/${name}`);
   };
   named(RELOADER_CONFIGMAPS, 'configmap');
   named(RELOADER_SECRETS, 'secret');
-  if (annotations[RELOADER_AUTO] === 'true') for (const ref of referencedSources(workload)) out.add(`${ref.kind}/${ns}/${ref.name}`);
+  if (annotations[RELOADER_AUTO] === 'true')
+    for (const ref of referencedSources(workload)) out.add(`${ref.kind}/${ns}/${ref.name}`);
   return [...out];
 }
 
@@ -150,7 +191,10 @@ export function referencedSources(workload: KubeObject): Array<{ kind: Source; n
   for (const v of Array.isArray(spec.volumes) ? (spec.volumes as Array<Record<string, unknown>>) : []) {
     if (isPlainObject(v.configMap)) add('configmap', v.configMap.name);
     if (isPlainObject(v.secret)) add('secret', v.secret.secretName);
-    const sources = isPlainObject(v.projected) && Array.isArray(v.projected.sources) ? (v.projected.sources as Array<Record<string, unknown>>) : [];
+    const sources =
+      isPlainObject(v.projected) && Array.isArray(v.projected.sources)
+        ? (v.projected.sources as Array<Record<string, unknown>>)
+        : [];
     for (const s of sources) {
       if (isPlainObject(s.configMap)) add('configmap', s.configMap.name);
       if (isPlainObject(s.secret)) add('secret', s.secret.name);

@@ -18,7 +18,14 @@ export function controllerOf(obj: KubeObject): OwnerReference | undefined {
 
 /** The reference a controller puts on what it creates (metav1.NewControllerRef). */
 export function newControllerRef(owner: KubeObject, apiVersion: string, kind: string): OwnerReference {
-  return { apiVersion, kind, name: owner.metadata.name!, uid: owner.metadata.uid!, controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion,
+    kind,
+    name: owner.metadata.name!,
+    uid: owner.metadata.uid!,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** Adds the controller-uid index to an informer (idempotent: the same function each time). */

@@ -3,16 +3,40 @@ import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/type
 import { Resources } from '../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { Expectations } from '../runtime/expectations.js';
-import { controlledBy, controllerOf, indexByController, newControllerRef, wakeOwnerOnPodEvents } from './controller-ref.js';
-import { CONTROLLER_REVISION_HASH_LABEL, newRevision, nextRevisionNumber, planUpdateRevision, revisionsToTruncate, templatePatch } from './history.js';
+import {
+  controlledBy,
+  controllerOf,
+  indexByController,
+  newControllerRef,
+  wakeOwnerOnPodEvents,
+} from './controller-ref.js';
+import {
+  CONTROLLER_REVISION_HASH_LABEL,
+  newRevision,
+  nextRevisionNumber,
+  planUpdateRevision,
+  revisionsToTruncate,
+  templatePatch,
+} from './history.js';
 import { ignoreNotFound } from './namespace.js';
 import { fitsNodeAffinity, nodeTaints, targetNodeName, untoleratedTaint, type Toleration } from './node-fit.js';
-import { creationTime, isPodAvailable, isPodReady, isTerminal, isTerminating, msUntilAvailable, podPhase } from './pod-util.js';
+import {
+  creationTime,
+  isPodAvailable,
+  isPodReady,
+  isTerminal,
+  isTerminating,
+  msUntilAvailable,
+  podPhase,
+} from './pod-util.js';
 
 export const TEMPLATE_GENERATION_LABEL = 'pod-template-generation';
 
 interface DaemonSetSpec {
-  template?: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: Record<string, unknown> };
+  template?: {
+    metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    spec?: Record<string, unknown>;
+  };
   minReadySeconds?: number;
   revisionHistoryLimit?: number;
   updateStrategy?: { type?: string; rollingUpdate?: { maxUnavailable?: number | string; maxSurge?: number | string } };
@@ -72,14 +96,21 @@ export function daemonPodTolerations(podSpec: Record<string, unknown>): Tolerati
  * existing one may stay. A NoSchedule taint the pod does not tolerate keeps new pods off but lets a running
  * one stay; an untolerated NoExecute taint evicts it.
  */
-export function nodeShouldRunDaemonPod(ds: KubeObject, node: KubeObject): { shouldRun: boolean; shouldContinueRunning: boolean } {
+export function nodeShouldRunDaemonPod(
+  ds: KubeObject,
+  node: KubeObject,
+): { shouldRun: boolean; shouldContinueRunning: boolean } {
   const podSpec = (dsSpec(ds).template?.spec ?? {}) as Record<string, unknown>;
-  if (typeof podSpec.nodeName === 'string' && podSpec.nodeName && podSpec.nodeName !== node.metadata.name) return { shouldRun: false, shouldContinueRunning: false };
+  if (typeof podSpec.nodeName === 'string' && podSpec.nodeName && podSpec.nodeName !== node.metadata.name)
+    return { shouldRun: false, shouldContinueRunning: false };
   if (!fitsNodeAffinity(podSpec, node)) return { shouldRun: false, shouldContinueRunning: false };
   const tolerations = daemonPodTolerations(podSpec);
   const taints = nodeTaints(node);
   if (untoleratedTaint(taints, tolerations, (t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute')) {
-    return { shouldRun: false, shouldContinueRunning: !untoleratedTaint(taints, tolerations, (t) => t.effect === 'NoExecute') };
+    return {
+      shouldRun: false,
+      shouldContinueRunning: !untoleratedTaint(taints, tolerations, (t) => t.effect === 'NoExecute'),
+    };
   }
   return { shouldRun: true, shouldContinueRunning: true };
 }
@@ -104,11 +135,16 @@ export function daemonPod(ds: KubeObject, nodeName: string, hash: string): KubeO
   };
   affinity.nodeAffinity = nodeAffinity;
   podSpec.affinity = affinity;
-  const generation = ds.metadata.annotations?.['deprecated.daemonset.template.generation'] ?? String(ds.metadata.generation ?? 1);
+  const generation =
+    ds.metadata.annotations?.['deprecated.daemonset.template.generation'] ?? String(ds.metadata.generation ?? 1);
   const metadata: KubeObject['metadata'] = {
     generateName: `${ds.metadata.name}-`,
     namespace: ds.metadata.namespace,
-    labels: { ...(template.metadata?.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: hash, [TEMPLATE_GENERATION_LABEL]: generation },
+    labels: {
+      ...(template.metadata?.labels ?? {}),
+      [CONTROLLER_REVISION_HASH_LABEL]: hash,
+      [TEMPLATE_GENERATION_LABEL]: generation,
+    },
     ownerReferences: [newControllerRef(ds, 'apps/v1', 'DaemonSet')],
   };
   if (template.metadata?.annotations) metadata.annotations = { ...template.metadata.annotations };
@@ -127,10 +163,21 @@ export function daemonPod(ds: KubeObject, nodeName: string, hash: string): KubeO
  * Example: 4 nodes, maxUnavailable 1, maxSurge 0, all old and available → one old pod is deleted; manage
  * creates its replacement next sync; the next old pod goes once that one is available.
  */
-export function planDaemonSet(ds: KubeObject, nodes: readonly KubeObject[], pods: readonly KubeObject[], hash: string, now: number): DaemonSetPlan {
+export function planDaemonSet(
+  ds: KubeObject,
+  nodes: readonly KubeObject[],
+  pods: readonly KubeObject[],
+  hash: string,
+  now: number,
+): DaemonSetPlan {
   const spec = dsSpec(ds);
   const minReady = spec.minReadySeconds ?? 0;
-  const plan: DaemonSetPlan = { createOn: [], deletePods: [], status: { currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 }, events: [] };
+  const plan: DaemonSetPlan = {
+    createOn: [],
+    deletePods: [],
+    status: { currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 },
+    events: [],
+  };
   const byNode = new Map<string, KubeObject[]>();
   for (const pod of pods) {
     if (isTerminating(pod) && isTerminal(pod)) continue;
@@ -140,7 +187,10 @@ export function planDaemonSet(ds: KubeObject, nodes: readonly KubeObject[], pods
     if (!list) byNode.set(node, (list = []));
     list.push(pod);
   }
-  for (const list of byNode.values()) list.sort((a, b) => creationTime(a) - creationTime(b) || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  for (const list of byNode.values())
+    list.sort(
+      (a, b) => creationTime(a) - creationTime(b) || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''),
+    );
   const isNew = (p: KubeObject): boolean => p.metadata.labels?.[CONTROLLER_REVISION_HASH_LABEL] === hash;
   const available = (p: KubeObject): boolean => isPodAvailable(p, minReady, now);
   const del = (p: KubeObject): void => {
@@ -167,7 +217,11 @@ export function planDaemonSet(ds: KubeObject, nodes: readonly KubeObject[], pods
         if (isTerminating(pod)) continue;
         // A failed (or finished) daemon pod goes; its replacement comes in a later sync.
         if (podPhase(pod) === 'Failed') {
-          plan.events.push({ type: 'Warning', reason: 'FailedDaemonPod', message: `Found failed daemon pod ${pod.metadata.namespace}/${pod.metadata.name} on node ${name}, will try to kill it` });
+          plan.events.push({
+            type: 'Warning',
+            reason: 'FailedDaemonPod',
+            message: `Found failed daemon pod ${pod.metadata.namespace}/${pod.metadata.name} on node ${name}, will try to kill it`,
+          });
           del(pod);
         } else if (podPhase(pod) === 'Succeeded') del(pod);
         else running.push(pod);
@@ -235,7 +289,8 @@ export function planDaemonSet(ds: KubeObject, nodes: readonly KubeObject[], pods
         else del(oldPod);
       }
       const remaining = Math.min(Math.max(0, maxSurge - surge), candidateNodes.length);
-      for (const n of [...allowedNodes, ...candidateNodes.slice(0, remaining)]) if (!plan.createOn.includes(n)) plan.createOn.push(n);
+      for (const n of [...allowedNodes, ...candidateNodes.slice(0, remaining)])
+        if (!plan.createOn.includes(n)) plan.createOn.push(n);
     }
   }
 
@@ -315,11 +370,16 @@ export function daemonSetController(ctx: ControllerContext): Controller {
     const plan = planDaemonSet(ds, nodes.list(), owned, hash, ctx.clock.now());
 
     if (plan.deletePods.length > 0) {
-      expectations.expectDeletions(key, plan.deletePods.map((p) => p.metadata.uid!));
+      expectations.expectDeletions(
+        key,
+        plan.deletePods.map((p) => p.metadata.uid!),
+      );
       await Promise.all(
         plan.deletePods.map(async (pod) => {
           try {
-            await ctx.client.delete(Resources.pods, namespace, pod.metadata.name!, { preconditions: { uid: pod.metadata.uid! } });
+            await ctx.client.delete(Resources.pods, namespace, pod.metadata.name!, {
+              preconditions: { uid: pod.metadata.uid! },
+            });
           } catch (err) {
             expectations.deletionObserved(key, pod.metadata.uid!);
             if (!(err instanceof ApiError && err.code === 404)) throw err;
@@ -343,10 +403,18 @@ export function daemonSetController(ctx: ControllerContext): Controller {
     }
     for (const e of plan.events) recorder.event(ds, e.type, e.reason, e.message);
     const fresh = sets.get(namespace, name) ?? ds;
-    if (!deepEqual(fresh.status, plan.status)) await ignoreNotFound(ctx.client.updateStatus(Resources.daemonsets, { ...fresh, status: plan.status }));
+    if (!deepEqual(fresh.status, plan.status))
+      await ignoreNotFound(ctx.client.updateStatus(Resources.daemonsets, { ...fresh, status: plan.status }));
     // cleanupHistory: keep the current revision and any a pod still runs.
     const live = new Set<string>([current.metadata.name!]);
-    for (const r of all) if (owned.some((p) => p.metadata.labels?.[CONTROLLER_REVISION_HASH_LABEL] === r.metadata.labels?.[CONTROLLER_REVISION_HASH_LABEL])) live.add(r.metadata.name!);
+    for (const r of all)
+      if (
+        owned.some(
+          (p) =>
+            p.metadata.labels?.[CONTROLLER_REVISION_HASH_LABEL] === r.metadata.labels?.[CONTROLLER_REVISION_HASH_LABEL],
+        )
+      )
+        live.add(r.metadata.name!);
     for (const r of revisionsToTruncate(all, live, dsSpec(ds).revisionHistoryLimit ?? 10)) {
       await ignoreNotFound(ctx.client.delete(Resources.controllerrevisions, namespace, r.metadata.name!));
     }
@@ -359,12 +427,26 @@ export function daemonSetController(ctx: ControllerContext): Controller {
     let collisionCount = (ds.status as { collisionCount?: number } | undefined)?.collisionCount ?? 0;
     const template = dsSpec(ds).template;
     for (let attempt = 0; ; attempt++) {
-      const candidate = newRevision(ds, 'apps/v1', 'DaemonSet', template?.metadata?.labels, templatePatch(template), nextRevisionNumber(all), collisionCount);
+      const candidate = newRevision(
+        ds,
+        'apps/v1',
+        'DaemonSet',
+        template?.metadata?.labels,
+        templatePatch(template),
+        nextRevisionNumber(all),
+        collisionCount,
+      );
       const step = planUpdateRevision(all, candidate);
       let current: KubeObject;
       if (step.action === 'none') current = step.revision;
       else if (step.action === 'renumber') {
-        current = await ctx.client.patch(Resources.controllerrevisions, ds.metadata.namespace, step.revision.metadata.name!, 'merge', { revision: step.to });
+        current = await ctx.client.patch(
+          Resources.controllerrevisions,
+          ds.metadata.namespace,
+          step.revision.metadata.name!,
+          'merge',
+          { revision: step.to },
+        );
         all[all.indexOf(step.revision)] = current;
       } else {
         try {
@@ -372,13 +454,24 @@ export function daemonSetController(ctx: ControllerContext): Controller {
           all.push(current);
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 409) || attempt > 5) throw err;
-          const existing = await ctx.client.get(Resources.controllerrevisions, ds.metadata.namespace, step.revision.metadata.name!);
+          const existing = await ctx.client.get(
+            Resources.controllerrevisions,
+            ds.metadata.namespace,
+            step.revision.metadata.name!,
+          );
           if (controllerOf(existing)?.uid === ds.metadata.uid && deepEqual(existing.data, step.revision.data)) {
             current = existing;
             all.push(existing);
           } else {
             collisionCount++;
-            await ctx.client.patch(Resources.daemonsets, ds.metadata.namespace, ds.metadata.name!, 'merge', { status: { collisionCount } }, 'status');
+            await ctx.client.patch(
+              Resources.daemonsets,
+              ds.metadata.namespace,
+              ds.metadata.name!,
+              'merge',
+              { status: { collisionCount } },
+              'status',
+            );
             continue;
           }
         }

@@ -95,14 +95,23 @@ function expectedScale(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinder
  *   maxUnavailable 1    → expected 4, desired 4 - 1 = 3
  *   maxUnavailable 30%  → expected 4, desired 4 - ceil(1.2) = 2
  */
-function expectedPodCount(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinder): { expected: number; desired: number; scaled: boolean } {
+function expectedPodCount(
+  pdb: KubeObject,
+  pods: BudgetPods,
+  findScale: ScaleFinder,
+): { expected: number; desired: number; scaled: boolean } {
   const spec = pdbSpec(pdb);
   if (spec.maxUnavailable !== undefined && spec.maxUnavailable !== null) {
     const expected = expectedScale(pdb, pods, findScale);
-    return { expected, desired: Math.max(0, expected - scaledIntOrPercent(spec.maxUnavailable, expected)), scaled: true };
+    return {
+      expected,
+      desired: Math.max(0, expected - scaledIntOrPercent(spec.maxUnavailable, expected)),
+      scaled: true,
+    };
   }
   if (spec.minAvailable !== undefined && spec.minAvailable !== null) {
-    if (typeof spec.minAvailable === 'number') return { expected: pods.count, desired: spec.minAvailable, scaled: false };
+    if (typeof spec.minAvailable === 'number')
+      return { expected: pods.count, desired: spec.minAvailable, scaled: false };
     const expected = expectedScale(pdb, pods, findScale);
     return { expected, desired: scaledIntOrPercent(spec.minAvailable, expected), scaled: true };
   }
@@ -118,12 +127,23 @@ function expectedPodCount(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFin
  */
 export function planPdb(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinder, now: number): PdbPlan {
   const events: PdbEvent[] = [];
-  if (pods.count === 0) events.push({ object: pdb, type: 'Normal', reason: 'NoPods', message: 'No matching pods found' });
+  if (pods.count === 0)
+    events.push({ object: pdb, type: 'Normal', reason: 'NoPods', message: 'No matching pods found' });
   let counts: ReturnType<typeof expectedPodCount>;
   try {
     counts = expectedPodCount(pdb, pods, findScale);
   } catch (err) {
-    throw Object.assign(err instanceof Error ? err : new Error(String(err)), { events: [...events, { object: pdb, type: 'Warning', reason: 'CalculateExpectedPodCountFailed', message: `Failed to calculate the number of expected pods: ${err instanceof Error ? err.message : String(err)}` }] });
+    throw Object.assign(err instanceof Error ? err : new Error(String(err)), {
+      events: [
+        ...events,
+        {
+          object: pdb,
+          type: 'Warning',
+          reason: 'CalculateExpectedPodCountFailed',
+          message: `Failed to calculate the number of expected pods: ${err instanceof Error ? err.message : String(err)}`,
+        },
+      ],
+    });
   }
   if (counts.scaled && pods.unmanaged > 0) {
     events.push({
@@ -145,7 +165,12 @@ export function planPdb(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinde
     const expectedDeletion = Date.parse(at) + DELETION_TIMEOUT_MS;
     if (expectedDeletion < now) {
       // kube-controller-manager names the namespace twice in this message.
-      events.push({ object: pod, type: 'Warning', reason: 'NotDeleted', message: `Pod was expected by PDB ${pdb.metadata.namespace}/${pdb.metadata.namespace} to be deleted but it wasn't` });
+      events.push({
+        object: pod,
+        type: 'Warning',
+        reason: 'NotDeleted',
+        message: `Pod was expected by PDB ${pdb.metadata.namespace}/${pdb.metadata.namespace} to be deleted but it wasn't`,
+      });
       continue;
     }
     disrupted[name] = at;
@@ -169,7 +194,14 @@ export function planPdb(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinde
     (stored.observedGeneration ?? 0) === generation &&
     conditionsAreUpToDate(pdb, stored);
   if (!unchanged) {
-    const next: PdbStatus = { observedGeneration: generation, disruptedPods: disrupted, disruptionsAllowed, currentHealthy, desiredHealthy: counts.desired, expectedPods: counts.expected };
+    const next: PdbStatus = {
+      observedGeneration: generation,
+      disruptedPods: disrupted,
+      disruptionsAllowed,
+      currentHealthy,
+      desiredHealthy: counts.desired,
+      expectedPods: counts.expected,
+    };
     if (stored.conditions) next.conditions = stored.conditions;
     plan.status = orderedStatus(withDisruptionAllowedCondition(next, rfc3339(now)));
   }
@@ -179,7 +211,17 @@ export function planPdb(pdb: KubeObject, pods: BudgetPods, findScale: ScaleFinde
 /** failSafe: when the status cannot be computed, no disruption is allowed and the condition says why. */
 export function failSafeStatus(pdb: KubeObject, error: string, now: number): PdbStatus {
   const stored = pdbStatus(pdb);
-  const conditions = setCondition(stored.conditions, { type: DISRUPTION_ALLOWED, status: 'False', observedGeneration: stored.observedGeneration, reason: SYNC_FAILED, message: error }, rfc3339(now));
+  const conditions = setCondition(
+    stored.conditions,
+    {
+      type: DISRUPTION_ALLOWED,
+      status: 'False',
+      observedGeneration: stored.observedGeneration,
+      reason: SYNC_FAILED,
+      message: error,
+    },
+    rfc3339(now),
+  );
   return orderedStatus({ ...stored, disruptionsAllowed: 0, conditions });
 }
 
@@ -188,10 +230,16 @@ export function failSafeStatus(pdb: KubeObject, error: string, now: number): Pdb
  * resource with one counts its spec replicas). Jobs, DaemonSets and the like have none: kube-controller-manager's
  * error. Undefined when the owner is gone or is another object of the same name.
  */
-async function scaleOfOwner(ctx: ControllerContext, ref: OwnerReference, namespace: string): Promise<ControllerScale | Error | undefined> {
+async function scaleOfOwner(
+  ctx: ControllerContext,
+  ref: OwnerReference,
+  namespace: string,
+): Promise<ControllerScale | Error | undefined> {
   const info = ctx.resources.byKind(ref.apiVersion, ref.kind);
   if (!info) return new Error(`no matches for kind "${ref.kind}" in version "${ref.apiVersion}"`);
-  const noScale = new Error(`${info.gvr.group ? `${info.gvr.resource}.${info.gvr.group}` : info.gvr.resource} does not implement the scale subresource`);
+  const noScale = new Error(
+    `${info.gvr.group ? `${info.gvr.resource}.${info.gvr.group}` : info.gvr.resource} does not implement the scale subresource`,
+  );
   if (!ctx.client.getScale) return noScale;
   try {
     const scale = await ctx.client.getScale(info.gvr, namespace, ref.name);
@@ -211,7 +259,8 @@ function needsScale(pdb: KubeObject): boolean {
   return (spec.maxUnavailable !== undefined && spec.maxUnavailable !== null) || typeof spec.minAvailable === 'string';
 }
 
-const groupOf = (apiVersion: string): string => (apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '');
+const groupOf = (apiVersion: string): string =>
+  apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
 
 /** What a budget's status takes from one pod. */
 interface PodFacts {
@@ -292,7 +341,8 @@ class BudgetIndex {
     let keys = this.byNamespace.get(namespace);
     if (!keys) this.byNamespace.set(namespace, (keys = new Set()));
     keys.add(key);
-    for (const pod of namespacePods()) if (entry.selector.matches(pod.metadata.labels)) this.link(key, cacheKey(pod), factsOf(pod));
+    for (const pod of namespacePods())
+      if (entry.selector.matches(pod.metadata.labels)) this.link(key, cacheKey(pod), factsOf(pod));
   }
 
   removeBudget(key: string): void {
@@ -316,7 +366,8 @@ class BudgetIndex {
     for (const b of before) this.unlink(b, key);
     if (pod) {
       const facts = factsOf(pod);
-      for (const b of this.byNamespace.get(pod.metadata.namespace!) ?? []) if (this.budgets.get(b)!.selector.matches(pod.metadata.labels)) this.link(b, key, facts);
+      for (const b of this.byNamespace.get(pod.metadata.namespace!) ?? [])
+        if (this.budgets.get(b)!.selector.matches(pod.metadata.labels)) this.link(b, key, facts);
     }
     return { before, after: [...(this.ofPod.get(key) ?? [])] };
   }
@@ -382,7 +433,7 @@ function staleDisruptionIn(pod: KubeObject, now: number): number | undefined {
   if (isTerminating(pod) || isTerminal(pod)) return undefined;
   const cond = podCondition(pod, 'DisruptionTarget');
   // The kubelet's own condition may stay long before the pod terminates: never stale.
-  if (!cond || cond.status !== 'True' || cond.reason === 'TerminationByKubelet') return undefined;
+  if (cond?.status !== 'True' || cond.reason === 'TerminationByKubelet') return undefined;
   return Math.max(0, Date.parse(String(cond.lastTransitionTime ?? '')) + DELETION_TIMEOUT_MS - now || 0);
 }
 
@@ -431,7 +482,12 @@ export function disruptionController(ctx: ControllerContext): Controller {
         enqueueAll(after);
         if (pod && after.length > 1 && !deepEqual(before, after)) {
           const first = after[0]!.slice(after[0]!.indexOf('/') + 1);
-          recorder.event(pod, 'Warning', 'MultiplePodDisruptionBudgets', `Pod "${pod.metadata.namespace}"/"${pod.metadata.name}" matches multiple PodDisruptionBudgets.  Chose "${first}" arbitrarily.`);
+          recorder.event(
+            pod,
+            'Warning',
+            'MultiplePodDisruptionBudgets',
+            `Pod "${pod.metadata.namespace}"/"${pod.metadata.name}" matches multiple PodDisruptionBudgets.  Chose "${first}" arbitrarily.`,
+          );
         }
       }
     }
@@ -440,7 +496,11 @@ export function disruptionController(ctx: ControllerContext): Controller {
       if (wait !== undefined) staleLoop.queue.addAfter(key, wait);
     }
   };
-  pods.addEventHandler({ add: (pod) => podEvent(undefined, pod), update: (old, pod) => podEvent(old, pod), delete: (pod) => podEvent(pod, undefined) });
+  pods.addEventHandler({
+    add: (pod) => podEvent(undefined, pod),
+    update: (old, pod) => podEvent(old, pod),
+    delete: (pod) => podEvent(pod, undefined),
+  });
 
   /** The finders of disruption.go, in its order: a Deployment through its ReplicaSet, a lone ReplicaSet, a StatefulSet, any scale. */
   const findScale: ScaleFinder = (ref, namespace) => {
@@ -449,7 +509,10 @@ export function disruptionController(ctx: ControllerContext): Controller {
       const rs = replicaSets.get(namespace, ref.name);
       if (!rs || rs.metadata.uid !== ref.uid) return undefined;
       const owner = controllerOf(rs);
-      const d = owner && owner.kind === 'Deployment' && ['apps', 'extensions'].includes(groupOf(owner.apiVersion)) ? deployments.get(namespace, owner.name) : undefined;
+      const d =
+        owner && owner.kind === 'Deployment' && ['apps', 'extensions'].includes(groupOf(owner.apiVersion))
+          ? deployments.get(namespace, owner.name)
+          : undefined;
       if (d && d.metadata.uid === owner!.uid) return { uid: d.metadata.uid, replicas: replicasOf(d) };
       // A ReplicaSet whose Deployment is not found still has a scale of its own (getScaleController).
       return { uid: rs.metadata.uid, replicas: replicasOf(rs) };
@@ -466,7 +529,10 @@ export function disruptionController(ctx: ControllerContext): Controller {
   const otherScales = new Map<string, ControllerScale | Error | undefined>();
   const fromInformers = (ref: OwnerReference): boolean => {
     const group = groupOf(ref.apiVersion);
-    return (ref.kind === 'ReplicaSet' && (group === 'apps' || group === 'extensions')) || (ref.kind === 'StatefulSet' && group === 'apps');
+    return (
+      (ref.kind === 'ReplicaSet' && (group === 'apps' || group === 'extensions')) ||
+      (ref.kind === 'StatefulSet' && group === 'apps')
+    );
   };
 
   async function reconcile(key: string): Promise<ReconcileResult | void> {
@@ -481,18 +547,21 @@ export function disruptionController(ctx: ControllerContext): Controller {
       *controllers() {
         for (const c of entry?.controllers.values() ?? []) yield { ref: c.ref, pod: c.pods.keys().next().value! };
       },
-      pod: (name) => (entry?.pods.has(`${pdb.metadata.namespace}/${name}`) ? pods.get(pdb.metadata.namespace, name) : undefined),
+      pod: (name) =>
+        entry?.pods.has(`${pdb.metadata.namespace}/${name}`) ? pods.get(pdb.metadata.namespace, name) : undefined,
     };
     otherScales.clear();
     if (needsScale(pdb)) {
-      for (const c of entry?.controllers.values() ?? []) if (!fromInformers(c.ref)) otherScales.set(c.ref.uid, await scaleOfOwner(ctx, c.ref, pdb.metadata.namespace!));
+      for (const c of entry?.controllers.values() ?? [])
+        if (!fromInformers(c.ref)) otherScales.set(c.ref.uid, await scaleOfOwner(ctx, c.ref, pdb.metadata.namespace!));
     }
     const now = ctx.clock.now();
     let plan: PdbPlan;
     try {
       plan = planPdb(pdb, budgetPods, findScale, now);
     } catch (err) {
-      for (const e of (err as { events?: PdbEvent[] }).events ?? []) recorder.event(e.object, e.type, e.reason, e.message);
+      for (const e of (err as { events?: PdbEvent[] }).events ?? [])
+        recorder.event(e.object, e.type, e.reason, e.message);
       const message = err instanceof Error ? err.message : String(err);
       ctx.log('warn', `disruption: failed to sync PDB ${key}: ${message}`);
       await ctx.client.updateStatus(PDBS, { ...pdb, status: failSafeStatus(pdb, message, now) as unknown as Obj });

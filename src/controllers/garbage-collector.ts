@@ -96,12 +96,22 @@ export function garbageCollector(ctx: ControllerContext): Controller {
     const states = await Promise.all(refs.map((ref) => ownerState(ref, obj.metadata.namespace)));
     const absent = refs.filter((_, i) => states[i] === 'absent');
     if (absent.length === refs.length) {
-      await ignoreNotFound(ctx.client.delete(resource.gvr, obj.metadata.namespace, obj.metadata.name!, { propagationPolicy: 'Background', preconditions: { uid } }));
+      await ignoreNotFound(
+        ctx.client.delete(resource.gvr, obj.metadata.namespace, obj.metadata.name!, {
+          propagationPolicy: 'Background',
+          preconditions: { uid },
+        }),
+      );
       return;
     }
     const blockingForeground = refs.some((ref, i) => states[i] === 'deleting-foreground' && ref.blockOwnerDeletion);
     if (blockingForeground) {
-      await ignoreNotFound(ctx.client.delete(resource.gvr, obj.metadata.namespace, obj.metadata.name!, { propagationPolicy: 'Foreground', preconditions: { uid } }));
+      await ignoreNotFound(
+        ctx.client.delete(resource.gvr, obj.metadata.namespace, obj.metadata.name!, {
+          propagationPolicy: 'Foreground',
+          preconditions: { uid },
+        }),
+      );
       return;
     }
     if (absent.length > 0) {
@@ -111,9 +121,15 @@ export function garbageCollector(ctx: ControllerContext): Controller {
   }
 
   /** Whether an owner exists, trusting the graph first and asking the API when the graph has not seen it. */
-  async function ownerState(ref: OwnerReference, namespace: string | undefined): Promise<'present' | 'absent' | 'deleting-foreground'> {
+  async function ownerState(
+    ref: OwnerReference,
+    namespace: string | undefined,
+  ): Promise<'present' | 'absent' | 'deleting-foreground'> {
     const known = nodes.get(ref.uid);
-    if (known) return known.obj.metadata.deletionTimestamp && known.obj.metadata.finalizers?.includes(FOREGROUND) ? 'deleting-foreground' : 'present';
+    if (known)
+      return known.obj.metadata.deletionTimestamp && known.obj.metadata.finalizers?.includes(FOREGROUND)
+        ? 'deleting-foreground'
+        : 'present';
     const resource = ctx.resources.byKind(ref.apiVersion, ref.kind);
     if (!resource) return 'present'; // an owner of a kind we cannot resolve is never assumed gone
     try {
@@ -145,7 +161,12 @@ export function garbageCollector(ctx: ControllerContext): Controller {
       const ref = dep.obj.metadata.ownerReferences?.find((r) => r.uid === uid);
       if (ref?.blockOwnerDeletion) blocking++;
       if (!dep.obj.metadata.deletionTimestamp) {
-        await ignoreNotFound(ctx.client.delete(dep.resource.gvr, dep.obj.metadata.namespace, dep.obj.metadata.name!, { propagationPolicy: 'Foreground', preconditions: { uid: d } }));
+        await ignoreNotFound(
+          ctx.client.delete(dep.resource.gvr, dep.obj.metadata.namespace, dep.obj.metadata.name!, {
+            propagationPolicy: 'Foreground',
+            preconditions: { uid: d },
+          }),
+        );
       }
     }
     if (blocking === 0) await removeFinalizer(owner, FOREGROUND);
@@ -181,7 +202,11 @@ export function garbageCollector(ctx: ControllerContext): Controller {
           served.add(key);
           const before = informers.size;
           watch(r);
-          if (informers.size > before || dormant.delete(key)) void informers.get(key)?.start().catch(() => undefined);
+          if (informers.size > before || dormant.delete(key))
+            void informers
+              .get(key)
+              ?.start()
+              .catch(() => undefined);
         }
         for (const [key, informer] of informers) {
           if (served.has(key) || dormant.has(key)) continue;

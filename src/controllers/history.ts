@@ -136,7 +136,11 @@ export function planUpdateRevision(revisions: readonly KubeObject[], candidate: 
  * Revisions to delete to keep the history at `limit`: the oldest first, never one that is live (the current or
  * update revision, or one a pod still runs).
  */
-export function revisionsToTruncate(revisions: readonly KubeObject[], live: ReadonlySet<string>, limit: number): KubeObject[] {
+export function revisionsToTruncate(
+  revisions: readonly KubeObject[],
+  live: ReadonlySet<string>,
+  limit: number,
+): KubeObject[] {
   const candidates = sortRevisions(revisions).filter((r) => !live.has(r.metadata.name!));
   const excess = candidates.length - Math.max(0, limit);
   return excess > 0 ? candidates.slice(0, excess) : [];

@@ -18,7 +18,8 @@ const HPAS: Gvr = { group: 'autoscaling', version: 'v2', resource: 'horizontalpo
 const COMPONENT = 'horizontal-pod-autoscaler';
 /** client-go's answer to a list of an API group nobody serves (metrics.k8s.io without metrics-server). */
 const NOT_SERVED = 'the server could not find the requested resource';
-const NO_CUSTOM_METRICS = 'unable to fetch metrics from custom metrics API: no custom metrics API (custom.metrics.k8s.io) registered';
+const NO_CUSTOM_METRICS =
+  'unable to fetch metrics from custom metrics API: no custom metrics API (custom.metrics.k8s.io) registered';
 /** retry.DefaultRetry's steps for a scale update that meets a conflict. */
 const SCALE_UPDATE_ATTEMPTS = 5;
 
@@ -71,13 +72,23 @@ function statusOf(raw: unknown): Status {
 }
 
 /** setConditionInList: the transition time moves only when the status does (a new condition's status was ""). */
-export function setCondition(status: Status, type: string, value: ConditionStatus, reason: string, message: string, now: number): void {
+export function setCondition(
+  status: Status,
+  type: string,
+  value: ConditionStatus,
+  reason: string,
+  message: string,
+  now: number,
+): void {
   const conditions = (status.conditions ??= []);
   const index = conditions.findIndex((c) => c.type === type);
   const previous = conditions[index];
   const since = previous && previous.status === value ? previous.lastTransitionTime : rfc3339(now);
   // In Go's field order, so that a written condition reads as kube-controller-manager's does.
-  const next: Condition = since === undefined ? { type, status: value, reason, message } : { type, status: value, lastTransitionTime: since, reason, message };
+  const next: Condition =
+    since === undefined
+      ? { type, status: value, reason, message }
+      : { type, status: value, lastTransitionTime: since, reason, message };
   if (index >= 0) conditions[index] = next;
   else conditions.push(next);
 }
@@ -87,7 +98,13 @@ function removeCondition(status: Status, type: string): void {
 }
 
 /** setStatus: a new status keeping lastScaleTime (moved on a rescale) and the conditions. */
-function withReplicas(status: Status, currentReplicas: number, desiredReplicas: number, metrics: Obj[] | undefined, rescaledAt?: number): Status {
+function withReplicas(
+  status: Status,
+  currentReplicas: number,
+  desiredReplicas: number,
+  metrics: Obj[] | undefined,
+  rescaledAt?: number,
+): Status {
   const next: Status = { desiredReplicas };
   const lastScaleTime = rescaledAt !== undefined ? rfc3339(rescaledAt) : status.lastScaleTime;
   if (lastScaleTime !== undefined) next.lastScaleTime = lastScaleTime;
@@ -123,11 +140,23 @@ export function metricFailure(metric: Obj, namespace: string): MetricFailure {
       const target = obj(source.target);
       const fetch = `unable to get metrics for resource ${name}: unable to fetch metrics from resource metrics API: ${NOT_SERVED} (get pods.metrics.k8s.io)`;
       let cause: string;
-      if (target.averageValue !== undefined && target.averageValue !== null) cause = `failed to get ${name} usage: ${fetch}`;
-      else if (target.averageUtilization === undefined || target.averageUtilization === null) cause = 'invalid resource metric source: neither an average utilization target nor an average value (usage) target was set';
+      if (target.averageValue !== undefined && target.averageValue !== null)
+        cause = `failed to get ${name} usage: ${fetch}`;
+      else if (target.averageUtilization === undefined || target.averageUtilization === null)
+        cause =
+          'invalid resource metric source: neither an average utilization target nor an average value (usage) target was set';
       else cause = `failed to get ${name} utilization: ${fetch}`;
-      if (type === 'Resource') return { reason: 'FailedGetResourceMetric', cause, error: `failed to get ${name} resource metric value: ${cause}` };
-      return { reason: 'FailedGetContainerResourceMetric', cause, error: `failed to get ${str(source.container)} container metric value: ${cause}` };
+      if (type === 'Resource')
+        return {
+          reason: 'FailedGetResourceMetric',
+          cause,
+          error: `failed to get ${name} resource metric value: ${cause}`,
+        };
+      return {
+        reason: 'FailedGetContainerResourceMetric',
+        cause,
+        error: `failed to get ${str(source.container)} container metric value: ${cause}`,
+      };
     }
     case 'Pods': {
       const cause = `unable to get metric ${str(obj(obj(metric.pods).metric).name)}: ${NO_CUSTOM_METRICS}`;
@@ -140,12 +169,21 @@ export function metricFailure(metric: Obj, namespace: string): MetricFailure {
       const described = obj(source.describedObject);
       // The format's verbs and arguments do not line up in replica_calculator.go; this is what it prints.
       const cause = `unable to get metric ${name}: ${str(described.kind)} on ${namespace} ${str(described.name)}/${NO_CUSTOM_METRICS}`;
-      if (target.type === 'Value' && target.value !== undefined) return { reason: 'FailedGetObjectMetric', cause, error: `failed to get object metric value: ${cause}` };
+      if (target.type === 'Value' && target.value !== undefined)
+        return { reason: 'FailedGetObjectMetric', cause, error: `failed to get object metric value: ${cause}` };
       if (target.type === 'AverageValue' && target.averageValue !== undefined) {
-        return { reason: 'FailedGetObjectMetric', cause, error: `failed to get object metric value: failed to get ${name} object metric: ${cause}` };
+        return {
+          reason: 'FailedGetObjectMetric',
+          cause,
+          error: `failed to get object metric value: failed to get ${name} object metric: ${cause}`,
+        };
       }
       const invalid = 'invalid object metric source: neither a value target nor an average value target was set';
-      return { reason: 'FailedGetObjectMetric', cause: invalid, error: `failed to get object metric value: ${invalid}` };
+      return {
+        reason: 'FailedGetObjectMetric',
+        cause: invalid,
+        error: `failed to get object metric value: ${invalid}`,
+      };
     }
     case 'External': {
       const m = obj(obj(metric.external).metric);
@@ -153,8 +191,18 @@ export function metricFailure(metric: Obj, namespace: string): MetricFailure {
       const target = obj(obj(metric.external).target);
       const cause = `unable to get external metric ${namespace}/${name}/${goLabelSelectorString(m.selector)}: unable to fetch metrics from external metrics API: ${NOT_SERVED} (get ${name}.external.metrics.k8s.io)`;
       const wrap = (inner: string): string => `failed to get ${name} external metric value: ${inner}`;
-      if (target.averageValue !== undefined) return { reason: 'FailedGetExternalMetric', cause, error: wrap(`failed to get ${name} external metric: ${cause}`) };
-      if (target.value !== undefined) return { reason: 'FailedGetExternalMetric', cause, error: wrap(`failed to get external metric ${name}: ${cause}`) };
+      if (target.averageValue !== undefined)
+        return {
+          reason: 'FailedGetExternalMetric',
+          cause,
+          error: wrap(`failed to get ${name} external metric: ${cause}`),
+        };
+      if (target.value !== undefined)
+        return {
+          reason: 'FailedGetExternalMetric',
+          cause,
+          error: wrap(`failed to get external metric ${name}: ${cause}`),
+        };
       const invalid = 'invalid external metric source: neither a value target nor an average value target was set';
       return { reason: 'FailedGetExternalMetric', cause: invalid, error: wrap(invalid) };
     }
@@ -186,7 +234,8 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
       await reconcileAutoscaler(deepCopy(hpa));
     } catch (err) {
       // processNextWorkItem: every error is only logged; the HPA comes back after the sync period all the same.
-      if (!(err instanceof ApiError && err.code === 409)) ctx.log('debug', `horizontalpodautoscaling: ${key}: ${messageOf(err)}`);
+      if (!(err instanceof ApiError && err.code === 409))
+        ctx.log('debug', `horizontalpodautoscaling: ${key}: ${messageOf(err)}`);
     }
     return { requeueAfterMs: syncPeriodMs };
   }
@@ -211,7 +260,14 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
     };
     const failedGetScale = async (message: string): Promise<Error> => {
       recorder.event(hpa, 'Warning', 'FailedGetScale', message);
-      setCondition(status, 'AbleToScale', 'False', 'FailedGetScale', `the HPA controller was unable to get the target's current scale: ${message}`, now());
+      setCondition(
+        status,
+        'AbleToScale',
+        'False',
+        'FailedGetScale',
+        `the HPA controller was unable to get the target's current scale: ${message}`,
+        now(),
+      );
       await updateStatusIfNeeded().catch((err: unknown) => ctx.log('debug', messageOf(err)));
       return new Error(`failed to query scale subresource for ${reference}: ${message}`);
     };
@@ -220,7 +276,10 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
     const gv = parseGroupVersion(str(ref.apiVersion));
     if ('error' in gv) throw await failedGetScale(gv.error);
     const mappings = ctx.resources.all().filter((r) => r.gvr.group === gv.group && r.kind === str(ref.kind));
-    if (mappings.length === 0) throw await failedGetScale(`no matches for kind ${JSON.stringify(str(ref.kind))} in group ${JSON.stringify(gv.group)}`);
+    if (mappings.length === 0)
+      throw await failedGetScale(
+        `no matches for kind ${JSON.stringify(str(ref.kind))} in group ${JSON.stringify(gv.group)}`,
+      );
     let scale: KubeObject | undefined;
     let target: Gvr | undefined;
     let firstError: unknown;
@@ -234,7 +293,14 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
       }
     }
     if (!scale || !target) throw await failedGetScale(messageOf(firstError));
-    setCondition(status, 'AbleToScale', 'True', 'SucceededGetScale', "the HPA controller was able to get the target's current scale", now());
+    setCondition(
+      status,
+      'AbleToScale',
+      'True',
+      'SucceededGetScale',
+      "the HPA controller was able to get the target's current scale",
+      now(),
+    );
 
     const currentReplicas = num(obj(scale.spec).replicas);
     const minReplicas = typeof spec.minReplicas === 'number' ? spec.minReplicas : 1;
@@ -246,7 +312,14 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
     if (currentReplicas === 0) {
       // Someone scaled the target to zero: the HPA leaves it alone (HPAScaleToZero is off by default).
       rescale = false;
-      setCondition(status, 'ScalingActive', 'False', 'ScalingDisabled', 'scaling is disabled since the replica count of the target is zero', now());
+      setCondition(
+        status,
+        'ScalingActive',
+        'False',
+        'ScalingDisabled',
+        'scaling is disabled since the replica count of the target is zero',
+        now(),
+      );
       removeCondition(status, 'ScaledToZero');
     } else if (currentReplicas > maxReplicas) {
       rescaleReason = 'Current number of replicas above Spec.MaxReplicas';
@@ -260,20 +333,41 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
       status = withReplicas(status, currentReplicas, status.desiredReplicas, error.statuses);
       await updateStatusIfNeeded().catch((err: unknown) => ctx.log('debug', messageOf(err)));
       recorder.event(hpa, 'Warning', 'FailedComputeMetricsReplicas', error.message);
-      throw new Error(`failed to compute desired number of replicas based on listed metrics for ${reference}: ${error.message}`);
+      throw new Error(
+        `failed to compute desired number of replicas based on listed metrics for ${reference}: ${error.message}`,
+      );
     }
 
     if (rescale) {
       try {
         await updateScale(target, scale, desiredReplicas);
       } catch (err) {
-        recorder.event(hpa, 'Warning', 'FailedRescale', `New size: ${desiredReplicas}; reason: ${rescaleReason}; error: ${messageOf(err)}`);
-        setCondition(status, 'AbleToScale', 'False', 'FailedUpdateScale', `the HPA controller was unable to update the target scale: ${messageOf(err)}`, now());
+        recorder.event(
+          hpa,
+          'Warning',
+          'FailedRescale',
+          `New size: ${desiredReplicas}; reason: ${rescaleReason}; error: ${messageOf(err)}`,
+        );
+        setCondition(
+          status,
+          'AbleToScale',
+          'False',
+          'FailedUpdateScale',
+          `the HPA controller was unable to update the target scale: ${messageOf(err)}`,
+          now(),
+        );
         status = withReplicas(status, currentReplicas, status.desiredReplicas, undefined);
         await updateStatusIfNeeded().catch((e: unknown) => ctx.log('debug', messageOf(e)));
         throw new Error(`failed to rescale ${reference}: ${messageOf(err)}`);
       }
-      setCondition(status, 'AbleToScale', 'True', 'SucceededRescale', `the HPA controller was able to update the target scale to ${desiredReplicas}`, now());
+      setCondition(
+        status,
+        'AbleToScale',
+        'True',
+        'SucceededRescale',
+        `the HPA controller was able to update the target scale to ${desiredReplicas}`,
+        now(),
+      );
       recorder.event(hpa, 'Normal', 'SuccessfulRescale', `New size: ${desiredReplicas}; reason: ${rescaleReason}`);
       removeCondition(status, 'ScaledToZero');
     } else desiredReplicas = currentReplicas;
@@ -291,7 +385,9 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
         return;
       } catch (err) {
         if (!(err instanceof ApiError && err.code === 409) || attempt >= SCALE_UPDATE_ATTEMPTS) throw err;
-        current = await ctx.client.getScale!(target, current.metadata.namespace, current.metadata.name!).catch(() => current);
+        current = await ctx.client.getScale!(target, current.metadata.namespace, current.metadata.name!).catch(
+          () => current,
+        );
       }
     }
   }
@@ -301,11 +397,24 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
    * each), ScalingActive from the first, and an empty MetricStatus per metric ({type: ""}, which kubectl shows as
    * <unknown>).
    */
-  function computeReplicasForMetrics(hpa: KubeObject, status: Status, scaleStatus: Obj, namespace: string, now: number): { message: string; statuses?: Obj[] } {
+  function computeReplicasForMetrics(
+    hpa: KubeObject,
+    status: Status,
+    scaleStatus: Obj,
+    namespace: string,
+    now: number,
+  ): { message: string; statuses?: Obj[] } {
     const selector = str(scaleStatus.selector);
     if (selector === '') {
       recorder.event(hpa, 'Warning', 'SelectorRequired', 'selector is required');
-      setCondition(status, 'ScalingActive', 'False', 'InvalidSelector', "the HPA target's scale is missing a selector", now);
+      setCondition(
+        status,
+        'ScalingActive',
+        'False',
+        'InvalidSelector',
+        "the HPA target's scale is missing a selector",
+        now,
+      );
       return { message: 'selector is required' };
     }
     try {
@@ -320,7 +429,15 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
     const failures = metrics.map((metric) => metricFailure(metric, namespace));
     for (const f of failures) recorder.event(hpa, 'Warning', f.reason, f.cause);
     const first = failures[0];
-    if (first) setCondition(status, 'ScalingActive', 'False', first.reason, `the HPA was unable to compute the replica count: ${first.cause}`, now);
+    if (first)
+      setCondition(
+        status,
+        'ScalingActive',
+        'False',
+        first.reason,
+        `the HPA was unable to compute the replica count: ${first.cause}`,
+        now,
+      );
     return {
       message: `invalid metrics (${failures.length} invalid out of ${metrics.length}), first error is: ${first?.error ?? ''}`,
       statuses: metrics.map(() => ({ type: '' })),

@@ -22,7 +22,7 @@ export function namespaceController(ctx: ControllerContext): Controller {
   async function reconcile(name: string): Promise<ReconcileResult | void> {
     const ns = namespaces.get(undefined, name);
     if (!ns?.metadata.deletionTimestamp) return;
-    const finalizers = ((ns.spec as { finalizers?: string[] } | undefined)?.finalizers ?? []);
+    const finalizers = (ns.spec as { finalizers?: string[] } | undefined)?.finalizers ?? [];
     if (!finalizers.includes(KUBERNETES_FINALIZER)) return;
 
     const remaining = new Map<string, number>();
@@ -33,7 +33,9 @@ export function namespaceController(ctx: ControllerContext): Controller {
       for (const obj of list.items) {
         remaining.set(resource.gvr.resource, (remaining.get(resource.gvr.resource) ?? 0) + 1);
         if (!obj.metadata.deletionTimestamp) {
-          await ignoreNotFound(ctx.client.delete(resource.gvr, name, obj.metadata.name!, { propagationPolicy: 'Background' }));
+          await ignoreNotFound(
+            ctx.client.delete(resource.gvr, name, obj.metadata.name!, { propagationPolicy: 'Background' }),
+          );
         }
         waitMs = Math.max(waitMs, remainingGraceMs(obj, ctx.clock.now()));
       }
@@ -42,22 +44,51 @@ export function namespaceController(ctx: ControllerContext): Controller {
       await setContentRemaining(ns, remaining);
       return { requeueAfterMs: Math.max(1000, waitMs) };
     }
-    await ctx.client.finalizeNamespace({ ...ns, spec: { ...(ns.spec as object), finalizers: finalizers.filter((f) => f !== KUBERNETES_FINALIZER) } });
+    await ctx.client.finalizeNamespace({
+      ...ns,
+      spec: { ...(ns.spec as object), finalizers: finalizers.filter((f) => f !== KUBERNETES_FINALIZER) },
+    });
   }
 
   async function setContentRemaining(ns: KubeObject, remaining: Map<string, number>): Promise<void> {
     const summary = [...remaining].map(([resource, n]) => `${resource} has ${n} resource instances`).join(', ');
     const now = rfc3339(ctx.clock.now());
     const conditions = [
-      { type: 'NamespaceDeletionDiscoveryFailure', status: 'False', lastTransitionTime: now, reason: 'ResourcesDiscovered', message: 'All resources successfully discovered' },
-      { type: 'NamespaceDeletionGroupVersionParsingFailure', status: 'False', lastTransitionTime: now, reason: 'ParsedGroupVersions', message: 'All legacy kube types successfully parsed' },
-      { type: 'NamespaceDeletionContentFailure', status: 'False', lastTransitionTime: now, reason: 'ContentDeleted', message: 'All content successfully deleted, may be waiting on finalization' },
-      { type: 'NamespaceContentRemaining', status: 'True', lastTransitionTime: now, reason: 'SomeResourcesRemain', message: `Some resources are remaining: ${summary}` },
+      {
+        type: 'NamespaceDeletionDiscoveryFailure',
+        status: 'False',
+        lastTransitionTime: now,
+        reason: 'ResourcesDiscovered',
+        message: 'All resources successfully discovered',
+      },
+      {
+        type: 'NamespaceDeletionGroupVersionParsingFailure',
+        status: 'False',
+        lastTransitionTime: now,
+        reason: 'ParsedGroupVersions',
+        message: 'All legacy kube types successfully parsed',
+      },
+      {
+        type: 'NamespaceDeletionContentFailure',
+        status: 'False',
+        lastTransitionTime: now,
+        reason: 'ContentDeleted',
+        message: 'All content successfully deleted, may be waiting on finalization',
+      },
+      {
+        type: 'NamespaceContentRemaining',
+        status: 'True',
+        lastTransitionTime: now,
+        reason: 'SomeResourcesRemain',
+        message: `Some resources are remaining: ${summary}`,
+      },
     ];
     const status = (ns.status ?? {}) as { conditions?: Array<{ type: string; message: string }> };
     const current = status.conditions?.find((c) => c.type === 'NamespaceContentRemaining');
     if (current?.message === conditions[3]!.message) return;
-    await ignoreNotFound(ctx.client.updateStatus(Resources.namespaces, { ...ns, status: { ...status, phase: 'Terminating', conditions } }));
+    await ignoreNotFound(
+      ctx.client.updateStatus(Resources.namespaces, { ...ns, status: { ...status, phase: 'Terminating', conditions } }),
+    );
   }
 
   return {

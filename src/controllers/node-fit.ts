@@ -47,7 +47,11 @@ export function tolerates(toleration: Toleration, taint: Taint): boolean {
 }
 
 /** The first taint passing `filter` that no toleration tolerates. */
-export function untoleratedTaint(taints: readonly Taint[], tolerations: readonly Toleration[], filter: (t: Taint) => boolean): Taint | undefined {
+export function untoleratedTaint(
+  taints: readonly Taint[],
+  tolerations: readonly Toleration[],
+  filter: (t: Taint) => boolean,
+): Taint | undefined {
   return taints.find((t) => filter(t) && !tolerations.some((tol) => tolerates(tol, t)));
 }
 
@@ -92,8 +96,11 @@ export function fitsNodeAffinity(podSpec: Record<string, unknown>, node: KubeObj
   const labels = node.metadata.labels ?? {};
   const selector = isPlainObject(podSpec.nodeSelector) ? (podSpec.nodeSelector as Record<string, string>) : {};
   for (const [k, v] of Object.entries(selector)) if (labels[k] !== v) return false;
-  const required = (podSpec.affinity as { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: Term[] } } } | undefined)?.nodeAffinity
-    ?.requiredDuringSchedulingIgnoredDuringExecution;
+  const required = (
+    podSpec.affinity as
+      | { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: Term[] } } }
+      | undefined
+  )?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
   if (!required) return true;
   return (required.nodeSelectorTerms ?? []).some((t) => termMatches(t, node));
 }
@@ -102,10 +109,15 @@ export function fitsNodeAffinity(podSpec: Record<string, unknown>, node: KubeObj
 export function targetNodeName(pod: KubeObject): string | undefined {
   const spec = (pod.spec ?? {}) as Record<string, unknown>;
   if (typeof spec.nodeName === 'string' && spec.nodeName) return spec.nodeName;
-  const terms = (spec.affinity as { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: Term[] } } } | undefined)?.nodeAffinity
-    ?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  const terms =
+    (
+      spec.affinity as
+        | { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: Term[] } } }
+        | undefined
+    )?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
   for (const t of terms) {
-    for (const f of t.matchFields ?? []) if (f.key === 'metadata.name' && f.operator === 'In' && f.values?.length === 1) return f.values[0];
+    for (const f of t.matchFields ?? [])
+      if (f.key === 'metadata.name' && f.operator === 'In' && f.values?.length === 1) return f.values[0];
   }
   return undefined;
 }

@@ -41,11 +41,16 @@ function time(value: unknown): number {
 export function desiredTaints(node: KubeObject, now: string): Array<Taint & { timeAdded?: string }> {
   const ready = conditionsOf(node).find((c) => c.type === 'Ready');
   const wanted: Taint[] = [];
-  if (ready?.status === 'False') wanted.push({ key: TAINT_NOT_READY, effect: 'NoSchedule' }, { key: TAINT_NOT_READY, effect: 'NoExecute' });
-  if (ready?.status === 'Unknown') wanted.push({ key: TAINT_UNREACHABLE, effect: 'NoSchedule' }, { key: TAINT_UNREACHABLE, effect: 'NoExecute' });
-  if ((node.spec as Obj | undefined)?.unschedulable === true) wanted.push({ key: TAINT_UNSCHEDULABLE, effect: 'NoSchedule' });
+  if (ready?.status === 'False')
+    wanted.push({ key: TAINT_NOT_READY, effect: 'NoSchedule' }, { key: TAINT_NOT_READY, effect: 'NoExecute' });
+  if (ready?.status === 'Unknown')
+    wanted.push({ key: TAINT_UNREACHABLE, effect: 'NoSchedule' }, { key: TAINT_UNREACHABLE, effect: 'NoExecute' });
+  if ((node.spec as Obj | undefined)?.unschedulable === true)
+    wanted.push({ key: TAINT_UNSCHEDULABLE, effect: 'NoSchedule' });
   const current = taintsOf(node) as Array<Taint & { timeAdded?: string }>;
-  const kept = current.filter((t) => !MANAGED.has(t.key) || wanted.some((w) => w.key === t.key && w.effect === t.effect));
+  const kept = current.filter(
+    (t) => !MANAGED.has(t.key) || wanted.some((w) => w.key === t.key && w.effect === t.effect),
+  );
   for (const w of wanted) {
     if (kept.some((t) => t.key === w.key && t.effect === w.effect)) continue;
     kept.push(w.effect === 'NoExecute' ? { ...w, timeAdded: now } : w);
@@ -57,14 +62,20 @@ export function desiredTaints(node: KubeObject, now: string): Array<Taint & { ti
  * When a pod must leave a node with these NoExecute taints: now when one is not tolerated, the earliest
  * expiry of its tolerationSeconds otherwise (counted from the taint's timeAdded), or never (undefined).
  */
-export function evictionTime(pod: KubeObject, taints: ReadonlyArray<Taint & { timeAdded?: string }>, now: number): number | undefined {
+export function evictionTime(
+  pod: KubeObject,
+  taints: ReadonlyArray<Taint & { timeAdded?: string }>,
+  now: number,
+): number | undefined {
   const tolerations = tolerationsOf(pod);
   let at: number | undefined;
   for (const taint of taints) {
     if (taint.effect !== 'NoExecute') continue;
     const matching = tolerations.filter((t) => tolerates(t, taint));
     if (matching.length === 0) return now;
-    const seconds = matching.map((t) => (typeof t.tolerationSeconds === 'number' ? Math.max(0, t.tolerationSeconds) : Infinity));
+    const seconds = matching.map((t) =>
+      typeof t.tolerationSeconds === 'number' ? Math.max(0, t.tolerationSeconds) : Infinity,
+    );
     const min = Math.min(...seconds);
     if (min === Infinity) continue;
     const due = (taint.timeAdded ? time(taint.timeAdded) : now) + min * 1000;
@@ -117,7 +128,8 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     },
     update: (_old, pod) => {
       const node = nodes.get(undefined, nodeOf(pod));
-      if (node && (scheduled.has(cacheKey(pod)) || taintsOf(node).some((t) => t.effect === 'NoExecute'))) podLoop.queue.add(cacheKey(pod));
+      if (node && (scheduled.has(cacheKey(pod)) || taintsOf(node).some((t) => t.effect === 'NoExecute')))
+        podLoop.queue.add(cacheKey(pod));
     },
     delete: (pod) => scheduled.delete(cacheKey(pod)),
   });
@@ -146,7 +158,14 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
       status.conditions = NODE_CONDITIONS.map((type): Obj => {
         const c = byType.get(type);
         const message = c ? 'Kubelet stopped posting node status.' : 'Kubelet never posted node status.';
-        return { type, status: 'Unknown', lastHeartbeatTime: c?.lastHeartbeatTime ?? node!.metadata.creationTimestamp, lastTransitionTime: at, reason: 'NodeStatusUnknown', message };
+        return {
+          type,
+          status: 'Unknown',
+          lastHeartbeatTime: c?.lastHeartbeatTime ?? node!.metadata.creationTimestamp,
+          lastTransitionTime: at,
+          reason: 'NodeStatusUnknown',
+          message,
+        };
       }).concat(conditionsOf(node).filter((c) => !NODE_CONDITIONS.includes(String(c.type))));
       node = await ctx.client.updateStatus(Resources.nodes, { ...node, status });
       recorder.event(node, 'Normal', 'NodeNotReady', `Node ${name} status is now: NodeNotReady`);
@@ -188,7 +207,8 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     const now = ctx.clock.now();
     const when = node ? evictionTime(pod, taintsOf(node), now) : undefined;
     if (when === undefined) {
-      if (scheduled.delete(key)) taintRecorder.event(pod, 'Normal', 'TaintManagerEviction', `Cancelling deletion of Pod ${key}`);
+      if (scheduled.delete(key))
+        taintRecorder.event(pod, 'Normal', 'TaintManagerEviction', `Cancelling deletion of Pod ${key}`);
       return;
     }
     if (when > now) {
@@ -198,9 +218,22 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     scheduled.delete(key);
     taintRecorder.event(pod, 'Normal', 'TaintManagerEviction', `Marking for deletion Pod ${key}`);
     const status = deepCopy(isPlainObject(pod.status) ? pod.status : {}) as Obj;
-    setPodCondition(status, { type: 'DisruptionTarget', status: 'True', reason: 'DeletionByTaintManager', message: 'Taint manager: deleting due to NoExecute taint' }, rfc3339(now));
+    setPodCondition(
+      status,
+      {
+        type: 'DisruptionTarget',
+        status: 'True',
+        reason: 'DeletionByTaintManager',
+        message: 'Taint manager: deleting due to NoExecute taint',
+      },
+      rfc3339(now),
+    );
     await ignoreNotFound(ctx.client.updateStatus(Resources.pods, { ...pod, status }));
-    await ignoreNotFound(ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, { preconditions: { uid: pod.metadata.uid! } }));
+    await ignoreNotFound(
+      ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, {
+        preconditions: { uid: pod.metadata.uid! },
+      }),
+    );
   }
 
   return {

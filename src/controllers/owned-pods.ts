@@ -1,7 +1,17 @@
 import { deepEqual, type KubeObject } from '../api/types.js';
 import type { ChildSelector } from './claims.js';
 import { controllerOf } from './controller-ref.js';
-import { bucketsChangeAt, compareApartFromCrowding, computeRank, DeletionHeap, isOrdinaryForDeletion, nodeName, podsToDelete, type PodRank, type RankedPod } from './pod-ranking.js';
+import {
+  bucketsChangeAt,
+  compareApartFromCrowding,
+  computeRank,
+  DeletionHeap,
+  isOrdinaryForDeletion,
+  nodeName,
+  podsToDelete,
+  type PodRank,
+  type RankedPod,
+} from './pod-ranking.js';
 import { isPodActive, isPodReady, podCondition } from './pod-util.js';
 
 /**
@@ -53,7 +63,10 @@ function carries(pod: KubeObject, labels: Readonly<Record<string, string>>): boo
 }
 
 /** The summary of a list of pods the ReplicaSet owns (all active, all matching). */
-export function summarizePods(pods: readonly KubeObject[], templateLabels: Readonly<Record<string, string>>): PodSummary {
+export function summarizePods(
+  pods: readonly KubeObject[],
+  templateLabels: Readonly<Record<string, string>>,
+): PodSummary {
   let fullyLabeled = 0;
   const since: number[] = [];
   for (const pod of pods) {
@@ -61,7 +74,14 @@ export function summarizePods(pods: readonly KubeObject[], templateLabels: Reado
     const f = podFacts(pod);
     if (f.ready) since.push(f.readySince);
   }
-  return { count: pods.length, fullyLabeled, ready: since.length, readySince: () => since, pods: () => pods, toDelete: (onNode, count, now) => podsToDelete(pods, onNode, count, now) };
+  return {
+    count: pods.length,
+    fullyLabeled,
+    ready: since.length,
+    readySince: () => since,
+    pods: () => pods,
+    toDelete: (onNode, count, now) => podsToDelete(pods, onNode, count, now),
+  };
 }
 
 /** Whether a pod update changes anything a ReplicaSet counts or claims by (other updates need no sync). */
@@ -152,11 +172,21 @@ export class OwnedPodTally implements PodSummary {
   }
 
   /** Counts a pod this sync adopted (the patched object), before its event comes back. */
-  adopted(key: string, pod: KubeObject, selector: ChildSelector, templateLabels: Readonly<Record<string, string>>): void {
+  adopted(
+    key: string,
+    pod: KubeObject,
+    selector: ChildSelector,
+    templateLabels: Readonly<Record<string, string>>,
+  ): void {
     this.apply(key, pod, selector, templateLabels);
   }
 
-  private apply(key: string, pod: KubeObject | undefined, selector: ChildSelector, templateLabels: Readonly<Record<string, string>>): void {
+  private apply(
+    key: string,
+    pod: KubeObject | undefined,
+    selector: ChildSelector,
+    templateLabels: Readonly<Record<string, string>>,
+  ): void {
     const before = this.entries.get(key);
     if (before) {
       if (before.owned) {

@@ -118,7 +118,11 @@ function ranked(pods: readonly KubeObject[], onNode: ReadonlyMap<string, number>
  * The pods ordered least valuable first. `onNode` counts, per node, the active pods of every ReplicaSet sharing
  * this one's owner (podsPerNode of them).
  */
-export function rankPodsForDeletion(pods: readonly KubeObject[], onNode: ReadonlyMap<string, number>, now: number): KubeObject[] {
+export function rankPodsForDeletion(
+  pods: readonly KubeObject[],
+  onNode: ReadonlyMap<string, number>,
+  now: number,
+): KubeObject[] {
   // A stable order: pods the rules cannot tell apart keep the (deterministic) order they came in.
   return ranked(pods, onNode)
     .sort((a, b) => order(a.r, a.colocated, a.index, b.r, b.colocated, b.index, now))
@@ -128,7 +132,12 @@ export function rankPodsForDeletion(pods: readonly KubeObject[], onNode: Readonl
 /**
  * getPodsToDelete: the `count` least valuable pods, least valuable first (everything, unsorted, when all go).
  */
-export function podsToDelete(pods: readonly KubeObject[], onNode: ReadonlyMap<string, number>, count: number, now: number): KubeObject[] {
+export function podsToDelete(
+  pods: readonly KubeObject[],
+  onNode: ReadonlyMap<string, number>,
+  count: number,
+  now: number,
+): KubeObject[] {
   if (count <= 0) return [];
   if (count >= pods.length) return [...pods];
   const heap = new DeletionHeap(count, onNode, now);
@@ -230,20 +239,42 @@ function siftDown(heap: Ranked[], i: number, now: number): void {
 }
 
 /** A total order, negative when pod a goes first: Kubernetes' rules, then the input order. */
-function order(a: PodRank, colocatedA: number, indexA: number, b: PodRank, colocatedB: number, indexB: number, now: number): number {
+function order(
+  a: PodRank,
+  colocatedA: number,
+  indexA: number,
+  b: PodRank,
+  colocatedB: number,
+  indexB: number,
+  now: number,
+): number {
   if (a.node !== b.node && (a.node === '' || b.node === '')) return a.node === '' ? -1 : 1;
   if (a.phase !== b.phase) return a.phase - b.phase;
   if (a.ready !== b.ready) return a.ready ? 1 : -1;
   if (a.cost !== b.cost) return a.cost - b.cost;
   if (colocatedA !== colocatedB) return colocatedB - colocatedA;
   if (a.ready && b.ready && a.readySince !== b.readySince) {
-    const byReady = newerFirst(a.readySince, b.readySince, bucketsFor(a, now).readyBucket, bucketsFor(b, now).readyBucket, a.uid, b.uid);
+    const byReady = newerFirst(
+      a.readySince,
+      b.readySince,
+      bucketsFor(a, now).readyBucket,
+      bucketsFor(b, now).readyBucket,
+      a.uid,
+      b.uid,
+    );
     return byReady !== 0 ? byReady : indexA - indexB;
   }
   if (a.restarts !== b.restarts) return b.restarts - a.restarts;
   if (a.sidecarRestarts !== b.sidecarRestarts) return b.sidecarRestarts - a.sidecarRestarts;
   if (a.created !== b.created) {
-    const byCreated = newerFirst(a.created, b.created, bucketsFor(a, now).createdBucket, bucketsFor(b, now).createdBucket, a.uid, b.uid);
+    const byCreated = newerFirst(
+      a.created,
+      b.created,
+      bucketsFor(a, now).createdBucket,
+      bucketsFor(b, now).createdBucket,
+      a.uid,
+      b.uid,
+    );
     if (byCreated !== 0) return byCreated;
   }
   return indexA - indexB;
@@ -283,10 +314,12 @@ function maxRestarts(pod: KubeObject): { regular: number; sidecar: number } {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};
   const sidecars = new Set<string>();
   if (Array.isArray(spec.initContainers)) {
-    for (const c of spec.initContainers) if (isPlainObject(c) && c.restartPolicy === 'Always' && typeof c.name === 'string') sidecars.add(c.name);
+    for (const c of spec.initContainers)
+      if (isPlainObject(c) && c.restartPolicy === 'Always' && typeof c.name === 'string') sidecars.add(c.name);
   }
   let sidecar = 0;
-  for (const c of containerStatuses(pod, 'initContainerStatuses')) if (sidecars.has(c.name)) sidecar = Math.max(sidecar, c.restartCount ?? 0);
+  for (const c of containerStatuses(pod, 'initContainerStatuses'))
+    if (sidecars.has(c.name)) sidecar = Math.max(sidecar, c.restartCount ?? 0);
   return { regular, sidecar };
 }
 

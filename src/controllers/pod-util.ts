@@ -17,7 +17,11 @@ export interface ContainerStatus {
   name: string;
   ready?: boolean;
   restartCount?: number;
-  state?: { running?: unknown; waiting?: unknown; terminated?: { exitCode?: number; finishedAt?: string; reason?: string } };
+  state?: {
+    running?: unknown;
+    waiting?: unknown;
+    terminated?: { exitCode?: number; finishedAt?: string; reason?: string };
+  };
 }
 
 function status(pod: KubeObject): Record<string, unknown> {
@@ -37,7 +41,10 @@ export function podCondition(pod: KubeObject, type: string): PodCondition | unde
   return podConditions(pod).find((c) => c.type === type);
 }
 
-export function containerStatuses(pod: KubeObject, which: 'containerStatuses' | 'initContainerStatuses' = 'containerStatuses'): ContainerStatus[] {
+export function containerStatuses(
+  pod: KubeObject,
+  which: 'containerStatuses' | 'initContainerStatuses' = 'containerStatuses',
+): ContainerStatus[] {
   const c = status(pod)[which];
   return Array.isArray(c) ? (c as ContainerStatus[]) : [];
 }

@@ -28,7 +28,8 @@ export function podGarbageCollector(ctx: ControllerContext): Controller {
   });
   nodes.addEventHandler({
     delete: (node) => {
-      for (const p of pods.byIndex('podgc-node', node.metadata.name!)) loop.queue.addAfter(cacheKey(p), POD_GC_QUARANTINE_MS);
+      for (const p of pods.byIndex('podgc-node', node.metadata.name!))
+        loop.queue.addAfter(cacheKey(p), POD_GC_QUARANTINE_MS);
     },
   });
 
@@ -37,9 +38,18 @@ export function podGarbageCollector(ctx: ControllerContext): Controller {
     const pod = pods.get(key.slice(0, slash), key.slice(slash + 1));
     if (!pod || !nodeOf(pod) || nodes.get(undefined, nodeOf(pod))) return;
     const status = deepCopy(isPlainObject(pod.status) ? pod.status : {}) as Obj;
-    setPodCondition(status, { type: 'DisruptionTarget', status: 'True', reason: 'DeletionByPodGC', message: 'PodGC: node no longer exists' }, rfc3339(ctx.clock.now()));
+    setPodCondition(
+      status,
+      { type: 'DisruptionTarget', status: 'True', reason: 'DeletionByPodGC', message: 'PodGC: node no longer exists' },
+      rfc3339(ctx.clock.now()),
+    );
     await ignoreNotFound(ctx.client.updateStatus(Resources.pods, { ...pod, status }));
-    await ignoreNotFound(ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid! } }));
+    await ignoreNotFound(
+      ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, {
+        gracePeriodSeconds: 0,
+        preconditions: { uid: pod.metadata.uid! },
+      }),
+    );
   }
 
   return { name: 'podgc', start: async () => loop.start(), stop: () => loop.stop() };

@@ -136,7 +136,13 @@ export function planReplicaSet(
  * The status once the plan's writes were tried: a failure sets ReplicaFailure (reason FailedCreate or
  * FailedDelete, the error as message) unless one is already there; success clears it.
  */
-export function withReplicaFailure(status: ReplicaSetStatus, previous: ReplicaSetStatus, error: Error | undefined, diff: number, now: number): ReplicaSetStatus {
+export function withReplicaFailure(
+  status: ReplicaSetStatus,
+  previous: ReplicaSetStatus,
+  error: Error | undefined,
+  diff: number,
+  now: number,
+): ReplicaSetStatus {
   const existing = previous.conditions?.find((c) => c.type === REPLICA_FAILURE);
   const others = (status.conditions ?? []).filter((c) => c.type !== REPLICA_FAILURE);
   let conditions = others;
@@ -169,10 +175,14 @@ export function podFromTemplate(rs: KubeObject, controllerRef: OwnerReference): 
   const spec = isPlainObject(rs.spec) ? rs.spec : {};
   const template = isPlainObject(spec.template) ? spec.template : {};
   const meta = isPlainObject(template.metadata) ? template.metadata : {};
-  const metadata: KubeObject['metadata'] = { generateName: podPrefix(rs.metadata.name!), ownerReferences: [controllerRef] };
+  const metadata: KubeObject['metadata'] = {
+    generateName: podPrefix(rs.metadata.name!),
+    ownerReferences: [controllerRef],
+  };
   if (isPlainObject(meta.labels)) metadata.labels = { ...(meta.labels as Record<string, string>) };
   if (isPlainObject(meta.annotations)) metadata.annotations = { ...(meta.annotations as Record<string, string>) };
-  if (Array.isArray(meta.finalizers) && meta.finalizers.length > 0) metadata.finalizers = [...(meta.finalizers as string[])];
+  if (Array.isArray(meta.finalizers) && meta.finalizers.length > 0)
+    metadata.finalizers = [...(meta.finalizers as string[])];
   return { apiVersion: 'v1', kind: 'Pod', metadata, spec: deepCopy(template.spec ?? {}) };
 }
 
@@ -185,14 +195,19 @@ function podPrefix(name: string): string {
  * Runs fn `count` times in batches of 1, 2, 4, … (slowStartBatch): a batch with a failure stops the rest, so a
  * template the API refuses costs one request, not hundreds. Returns how many calls succeeded and the first error.
  */
-export async function slowStartBatch(count: number, initialBatch: number, fn: () => Promise<void>): Promise<{ successes: number; error?: Error }> {
+export async function slowStartBatch(
+  count: number,
+  initialBatch: number,
+  fn: () => Promise<void>,
+): Promise<{ successes: number; error?: Error }> {
   let remaining = count;
   let successes = 0;
   for (let batch = Math.min(remaining, initialBatch); batch > 0; batch = Math.min(2 * batch, remaining)) {
     const results = await Promise.allSettled(Array.from({ length: batch }, () => fn()));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     successes += results.filter((r) => r.status === 'fulfilled').length;
-    if (failed) return { successes, error: failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason)) };
+    if (failed)
+      return { successes, error: failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason)) };
     remaining -= batch;
   }
   return { successes };
@@ -241,7 +256,7 @@ export function replicaSetController(ctx: ControllerContext): Controller {
 
   /** The ReplicaSet a controller reference names, if it is still that object. */
   const resolve = (namespace: string | undefined, ref: OwnerReference | undefined): KubeObject | undefined => {
-    if (!ref || ref.kind !== 'ReplicaSet' || !ref.apiVersion.startsWith('apps/')) return undefined;
+    if (ref?.kind !== 'ReplicaSet' || !ref.apiVersion.startsWith('apps/')) return undefined;
     const rs = replicaSets.get(namespace, ref.name);
     return rs && rs.metadata.uid === ref.uid ? rs : undefined;
   };
@@ -372,8 +387,11 @@ export function replicaSetController(ctx: ControllerContext): Controller {
         if (err instanceof ApiError && err.code === 404) return;
         throw err;
       }
-      const fresh = await ignoreNotFound(ctx.client.get(Resources.replicasets, rs.metadata.namespace, rs.metadata.name!));
-      if (fresh && fresh.metadata.uid === rs.metadata.uid) await ignoreNotFound(ctx.client.updateStatus(Resources.replicasets, { ...fresh, status }));
+      const fresh = await ignoreNotFound(
+        ctx.client.get(Resources.replicasets, rs.metadata.namespace, rs.metadata.name!),
+      );
+      if (fresh && fresh.metadata.uid === rs.metadata.uid)
+        await ignoreNotFound(ctx.client.updateStatus(Resources.replicasets, { ...fresh, status }));
     }
   }
 
@@ -388,8 +406,17 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     const orphans = selector.empty ? [] : pods.byIndex(ORPHAN_INDEX, rs.metadata.namespace ?? '').filter(isPodActive);
     const claims = planClaims(rs, matcher, tally.strays(), orphans);
     if (claims.adopt.length === 0 && claims.release.length === 0) return tally;
-    const owned = await applyClaims(ctx.client, Resources.pods, Resources.replicasets, rs, newControllerRef(rs, 'apps/v1', 'ReplicaSet'), claims);
-    for (const pod of owned) if (claims.adopt.some((o) => o.metadata.uid === pod.metadata.uid)) tally.adopted(cacheKey(pod), pod, matcher, labels);
+    const owned = await applyClaims(
+      ctx.client,
+      Resources.pods,
+      Resources.replicasets,
+      rs,
+      newControllerRef(rs, 'apps/v1', 'ReplicaSet'),
+      claims,
+    );
+    for (const pod of owned)
+      if (claims.adopt.some((o) => o.metadata.uid === pod.metadata.uid))
+        tally.adopted(cacheKey(pod), pod, matcher, labels);
     return tally;
   }
 
@@ -425,7 +452,12 @@ export function replicaSetController(ctx: ControllerContext): Controller {
         recorder.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${pod.metadata.name}`);
       } catch (err) {
         if (isNamespaceTerminating(err)) return;
-        recorder.event(rs, 'Warning', 'FailedCreate', `Error creating: ${err instanceof Error ? err.message : String(err)}`);
+        recorder.event(
+          rs,
+          'Warning',
+          'FailedCreate',
+          `Error creating: ${err instanceof Error ? err.message : String(err)}`,
+        );
         throw err;
       }
     });
@@ -435,17 +467,27 @@ export function replicaSetController(ctx: ControllerContext): Controller {
   }
 
   async function deletePods(rs: KubeObject, key: string, victims: readonly KubeObject[]): Promise<Error | undefined> {
-    expectations.expectDeletions(key, victims.map((p) => p.metadata.uid!));
+    expectations.expectDeletions(
+      key,
+      victims.map((p) => p.metadata.uid!),
+    );
     const results = await Promise.all(
       victims.map(async (pod): Promise<Error | undefined> => {
         try {
-          await ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, { preconditions: { uid: pod.metadata.uid } });
+          await ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, {
+            preconditions: { uid: pod.metadata.uid },
+          });
           recorder.event(rs, 'Normal', 'SuccessfulDelete', `Deleted pod: ${pod.metadata.name}`);
           return undefined;
         } catch (err) {
           expectations.deletionObserved(key, pod.metadata.uid!);
           if (err instanceof ApiError && err.code === 404) return undefined;
-          recorder.event(rs, 'Warning', 'FailedDelete', `Error deleting: ${err instanceof Error ? err.message : String(err)}`);
+          recorder.event(
+            rs,
+            'Warning',
+            'FailedDelete',
+            `Error deleting: ${err instanceof Error ? err.message : String(err)}`,
+          );
           return err instanceof Error ? err : new Error(String(err));
         }
       }),

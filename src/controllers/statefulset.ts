@@ -3,7 +3,14 @@ import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReferenc
 import { Resources } from '../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { Expectations } from '../runtime/expectations.js';
-import { controlledBy, controllerOf, indexByController, newControllerRef, ownerKey, wakeOwnerOnPodEvents } from './controller-ref.js';
+import {
+  controlledBy,
+  controllerOf,
+  indexByController,
+  newControllerRef,
+  ownerKey,
+  wakeOwnerOnPodEvents,
+} from './controller-ref.js';
 import {
   CONTROLLER_REVISION_HASH_LABEL,
   newRevision,
@@ -28,7 +35,10 @@ interface StatefulSetSpec {
   podManagementPolicy?: 'OrderedReady' | 'Parallel';
   minReadySeconds?: number;
   revisionHistoryLimit?: number;
-  template?: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: Record<string, unknown> };
+  template?: {
+    metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    spec?: Record<string, unknown>;
+  };
   selector?: { matchLabels?: Record<string, string> };
   volumeClaimTemplates?: KubeObject[];
   updateStrategy?: { type?: string; rollingUpdate?: { partition?: number; maxUnavailable?: number | string } };
@@ -90,7 +100,9 @@ export function claimName(template: KubeObject, podName: string): string {
 /** A pod for ordinal `ord` from the template of `revision` (newVersionedStatefulSetPod + identity + storage). */
 export function statefulPod(set: KubeObject, revision: KubeObject, ordinal: number): KubeObject {
   const spec = setSpec(set);
-  const template = deepCopy((templateOfRevision(revision) ?? spec.template ?? {}) as StatefulSetSpec['template'] & object);
+  const template = deepCopy(
+    (templateOfRevision(revision) ?? spec.template ?? {}) as StatefulSetSpec['template'] & object,
+  );
   const name = `${set.metadata.name}-${ordinal}`;
   const labels: Record<string, string> = {
     ...(template.metadata?.labels ?? {}),
@@ -107,11 +119,19 @@ export function statefulPod(set: KubeObject, revision: KubeObject, ordinal: numb
   }
   const claims = spec.volumeClaimTemplates ?? [];
   if (claims.length > 0) {
-    const volumes = (Array.isArray(podSpec.volumes) ? (podSpec.volumes as Array<Record<string, unknown>>) : []).filter((v) => !claims.some((c) => c.metadata.name === v.name));
-    for (const c of claims) volumes.push({ name: c.metadata.name, persistentVolumeClaim: { claimName: claimName(c, name) } });
+    const volumes = (Array.isArray(podSpec.volumes) ? (podSpec.volumes as Array<Record<string, unknown>>) : []).filter(
+      (v) => !claims.some((c) => c.metadata.name === v.name),
+    );
+    for (const c of claims)
+      volumes.push({ name: c.metadata.name, persistentVolumeClaim: { claimName: claimName(c, name) } });
     podSpec.volumes = volumes;
   }
-  const metadata: KubeObject['metadata'] = { name, namespace: set.metadata.namespace, labels, ownerReferences: [newControllerRef(set, 'apps/v1', 'StatefulSet')] };
+  const metadata: KubeObject['metadata'] = {
+    name,
+    namespace: set.metadata.namespace,
+    labels,
+    ownerReferences: [newControllerRef(set, 'apps/v1', 'StatefulSet')],
+  };
   if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
   return { apiVersion: 'v1', kind: 'Pod', metadata, spec: podSpec };
 }
@@ -128,7 +148,16 @@ export function claimsFor(set: KubeObject, podName: string): KubeObject[] {
     };
     if (t.metadata.annotations) metadata.annotations = { ...t.metadata.annotations };
     if (spec.persistentVolumeClaimRetentionPolicy?.whenDeleted === 'Delete') {
-      metadata.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: set.metadata.name!, uid: set.metadata.uid!, controller: true, blockOwnerDeletion: true }];
+      metadata.ownerReferences = [
+        {
+          apiVersion: 'apps/v1',
+          kind: 'StatefulSet',
+          name: set.metadata.name!,
+          uid: set.metadata.uid!,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ];
     }
     return { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata, spec: claim.spec ?? {} };
   });
@@ -174,7 +203,14 @@ export function planStatefulSet(
   const monotonic = spec.podManagementPolicy !== 'Parallel';
   const rolling = (spec.updateStrategy?.type ?? 'RollingUpdate') === 'RollingUpdate';
   const partition = rolling ? Math.max(0, spec.updateStrategy?.rollingUpdate?.partition ?? 0) : 0;
-  const plan: StatefulSetPlan = { createClaims: [], createPods: [], deletePods: [], claimOwnerUpdates: [], status: computeStatus(set, pods, current, update, now), events: [] };
+  const plan: StatefulSetPlan = {
+    createClaims: [],
+    createPods: [],
+    deletePods: [],
+    claimOwnerUpdates: [],
+    status: computeStatus(set, pods, current, update, now),
+    events: [],
+  };
 
   const replicas: Array<KubeObject | undefined> = new Array(replicaCount).fill(undefined);
   const condemned: KubeObject[] = [];
@@ -185,7 +221,8 @@ export function planStatefulSet(
     else condemned.push(pod);
   }
   condemned.sort((a, b) => ordinalOf(setName, b) - ordinalOf(setName, a));
-  const healthy = (p: KubeObject): boolean => isRunningAndReady(p) && !isTerminating(p) && isPodAvailable(p, minReady, now);
+  const healthy = (p: KubeObject): boolean =>
+    isRunningAndReady(p) && !isTerminating(p) && isPodAvailable(p, minReady, now);
   const firstUnhealthy = [...replicas, ...[...condemned].reverse()].find((p) => p !== undefined && !healthy(p));
   const waitAvailable = (p: KubeObject): void => {
     const left = msUntilAvailable(p, minReady, now);
@@ -193,12 +230,17 @@ export function planStatefulSet(
   };
   const createClaimsFor = (podName: string): void => {
     for (const claim of claimsFor(set, podName)) {
-      if (!claims.has(claim.metadata.name!) && !plan.createClaims.some((c) => c.metadata.name === claim.metadata.name)) plan.createClaims.push(claim);
+      if (!claims.has(claim.metadata.name!) && !plan.createClaims.some((c) => c.metadata.name === claim.metadata.name))
+        plan.createClaims.push(claim);
     }
   };
   const del = (pod: KubeObject): void => {
     plan.deletePods.push(pod);
-    plan.events.push({ type: 'Normal', reason: 'SuccessfulDelete', message: `delete Pod ${pod.metadata.name} in StatefulSet ${setName} successful` });
+    plan.events.push({
+      type: 'Normal',
+      reason: 'SuccessfulDelete',
+      message: `delete Pod ${pod.metadata.name} in StatefulSet ${setName} successful`,
+    });
   };
 
   if (set.metadata.deletionTimestamp) return plan;
@@ -212,10 +254,19 @@ export function planStatefulSet(
       const fresh = statefulPod(set, revision, ord);
       createClaimsFor(fresh.metadata.name!);
       for (const c of claimsFor(set, fresh.metadata.name!)) {
-        if (!claims.has(c.metadata.name!)) plan.events.push({ type: 'Normal', reason: 'SuccessfulCreate', message: `create Claim ${c.metadata.name} Pod ${fresh.metadata.name} in StatefulSet ${setName} success` });
+        if (!claims.has(c.metadata.name!))
+          plan.events.push({
+            type: 'Normal',
+            reason: 'SuccessfulCreate',
+            message: `create Claim ${c.metadata.name} Pod ${fresh.metadata.name} in StatefulSet ${setName} success`,
+          });
       }
       plan.createPods.push(fresh);
-      plan.events.push({ type: 'Normal', reason: 'SuccessfulCreate', message: `create Pod ${fresh.metadata.name} in StatefulSet ${setName} successful` });
+      plan.events.push({
+        type: 'Normal',
+        reason: 'SuccessfulCreate',
+        message: `create Pod ${fresh.metadata.name} in StatefulSet ${setName} successful`,
+      });
       if (monotonic) return plan;
       continue;
     }
@@ -223,8 +274,16 @@ export function planStatefulSet(
     if ((phase === 'Failed' || phase === 'Succeeded') && !isTerminating(pod)) {
       plan.events.push(
         phase === 'Failed'
-          ? { type: 'Warning', reason: 'RecreatingFailedPod', message: `StatefulSet ${setRef} is recreating failed Pod ${pod.metadata.name}` }
-          : { type: 'Normal', reason: 'RecreatingTerminatedPod', message: `StatefulSet ${setRef} is recreating terminated Pod ${pod.metadata.name}` },
+          ? {
+              type: 'Warning',
+              reason: 'RecreatingFailedPod',
+              message: `StatefulSet ${setRef} is recreating failed Pod ${pod.metadata.name}`,
+            }
+          : {
+              type: 'Normal',
+              reason: 'RecreatingTerminatedPod',
+              message: `StatefulSet ${setRef} is recreating terminated Pod ${pod.metadata.name}`,
+            },
       );
       del(pod);
       if (monotonic) return plan;
@@ -250,7 +309,13 @@ export function planStatefulSet(
       for (const c of claimsFor(set, pod.metadata.name!)) {
         const claim = claims.get(c.metadata.name!);
         if (!claim || claim.metadata.ownerReferences?.some((r) => r.uid === pod.metadata.uid)) continue;
-        plan.claimOwnerUpdates.push({ claim, ownerReferences: [...(claim.metadata.ownerReferences ?? []), { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name!, uid: pod.metadata.uid! }] });
+        plan.claimOwnerUpdates.push({
+          claim,
+          ownerReferences: [
+            ...(claim.metadata.ownerReferences ?? []),
+            { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name!, uid: pod.metadata.uid! },
+          ],
+        });
       }
     }
     del(pod);
@@ -274,7 +339,13 @@ export function planStatefulSet(
 }
 
 /** Status from the pods (computeReplicaStatus), and currentRevision catching up once a rollout is done. */
-function computeStatus(set: KubeObject, pods: readonly KubeObject[], current: KubeObject, update: KubeObject, now: number): StatefulSetStatus {
+function computeStatus(
+  set: KubeObject,
+  pods: readonly KubeObject[],
+  current: KubeObject,
+  update: KubeObject,
+  now: number,
+): StatefulSetStatus {
   const spec = setSpec(set);
   const minReady = spec.minReadySeconds ?? 0;
   const status: StatefulSetStatus = {
@@ -333,7 +404,12 @@ export function statefulSetController(ctx: ControllerContext): Controller {
     delete: (s) => expectations.forget(keyOf(s)),
   });
   wakeOwnerOnPodEvents(pods, 'StatefulSet', loop.queue, expectations);
-  revisions.addEventHandler({ delete: (r) => { const key = ownerKey(r, 'StatefulSet'); if (key) loop.queue.add(key); } });
+  revisions.addEventHandler({
+    delete: (r) => {
+      const key = ownerKey(r, 'StatefulSet');
+      if (key) loop.queue.add(key);
+    },
+  });
 
   async function reconcile(key: string): Promise<ReconcileResult | void> {
     const [namespace, name] = key.split('/') as [string, string];
@@ -360,19 +436,33 @@ export function statefulSetController(ctx: ControllerContext): Controller {
         await ctx.client.create(Resources.persistentvolumeclaims, namespace, claim);
       } catch (err) {
         if (!(err instanceof ApiError && err.code === 409)) {
-          recorder.event(set, 'Warning', 'FailedCreate', `create Claim ${claim.metadata.name} for Pod in StatefulSet ${name} failed error: ${(err as Error).message}`);
+          recorder.event(
+            set,
+            'Warning',
+            'FailedCreate',
+            `create Claim ${claim.metadata.name} for Pod in StatefulSet ${name} failed error: ${(err as Error).message}`,
+          );
           throw err;
         }
       }
     }
     for (const { claim, ownerReferences } of plan.claimOwnerUpdates) {
-      await ignoreNotFound(ctx.client.patch(Resources.persistentvolumeclaims, namespace, claim.metadata.name!, 'merge', { metadata: { ownerReferences, resourceVersion: claim.metadata.resourceVersion } }));
+      await ignoreNotFound(
+        ctx.client.patch(Resources.persistentvolumeclaims, namespace, claim.metadata.name!, 'merge', {
+          metadata: { ownerReferences, resourceVersion: claim.metadata.resourceVersion },
+        }),
+      );
     }
     if (plan.deletePods.length > 0) {
-      expectations.expectDeletions(key, plan.deletePods.map((p) => p.metadata.uid!));
+      expectations.expectDeletions(
+        key,
+        plan.deletePods.map((p) => p.metadata.uid!),
+      );
       for (const pod of plan.deletePods) {
         try {
-          await ctx.client.delete(Resources.pods, namespace, pod.metadata.name!, { preconditions: { uid: pod.metadata.uid! } });
+          await ctx.client.delete(Resources.pods, namespace, pod.metadata.name!, {
+            preconditions: { uid: pod.metadata.uid! },
+          });
         } catch (err) {
           expectations.deletionObserved(key, pod.metadata.uid!);
           if (!(err instanceof ApiError && err.code === 404)) throw err;
@@ -381,33 +471,57 @@ export function statefulSetController(ctx: ControllerContext): Controller {
     }
     if (plan.createPods.length > 0) {
       expectations.expectCreations(key, plan.createPods.length);
-      const results = await Promise.allSettled(plan.createPods.map((pod) => ctx.client.create(Resources.pods, namespace, pod)));
+      const results = await Promise.allSettled(
+        plan.createPods.map((pod) => ctx.client.create(Resources.pods, namespace, pod)),
+      );
       results.forEach((r, i) => {
         if (r.status === 'rejected') {
           expectations.creationObserved(key);
-          recorder.event(set, 'Warning', 'FailedCreate', `create Pod ${plan.createPods[i]!.metadata.name} in StatefulSet ${name} failed error: ${(r.reason as Error).message}`);
+          recorder.event(
+            set,
+            'Warning',
+            'FailedCreate',
+            `create Pod ${plan.createPods[i]!.metadata.name} in StatefulSet ${name} failed error: ${(r.reason as Error).message}`,
+          );
         }
       });
     }
     for (const e of plan.events) recorder.event(set, e.type, e.reason, e.message);
     const fresh = sets.get(namespace, name) ?? set;
-    if (!deepEqual(fresh.status, plan.status)) await ignoreNotFound(ctx.client.updateStatus(Resources.statefulsets, { ...fresh, status: plan.status }));
+    if (!deepEqual(fresh.status, plan.status))
+      await ignoreNotFound(ctx.client.updateStatus(Resources.statefulsets, { ...fresh, status: plan.status }));
     await truncateHistory(set, owned, all, current, update);
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
   }
 
   /** getStatefulSetRevisions: find or make the update revision; the current one comes from status. */
-  async function syncRevisions(set: KubeObject): Promise<{ current: KubeObject; update: KubeObject; all: KubeObject[] }> {
+  async function syncRevisions(
+    set: KubeObject,
+  ): Promise<{ current: KubeObject; update: KubeObject; all: KubeObject[] }> {
     const all = controlledBy(revisions, set.metadata.uid!);
     let collisionCount = (set.status as { collisionCount?: number } | undefined)?.collisionCount ?? 0;
     const template = setSpec(set).template;
     for (let attempt = 0; ; attempt++) {
-      const candidate = newRevision(set, 'apps/v1', 'StatefulSet', template?.metadata?.labels, templatePatch(template), nextRevisionNumber(all), collisionCount);
+      const candidate = newRevision(
+        set,
+        'apps/v1',
+        'StatefulSet',
+        template?.metadata?.labels,
+        templatePatch(template),
+        nextRevisionNumber(all),
+        collisionCount,
+      );
       const step = planUpdateRevision(all, candidate);
       let update: KubeObject;
       if (step.action === 'none') update = step.revision;
       else if (step.action === 'renumber') {
-        update = await ctx.client.patch(Resources.controllerrevisions, set.metadata.namespace, step.revision.metadata.name!, 'merge', { revision: step.to });
+        update = await ctx.client.patch(
+          Resources.controllerrevisions,
+          set.metadata.namespace,
+          step.revision.metadata.name!,
+          'merge',
+          { revision: step.to },
+        );
         const i = all.indexOf(step.revision);
         all[i] = update;
       } else {
@@ -416,13 +530,24 @@ export function statefulSetController(ctx: ControllerContext): Controller {
           all.push(update);
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 409) || attempt > 5) throw err;
-          const existing = await ctx.client.get(Resources.controllerrevisions, set.metadata.namespace, step.revision.metadata.name!);
+          const existing = await ctx.client.get(
+            Resources.controllerrevisions,
+            set.metadata.namespace,
+            step.revision.metadata.name!,
+          );
           if (controllerOf(existing)?.uid === set.metadata.uid && deepEqual(existing.data, step.revision.data)) {
             update = existing;
             all.push(existing);
           } else {
             collisionCount++;
-            await ctx.client.patch(Resources.statefulsets, set.metadata.namespace, set.metadata.name!, 'merge', { status: { collisionCount } }, 'status');
+            await ctx.client.patch(
+              Resources.statefulsets,
+              set.metadata.namespace,
+              set.metadata.name!,
+              'merge',
+              { status: { collisionCount } },
+              'status',
+            );
             continue;
           }
         }
@@ -433,7 +558,13 @@ export function statefulSetController(ctx: ControllerContext): Controller {
     }
   }
 
-  async function truncateHistory(set: KubeObject, owned: readonly KubeObject[], all: readonly KubeObject[], current: KubeObject, update: KubeObject): Promise<void> {
+  async function truncateHistory(
+    set: KubeObject,
+    owned: readonly KubeObject[],
+    all: readonly KubeObject[],
+    current: KubeObject,
+    update: KubeObject,
+  ): Promise<void> {
     const live = new Set<string>([current.metadata.name!, update.metadata.name!]);
     for (const p of owned) {
       const r = podRevision(p);

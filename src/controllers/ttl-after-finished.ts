@@ -26,7 +26,8 @@ export function ttlAfterFinishedController(ctx: ControllerContext): Controller {
   const jobs = ctx.informers.for(Resources.jobs);
   const loop = new ReconcileLoop('ttl-after-finished', ctx, reconcile);
   const enqueue = (job: KubeObject): void => {
-    if (ttlRemainingMs(job, ctx.clock.now()) !== undefined) loop.queue.add(`${job.metadata.namespace}/${job.metadata.name}`);
+    if (ttlRemainingMs(job, ctx.clock.now()) !== undefined)
+      loop.queue.add(`${job.metadata.namespace}/${job.metadata.name}`);
   };
   jobs.addEventHandler({ add: enqueue, update: (_old, job) => enqueue(job) });
 
@@ -44,7 +45,12 @@ export function ttlAfterFinishedController(ctx: ControllerContext): Controller {
     if (freshLeft === undefined) return;
     if (freshLeft > 0) return { requeueAfterMs: freshLeft };
     ctx.log('debug', `ttl-after-finished: deleting Job ${key}`);
-    await ignoreNotFound(ctx.client.delete(Resources.jobs, namespace, name, { propagationPolicy: 'Foreground', preconditions: { uid: fresh.metadata.uid! } }));
+    await ignoreNotFound(
+      ctx.client.delete(Resources.jobs, namespace, name, {
+        propagationPolicy: 'Foreground',
+        preconditions: { uid: fresh.metadata.uid! },
+      }),
+    );
   }
 
   return { name: 'ttl-after-finished', start: async () => loop.start(), stop: () => loop.stop() };

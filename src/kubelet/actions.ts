@@ -115,7 +115,12 @@ function sameCondition(status: Obj, condition: Obj): boolean {
   if (!previous || previous.status !== condition.status || previous.lastProbeTime !== null) return false;
   const keys = Object.keys(previous);
   const want = Object.keys(condition);
-  if (keys.length !== want.length + 2 || keys[want.length] !== 'lastProbeTime' || keys[want.length + 1] !== 'lastTransitionTime') return false;
+  if (
+    keys.length !== want.length + 2 ||
+    keys[want.length] !== 'lastProbeTime' ||
+    keys[want.length + 1] !== 'lastTransitionTime'
+  )
+    return false;
   return want.every((k, i) => keys[i] === k && previous[k] === condition[k]);
 }
 
@@ -155,7 +160,9 @@ const imageIDs = new SharedTable<string>();
 function imageID(image: string): string {
   return imageIDs.get(image, () => {
     const normalized = normalizeImage(image);
-    const repo = normalized.includes('@') ? normalized.slice(0, normalized.indexOf('@')) : normalized.slice(0, normalized.lastIndexOf(':'));
+    const repo = normalized.includes('@')
+      ? normalized.slice(0, normalized.indexOf('@'))
+      : normalized.slice(0, normalized.lastIndexOf(':'));
     return shared(`${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`);
   });
 }
@@ -180,7 +187,16 @@ export function expandVars(text: string, env: ReadonlyMap<string, string>): stri
 function waitingStatus(c: Obj, reason: string, message?: string): Obj {
   const waiting: Obj = { reason };
   if (message) waiting.message = message;
-  return { name: c.name, image: c.image, imageID: '', ready: false, restartCount: 0, started: false, state: { waiting }, lastState: {} };
+  return {
+    name: c.name,
+    image: c.image,
+    imageID: '',
+    ready: false,
+    restartCount: 0,
+    started: false,
+    state: { waiting },
+    lastState: {},
+  };
 }
 
 function notReadyNames(list: Obj[]): string[] {
@@ -194,12 +210,29 @@ function setReadiness(status: Obj, now: string, terminal: boolean): void {
   for (const type of ['Ready', 'ContainersReady']) {
     if (terminal) setCondition(status, { type, status: 'False', reason: 'PodCompleted' }, now);
     else if (unready.length === 0 && containers.length > 0) setCondition(status, { type, status: 'True' }, now);
-    else setCondition(status, { type, status: 'False', reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` }, now);
+    else
+      setCondition(
+        status,
+        {
+          type,
+          status: 'False',
+          reason: 'ContainersNotReady',
+          message: `containers with unready status: [${unready.join(' ')}]`,
+        },
+        now,
+      );
   }
 }
 
 /** Conditions in the order the kubelet writes them. */
-const CONDITION_ORDER = ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled', 'DisruptionTarget'];
+const CONDITION_ORDER = [
+  'PodReadyToStartContainers',
+  'Initialized',
+  'Ready',
+  'ContainersReady',
+  'PodScheduled',
+  'DisruptionTarget',
+];
 
 function sortConditions(status: Obj): void {
   if (!Array.isArray(status.conditions)) return;
@@ -228,10 +261,22 @@ function pullEvents(c: Obj, path: string): ActionEvent[] {
   if (c.imagePullPolicy === 'Always') {
     return [
       { type: 'Normal', reason: 'Pulling', message: shared(`Pulling image "${image}"`), fieldPath: path },
-      { type: 'Normal', reason: 'Pulled', message: shared(`Successfully pulled image "${image}" in 0s (0s including waiting). Image size: 0 bytes.`), fieldPath: path },
+      {
+        type: 'Normal',
+        reason: 'Pulled',
+        message: shared(`Successfully pulled image "${image}" in 0s (0s including waiting). Image size: 0 bytes.`),
+        fieldPath: path,
+      },
     ];
   }
-  return [{ type: 'Normal', reason: 'Pulled', message: shared(`Container image "${image}" already present on machine`), fieldPath: path }];
+  return [
+    {
+      type: 'Normal',
+      reason: 'Pulled',
+      message: shared(`Container image "${image}" already present on machine`),
+      fieldPath: path,
+    },
+  ];
 }
 
 interface Started {
@@ -242,14 +287,24 @@ interface Started {
 }
 
 /** Starts one container (restartCount given): its env, its running state, Pulled/Created/Started. */
-function startContainer(pod: KubeObject, c: Obj, previous: Obj | undefined, restartCount: number, ctx: ActionContext, now: string): Started {
+function startContainer(
+  pod: KubeObject,
+  c: Obj,
+  previous: Obj | undefined,
+  restartCount: number,
+  ctx: ActionContext,
+  now: string,
+): Started {
   const path = fieldPath(pod, String(c.name));
   const resolved = ctx.resolveEnv(pod, c);
   const lastState = previous && isPlainObject(previous.lastState) ? previous.lastState : {};
   if ('error' in resolved) {
     return {
       status: { ...waitingStatus(c, 'CreateContainerConfigError', resolved.error), restartCount, lastState },
-      events: [...pullEvents(c, path), { type: 'Warning', reason: 'Failed', message: `Error: ${resolved.error}`, fieldPath: path }],
+      events: [
+        ...pullEvents(c, path),
+        { type: 'Warning', reason: 'Failed', message: `Error: ${resolved.error}`, fieldPath: path },
+      ],
       logs: [],
     };
   }
@@ -277,7 +332,13 @@ function startContainer(pod: KubeObject, c: Obj, previous: Obj | undefined, rest
 
 function terminate(cs: Obj, exitCode: number, now: string, reason?: string): Obj {
   const running = isPlainObject(state(cs).running) ? (state(cs).running as Obj) : undefined;
-  const terminated: Obj = { containerID: cs.containerID, exitCode, finishedAt: now, reason: reason ?? (exitCode === 0 ? 'Completed' : 'Error'), startedAt: running?.startedAt ?? now };
+  const terminated: Obj = {
+    containerID: cs.containerID,
+    exitCode,
+    finishedAt: now,
+    reason: reason ?? (exitCode === 0 ? 'Completed' : 'Error'),
+    startedAt: running?.startedAt ?? now,
+  };
   if (!cs.containerID) delete terminated.containerID;
   return { ...cs, ready: false, started: false, state: { terminated } };
 }
@@ -333,9 +394,21 @@ function accept(pod: KubeObject, ctx: ActionContext): ActionResult {
   status.startTime = now;
   setCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
   if (inits.length === 0) setCondition(status, { type: 'Initialized', status: 'True' }, now);
-  else setCondition(status, { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${inits.map((c) => String(c.name)).join(' ')}]` }, now);
+  else
+    setCondition(
+      status,
+      {
+        type: 'Initialized',
+        status: 'False',
+        reason: 'ContainersNotInitialized',
+        message: `containers with incomplete status: [${inits.map((c) => String(c.name)).join(' ')}]`,
+      },
+      now,
+    );
   // App containers wait in ContainerCreating, or in PodInitializing behind init containers (shown Init:0/N).
-  status.containerStatuses = containersOf(pod, 'containers').map((c) => waitingStatus(c, inits.length > 0 ? 'PodInitializing' : 'ContainerCreating'));
+  status.containerStatuses = containersOf(pod, 'containers').map((c) =>
+    waitingStatus(c, inits.length > 0 ? 'PodInitializing' : 'ContainerCreating'),
+  );
   if (inits.length > 0) status.initContainerStatuses = inits.map((c) => waitingStatus(c, 'PodInitializing'));
   setReadiness(status, now, false);
   sortConditions(status);
@@ -347,7 +420,16 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
   const now = rfc3339(ctx.now);
   const mountError = ctx.volumeError(pod);
   if (mountError) {
-    return { ...empty(), events: [{ type: 'Warning', reason: 'FailedMount', message: `MountVolume.SetUp failed for volume "${mountError.volume}" : ${mountError.message}` }] };
+    return {
+      ...empty(),
+      events: [
+        {
+          type: 'Warning',
+          reason: 'FailedMount',
+          message: `MountVolume.SetUp failed for volume "${mountError.volume}" : ${mountError.message}`,
+        },
+      ],
+    };
   }
   const status = statusOf(pod);
   const podIP = ctx.podIP(pod);
@@ -366,7 +448,12 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
       const started = startContainer(withIP, c, undefined, 0, ctx, now);
       if (!started.env) blocked = true;
       result.events.push(...started.events);
-      for (const log of started.logs) result.logs.push({ ...log, lines: [...log.lines, `[kube-sim] container ${String(c.name)} exited with code 0`], end: true });
+      for (const log of started.logs)
+        result.logs.push({
+          ...log,
+          lines: [...log.lines, `[kube-sim] container ${String(c.name)} exited with code 0`],
+          end: true,
+        });
       return started.env ? terminate(started.status, 0, now) : started.status;
     });
   }
@@ -380,14 +467,26 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
       const started = startContainer(withIP, c, prior, restartCount, ctx, now);
       result.events.push(...started.events);
       result.logs.push(...started.logs);
-      if (started.env) result.annotations![envAnnotation(String(c.name))] = JSON.stringify(Object.fromEntries(started.env));
+      if (started.env)
+        result.annotations![envAnnotation(String(c.name))] = JSON.stringify(Object.fromEntries(started.env));
       return started.status;
     });
   }
   setCondition(status, { type: 'PodReadyToStartContainers', status: 'True' }, now);
   if (initFailed) {
-    const pending = statuses(status, 'initContainerStatuses').filter((cs) => !isPlainObject(state(cs).terminated)).map((cs) => String(cs.name));
-    setCondition(status, { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${pending.join(' ')}]` }, now);
+    const pending = statuses(status, 'initContainerStatuses')
+      .filter((cs) => !isPlainObject(state(cs).terminated))
+      .map((cs) => String(cs.name));
+    setCondition(
+      status,
+      {
+        type: 'Initialized',
+        status: 'False',
+        reason: 'ContainersNotInitialized',
+        message: `containers with incomplete status: [${pending.join(' ')}]`,
+      },
+      now,
+    );
   } else setCondition(status, { type: 'Initialized', status: 'True' }, now);
   status.phase = phaseFromContainers(status, restartPolicyOf(pod));
   setReadiness(status, now, false);
@@ -399,7 +498,9 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
 function ready(pod: KubeObject, ctx: ActionContext): ActionResult {
   const now = rfc3339(ctx.now);
   const status = statusOf(pod);
-  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => (isPlainObject(state(cs).running) && cs.ready !== true ? { ...cs, ready: true } : cs));
+  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) =>
+    isPlainObject(state(cs).running) && cs.ready !== true ? { ...cs, ready: true } : cs,
+  );
   setReadiness(status, now, false);
   sortConditions(status);
   return { ...empty(), status };
@@ -414,7 +515,11 @@ function exit(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): Act
   const logs: ActionLog[] = [];
   status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (!isPlainObject(state(cs).running)) return cs;
-    logs.push({ container: String(cs.name), end: true, lines: [`[kube-sim] container ${String(cs.name)} exited with code ${code}${reason ? ` (${reason})` : ''}`] });
+    logs.push({
+      container: String(cs.name),
+      end: true,
+      lines: [`[kube-sim] container ${String(cs.name)} exited with code ${code}${reason ? ` (${reason})` : ''}`],
+    });
     return terminate(cs, code, now, reason);
   });
   status.phase = phaseFromContainers(status, restartPolicyOf(pod));
@@ -436,8 +541,24 @@ function backOff(pod: KubeObject, ctx: ActionContext): ActionResult {
     if (!wantsRestart(policy, cs)) return cs;
     const restarts = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
     const wait = goDuration(crashLoopDelayMs(restarts));
-    events.push({ type: 'Warning', reason: 'BackOff', message: `Back-off restarting failed container ${String(cs.name)} in pod ${ref}`, fieldPath: fieldPath(pod, String(cs.name)) });
-    return { ...cs, lastState: { terminated: state(cs).terminated }, ready: false, started: false, state: { waiting: { reason: 'CrashLoopBackOff', message: `back-off ${wait} restarting failed container=${String(cs.name)} pod=${ref}` } } };
+    events.push({
+      type: 'Warning',
+      reason: 'BackOff',
+      message: `Back-off restarting failed container ${String(cs.name)} in pod ${ref}`,
+      fieldPath: fieldPath(pod, String(cs.name)),
+    });
+    return {
+      ...cs,
+      lastState: { terminated: state(cs).terminated },
+      ready: false,
+      started: false,
+      state: {
+        waiting: {
+          reason: 'CrashLoopBackOff',
+          message: `back-off ${wait} restarting failed container=${String(cs.name)} pod=${ref}`,
+        },
+      },
+    };
   });
   setReadiness(status, now, false);
   sortConditions(status);
@@ -462,7 +583,8 @@ function restart(pod: KubeObject, ctx: ActionContext): ActionResult {
     const started = startContainer(pod, c, { ...cs, lastState: last }, restarts, ctx, now);
     result.events.push(...started.events);
     result.logs.push(...started.logs);
-    if (started.env) result.annotations![envAnnotation(String(c.name))] = JSON.stringify(Object.fromEntries(started.env));
+    if (started.env)
+      result.annotations![envAnnotation(String(c.name))] = JSON.stringify(Object.fromEntries(started.env));
     return started.status;
   });
   status.phase = phaseFromContainers(status, policy);
@@ -477,8 +599,16 @@ function kill(pod: KubeObject): ActionResult {
   const result = empty();
   for (const cs of statuses(status, 'containerStatuses')) {
     if (!isPlainObject(state(cs).running)) continue;
-    result.events.push({ type: 'Normal', reason: 'Killing', message: `Stopping container ${String(cs.name)}`, fieldPath: fieldPath(pod, String(cs.name)) });
-    result.logs.push({ container: String(cs.name), lines: [`[kube-sim] container ${String(cs.name)} received SIGTERM`] });
+    result.events.push({
+      type: 'Normal',
+      reason: 'Killing',
+      message: `Stopping container ${String(cs.name)}`,
+      fieldPath: fieldPath(pod, String(cs.name)),
+    });
+    result.logs.push({
+      container: String(cs.name),
+      lines: [`[kube-sim] container ${String(cs.name)} received SIGTERM`],
+    });
   }
   return result;
 }
@@ -492,13 +622,25 @@ function stop(pod: KubeObject, ctx: ActionContext): ActionResult {
   status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (isPlainObject(state(cs).terminated)) return cs;
     any = true;
-    if (isPlainObject(state(cs).running)) logs.push({ container: String(cs.name), end: true, lines: [`[kube-sim] container ${String(cs.name)} exited with code 0`] });
-    const stopped = terminate(cs, isPlainObject(state(cs).running) ? 0 : 137, now, isPlainObject(state(cs).running) ? 'Completed' : 'ContainerStatusUnknown');
+    if (isPlainObject(state(cs).running))
+      logs.push({
+        container: String(cs.name),
+        end: true,
+        lines: [`[kube-sim] container ${String(cs.name)} exited with code 0`],
+      });
+    const stopped = terminate(
+      cs,
+      isPlainObject(state(cs).running) ? 0 : 137,
+      now,
+      isPlainObject(state(cs).running) ? 'Completed' : 'ContainerStatusUnknown',
+    );
     return stopped;
   });
   if (!any) return { events: [], logs };
   if (status.phase !== 'Succeeded' && status.phase !== 'Failed') {
-    const failed = statuses(status, 'containerStatuses').some((cs) => isPlainObject(state(cs).terminated) && (state(cs).terminated as Obj).exitCode !== 0);
+    const failed = statuses(status, 'containerStatuses').some(
+      (cs) => isPlainObject(state(cs).terminated) && (state(cs).terminated as Obj).exitCode !== 0,
+    );
     status.phase = failed ? 'Failed' : 'Succeeded';
   }
   setReadiness(status, now, true);
@@ -516,7 +658,12 @@ function failPod(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): 
   const logs: ActionLog[] = [];
   status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (isPlainObject(state(cs).terminated)) return cs;
-    if (isPlainObject(state(cs).running)) logs.push({ container: String(cs.name), end: true, lines: [`[kube-sim] container ${String(cs.name)} killed: ${reason}`] });
+    if (isPlainObject(state(cs).running))
+      logs.push({
+        container: String(cs.name),
+        end: true,
+        lines: [`[kube-sim] container ${String(cs.name)} killed: ${reason}`],
+      });
     return terminate(cs, 137, now, 'Error');
   });
   status.phase = 'Failed';

@@ -48,16 +48,23 @@ function sleep(clock: Clock, ms: number, closed: Promise<void>): Promise<void> {
   });
 }
 
+/** Writes `text` and succeeds: the whole of most builtins. */
+function printed(io: { out(text: string): void }, text: string): number {
+  io.out(text);
+  return 0;
+}
+
 const BUILTINS: Record<string, Builtin> = {
   true: () => 0,
   false: () => 1,
   ':': () => 0,
-  pwd: (_a, io) => (io.out('/\n'), 0),
-  whoami: (_a, io) => (io.out('root\n'), 0),
-  id: (_a, io) => (io.out('uid=0(root) gid=0(root) groups=0(root)\n'), 0),
-  uname: (args, io, shell) => (io.out(args.includes('-a') ? `Linux ${shell.hostname()} 6.8.0-kube-sim #1 SMP x86_64 GNU/Linux\n` : 'Linux\n'), 0),
-  hostname: (_a, io, shell) => (io.out(`${shell.hostname()}\n`), 0),
-  date: (_a, io, shell) => (io.out(`${utcDate(shell.ctx.clock.now())}\n`), 0),
+  pwd: (_a, io) => printed(io, '/\n'),
+  whoami: (_a, io) => printed(io, 'root\n'),
+  id: (_a, io) => printed(io, 'uid=0(root) gid=0(root) groups=0(root)\n'),
+  uname: (args, io, shell) =>
+    printed(io, args.includes('-a') ? `Linux ${shell.hostname()} 6.8.0-kube-sim #1 SMP x86_64 GNU/Linux\n` : 'Linux\n'),
+  hostname: (_a, io, shell) => printed(io, `${shell.hostname()}\n`),
+  date: (_a, io, shell) => printed(io, `${utcDate(shell.ctx.clock.now())}\n`),
   echo: (args, io) => {
     const noNewline = args[0] === '-n';
     io.out(`${(noNewline ? args.slice(1) : args).join(' ')}${noNewline ? '' : '\n'}`);
@@ -168,7 +175,11 @@ const BUILTINS: Record<string, Builtin> = {
   wc: async (args, io) => {
     const text = await io.stdin();
     const count = lines(text).length;
-    io.out(args.includes('-l') ? `${count}\n` : `${count} ${text.split(/\s+/).filter((w) => w).length} ${Buffer.byteLength(text)}\n`);
+    io.out(
+      args.includes('-l')
+        ? `${count}\n`
+        : `${count} ${text.split(/\s+/).filter((w) => w).length} ${Buffer.byteLength(text)}\n`,
+    );
     return 0;
   },
 };
@@ -237,7 +248,7 @@ export class Shell {
       return this.script(await io.stdin(), io);
     }
     if (name === 'exit') throw new ExitSignal(args[0] === undefined ? this.lastCode : Number(args[0]) & 255);
-    const builtin = Object.prototype.hasOwnProperty.call(BUILTINS, name) ? BUILTINS[name] : undefined;
+    const builtin = Object.hasOwn(BUILTINS, name) ? BUILTINS[name] : undefined;
     if (!builtin) {
       io.err(`${cmd}: command not found\n`);
       return 127;

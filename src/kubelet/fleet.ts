@@ -8,7 +8,15 @@ import { ignoreNotFound } from '../controllers/namespace.js';
 import { isTerminal, podNodeName as podNode } from '../controllers/pod-util.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';
-import { envAnnotation, runAction, type ActionContext, type ActionEvent, type ActionLog, type ActionName, type ActionResult } from './actions.js';
+import {
+  envAnnotation,
+  runAction,
+  type ActionContext,
+  type ActionEvent,
+  type ActionLog,
+  type ActionName,
+  type ActionResult,
+} from './actions.js';
 import type { ExecTarget, KubeletConnector, LogSource } from './connector.js';
 import { runInContainer } from './exec-shell.js';
 import { LogStore } from './logs.js';
@@ -63,7 +71,10 @@ function leaseManifest(name: string, node: KubeObject, renewTime: string): KubeO
 
 /** The last Lease seen, renewed now (kubelet's lease controller: a copy of its latest Lease with a new renewTime). */
 function renewed(lease: KubeObject, holder: string, renewTime: string): KubeObject {
-  return { ...lease, spec: { ...(lease.spec as Obj), holderIdentity: holder, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime } };
+  return {
+    ...lease,
+    spec: { ...(lease.spec as Obj), holderIdentity: holder, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime },
+  };
 }
 
 export interface KubeletOptions {
@@ -117,7 +128,9 @@ interface StageStep {
 
 function containerSpecs(pod: KubeObject): Obj[] {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  return ['initContainers', 'containers', 'ephemeralContainers'].flatMap((l) => (Array.isArray(spec[l]) ? (spec[l] as unknown[]).filter(isPlainObject) : [])) as Obj[];
+  return ['initContainers', 'containers', 'ephemeralContainers'].flatMap((l) =>
+    Array.isArray(spec[l]) ? (spec[l] as unknown[]).filter(isPlainObject) : [],
+  ) as Obj[];
 }
 
 function containerStatus(pod: KubeObject, name: string): Obj | undefined {
@@ -149,7 +162,8 @@ function referencesOf(pod: KubeObject, kind: 'configMap' | 'secret'): string[] {
     if (!isPlainObject(v)) continue;
     const direct = v[kind];
     if (isPlainObject(direct)) names.add(String(kind === 'secret' ? direct.secretName : direct.name));
-    const projected = isPlainObject(v.projected) && Array.isArray(v.projected.sources) ? (v.projected.sources as unknown[]) : [];
+    const projected =
+      isPlainObject(v.projected) && Array.isArray(v.projected.sources) ? (v.projected.sources as unknown[]) : [];
     for (const s of projected) if (isPlainObject(s) && isPlainObject(s[kind])) names.add(String((s[kind] as Obj).name));
   }
   return [...names].map((n) => `${ns}/${n}`);
@@ -167,7 +181,11 @@ function references(pod: KubeObject, kind: 'configMap' | 'secret'): string[] {
   if (!isPlainObject(spec)) return referencesOf(pod, kind);
   const ns = pod.metadata.namespace ?? '';
   let refs = referencesBySpec.get(spec);
-  if (!refs || refs.ns !== ns) referencesBySpec.set(spec, (refs = { ns, configMap: referencesOf(pod, 'configMap'), secret: referencesOf(pod, 'secret') }));
+  if (!refs || refs.ns !== ns)
+    referencesBySpec.set(
+      spec,
+      (refs = { ns, configMap: referencesOf(pod, 'configMap'), secret: referencesOf(pod, 'secret') }),
+    );
   return refs[kind];
 }
 
@@ -253,13 +271,18 @@ export class KubeletFleet implements Controller, KubeletConnector {
         this.loop.queue.add(key);
       }
     };
-    for (const [informer, index] of [[this.configmaps, 'kubelet-configmaps'], [this.secrets, 'kubelet-secrets']] as const) {
+    for (const [informer, index] of [
+      [this.configmaps, 'kubelet-configmaps'],
+      [this.secrets, 'kubelet-secrets'],
+    ] as const) {
       informer.addEventHandler({ add: wake(index), update: (_o, n) => wake(index)(n), delete: wake(index) });
     }
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.nodes, this.pods, this.configmaps, this.secrets, this.services].map((i) => i.waitForSync()));
+    await Promise.all(
+      [this.nodes, this.pods, this.configmaps, this.secrets, this.services].map((i) => i.waitForSync()),
+    );
     // Nodes adopted while the informers synced have registered but not beaten yet.
     const early = [...this.agents.values()];
     this.running = true;
@@ -268,7 +291,11 @@ export class KubeletFleet implements Controller, KubeletConnector {
       let node = this.nodes.get(undefined, name);
       if (!node) {
         try {
-          node = await this.ctx.client.create(Resources.nodes, undefined, nodeManifest(name, i - 1, this.options.profile));
+          node = await this.ctx.client.create(
+            Resources.nodes,
+            undefined,
+            nodeManifest(name, i - 1, this.options.profile),
+          );
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 409)) throw err;
           node = await this.ctx.client.get(Resources.nodes, undefined, name);
@@ -277,10 +304,12 @@ export class KubeletFleet implements Controller, KubeletConnector {
       this.adopt(node);
     }
     // Registration (status, lease) finishes before the server answers its first request.
-    await Promise.all(early.map(async (a) => {
-      await a.registered;
-      await this.heartbeat(a);
-    }));
+    await Promise.all(
+      early.map(async (a) => {
+        await a.registered;
+        await this.heartbeat(a);
+      }),
+    );
     await Promise.all([...this.agents.values()].map((a) => a.registered));
     this.loop.start();
   }
@@ -334,7 +363,11 @@ export class KubeletFleet implements Controller, KubeletConnector {
     if (!cidr) {
       cidr = this.cidrs.allocate();
       if (cidr) patch.spec = { podCIDR: cidr, podCIDRs: [cidr] };
-      else this.ctx.log('warn', `kubelet ${name}: the cluster CIDR ${this.options.clusterCidr} has no /24 left; its pods get no IP (use --cluster-cidr with a larger range)`);
+      else
+        this.ctx.log(
+          'warn',
+          `kubelet ${name}: the cluster CIDR ${this.options.clusterCidr} has no /24 left; its pods get no IP (use --cluster-cidr with a larger range)`,
+        );
       agent.ips = new PodIps(cidr);
     }
     for (const pod of this.pods.byIndex('kubelet-node', name)) {
@@ -347,7 +380,8 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const running = this.running;
     agent.registered = (async () => {
       try {
-        if (Object.keys(patch).length > 0) await this.ctx.client.patch(Resources.nodes, undefined, name, 'merge', patch);
+        if (Object.keys(patch).length > 0)
+          await this.ctx.client.patch(Resources.nodes, undefined, name, 'merge', patch);
       } catch (err) {
         this.ctx.log('warn', `kubelet ${name}: cannot register: ${(err as Error).message}`);
       }
@@ -388,7 +422,8 @@ export class KubeletFleet implements Controller, KubeletConnector {
       // Most beats only renew: the status check is made here, without a call that awaits.
       if (this.statusDue(agent)) await this.postStatus(agent);
     } catch (err) {
-      if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) this.ctx.log('warn', `kubelet ${agent.name}: heartbeat: ${(err as Error).message}`);
+      if (!(err instanceof ApiError && (err.code === 404 || err.code === 409)))
+        this.ctx.log('warn', `kubelet ${agent.name}: heartbeat: ${(err as Error).message}`);
     }
     if (agent.failed || agent.stopped || !this.running) return;
     const now = this.ctx.clock.now();
@@ -407,7 +442,11 @@ export class KubeletFleet implements Controller, KubeletConnector {
             agent.lease = await this.ctx.client.get(Resources.leases, NODE_LEASE_NAMESPACE, agent.name);
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 404)) throw err;
-            agent.lease = await this.ctx.client.create(Resources.leases, NODE_LEASE_NAMESPACE, leaseManifest(agent.name, node, renewTime));
+            agent.lease = await this.ctx.client.create(
+              Resources.leases,
+              NODE_LEASE_NAMESPACE,
+              leaseManifest(agent.name, node, renewTime),
+            );
             return;
           }
         }
@@ -427,7 +466,8 @@ export class KubeletFleet implements Controller, KubeletConnector {
    */
   private statusDue(agent: NodeAgent): boolean {
     const checked = agent.statusCheckedFor;
-    if (checked === undefined || checked.ip !== agent.ip || this.ctx.clock.now() - agent.lastReport >= STATUS_REPORT_MS) return true;
+    if (checked === undefined || checked.ip !== agent.ip || this.ctx.clock.now() - agent.lastReport >= STATUS_REPORT_MS)
+      return true;
     return checked.node !== this.nodes.get(undefined, agent.name);
   }
 
@@ -438,7 +478,9 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const status = nodeStatus(node, agent.ip, this.options.profile, now, this.ctx.random);
     const strip = (s: unknown): unknown => {
       if (!isPlainObject(s)) return s;
-      const conditions = Array.isArray(s.conditions) ? (s.conditions as Obj[]).map(({ lastHeartbeatTime: _h, ...c }) => c) : s.conditions;
+      const conditions = Array.isArray(s.conditions)
+        ? (s.conditions as Obj[]).map(({ lastHeartbeatTime: _h, ...c }) => c)
+        : s.conditions;
       return { ...s, conditions };
     };
     const changed = !deepEqual(strip(status), strip(node.status));
@@ -446,7 +488,9 @@ export class KubeletFleet implements Controller, KubeletConnector {
       agent.statusCheckedFor = { node, ip: agent.ip };
       return;
     }
-    const wasReady = (Array.isArray((node.status as Obj | undefined)?.conditions) ? ((node.status as Obj).conditions as Obj[]) : []).some((c) => c.type === 'Ready' && c.status === 'True');
+    const wasReady = (
+      Array.isArray((node.status as Obj | undefined)?.conditions) ? ((node.status as Obj).conditions as Obj[]) : []
+    ).some((c) => c.type === 'Ready' && c.status === 'True');
     const written = await this.ctx.client.updateStatus(Resources.nodes, { ...node, status });
     agent.lastReport = now;
     // The Node as written is this status: the informer delivers this same object, so the next beats need not
@@ -516,7 +560,11 @@ export class KubeletFleet implements Controller, KubeletConnector {
   }
 
   private setting(pod: KubeObject, key: string): string | undefined {
-    return pod.metadata.annotations?.[key] ?? this.nodes.get(undefined, podNode(pod))?.metadata.annotations?.[key] ?? this.options.settings[key];
+    return (
+      pod.metadata.annotations?.[key] ??
+      this.nodes.get(undefined, podNode(pod))?.metadata.annotations?.[key] ??
+      this.options.settings[key]
+    );
   }
 
   private async reconcile(key: string): Promise<ReconcileResult | void> {
@@ -537,10 +585,16 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const sameState =
       done !== undefined &&
       (done.pod.metadata.resourceVersion === pod.metadata.resourceVersion ||
-        (done.pod.metadata.deletionTimestamp === pod.metadata.deletionTimestamp && deepEqual(done.pod.status, pod.status)));
+        (done.pod.metadata.deletionTimestamp === pod.metadata.deletionTimestamp &&
+          deepEqual(done.pod.status, pod.status)));
     let unchanged = new Set(sameState ? done.stages : []);
     const decide = (p: KubeObject, firstSeen: (stage: string) => number): StageDecision | undefined =>
-      nextStage(this.options.stages, p, { now, setting: (k) => this.setting(p, k), firstSeen, done: (stage) => unchanged.has(stage) });
+      nextStage(this.options.stages, p, {
+        now,
+        setting: (k) => this.setting(p, k),
+        firstSeen,
+        done: (stage) => unchanged.has(stage),
+      });
     let seen = this.firstSeen.get(key);
     let decision = decide(pod, (stage) => {
       if (!seen) this.firstSeen.set(key, (seen = new Map()));
@@ -598,7 +652,12 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const phase = isPlainObject(current.status) ? current.status.phase : undefined;
     if (phase === 'Succeeded' || phase === 'Failed') this.releaseIP(key);
     if (steps[steps.length - 1]!.stage.next.delete) {
-      await ignoreNotFound(this.ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid! } }));
+      await ignoreNotFound(
+        this.ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, {
+          gracePeriodSeconds: 0,
+          preconditions: { uid: pod.metadata.uid! },
+        }),
+      );
       return;
     }
     // A pass that wrote nothing (Kill) brings no event back: look for the next stage now.
@@ -659,7 +718,9 @@ export class KubeletFleet implements Controller, KubeletConnector {
   private work(stage: Stage, pod: KubeObject, agent: NodeAgent, key: string, now: number): StageStep {
     const next = stage.next;
     const actx = this.actionContext(pod, agent, key, now);
-    const result: ActionResult = next.action ? runAction(next.action, pod, actx, next.params) : { events: [], logs: [] };
+    const result: ActionResult = next.action
+      ? runAction(next.action, pod, actx, next.params)
+      : { events: [], logs: [] };
     let status = result.status;
     const vars: Record<string, string> = {
       now: rfc3339(now),
@@ -671,15 +732,19 @@ export class KubeletFleet implements Controller, KubeletConnector {
         return actx.podIP({ ...pod, status: status ?? pod.status });
       },
     };
-    if (next.statusPatch) status = applyMergePatch(status ?? pod.status ?? {}, substitute(next.statusPatch, vars)) as Obj;
-    for (const e of next.events ?? []) result.events.push({ type: e.type, reason: e.reason, message: String(substitute(e.message, vars)) });
+    if (next.statusPatch)
+      status = applyMergePatch(status ?? pod.status ?? {}, substitute(next.statusPatch, vars)) as Obj;
+    for (const e of next.events ?? [])
+      result.events.push({ type: e.type, reason: e.reason, message: String(substitute(e.message, vars)) });
     if (next.log?.length) {
       // The stage's lines go into each container's log: after a start, before an exit.
       const lines = next.log.map((l) => String(substitute(l, vars)));
       for (const c of containerSpecs(pod)) {
         const entry = result.logs.find((l) => l.container === c.name);
         if (!entry) result.logs.push({ container: String(c.name), lines });
-        else entry.lines = entry.end && entry.start === undefined ? [...lines, ...entry.lines] : [...entry.lines, ...lines];
+        else
+          entry.lines =
+            entry.end && entry.start === undefined ? [...lines, ...entry.lines] : [...entry.lines, ...lines];
       }
     }
 
@@ -695,7 +760,10 @@ export class KubeletFleet implements Controller, KubeletConnector {
     }
     if (merged) metadata = { ...pod.metadata, annotations: merged };
     const statusChanged = status !== undefined && !deepEqual(status, pod.status);
-    const after = statusChanged || metadata !== pod.metadata ? { ...pod, metadata, status: statusChanged ? status : pod.status } : pod;
+    const after =
+      statusChanged || metadata !== pod.metadata
+        ? { ...pod, metadata, status: statusChanged ? status : pod.status }
+        : pod;
     return { stage, pod: after, events: result.events, logs: result.logs, annotations };
   }
 
@@ -706,7 +774,8 @@ export class KubeletFleet implements Controller, KubeletConnector {
    */
   private async publish(pod: KubeObject, state: KubeObject, steps: readonly StageStep[]): Promise<KubeObject> {
     if (state === pod) return pod;
-    if (!deepEqual(state.status, pod.status)) return this.ctx.client.updateStatus(Resources.pods, { ...pod, metadata: state.metadata, status: state.status });
+    if (!deepEqual(state.status, pod.status))
+      return this.ctx.client.updateStatus(Resources.pods, { ...pod, metadata: state.metadata, status: state.status });
     // The steps' changes, the later winning; one a later step undid is left out.
     const changed: Record<string, string | null> = {};
     for (const step of steps) Object.assign(changed, step.annotations);
@@ -732,7 +801,11 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const agent = this.agents.get(podNode(pod));
     if (!agent || agent.failed || agent.stopped) {
       const host = agent?.ip ?? podNode(pod);
-      throw new ApiError(500, 'InternalError', `Get "https://${host}:10250/${path}": dial tcp ${host}:10250: connect: connection refused`);
+      throw new ApiError(
+        500,
+        'InternalError',
+        `Get "https://${host}:10250/${path}": dial tcp ${host}:10250: connect: connection refused`,
+      );
     }
     return agent;
   }
@@ -748,13 +821,19 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const uid = pod.metadata.uid ?? '';
     const waiting = isPlainObject(state.waiting) ? state.waiting : undefined;
     if (previous) {
-      if (!isPlainObject(last.terminated)) throw kubeletError(`previous terminated container "${container}" in pod "${name}" not found`);
+      if (!isPlainObject(last.terminated))
+        throw kubeletError(`previous terminated container "${container}" in pod "${name}" not found`);
       return this.logStore.source(uid, container, waiting ? restarts : restarts - 1);
     }
-    if (isPlainObject(state.running) || isPlainObject(state.terminated) || isPlainObject(last.terminated)) return this.logStore.source(uid, container, restarts);
+    if (isPlainObject(state.running) || isPlainObject(state.terminated) || isPlainObject(last.terminated))
+      return this.logStore.source(uid, container, restarts);
     const reason = waiting && typeof waiting.reason === 'string' ? waiting.reason : 'ContainerCreating';
-    if (reason === 'ErrImagePull') throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: image can't be pulled`);
-    if (reason === 'ImagePullBackOff') throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: trying and failing to pull image`);
+    if (reason === 'ErrImagePull')
+      throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: image can't be pulled`);
+    if (reason === 'ImagePullBackOff')
+      throw kubeletError(
+        `container "${container}" in pod "${name}" is waiting to start: trying and failing to pull image`,
+      );
     throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: ${reason}`);
   }
 
@@ -768,7 +847,11 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const sources = this.envSources(podNode(pod));
     let env: Map<string, string>;
     try {
-      env = new Map(Object.entries(JSON.parse(pod.metadata.annotations?.[envAnnotation(container)] ?? 'null') as Record<string, string>));
+      env = new Map(
+        Object.entries(
+          JSON.parse(pod.metadata.annotations?.[envAnnotation(container)] ?? 'null') as Record<string, string>,
+        ),
+      );
     } catch {
       env = new Map();
     }

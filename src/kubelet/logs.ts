@@ -108,7 +108,8 @@ export class LogStore {
   /** The instance that ran with this restart count (the latest, if a stage file started one twice). */
   source(uid: string, container: string, index: number): LogSource {
     const all = this.all(uid);
-    for (let i = all.length - 1; i >= 0; i--) if (all[i]!.container === container && all[i]!.index === index) return all[i]!;
+    for (let i = all.length - 1; i >= 0; i--)
+      if (all[i]!.container === container && all[i]!.index === index) return all[i]!;
     return EMPTY;
   }
 

@@ -40,7 +40,10 @@ export function defaultProfile(): NodeProfile {
 /** "cpu=8,memory=32Gi,pods=250" → capacity overrides. */
 export function parseCapacity(text: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const part of text.split(',').map((p) => p.trim()).filter((p) => p)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p)) {
     const eq = part.indexOf('=');
     if (eq <= 0) throw new Error(`--node-capacity: expected name=quantity, got "${part}"`);
     out[part.slice(0, eq)] = part.slice(eq + 1);
@@ -55,7 +58,8 @@ export function loadNodeProfile(path: string, base: NodeProfile = defaultProfile
   const meta = isPlainObject(doc.metadata) ? doc.metadata : {};
   const spec = isPlainObject(doc.spec) ? doc.spec : {};
   const status = isPlainObject(doc.status) ? doc.status : {};
-  const strings = (v: unknown): Record<string, string> => (isPlainObject(v) ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)])) : {});
+  const strings = (v: unknown): Record<string, string> =>
+    isPlainObject(v) ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)])) : {};
   const profile: NodeProfile = {
     labels: { ...base.labels, ...strings(meta.labels) },
     annotations: { ...base.annotations, ...strings(meta.annotations) },
@@ -97,7 +101,11 @@ export function nodeManifest(name: string, index: number, profile: NodeProfile):
     metadata: {
       name,
       labels: nodeLabels(name, index, profile),
-      annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'volumes.kubernetes.io/controller-managed-attach-detach': 'true', ...profile.annotations },
+      annotations: {
+        'node.alpha.kubernetes.io/ttl': '0',
+        'volumes.kubernetes.io/controller-managed-attach-detach': 'true',
+        ...profile.annotations,
+      },
     },
     spec,
   };
@@ -118,9 +126,24 @@ export interface NodeConditionSpec {
 
 /** The four conditions a healthy kubelet reports. */
 export const HEALTHY_CONDITIONS: NodeConditionSpec[] = [
-  { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available' },
-  { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' },
-  { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
+  {
+    type: 'MemoryPressure',
+    status: 'False',
+    reason: 'KubeletHasSufficientMemory',
+    message: 'kubelet has sufficient memory available',
+  },
+  {
+    type: 'DiskPressure',
+    status: 'False',
+    reason: 'KubeletHasNoDiskPressure',
+    message: 'kubelet has no disk pressure',
+  },
+  {
+    type: 'PIDPressure',
+    status: 'False',
+    reason: 'KubeletHasSufficientPID',
+    message: 'kubelet has sufficient PID available',
+  },
   { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' },
 ];
 
@@ -131,13 +154,28 @@ export const HEALTHY_CONDITIONS: NodeConditionSpec[] = [
 export function nodeStatus(node: KubeObject, ip: string, profile: NodeProfile, now: number, random: SeededRandom): Obj {
   const current = isPlainObject(node.status) ? node.status : {};
   const at = rfc3339(now);
-  const previous = new Map((Array.isArray(current.conditions) ? (current.conditions as Obj[]) : []).map((c) => [String(c.type), c]));
+  const previous = new Map(
+    (Array.isArray(current.conditions) ? (current.conditions as Obj[]) : []).map((c) => [String(c.type), c]),
+  );
   const conditions = HEALTHY_CONDITIONS.map((c) => {
     const old = previous.get(c.type);
-    return { type: c.type, status: c.status, lastHeartbeatTime: at, lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : at, reason: c.reason, message: c.message };
+    return {
+      type: c.type,
+      status: c.status,
+      lastHeartbeatTime: at,
+      lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : at,
+      reason: c.reason,
+      message: c.message,
+    };
   });
-  const capacity = isPlainObject(current.capacity) && Object.keys(current.capacity).length > 0 ? { ...profile.capacity, ...current.capacity } : { ...profile.capacity };
-  const allocatable = isPlainObject(current.allocatable) && Object.keys(current.allocatable).length > 0 ? { ...capacity, ...current.allocatable } : { ...(profile.allocatable ?? capacity) };
+  const capacity =
+    isPlainObject(current.capacity) && Object.keys(current.capacity).length > 0
+      ? { ...profile.capacity, ...current.capacity }
+      : { ...profile.capacity };
+  const allocatable =
+    isPlainObject(current.allocatable) && Object.keys(current.allocatable).length > 0
+      ? { ...capacity, ...current.allocatable }
+      : { ...(profile.allocatable ?? capacity) };
   const info = isPlainObject(current.nodeInfo) ? current.nodeInfo : {};
   const name = node.metadata.name ?? '';
   return {
@@ -153,18 +191,21 @@ export function nodeStatus(node: KubeObject, ip: string, profile: NodeProfile, n
     capacity: kept(capacity, current.capacity),
     conditions,
     daemonEndpoints: kept({ kubeletEndpoint: { Port: 10250 } }, current.daemonEndpoints),
-    nodeInfo: kept({
-      architecture: 'amd64',
-      bootID: typeof info.bootID === 'string' ? info.bootID : random.uuid(),
-      containerRuntimeVersion: 'containerd://1.7.24',
-      kernelVersion: '6.8.0-kube-sim',
-      kubeProxyVersion: KUBERNETES_VERSION.gitVersion,
-      kubeletVersion: KUBERNETES_VERSION.gitVersion,
-      machineID: typeof info.machineID === 'string' ? info.machineID : hex(random, 16),
-      operatingSystem: 'linux',
-      osImage: 'kube-sim simulated node',
-      systemUUID: typeof info.systemUUID === 'string' ? info.systemUUID : random.uuid(),
-    }, current.nodeInfo),
+    nodeInfo: kept(
+      {
+        architecture: 'amd64',
+        bootID: typeof info.bootID === 'string' ? info.bootID : random.uuid(),
+        containerRuntimeVersion: 'containerd://1.7.24',
+        kernelVersion: '6.8.0-kube-sim',
+        kubeProxyVersion: KUBERNETES_VERSION.gitVersion,
+        kubeletVersion: KUBERNETES_VERSION.gitVersion,
+        machineID: typeof info.machineID === 'string' ? info.machineID : hex(random, 16),
+        operatingSystem: 'linux',
+        osImage: 'kube-sim simulated node',
+        systemUUID: typeof info.systemUUID === 'string' ? info.systemUUID : random.uuid(),
+      },
+      current.nodeInfo,
+    ),
   };
 }
 

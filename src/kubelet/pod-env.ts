@@ -26,11 +26,14 @@ const IMAGE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export function dataOf(obj: KubeObject, secret: boolean): Map<string, string> {
   const out = new Map<string, string>();
   const data = isPlainObject(obj.data) ? obj.data : {};
-  for (const [k, v] of Object.entries(data)) if (typeof v === 'string') out.set(k, secret ? Buffer.from(v, 'base64').toString('utf8') : v);
+  for (const [k, v] of Object.entries(data))
+    if (typeof v === 'string') out.set(k, secret ? Buffer.from(v, 'base64').toString('utf8') : v);
   if (!secret && isPlainObject(obj.binaryData)) {
-    for (const [k, v] of Object.entries(obj.binaryData)) if (typeof v === 'string') out.set(k, Buffer.from(v, 'base64').toString('utf8'));
+    for (const [k, v] of Object.entries(obj.binaryData))
+      if (typeof v === 'string') out.set(k, Buffer.from(v, 'base64').toString('utf8'));
   }
-  if (secret && isPlainObject(obj.stringData)) for (const [k, v] of Object.entries(obj.stringData)) if (typeof v === 'string') out.set(k, v);
+  if (secret && isPlainObject(obj.stringData))
+    for (const [k, v] of Object.entries(obj.stringData)) if (typeof v === 'string') out.set(k, v);
   return out;
 }
 
@@ -38,7 +41,8 @@ export function dataOf(obj: KubeObject, secret: boolean): Map<string, string> {
 export function downwardField(pod: KubeObject, path: string): string | undefined {
   const meta = pod.metadata;
   const labelOrAnnotation = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
-  if (labelOrAnnotation) return (labelOrAnnotation[1] === 'labels' ? meta.labels : meta.annotations)?.[labelOrAnnotation[2]!] ?? '';
+  if (labelOrAnnotation)
+    return (labelOrAnnotation[1] === 'labels' ? meta.labels : meta.annotations)?.[labelOrAnnotation[2]!] ?? '';
   switch (path) {
     case 'metadata.name':
       return meta.name ?? '';
@@ -49,7 +53,10 @@ export function downwardField(pod: KubeObject, path: string): string | undefined
     case 'metadata.labels':
     case 'metadata.annotations': {
       const map = (path === 'metadata.labels' ? meta.labels : meta.annotations) ?? {};
-      return Object.keys(map).sort().map((k) => `${k}="${map[k]}"`).join('\n');
+      return Object.keys(map)
+        .sort()
+        .map((k) => `${k}="${map[k]}"`)
+        .join('\n');
     }
     case 'spec.nodeName':
     case 'spec.serviceAccountName':
@@ -97,7 +104,9 @@ export function serviceEnv(service: KubeObject): Array<[string, string]> {
     [`${name}_SERVICE_HOST`, ip],
     [`${name}_SERVICE_PORT`, String(ports[0]!.port)],
   ];
-  for (const p of ports) if (typeof p.name === 'string' && p.name !== '') out.push([`${name}_SERVICE_PORT_${envName(p.name)}`, String(p.port)]);
+  for (const p of ports)
+    if (typeof p.name === 'string' && p.name !== '')
+      out.push([`${name}_SERVICE_PORT_${envName(p.name)}`, String(p.port)]);
   const first = ports[0]!;
   out.push([`${name}_PORT`, `${String(first.protocol ?? 'TCP').toLowerCase()}://${ip}:${String(first.port)}`]);
   for (const p of ports) {
@@ -124,7 +133,8 @@ export function resolveEnv(pod: KubeObject, container: Obj, sources: EnvSources)
   const kubernetes = sources.services('default').find((s) => s.metadata.name === 'kubernetes');
   if (kubernetes) links.push(...serviceEnv(kubernetes));
   if (spec.enableServiceLinks !== false) {
-    for (const svc of sources.services(namespace)) if (!(namespace === 'default' && svc.metadata.name === 'kubernetes')) links.push(...serviceEnv(svc));
+    for (const svc of sources.services(namespace))
+      if (!(namespace === 'default' && svc.metadata.name === 'kubernetes')) links.push(...serviceEnv(svc));
   }
   const linkVars = new Map(links);
 
@@ -144,9 +154,16 @@ export function resolveEnv(pod: KubeObject, container: Obj, sources: EnvSources)
   for (const from of Array.isArray(container.envFrom) ? (container.envFrom as unknown[]) : []) {
     if (!isPlainObject(from)) continue;
     const prefix = typeof from.prefix === 'string' ? from.prefix : '';
-    const ref = isPlainObject(from.configMapRef) ? from.configMapRef : isPlainObject(from.secretRef) ? from.secretRef : undefined;
+    const ref = isPlainObject(from.configMapRef)
+      ? from.configMapRef
+      : isPlainObject(from.secretRef)
+        ? from.secretRef
+        : undefined;
     if (!ref) continue;
-    const data = (isPlainObject(from.configMapRef) ? configMapData : secretData)(String(ref.name), ref.optional === true);
+    const data = (isPlainObject(from.configMapRef) ? configMapData : secretData)(
+      String(ref.name),
+      ref.optional === true,
+    );
     if (typeof data === 'string') return { error: data };
     for (const [k, v] of data ?? []) {
       user.set(prefix + k, v);
@@ -170,7 +187,9 @@ export function resolveEnv(pod: KubeObject, container: Obj, sources: EnvSources)
         const key = String(ref.key);
         if (!data.has(key)) {
           if (optional) continue;
-          return { error: `couldn't find key ${key} in ${isSecret ? 'Secret' : 'ConfigMap'} ${namespace}/${String(ref.name)}` };
+          return {
+            error: `couldn't find key ${key} in ${isSecret ? 'Secret' : 'ConfigMap'} ${namespace}/${String(ref.name)}`,
+          };
         }
         value = data.get(key);
       } else if (isPlainObject(from.fieldRef)) {
@@ -179,7 +198,11 @@ export function resolveEnv(pod: KubeObject, container: Obj, sources: EnvSources)
       } else if (isPlainObject(from.resourceFieldRef)) {
         const ref = from.resourceFieldRef;
         const named = typeof ref.containerName === 'string' && ref.containerName !== '' ? ref.containerName : undefined;
-        const target = named ? ((Array.isArray(spec.containers) ? spec.containers : []).find((c) => isPlainObject(c) && c.name === named) as Obj | undefined) ?? container : container;
+        const target = named
+          ? (((Array.isArray(spec.containers) ? spec.containers : []).find(
+              (c) => isPlainObject(c) && c.name === named,
+            ) as Obj | undefined) ?? container)
+          : container;
         value = resourceField(target, ref, sources.allocatable);
       }
     }

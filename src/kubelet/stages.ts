@@ -89,7 +89,11 @@ export interface StageDecision {
 // ---------------------------------------------------------------------------------------------------------
 // Paths: .a.b, [*] (every element), [N], ["key.with/dots"] and [field=value] (elements whose field equals value).
 
-type Segment = { kind: 'field'; name: string } | { kind: 'all' } | { kind: 'index'; index: number } | { kind: 'where'; field: string; value: string };
+type Segment =
+  | { kind: 'field'; name: string }
+  | { kind: 'all' }
+  | { kind: 'index'; index: number }
+  | { kind: 'where'; field: string; value: string };
 
 const pathCache = new Map<string, Segment[]>();
 
@@ -117,7 +121,14 @@ export function compilePath(path: string): Segment[] {
       else if (/^(["']).*\1$/.test(inner)) segments.push({ kind: 'field', name: inner.slice(1, -1) });
       else if (inner.includes('=')) {
         const eq = inner.indexOf('=');
-        segments.push({ kind: 'where', field: inner.slice(0, eq).trim(), value: inner.slice(eq + 1).trim().replace(/^(["'])(.*)\1$/, '$2') });
+        segments.push({
+          kind: 'where',
+          field: inner.slice(0, eq).trim(),
+          value: inner
+            .slice(eq + 1)
+            .trim()
+            .replace(/^(["'])(.*)\1$/, '$2'),
+        });
       } else fail();
       i = end + 1;
     } else fail();
@@ -134,12 +145,14 @@ export function evaluatePath(obj: unknown, path: string): unknown[] {
     const next: unknown[] = [];
     for (const value of current) {
       if (seg.kind === 'field') {
-        if (isPlainObject(value) && value[seg.name] !== undefined && value[seg.name] !== null) next.push(value[seg.name]);
+        if (isPlainObject(value) && value[seg.name] !== undefined && value[seg.name] !== null)
+          next.push(value[seg.name]);
       } else if (Array.isArray(value)) {
         if (seg.kind === 'all') next.push(...value);
         else if (seg.kind === 'index') {
           if (value[seg.index] !== undefined) next.push(value[seg.index]);
-        } else for (const item of value) if (isPlainObject(item) && String(item[seg.field]) === seg.value) next.push(item);
+        } else
+          for (const item of value) if (isPlainObject(item) && String(item[seg.field]) === seg.value) next.push(item);
       }
     }
     current = next;
@@ -213,7 +226,8 @@ function latestTimestamp(pod: KubeObject, path: string): number | undefined {
 
 function maxRestartCount(pod: KubeObject): number {
   let max = 0;
-  for (const v of evaluatePath(pod, '.status.containerStatuses[*].restartCount')) if (typeof v === 'number' && v > max) max = v;
+  for (const v of evaluatePath(pod, '.status.containerStatuses[*].restartCount'))
+    if (typeof v === 'number' && v > max) max = v;
   return max;
 }
 
@@ -232,7 +246,9 @@ export function stageDelayMs(stage: Stage, pod: KubeObject, ctx: Pick<StageConte
     }
   }
   if (d.fromField !== undefined) {
-    const seconds = evaluatePath(pod, d.fromField).find((v) => typeof v === 'number' || (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v))));
+    const seconds = evaluatePath(pod, d.fromField).find(
+      (v) => typeof v === 'number' || (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v))),
+    );
     if (seconds !== undefined) delay = Number(seconds) * 1000;
   }
   if (d.backoff === 'CrashLoop') delay = (delay ?? 0) + crashLoopDelayMs(maxRestartCount(pod));
@@ -285,9 +301,11 @@ function parseStage(doc: unknown, where: string): Stage {
   for (const raw of Array.isArray(selector.matchExpressions) ? selector.matchExpressions : []) {
     if (!isPlainObject(raw) || typeof raw.key !== 'string') fail(at, 'each matchExpression needs a key');
     const operator = raw.operator;
-    if (operator !== 'In' && operator !== 'NotIn' && operator !== 'Exists' && operator !== 'DoesNotExist') fail(at, `operator must be In, NotIn, Exists or DoesNotExist (got ${JSON.stringify(operator)})`);
+    if (operator !== 'In' && operator !== 'NotIn' && operator !== 'Exists' && operator !== 'DoesNotExist')
+      fail(at, `operator must be In, NotIn, Exists or DoesNotExist (got ${JSON.stringify(operator)})`);
     const values = Array.isArray(raw.values) ? raw.values.map((v) => String(v)) : [];
-    if ((operator === 'In' || operator === 'NotIn') && values.length === 0) fail(at, `${raw.key}: ${operator} needs values`);
+    if ((operator === 'In' || operator === 'NotIn') && values.length === 0)
+      fail(at, `${raw.key}: ${operator} needs values`);
     try {
       compilePath(raw.key);
     } catch (err) {
@@ -295,16 +313,22 @@ function parseStage(doc: unknown, where: string): Stage {
     }
     expressions.push({ key: raw.key, operator, values });
   }
-  for (const [field, prefix] of [['matchLabels', '.metadata.labels'], ['matchAnnotations', '.metadata.annotations']] as const) {
+  for (const [field, prefix] of [
+    ['matchLabels', '.metadata.labels'],
+    ['matchAnnotations', '.metadata.annotations'],
+  ] as const) {
     const map = selector[field];
-    if (isPlainObject(map)) for (const [k, v] of Object.entries(map)) expressions.push({ key: `${prefix}["${k}"]`, operator: 'In', values: [String(v)] });
+    if (isPlainObject(map))
+      for (const [k, v] of Object.entries(map))
+        expressions.push({ key: `${prefix}["${k}"]`, operator: 'In', values: [String(v)] });
   }
 
   const rawDelay = isPlainObject(spec.delay) ? spec.delay : {};
   const delay: StageDelay = {};
   if (rawDelay.duration !== undefined) {
     try {
-      delay.durationMs = typeof rawDelay.duration === 'number' ? rawDelay.duration * 1000 : parseDuration(String(rawDelay.duration));
+      delay.durationMs =
+        typeof rawDelay.duration === 'number' ? rawDelay.duration * 1000 : parseDuration(String(rawDelay.duration));
     } catch {
       fail(at, `delay.duration ${JSON.stringify(rawDelay.duration)} is not a duration ("5s", "1m30s")`);
     }
@@ -317,12 +341,14 @@ function parseStage(doc: unknown, where: string): Stage {
     if (rawDelay.backoff !== 'CrashLoop') fail(at, 'delay.backoff must be CrashLoop');
     delay.backoff = 'CrashLoop';
   }
-  if (delay.fromAnnotation === undefined && delay.fromField === undefined && delay.durationMs === undefined) delay.durationMs = 0;
+  if (delay.fromAnnotation === undefined && delay.fromField === undefined && delay.durationMs === undefined)
+    delay.durationMs = 0;
 
   const rawNext = isPlainObject(spec.next) ? spec.next : {};
   const next: StageNext = {};
   if (rawNext.action !== undefined) {
-    if (typeof rawNext.action !== 'string' || !(ACTION_NAMES as readonly string[]).includes(rawNext.action)) fail(at, `next.action must be one of ${ACTION_NAMES.join(', ')} (got ${JSON.stringify(rawNext.action)})`);
+    if (typeof rawNext.action !== 'string' || !(ACTION_NAMES as readonly string[]).includes(rawNext.action))
+      fail(at, `next.action must be one of ${ACTION_NAMES.join(', ')} (got ${JSON.stringify(rawNext.action)})`);
     next.action = rawNext.action as ActionName;
   }
   if (isPlainObject(rawNext.params)) next.params = rawNext.params;
@@ -330,7 +356,11 @@ function parseStage(doc: unknown, where: string): Stage {
   if (Array.isArray(rawNext.events)) {
     next.events = rawNext.events.map((e) => {
       if (!isPlainObject(e) || typeof e.reason !== 'string') fail(at, 'each event needs a reason');
-      return { type: e.type === 'Warning' ? 'Warning' : 'Normal', reason: e.reason as string, message: typeof e.message === 'string' ? e.message : '' };
+      return {
+        type: e.type === 'Warning' ? 'Warning' : 'Normal',
+        reason: e.reason as string,
+        message: typeof e.message === 'string' ? e.message : '',
+      };
     });
   }
   if (Array.isArray(rawNext.log)) next.log = rawNext.log.map((l) => String(l));
@@ -348,7 +378,9 @@ export function parseStages(text: string, source = 'stages'): Stage[] {
     const value: unknown = doc.toJS();
     if (value === null || value === undefined) return;
     if (isPlainObject(value) && value.kind === 'StageList') {
-      (Array.isArray(value.items) ? value.items : []).forEach((item, j) => stages.push(parseStage(item, `${source}: document ${i + 1} item ${j + 1}`)));
+      (Array.isArray(value.items) ? value.items : []).forEach((item, j) =>
+        stages.push(parseStage(item, `${source}: document ${i + 1} item ${j + 1}`)),
+      );
     } else stages.push(parseStage(value, `${source}: document ${i + 1}`));
   });
   const names = new Set<string>();

@@ -59,16 +59,20 @@ function itemsOf(source: Obj, data: Map<string, string>): Map<string, string> {
   const items = Array.isArray(source.items) ? (source.items.filter(isPlainObject) as Obj[]) : undefined;
   if (!items || items.length === 0) return data;
   const out = new Map<string, string>();
-  for (const item of items) if (data.has(String(item.key))) out.set(String(item.path ?? item.key), data.get(String(item.key))!);
+  for (const item of items)
+    if (data.has(String(item.key))) out.set(String(item.path ?? item.key), data.get(String(item.key))!);
   return out;
 }
 
 function keyedSource(kind: 'configMap' | 'secret', source: Obj, namespace: string, sources: EnvSources): VolumeSource {
   return {
     files: () => {
-      const name = String(kind === 'secret' ? source.secretName ?? source.name : source.name);
+      const name = String(kind === 'secret' ? (source.secretName ?? source.name) : source.name);
       const obj = kind === 'secret' ? sources.secret(namespace, name) : sources.configMap(namespace, name);
-      if (!obj) return source.optional === true ? new Map() : `${kind === 'secret' ? 'secret' : 'configmap'} "${name}" not found`;
+      if (!obj)
+        return source.optional === true
+          ? new Map()
+          : `${kind === 'secret' ? 'secret' : 'configmap'} "${name}" not found`;
       const data = dataOf(obj, kind === 'secret');
       const items = Array.isArray(source.items) ? (source.items.filter(isPlainObject) as Obj[]) : [];
       for (const item of items) {
@@ -101,7 +105,9 @@ function volumeSource(volume: Obj, pod: KubeObject, sources: EnvSources): Volume
   if (isPlainObject(volume.downwardAPI)) return downwardSource(volume.downwardAPI, pod);
   if (isPlainObject(volume.projected)) {
     const parts: VolumeSource[] = [];
-    for (const s of Array.isArray(volume.projected.sources) ? (volume.projected.sources.filter(isPlainObject) as Obj[]) : []) {
+    for (const s of Array.isArray(volume.projected.sources)
+      ? (volume.projected.sources.filter(isPlainObject) as Obj[])
+      : []) {
       if (isPlainObject(s.configMap)) parts.push(keyedSource('configMap', s.configMap, namespace, sources));
       else if (isPlainObject(s.secret)) parts.push(keyedSource('secret', s.secret, namespace, sources));
       else if (isPlainObject(s.downwardAPI)) parts.push(downwardSource(s.downwardAPI, pod));
@@ -144,11 +150,19 @@ export function containerFs(pod: KubeObject, container: Obj, sources: EnvSources
   const status = isPlainObject(pod.status) ? pod.status : {};
   const namespace = pod.metadata.namespace ?? 'default';
   fs.addFile('/etc/hostname', `${hostname}\n`);
-  fs.addFile('/etc/hosts', `# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${typeof status.podIP === 'string' ? status.podIP : ''}\t${hostname}\n`);
-  fs.addFile('/etc/resolv.conf', `search ${namespace}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n`);
+  fs.addFile(
+    '/etc/hosts',
+    `# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${typeof status.podIP === 'string' ? status.podIP : ''}\t${hostname}\n`,
+  );
+  fs.addFile(
+    '/etc/resolv.conf',
+    `search ${namespace}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n`,
+  );
   for (const d of ['/bin', '/dev', '/home', '/proc', '/root', '/tmp', '/usr', '/var']) fs.addDir(d);
   const volumes = new Map(volumesOf(pod).map((v) => [String(v.name), v]));
-  for (const mount of Array.isArray(container.volumeMounts) ? (container.volumeMounts.filter(isPlainObject) as Obj[]) : []) {
+  for (const mount of Array.isArray(container.volumeMounts)
+    ? (container.volumeMounts.filter(isPlainObject) as Obj[])
+    : []) {
     const mountPath = String(mount.mountPath ?? '');
     if (!mountPath.startsWith('/')) continue;
     const volume = volumes.get(String(mount.name));

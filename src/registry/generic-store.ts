@@ -5,7 +5,13 @@ import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { validateObjectMeta } from '../api/validation.js';
 import { managedFieldsAfterUpdate, serverSideApply, type WriteContext } from '../api/managed-fields.js';
-import { pruneUnknownFields, strictDecodingMessage, typeMismatch, validateFields, type FieldValidation } from '../api/schema/field-validation.js';
+import {
+  pruneUnknownFields,
+  strictDecodingMessage,
+  typeMismatch,
+  validateFields,
+  type FieldValidation,
+} from '../api/schema/field-validation.js';
 import { schemaNameForKind } from '../api/schema/schema.js';
 import type { MemoryStore, Preconditions } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
@@ -122,7 +128,12 @@ export class GenericStore {
     return this.createDecoded(info, obj, options);
   }
 
-  private createDecoded(info: KindInfo, obj: KubeObject, options: WriteOptions, managedFields?: (obj: KubeObject) => unknown[]): KubeObject {
+  private createDecoded(
+    info: KindInfo,
+    obj: KubeObject,
+    options: WriteOptions,
+    managedFields?: (obj: KubeObject) => unknown[],
+  ): KubeObject {
     const meta = obj.metadata;
     if (!meta.name && meta.generateName) {
       // names.SimpleNameGenerator: the base is cut to 58 characters so the name fits 63. A generated name that is
@@ -150,7 +161,11 @@ export class GenericStore {
     if (hasGeneration(info)) meta.generation = 1;
     else delete meta.generation;
     if (managedFields) setManagedFields(obj, managedFields(obj));
-    else if (options.fieldManager) setManagedFields(obj, managedFieldsAfterUpdate(undefined, obj, meta.managedFields, this.writeContext(info, options)));
+    else if (options.fieldManager)
+      setManagedFields(
+        obj,
+        managedFieldsAfterUpdate(undefined, obj, meta.managedFields, this.writeContext(info, options)),
+      );
     this.validate(info, obj);
     options.requester?.admit?.(info, obj, undefined);
     if (options.dryRun) return obj;
@@ -158,15 +173,32 @@ export class GenericStore {
   }
 
   /** PUT: replace the object (or its status), optimistic-locked on the body's resourceVersion when it has one. */
-  update(info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: WriteOptions = {}): KubeObject {
+  update(
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    body: unknown,
+    options: WriteOptions = {},
+  ): KubeObject {
     // An in-process /status write: what the store keeps of it, copied but for the parts it holds already.
     const ownPart = options.subresource === 'status' && !options.takeBody && options.fieldValidation === undefined;
     const incoming = ownPart
-      ? this.decodeBody(info, namespace, statusPart(body, this.store.get(resourceKey(info), scoped(info, namespace), name), info.strategy?.statusMetadata ?? []), true)
+      ? this.decodeBody(
+          info,
+          namespace,
+          statusPart(
+            body,
+            this.store.get(resourceKey(info), scoped(info, namespace), name),
+            info.strategy?.statusMetadata ?? [],
+          ),
+          true,
+        )
       : this.decodeBody(info, namespace, body, options.takeBody);
     this.checkFields(info, incoming, options);
     if (incoming.metadata.name !== name) {
-      throw Errors.badRequest(`the name of the object (${incoming.metadata.name ?? ''}) does not match the name on the URL (${name})`);
+      throw Errors.badRequest(
+        `the name of the object (${incoming.metadata.name ?? ''}) does not match the name on the URL (${name})`,
+      );
     }
     const preconditions: Preconditions = { resourceVersion: incoming.metadata.resourceVersion };
     if (incoming.metadata.uid) preconditions.uid = incoming.metadata.uid;
@@ -185,9 +217,16 @@ export class GenericStore {
     if (type === 'apply') return this.apply(info, namespace, name, patch, options);
     if (type === 'strategic' && info.schema?.strategicMergePatch === false) {
       // Custom resources have no patch strategies: kube-apiserver refuses strategic merge patches for them.
-      throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
+      throw new ApiError(
+        415,
+        'UnsupportedMediaType',
+        'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml',
+      );
     }
-    const rvInPatch = type !== 'json' && isPlainObject(patch) && isPlainObject(patch.metadata) ? patch.metadata.resourceVersion : undefined;
+    const rvInPatch =
+      type !== 'json' && isPlainObject(patch) && isPlainObject(patch.metadata)
+        ? patch.metadata.resourceVersion
+        : undefined;
     const preconditions: Preconditions = typeof rvInPatch === 'string' ? { resourceVersion: rvInPatch } : {};
     const typeName = schemaNameForKind(info.group, info.version, info.kind);
     return this.writeUpdate(
@@ -211,27 +250,43 @@ export class GenericStore {
    * types, records the manager's Apply entry, removes fields it stopped applying, and fails with 409 on fields
    * other managers own unless forced. Creates the object when it does not exist (options.created tells).
    */
-  private apply(info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: WriteOptions): KubeObject {
-    if (!isPlainObject(body)) throw Errors.badRequest('error decoding YAML: the applied configuration must be an object');
+  private apply(
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    body: unknown,
+    options: WriteOptions,
+  ): KubeObject {
+    if (!isPlainObject(body))
+      throw Errors.badRequest('error decoding YAML: the applied configuration must be an object');
     const gv = groupVersion(info);
     if (!body.apiVersion || !body.kind) {
-      throw Errors.badRequest(`invalid object type: /, Kind=: apiVersion and kind must be set in the applied configuration`);
+      throw Errors.badRequest(
+        `invalid object type: /, Kind=: apiVersion and kind must be set in the applied configuration`,
+      );
     }
     const applied = this.decodeBody(info, namespace, body);
     if (applied.metadata.name !== undefined && applied.metadata.name !== name) {
-      throw Errors.badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`);
+      throw Errors.badRequest(
+        `the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`,
+      );
     }
     applied.metadata.name = name;
     const typeName = schemaNameForKind(info.group, info.version, info.kind);
-    const pruneApplied = typeName ? (o: KubeObject) => pruneUnknownFields(o, typeName) : info.schema?.pruneUnknownFields;
+    const pruneApplied = typeName
+      ? (o: KubeObject) => pruneUnknownFields(o, typeName)
+      : info.schema?.pruneUnknownFields;
     if (pruneApplied && options.fieldValidation !== undefined) {
       const unknown = pruneApplied(applied);
       if (unknown.length > 0) {
         if (options.fieldValidation === 'Strict') {
           const where = `${applied.metadata.namespace ? `${applied.metadata.namespace}/` : ''}${name}; ${gv}, Kind=${info.kind}`;
-          throw Errors.badRequest(`failed to create typed patch object (${where}): ${unknown.map((f) => `.${f}: field not declared in schema`).join(', ')}`);
+          throw Errors.badRequest(
+            `failed to create typed patch object (${where}): ${unknown.map((f) => `.${f}: field not declared in schema`).join(', ')}`,
+          );
         }
-        if (options.fieldValidation === 'Warn') (options.warnings ??= []).push(...unknown.map((f) => `unknown field "${f}"`));
+        if (options.fieldValidation === 'Warn')
+          (options.warnings ??= []).push(...unknown.map((f) => `unknown field "${f}"`));
       }
     }
     const ctx = this.writeContext(info, { ...options, fieldManager: options.fieldManager ?? 'unknown' });
@@ -268,7 +323,10 @@ export class GenericStore {
     if (typeName) {
       // One walk prunes and type-checks; a mismatch fails decoding whatever fieldValidation says.
       const found = validateFields(obj, typeName);
-      if (found.mismatch && (!current || typeMismatch(current, typeName) !== found.mismatch)) throw Errors.badRequest(`${info.kind} in version "${info.version}" cannot be handled as a ${info.kind}: ${found.mismatch}`);
+      if (found.mismatch && (!current || typeMismatch(current, typeName) !== found.mismatch))
+        throw Errors.badRequest(
+          `${info.kind} in version "${info.version}" cannot be handled as a ${info.kind}: ${found.mismatch}`,
+        );
       unknown = found.unknown;
     } else unknown = prune(obj);
     if (unknown.length === 0) return;
@@ -278,8 +336,10 @@ export class GenericStore {
       unknown = unknown.filter((f) => !already.has(f));
       if (unknown.length === 0) return;
     }
-    if (options.fieldValidation === 'Strict') throw Errors.badRequest(strictDecodingMessage(info.kind, info.version, unknown));
-    if (options.fieldValidation === 'Warn') (options.warnings ??= []).push(...unknown.map((f) => `unknown field "${f}"`));
+    if (options.fieldValidation === 'Strict')
+      throw Errors.badRequest(strictDecodingMessage(info.kind, info.version, unknown));
+    if (options.fieldValidation === 'Warn')
+      (options.warnings ??= []).push(...unknown.map((f) => `unknown field "${f}"`));
   }
 
   private writeContext(info: KindInfo, options: WriteOptions): WriteContext {
@@ -317,7 +377,9 @@ export class GenericStore {
         const current = fromStorage(info, stored);
         const next = produce(current);
         if (next.metadata.name !== current.metadata.name) {
-          throw Errors.badRequest(`the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`);
+          throw Errors.badRequest(
+            `the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`,
+          );
         }
         const prepared =
           options.subresource === 'status'
@@ -328,8 +390,12 @@ export class GenericStore {
         if (!options.subresource) options.requester?.admit?.(info, prepared, current);
         if (options.applied) setManagedFields(prepared, options.applied());
         else if (options.fieldManager && options.subresource !== 'finalize') {
-          const requested = options.subresource === 'status' ? current.metadata.managedFields : next.metadata.managedFields;
-          setManagedFields(prepared, managedFieldsAfterUpdate(current, prepared, requested, this.writeContext(info, options)));
+          const requested =
+            options.subresource === 'status' ? current.metadata.managedFields : next.metadata.managedFields;
+          setManagedFields(
+            prepared,
+            managedFieldsAfterUpdate(current, prepared, requested, this.writeContext(info, options)),
+          );
         }
         // The update that empties the finalizers is the deletion itself, not a write first (kube-apiserver's
         // errEmptiedFinalizers): watchers see DELETED of the stored object and no MODIFIED before it.
@@ -351,7 +417,9 @@ export class GenericStore {
     info.strategy?.defaults?.(next, this.ctx);
     info.strategy?.prepareForUpdate?.(next, current, this.ctx);
     if (hasGeneration(info)) {
-      const bump = info.strategy?.bumpsGeneration ? info.strategy.bumpsGeneration(next, current) : !deepEqual(next.spec, current.spec);
+      const bump = info.strategy?.bumpsGeneration
+        ? info.strategy.bumpsGeneration(next, current)
+        : !deepEqual(next.spec, current.spec);
       next.metadata.generation = (current.metadata.generation ?? 1) + (bump ? 1 : 0);
     }
     this.validate(info, next, current);
@@ -389,7 +457,13 @@ export class GenericStore {
     return result;
   }
 
-  delete(info: KindInfo, namespace: string | undefined, name: string, options: DeleteOptions = {}, ofCollection = false): DeleteResult {
+  delete(
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    options: DeleteOptions = {},
+    ofCollection = false,
+  ): DeleteResult {
     const key = resourceKey(info);
     const ns = scoped(info, namespace);
     const current = this.get(info, ns, name);
@@ -398,7 +472,9 @@ export class GenericStore {
     const preconditions = options.preconditions ?? {};
     const grace = this.gracePeriodFor(info, current, options);
     const finalizers = this.finalizersAfterDelete(current, options);
-    if (!current.metadata.deletionTimestamp) for (const f of info.strategy?.finalizersOnDelete?.(current) ?? []) if (!finalizers.includes(f)) finalizers.push(f);
+    if (!current.metadata.deletionTimestamp)
+      for (const f of info.strategy?.finalizersOnDelete?.(current) ?? [])
+        if (!finalizers.includes(f)) finalizers.push(f);
     const held = (info.strategy?.specFinalizers?.(current) ?? []).length > 0;
     if (finalizers.length === 0 && grace === 0 && !held) {
       if (options.dryRun) return { body: current, gone: false };
@@ -437,7 +513,13 @@ export class GenericStore {
     const deleted: KubeObject[] = [];
     for (const item of list.items) {
       try {
-        const result = this.delete(info, item.metadata.namespace, item.metadata.name!, { ...options, preconditions: undefined }, true);
+        const result = this.delete(
+          info,
+          item.metadata.namespace,
+          item.metadata.name!,
+          { ...options, preconditions: undefined },
+          true,
+        );
         deleted.push(result.gone ? item : (result.body as KubeObject));
       } catch (err) {
         if (!(err instanceof Error && 'code' in err && (err as { code: number }).code === 404)) throw err;
@@ -450,7 +532,12 @@ export class GenericStore {
    * Starts a watch with kube-apiserver's resourceVersion semantics: unset or "0" first sends the current
    * objects as ADDED; a version N sends every retained event after N, or 410 Expired when they are gone.
    */
-  watch(info: KindInfo, namespace: string | undefined, query: WatchQuery, sink: WatchSink): { watch: Watch; revision: number } {
+  watch(
+    info: KindInfo,
+    namespace: string | undefined,
+    query: WatchQuery,
+    sink: WatchSink,
+  ): { watch: Watch; revision: number } {
     const filter: WatchFilter = {
       namespace: scoped(info, namespace),
       label: parseLabelSelector(query.labelSelector),
@@ -508,8 +595,14 @@ export class GenericStore {
     const namespace = this.store.get(NAMESPACES, undefined, ns);
     if (!namespace) throw Errors.notFound({ group: '', resource: 'namespaces' }, ns);
     if (namespace.metadata.deletionTimestamp) {
-      const err = Errors.forbidden(info, obj.metadata.name ?? '', `unable to create new content in namespace ${ns} because it is being terminated`);
-      err.details!.causes = [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }];
+      const err = Errors.forbidden(
+        info,
+        obj.metadata.name ?? '',
+        `unable to create new content in namespace ${ns} because it is being terminated`,
+      );
+      err.details!.causes = [
+        { reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' },
+      ];
       throw err;
     }
   }
@@ -523,10 +616,14 @@ export class GenericStore {
     const obj = (take ? body : deepCopy(body)) as KubeObject;
     const gv = groupVersion(info);
     if (obj.kind !== undefined && obj.kind !== '' && obj.kind !== info.kind) {
-      throw Errors.badRequest(`the kind in the body (${String(obj.kind)}) does not match the kind of the resource (${info.kind})`);
+      throw Errors.badRequest(
+        `the kind in the body (${String(obj.kind)}) does not match the kind of the resource (${info.kind})`,
+      );
     }
     if (obj.apiVersion !== undefined && obj.apiVersion !== '' && obj.apiVersion !== gv) {
-      throw Errors.badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`);
+      throw Errors.badRequest(
+        `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`,
+      );
     }
     obj.apiVersion = gv;
     obj.kind = info.kind;
@@ -535,12 +632,15 @@ export class GenericStore {
     // These are omitempty in Go's ObjectMeta: an empty one is the same object as none, so writing it is a no-op.
     for (const f of ['labels', 'annotations', 'finalizers', 'ownerReferences'] as const) {
       const v: unknown = obj.metadata[f];
-      if (v === null || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).length === 0)) delete obj.metadata[f];
+      if (v === null || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).length === 0))
+        delete obj.metadata[f];
     }
     if (info.namespaced) {
       const ns = namespace ?? obj.metadata.namespace;
       if (obj.metadata.namespace && namespace && obj.metadata.namespace !== namespace) {
-        throw Errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+        throw Errors.badRequest(
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
       }
       if (ns) obj.metadata.namespace = ns;
     } else {
@@ -554,22 +654,33 @@ export class GenericStore {
    * stored: ObjectMeta is checked again only when one of those changed. Its kind's status strategy may validate
    * metadata and status alone (statusValidation: 'metadata'), not the spec the write keeps as stored.
    */
-  private validate(info: KindInfo, obj: KubeObject, old?: KubeObject, statusWrite?: { metadataChanged: boolean }): void {
-    const causes: StatusCause[] = !statusWrite || statusWrite.metadataChanged ? validateObjectMeta(obj, info.namespaced, info.nameRule ?? 'subdomain') : [];
+  private validate(
+    info: KindInfo,
+    obj: KubeObject,
+    old?: KubeObject,
+    statusWrite?: { metadataChanged: boolean },
+  ): void {
+    const causes: StatusCause[] =
+      !statusWrite || statusWrite.metadataChanged
+        ? validateObjectMeta(obj, info.namespaced, info.nameRule ?? 'subdomain')
+        : [];
     if (statusWrite && info.strategy?.statusValidation === 'metadata') {
       if (old?.metadata.deletionTimestamp) causes.push(...noNewFinalizers(obj, old));
-      if (causes.length > 0) throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
+      if (causes.length > 0)
+        throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
       return;
     }
     if (old) {
       for (const field of ['uid', 'creationTimestamp'] as const) {
-        if (old.metadata[field] !== obj.metadata[field]) causes.push(FieldErrors.invalid(`metadata.${field}`, obj.metadata[field], 'field is immutable'));
+        if (old.metadata[field] !== obj.metadata[field])
+          causes.push(FieldErrors.invalid(`metadata.${field}`, obj.metadata[field], 'field is immutable'));
       }
       if (old.metadata.deletionTimestamp) causes.push(...noNewFinalizers(obj, old));
       causes.push(...(info.strategy?.validateUpdate?.(obj, old) ?? []));
     }
     causes.push(...(info.strategy?.validate?.(obj) ?? []));
-    if (causes.length > 0) throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
+    if (causes.length > 0)
+      throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
   }
 }
 
@@ -579,7 +690,12 @@ function noNewFinalizers(obj: KubeObject, old: KubeObject): StatusCause[] {
   const added = [...new Set((obj.metadata.finalizers ?? []).filter((f) => !had.has(f)))].sort();
   if (added.length === 0) return [];
   const list = `[]string{${added.map((f) => JSON.stringify(f)).join(', ')}}`;
-  return [FieldErrors.forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${list}`)];
+  return [
+    FieldErrors.forbidden(
+      'metadata.finalizers',
+      `no new finalizers can be added if the object is being deleted, found new finalizers ${list}`,
+    ),
+  ];
 }
 
 function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeName: string | undefined): unknown {
@@ -602,7 +718,11 @@ function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeNa
  * copy, and whose metadata and status parts that are the stored object's own need none either. decodeBody changes
  * only the top level of metadata; of the rest, only what the kind's status writes keep (statusMetadata) is copied.
  */
-function statusPart(body: unknown, stored: KubeObject | undefined, kept: NonNullable<Strategy['statusMetadata']>): unknown {
+function statusPart(
+  body: unknown,
+  stored: KubeObject | undefined,
+  kept: NonNullable<Strategy['statusMetadata']>,
+): unknown {
   if (!isPlainObject(body)) return body;
   let metadata = body.metadata;
   if (isPlainObject(metadata)) {
@@ -628,7 +748,16 @@ function toStorage(info: KindInfo, obj: KubeObject): KubeObject {
 /** Watch events of a shared table, converted for the kind watched. */
 function convertingSink(info: KindInfo, sink: WatchSink): WatchSink {
   return {
-    send: (type, event) => sink.send(type, new StoreEvent(event.type, fromStorage(info, event.object), event.prevObject && fromStorage(info, event.prevObject), event.revision)),
+    send: (type, event) =>
+      sink.send(
+        type,
+        new StoreEvent(
+          event.type,
+          fromStorage(info, event.object),
+          event.prevObject && fromStorage(info, event.prevObject),
+          event.revision,
+        ),
+      ),
     close: () => sink.close(),
   };
 }
@@ -683,17 +812,27 @@ function successStatus(info: KindInfo, obj: KubeObject): Status {
 
 /** The continue token kube-apiserver hands out: base64 of {v, rv, start} (start = the key to resume after). */
 function encodeContinue(revision: number, after: string): string {
-  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: revision, start: `${after}\u0000` })).toString('base64url');
+  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: revision, start: `${after}\u0000` })).toString(
+    'base64url',
+  );
 }
 
 function decodeContinue(token: string): { revision: number; after: string } {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-    if (isPlainObject(parsed) && parsed.v === 'meta.k8s.io/v1' && typeof parsed.rv === 'number' && typeof parsed.start === 'string') {
+    if (
+      isPlainObject(parsed) &&
+      parsed.v === 'meta.k8s.io/v1' &&
+      typeof parsed.rv === 'number' &&
+      typeof parsed.start === 'string'
+    ) {
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: kube-apiserver's continue keys end in a NUL
       return { revision: parsed.rv, after: parsed.start.replace(/\u0000$/, '') };
     }
   } catch {
     // fall through to the error below
   }
-  throw Errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  throw Errors.badRequest(
+    'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)',
+  );
 }

@@ -41,7 +41,8 @@ export function podRow(pod: KubeObject): PodRow {
   const phase = typeof status.phase === 'string' ? status.phase : '';
   let reason = typeof status.reason === 'string' && status.reason !== '' ? status.reason : phase;
   const conditions = list(status.conditions);
-  for (const c of conditions) if (c.type === 'PodScheduled' && c.reason === 'SchedulingGated') reason = 'SchedulingGated';
+  for (const c of conditions)
+    if (c.type === 'PodScheduled' && c.reason === 'SchedulingGated') reason = 'SchedulingGated';
 
   const initSpecs = list(spec.initContainers);
   const sidecar = (name: unknown): boolean => initSpecs.some((c) => c.name === name && c.restartPolicy === 'Always');
@@ -72,9 +73,15 @@ export function podRow(pod: KubeObject): PodRow {
     }
     if (terminated) {
       if (typeof terminated.reason === 'string' && terminated.reason !== '') reason = `Init:${terminated.reason}`;
-      else if (typeof terminated.signal === 'number' && terminated.signal !== 0) reason = `Init:Signal:${terminated.signal}`;
+      else if (typeof terminated.signal === 'number' && terminated.signal !== 0)
+        reason = `Init:Signal:${terminated.signal}`;
       else reason = `Init:ExitCode:${String(terminated.exitCode ?? 0)}`;
-    } else if (waiting && typeof waiting.reason === 'string' && waiting.reason !== '' && waiting.reason !== 'PodInitializing') {
+    } else if (
+      waiting &&
+      typeof waiting.reason === 'string' &&
+      waiting.reason !== '' &&
+      waiting.reason !== 'PodInitializing'
+    ) {
       reason = `Init:${waiting.reason}`;
     } else {
       reason = `Init:${i}/${initSpecs.length}`;
@@ -97,8 +104,13 @@ export function podRow(pod: KubeObject): PodRow {
       const waiting = obj(state.waiting);
       const terminated = obj(state.terminated);
       if (waiting && typeof waiting.reason === 'string' && waiting.reason !== '') reason = waiting.reason;
-      else if (terminated && typeof terminated.reason === 'string' && terminated.reason !== '') reason = terminated.reason;
-      else if (terminated) reason = typeof terminated.signal === 'number' && terminated.signal !== 0 ? `Signal:${terminated.signal}` : `ExitCode:${String(terminated.exitCode ?? 0)}`;
+      else if (terminated && typeof terminated.reason === 'string' && terminated.reason !== '')
+        reason = terminated.reason;
+      else if (terminated)
+        reason =
+          typeof terminated.signal === 'number' && terminated.signal !== 0
+            ? `Signal:${terminated.signal}`
+            : `ExitCode:${String(terminated.exitCode ?? 0)}`;
       else if (c.ready === true && obj(state.running)) {
         hasRunning = true;
         ready++;
@@ -117,7 +129,8 @@ export function podRow(pod: KubeObject): PodRow {
 
 export function podRestarts(pod: KubeObject, now: number): string {
   const row = podRow(pod);
-  if (row.restarts !== 0 && row.lastRestart > 0) return `${row.restarts} (${ageOf(new Date(row.lastRestart).toISOString(), now)} ago)`;
+  if (row.restarts !== 0 && row.lastRestart > 0)
+    return `${row.restarts} (${ageOf(new Date(row.lastRestart).toISOString(), now)} ago)`;
   return String(row.restarts);
 }
 

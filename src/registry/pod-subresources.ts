@@ -18,7 +18,11 @@ export function setPodCondition(status: Obj, condition: Obj, now: string): void 
   const conditions = Array.isArray(status.conditions) ? [...(status.conditions as Obj[])] : [];
   const i = conditions.findIndex((c) => c.type === condition.type);
   const previous = i >= 0 ? conditions[i] : undefined;
-  const next: Obj = { ...condition, lastProbeTime: null, lastTransitionTime: previous && previous.status === condition.status ? previous.lastTransitionTime : now };
+  const next: Obj = {
+    ...condition,
+    lastProbeTime: null,
+    lastTransitionTime: previous && previous.status === condition.status ? previous.lastTransitionTime : now,
+  };
   if (i >= 0) conditions[i] = next;
   else conditions.push(next);
   status.conditions = conditions;
@@ -29,20 +33,30 @@ export function setPodCondition(status: Obj, condition: Obj, now: string): void 
  * annotations and marks PodScheduled=True in one storage update. A pod that is already bound, or being
  * deleted, is a 409 Conflict on "pods/binding".
  */
-export function bindPod(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): Status {
+export function bindPod(
+  api: GenericStore,
+  info: KindInfo,
+  namespace: string | undefined,
+  name: string,
+  body: unknown,
+  options: { dryRun?: boolean },
+): Status {
   if (!isPlainObject(body)) throw Errors.badRequest("Object 'Binding' is not a JSON object");
   const meta = isPlainObject(body.metadata) ? body.metadata : {};
-  if (meta.name !== undefined && meta.name !== name) throw Errors.badRequest('name in URL does not match name in Binding object');
+  if (meta.name !== undefined && meta.name !== name)
+    throw Errors.badRequest('name in URL does not match name in Binding object');
   const target = isPlainObject(body.target) ? body.target : {};
   const causes: StatusCause[] = [];
   if (typeof target.name !== 'string' || target.name === '') causes.push(FieldErrors.required('target.name', ''));
-  if (target.kind !== undefined && target.kind !== '' && target.kind !== 'Node') causes.push(FieldErrors.notSupported('target.kind', target.kind, ['Node']));
+  if (target.kind !== undefined && target.kind !== '' && target.kind !== 'Node')
+    causes.push(FieldErrors.notSupported('target.kind', target.kind, ['Node']));
   if (causes.length > 0) throw Errors.invalid('', 'Binding', name, causes);
   const nodeName = target.name as string;
   const conflict = (why: string): ApiError => Errors.conflict({ group: '', resource: 'pods/binding' }, name, why);
   const preconditions: { uid?: string; resourceVersion?: string } = {};
   if (typeof meta.uid === 'string' && meta.uid !== '') preconditions.uid = meta.uid;
-  if (typeof meta.resourceVersion === 'string' && meta.resourceVersion !== '') preconditions.resourceVersion = meta.resourceVersion;
+  if (typeof meta.resourceVersion === 'string' && meta.resourceVersion !== '')
+    preconditions.resourceVersion = meta.resourceVersion;
   const now = rfc3339(api.ctx.clock.now());
   api.store.guaranteedUpdate(
     resourceKey(info),
@@ -50,14 +64,19 @@ export function bindPod(api: GenericStore, info: KindInfo, namespace: string | u
     name,
     preconditions,
     (current) => {
-      if (current.metadata.deletionTimestamp) throw conflict(`pod ${name} is being deleted, cannot be assigned to a host`);
+      if (current.metadata.deletionTimestamp)
+        throw conflict(`pod ${name} is being deleted, cannot be assigned to a host`);
       const spec = isPlainObject(current.spec) ? current.spec : {};
-      if (typeof spec.nodeName === 'string' && spec.nodeName !== '') throw conflict(`pod ${name} is already assigned to node "${spec.nodeName}"`);
+      if (typeof spec.nodeName === 'string' && spec.nodeName !== '')
+        throw conflict(`pod ${name} is already assigned to node "${spec.nodeName}"`);
       // A new pod that shares every part it does not change with the stored one (the store keeps those as they
       // are, and never changes a stored object in place): copying the whole pod cost a copy and a compaction of
       // its spec on every binding.
       const annotations = isPlainObject(meta.annotations) ? (meta.annotations as Record<string, string>) : undefined;
-      const metadata = annotations && Object.keys(annotations).length > 0 ? { ...current.metadata, annotations: { ...(current.metadata.annotations ?? {}), ...annotations } } : { ...current.metadata };
+      const metadata =
+        annotations && Object.keys(annotations).length > 0
+          ? { ...current.metadata, annotations: { ...(current.metadata.annotations ?? {}), ...annotations } }
+          : { ...current.metadata };
       const status: Obj = { ...(isPlainObject(current.status) ? current.status : {}) };
       setPodCondition(status, { type: 'PodScheduled', status: 'True' }, now);
       return { ...current, metadata, spec: { ...spec, nodeName }, status };
@@ -83,7 +102,12 @@ const VIOLATES_BUDGET = "Cannot evict pod as it would violate the pod's disrupti
 /** errors.NewTooManyRequests with a DisruptionBudget cause (retryAfterSeconds 0 is left out, as omitempty does). */
 function tooManyRequests(cause: string, retryAfterSeconds: number): ApiError {
   const details: StatusCause[] = [{ reason: DISRUPTION_BUDGET_CAUSE, message: cause }];
-  return new ApiError(429, 'TooManyRequests', VIOLATES_BUDGET, retryAfterSeconds > 0 ? { retryAfterSeconds, causes: details } : { causes: details });
+  return new ApiError(
+    429,
+    'TooManyRequests',
+    VIOLATES_BUDGET,
+    retryAfterSeconds > 0 ? { retryAfterSeconds, causes: details } : { causes: details },
+  );
 }
 
 /** createTooManyRequestsError: the budget's status is older than its spec, or the pod changed under the eviction. */
@@ -98,7 +122,8 @@ function canIgnoreBudget(pod: KubeObject): boolean {
 }
 
 function isReady(pod: KubeObject): boolean {
-  const conditions = isPlainObject(pod.status) && Array.isArray(pod.status.conditions) ? (pod.status.conditions as Obj[]) : [];
+  const conditions =
+    isPlainObject(pod.status) && Array.isArray(pod.status.conditions) ? (pod.status.conditions as Obj[]) : [];
   return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
@@ -124,11 +149,24 @@ function takeDisruption(api: GenericStore, pdbInfo: KindInfo, pdb: KubeObject, p
   const status = pdbStatus(pdb);
   const name = pdb.metadata.name!;
   if ((status.observedGeneration ?? 0) < (pdb.metadata.generation ?? 0)) throw stillProcessing(name);
-  if (status.disruptionsAllowed < 0) throw Errors.forbidden({ group: 'policy', resource: 'poddisruptionbudget' }, name, 'pdb disruptions allowed is negative');
+  if (status.disruptionsAllowed < 0)
+    throw Errors.forbidden(
+      { group: 'policy', resource: 'poddisruptionbudget' },
+      name,
+      'pdb disruptions allowed is negative',
+    );
   if (Object.keys(status.disruptedPods ?? {}).length > MAX_DISRUPTED_PODS) {
-    throw Errors.forbidden({ group: 'policy', resource: 'poddisruptionbudget' }, name, 'DisruptedPods map too big - too many evictions not confirmed by PDB controller');
+    throw Errors.forbidden(
+      { group: 'policy', resource: 'poddisruptionbudget' },
+      name,
+      'DisruptedPods map too big - too many evictions not confirmed by PDB controller',
+    );
   }
-  if (status.disruptionsAllowed === 0) throw tooManyRequests(`The disruption budget ${name} needs ${status.desiredHealthy} healthy pods and has ${status.currentHealthy} currently`, 0);
+  if (status.disruptionsAllowed === 0)
+    throw tooManyRequests(
+      `The disruption budget ${name} needs ${status.desiredHealthy} healthy pods and has ${status.currentHealthy} currently`,
+      0,
+    );
   if (dryRun) return;
   const now = rfc3339(api.ctx.clock.now());
   let next: PdbStatus = { ...status, disruptionsAllowed: status.disruptionsAllowed - 1 };
@@ -142,14 +180,33 @@ function takeDisruption(api: GenericStore, pdbInfo: KindInfo, pdb: KubeObject, p
  * Eviction's options. A resourceVersion precondition guards the condition's write and moves to the version that
  * write made, so it still guards the delete.
  */
-function markAndDelete(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, options: DeleteOptions): void {
+function markAndDelete(
+  api: GenericStore,
+  info: KindInfo,
+  namespace: string | undefined,
+  name: string,
+  options: DeleteOptions,
+): void {
   const preconditions = { ...(options.preconditions ?? {}) };
   if (!options.dryRun) {
     const now = rfc3339(api.ctx.clock.now());
     const { object } = api.store.guaranteedUpdate(resourceKey(info), namespace, name, preconditions, (current) => {
       // A metadata of its own: the store stamps the new resourceVersion into it, and `current` is still shared.
-      const next: KubeObject = { ...current, metadata: { ...current.metadata }, status: { ...(isPlainObject(current.status) ? current.status : {}) } };
-      setPodCondition(next.status as Obj, { type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' }, now);
+      const next: KubeObject = {
+        ...current,
+        metadata: { ...current.metadata },
+        status: { ...(isPlainObject(current.status) ? current.status : {}) },
+      };
+      setPodCondition(
+        next.status as Obj,
+        {
+          type: 'DisruptionTarget',
+          status: 'True',
+          reason: 'EvictionByEvictionAPI',
+          message: 'Eviction API: evicting',
+        },
+        now,
+      );
       return next;
     });
     if (preconditions.resourceVersion) preconditions.resourceVersion = object.metadata.resourceVersion;
@@ -167,17 +224,29 @@ function markAndDelete(api: GenericStore, info: KindInfo, namespace: string | un
  * against a pod turning Ready meanwhile; a synchronous eviction here reads and deletes with nothing in between.
  * dryRun checks everything and changes nothing.
  */
-export function evictPod(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): Status {
+export function evictPod(
+  api: GenericStore,
+  info: KindInfo,
+  namespace: string | undefined,
+  name: string,
+  body: unknown,
+  options: { dryRun?: boolean },
+): Status {
   if (!isPlainObject(body)) throw Errors.badRequest("Object 'Eviction' is not a JSON object");
   const meta = isPlainObject(body.metadata) ? body.metadata : {};
-  if (meta.name !== undefined && meta.name !== name) throw Errors.badRequest('name in URL does not match name in Eviction object');
+  if (meta.name !== undefined && meta.name !== name)
+    throw Errors.badRequest('name in URL does not match name in Eviction object');
   const requested = isPlainObject(body.deleteOptions) ? body.deleteOptions : {};
-  const deleteOptions: DeleteOptions = { dryRun: options.dryRun || (Array.isArray(requested.dryRun) && requested.dryRun.includes('All')) };
-  if (typeof requested.gracePeriodSeconds === 'number') deleteOptions.gracePeriodSeconds = Math.max(0, requested.gracePeriodSeconds);
+  const deleteOptions: DeleteOptions = {
+    dryRun: options.dryRun || (Array.isArray(requested.dryRun) && requested.dryRun.includes('All')),
+  };
+  if (typeof requested.gracePeriodSeconds === 'number')
+    deleteOptions.gracePeriodSeconds = Math.max(0, requested.gracePeriodSeconds);
   if (isPlainObject(requested.preconditions)) {
     deleteOptions.preconditions = {};
     if (typeof requested.preconditions.uid === 'string') deleteOptions.preconditions.uid = requested.preconditions.uid;
-    if (typeof requested.preconditions.resourceVersion === 'string') deleteOptions.preconditions.resourceVersion = requested.preconditions.resourceVersion;
+    if (typeof requested.preconditions.resourceVersion === 'string')
+      deleteOptions.preconditions.resourceVersion = requested.preconditions.resourceVersion;
   }
   const pod = api.get(info, namespace, name);
   if (canIgnoreBudget(pod)) {
@@ -187,11 +256,18 @@ export function evictPod(api: GenericStore, info: KindInfo, namespace: string | 
 
   const pdbInfo = api.registry.lookup('policy', 'v1', 'poddisruptionbudgets');
   const pdbs = pdbInfo ? budgetsFor(api, pdbInfo, pod) : [];
-  if (pdbs.length > 1) throw new EvictionFailure(500, '', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.');
+  if (pdbs.length > 1)
+    throw new EvictionFailure(
+      500,
+      '',
+      'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.',
+    );
   const pdb = pdbs[0];
   if (pdb && pdbInfo) {
     const status = pdbStatus(pdb);
-    const unhealthyMayGo = pdbSpec(pdb).unhealthyPodEvictionPolicy === 'AlwaysAllow' || (status.currentHealthy >= status.desiredHealthy && status.desiredHealthy > 0);
+    const unhealthyMayGo =
+      pdbSpec(pdb).unhealthyPodEvictionPolicy === 'AlwaysAllow' ||
+      (status.currentHealthy >= status.desiredHealthy && status.desiredHealthy > 0);
     // An unready pod counts towards neither currentHealthy nor desiredHealthy: deleting it disrupts nothing.
     if (isReady(pod) || !unhealthyMayGo) takeDisruption(api, pdbInfo, pdb, name, deleteOptions.dryRun === true);
   }

@@ -13,10 +13,12 @@ export function humanDuration(ms: number): string {
   const hours = Math.floor(minutes / 60);
   if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
   if (hours < 48) return `${hours}h`;
-  if (hours < 24 * 8) return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
+  if (hours < 24 * 8)
+    return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
   const days = Math.floor(hours / 24);
   if (hours < 24 * 365 * 2) return `${days}d`;
-  if (hours < 24 * 365 * 8) return days % 365 === 0 ? `${Math.floor(days / 365)}y` : `${Math.floor(days / 365)}y${days % 365}d`;
+  if (hours < 24 * 365 * 8)
+    return days % 365 === 0 ? `${Math.floor(days / 365)}y` : `${Math.floor(days / 365)}y${days % 365}d`;
   return `${Math.floor(days / 365)}y`;
 }
 
@@ -75,7 +77,10 @@ export function orNone(value: string): string {
 
 export function selectorString(selector: unknown): string {
   if (typeof selector !== 'object' || selector === null) return '<none>';
-  const s = selector as { matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> };
+  const s = selector as {
+    matchLabels?: Record<string, string>;
+    matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+  };
   const parts: string[] = [];
   for (const [k, v] of Object.entries(s.matchLabels ?? {})) parts.push(`${k}=${v}`);
   for (const e of s.matchExpressions ?? []) {
@@ -95,5 +100,7 @@ export function containerNames(template: unknown): string {
 
 export function containerImages(template: unknown): string {
   const containers = field(template, 'spec.containers');
-  return Array.isArray(containers) ? containers.map((c) => String((c as { image?: string }).image ?? '')).join(',') : '';
+  return Array.isArray(containers)
+    ? containers.map((c) => String((c as { image?: string }).image ?? '')).join(',')
+    : '';
 }

@@ -50,10 +50,17 @@ export function writeScale(
       if (!isPlainObject(body)) throw Errors.badRequest('Scale must be a JSON object');
       const rv = isPlainObject(body.metadata) ? body.metadata.resourceVersion : undefined;
       if (put && typeof rv === 'string' && rv !== '') preconditionRv = rv;
-      if (preconditionRv !== undefined && preconditionRv !== current.metadata.resourceVersion) throw Errors.conflict(info, name);
+      if (preconditionRv !== undefined && preconditionRv !== current.metadata.resourceVersion)
+        throw Errors.conflict(info, name);
       const replicas = isPlainObject(body.spec) ? body.spec.replicas : undefined;
       if (replicas !== undefined && (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)) {
-        throw Errors.invalid('autoscaling', 'Scale', name, [{ reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`, field: 'spec.replicas' }]);
+        throw Errors.invalid('autoscaling', 'Scale', name, [
+          {
+            reason: 'FieldValueInvalid',
+            message: `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`,
+            field: 'spec.replicas',
+          },
+        ]);
       }
       const copy = deepCopy(current);
       setPath(copy, info.scale!.specReplicasPath, replicas ?? 0);
@@ -67,7 +74,8 @@ export function writeScale(
 function selectorText(selector: unknown): string {
   if (!isPlainObject(selector)) return '';
   const parts: string[] = [];
-  for (const [k, v] of Object.entries(isPlainObject(selector.matchLabels) ? selector.matchLabels : {})) parts.push(`${k}=${String(v)}`);
+  for (const [k, v] of Object.entries(isPlainObject(selector.matchLabels) ? selector.matchLabels : {}))
+    parts.push(`${k}=${String(v)}`);
   for (const e of Array.isArray(selector.matchExpressions) ? selector.matchExpressions : []) {
     if (!isPlainObject(e)) continue;
     const values = Array.isArray(e.values) ? e.values.join(',') : '';

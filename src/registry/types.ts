@@ -124,7 +124,12 @@ export interface KindInfo {
    * Served from another kind's storage (events.k8s.io/v1 Event is stored as core/v1 Event): the stored kind's
    * group and resource, and the conversions each object goes through on the way in and out.
    */
-  storage?: { group: string; resource: string; toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
+  storage?: {
+    group: string;
+    resource: string;
+    toStorage(obj: KubeObject): KubeObject;
+    fromStorage(obj: KubeObject): KubeObject;
+  };
   /** Applied to every object read (get, list, watch, and the current object of an update): custom resources' defaults. */
   onRead?(obj: KubeObject): KubeObject;
   /**
@@ -132,7 +137,12 @@ export interface KindInfo {
    * for the kind, the pruning of undeclared fields (returning their paths) that field validation reports, and the
    * type server-side apply walks (api/schema's table); `strategicMergePatch: false` refuses strategic merge patches.
    */
-  schema?: { openapi: Record<string, unknown>; pruneUnknownFields(obj: KubeObject): string[]; typeName?: string; strategicMergePatch?: boolean };
+  schema?: {
+    openapi: Record<string, unknown>;
+    pruneUnknownFields(obj: KubeObject): string[];
+    typeName?: string;
+    strategicMergePatch?: boolean;
+  };
 }
 
 /**
@@ -145,7 +155,14 @@ export interface ExtraSubresource {
   group?: string;
   version?: string;
   verbs: string[];
-  create?(api: GenericStore, info: KindInfo, namespace: string | undefined, name: string, body: unknown, options: { dryRun?: boolean }): Status | KubeObject;
+  create?(
+    api: GenericStore,
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    body: unknown,
+    options: { dryRun?: boolean },
+  ): Status | KubeObject;
 }
 
 export function groupVersion(info: Pick<KindInfo, 'group' | 'version'>): string {

@@ -93,7 +93,8 @@ export class ReconcileLoop {
         }
       } catch (err) {
         const conflict = err instanceof ApiError && err.code === 409;
-        if (!conflict) this.ctx.log('warn', `${this.name}: reconcile ${key}: ${err instanceof Error ? err.message : String(err)}`);
+        if (!conflict)
+          this.ctx.log('warn', `${this.name}: reconcile ${key}: ${err instanceof Error ? err.message : String(err)}`);
         this.queue.addRateLimited(key);
       } finally {
         this.active--;

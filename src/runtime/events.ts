@@ -197,12 +197,25 @@ export class EventCorrelator {
   correlate(event: EventBody, newName: () => string): Correlation {
     const now = this.clock.now();
     const { involvedObject: o, source } = event;
-    const object = this.objectHash.start().add(source.component).add(source.host ?? '').add(o.kind ?? '').add(o.namespace ?? '');
-    object.add(o.name ?? '').add(o.uid ?? '').add(o.apiVersion ?? '');
+    const object = this.objectHash
+      .start()
+      .add(source.component)
+      .add(source.host ?? '')
+      .add(o.kind ?? '')
+      .add(o.namespace ?? '');
+    object
+      .add(o.name ?? '')
+      .add(o.uid ?? '')
+      .add(o.apiVersion ?? '');
     const objectKey = object.digest();
 
     // EventAggregate: similar events (all but the message) in the last 10 minutes.
-    const similar = this.keyHash.from(object).add(event.type).add(event.reason).add(event.reportingComponent).add(event.reportingInstance);
+    const similar = this.keyHash
+      .from(object)
+      .add(event.type)
+      .add(event.reason)
+      .add(event.reportingComponent)
+      .add(event.reportingInstance);
     const aggregateKey = similar.digest();
     let slot = this.aggregates.get(aggregateKey);
     if (slot < 0 || now - this.lastSimilar[slot]! > AGGREGATE_INTERVAL_MS) {
@@ -231,13 +244,24 @@ export class EventCorrelator {
         reportingInstance: '',
       };
     } else {
-      key = this.keyHash.from(object).add(o.fieldPath ?? '').add(event.type).add(event.reason).add(event.message).digest();
+      key = this.keyHash
+        .from(object)
+        .add(o.fieldPath ?? '')
+        .add(event.type)
+        .add(event.reason)
+        .add(event.message)
+        .digest();
     }
 
     // eventObserve: the same event again is a count bump of the one written first.
     slot = this.observed.get(key);
     if (slot >= 0) {
-      event = { ...event, metadata: { ...event.metadata, name: this.name[slot]! }, firstTimestamp: this.firstTimestamp[slot]!, count: this.count[slot]! + 1 };
+      event = {
+        ...event,
+        metadata: { ...event.metadata, name: this.name[slot]! },
+        firstTimestamp: this.firstTimestamp[slot]!,
+        count: this.count[slot]! + 1,
+      };
     } else {
       slot = this.observed.add(key);
     }
@@ -312,7 +336,13 @@ export class EventRecorder {
     return `${objectName}.${(BigInt(now) * 1_000_000n + BigInt(this.sequence++ % 1_000_000)).toString(16)}`;
   }
 
-  private async record(obj: KubeObject, type: EventType, reason: string, message: string, fieldPath?: string): Promise<void> {
+  private async record(
+    obj: KubeObject,
+    type: EventType,
+    reason: string,
+    message: string,
+    fieldPath?: string,
+  ): Promise<void> {
     const namespace = obj.metadata.namespace || 'default';
     const now = this.clock.now();
     const { kind, apiVersion } = obj;
@@ -347,7 +377,11 @@ export class EventRecorder {
     if (result.update) {
       try {
         // What client-go's two-way strategic merge patch of a recurring event holds.
-        const patched = await this.client.patch(Resources.events, namespace, event.metadata.name, 'strategic', { count: event.count, lastTimestamp: event.lastTimestamp, message: event.message });
+        const patched = await this.client.patch(Resources.events, namespace, event.metadata.name, 'strategic', {
+          count: event.count,
+          lastTimestamp: event.lastTimestamp,
+          message: event.message,
+        });
         this.correlator.written(key, patched);
         return;
       } catch (err) {

@@ -14,9 +14,13 @@ export type LogFn = ControllerContext['log'];
  */
 export function selectControllers(spec: string, known: readonly string[]): Set<string> {
   const selected = new Set<string>();
-  const items = spec.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const items = spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const unknown = items.map((i) => i.replace(/^-/, '')).filter((n) => n !== '*' && !known.includes(n));
-  if (unknown.length > 0) throw new Error(`unknown controller(s) in --controllers: ${unknown.join(', ')} (known: ${known.join(', ')})`);
+  if (unknown.length > 0)
+    throw new Error(`unknown controller(s) in --controllers: ${unknown.join(', ')} (known: ${known.join(', ')})`);
   if (items.includes('*')) for (const n of known) selected.add(n);
   for (const item of items) {
     if (item.startsWith('-')) selected.delete(item.slice(1));

@@ -84,7 +84,14 @@ function describeComparison(c: Comparison, defaultText: string): string {
 }
 
 function hasComparison(c: Comparison): boolean {
-  return c.equals !== undefined || c.notEquals !== undefined || c.matches !== undefined || c.min !== undefined || c.max !== undefined || c.exists !== undefined;
+  return (
+    c.equals !== undefined ||
+    c.notEquals !== undefined ||
+    c.matches !== undefined ||
+    c.min !== undefined ||
+    c.max !== undefined ||
+    c.exists !== undefined
+  );
 }
 
 function compare(value: unknown, c: Comparison): boolean {
@@ -99,7 +106,12 @@ function compare(value: unknown, c: Comparison): boolean {
 
 // ---- objects -----------------------------------------------------------------------------------------
 
-function namespaceFor(ctx: EvalContext, resource: ApiResource, namespace: string | undefined, all = false): string | undefined {
+function namespaceFor(
+  ctx: EvalContext,
+  resource: ApiResource,
+  namespace: string | undefined,
+  all = false,
+): string | undefined {
   if (!resource.namespaced || all) return undefined;
   return namespace ?? ctx.namespace;
 }
@@ -114,13 +126,24 @@ function selectorText(ctx: EvalContext, resource: ApiResource, sel: Omit<Selecto
   if (sel.name !== undefined) parts.push(sel.name);
   if (sel.selector) parts.push(sel.selector);
   if (sel.owner) parts.push(`owned by ${sel.owner}`);
-  if (sel.where) parts.push(`where ${Object.entries(sel.where).map(([k, v]) => `${k}=${renderValue(v)}`).join(', ')}`);
+  if (sel.where)
+    parts.push(
+      `where ${Object.entries(sel.where)
+        .map(([k, v]) => `${k}=${renderValue(v)}`)
+        .join(', ')}`,
+    );
   if (ns) parts.push(`in ${ns}`);
   return parts.join(' ');
 }
 
 /** Whether obj is owned, directly or through owners of owners, by an object of this kind and name. */
-export async function ownedBy(ctx: EvalContext, obj: KubeObject, owner: string, live: boolean, depth = 0): Promise<boolean> {
+export async function ownedBy(
+  ctx: EvalContext,
+  obj: KubeObject,
+  owner: string,
+  live: boolean,
+  depth = 0,
+): Promise<boolean> {
   const [ownerKind, ownerName] = owner.split('/') as [string, string];
   const kind = ctx.resources.resolve(ownerKind).kind;
   for (const ref of obj.metadata.ownerReferences ?? []) {
@@ -131,7 +154,11 @@ export async function ownedBy(ctx: EvalContext, obj: KubeObject, owner: string, 
       const resource = ctx.resources.byKind(ref.apiVersion, ref.kind);
       if (resource) {
         try {
-          parent = await ctx.target.client.get(resource.gvr, resource.namespaced ? obj.metadata.namespace : undefined, ref.name);
+          parent = await ctx.target.client.get(
+            resource.gvr,
+            resource.namespaced ? obj.metadata.namespace : undefined,
+            ref.name,
+          );
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 404)) throw err;
         }
@@ -153,7 +180,10 @@ function whereHolds(obj: KubeObject, where: Record<string, unknown> | undefined)
 }
 
 /** Objects matching a selector, read live through the API. */
-export async function selectLive(ctx: EvalContext, sel: Selector): Promise<{ resource: ApiResource; items: KubeObject[] }> {
+export async function selectLive(
+  ctx: EvalContext,
+  sel: Selector,
+): Promise<{ resource: ApiResource; items: KubeObject[] }> {
   const resource = ctx.resources.resolve(sel.kind, sel.apiVersion);
   const ns = namespaceFor(ctx, resource, sel.namespace, sel.allNamespaces);
   const list = await ctx.target.client.list(resource.gvr, ns, sel.selector ? { labelSelector: sel.selector } : {});
@@ -169,13 +199,18 @@ export async function selectLive(ctx: EvalContext, sel: Selector): Promise<{ res
 }
 
 function nameOf(obj: KubeObject): string {
-  return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name ?? '';
+  return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : (obj.metadata.name ?? '');
 }
 
 /** Names for a message; pods with their state ("web-0 (Terminating)"), since that is usually the question. */
 function listNames(items: KubeObject[], namespaced: boolean, limit = 8): string {
-  const names = items.map((o) => `${namespaced ? o.metadata.name ?? '' : nameOf(o)}${o.kind === 'Pod' || (isPlainObject(o.spec) && Array.isArray(o.spec.containers)) ? ` (${podState(o)})` : ''}`);
-  return names.length <= limit ? names.join(', ') : `${names.slice(0, limit).join(', ')}, … (${names.length - limit} more)`;
+  const names = items.map(
+    (o) =>
+      `${namespaced ? (o.metadata.name ?? '') : nameOf(o)}${o.kind === 'Pod' || (isPlainObject(o.spec) && Array.isArray(o.spec.containers)) ? ` (${podState(o)})` : ''}`,
+  );
+  return names.length <= limit
+    ? names.join(', ')
+    : `${names.slice(0, limit).join(', ')}, … (${names.length - limit} more)`;
 }
 
 async function objectCondition(ctx: EvalContext, cond: ObjectCondition): Promise<Outcome> {
@@ -196,7 +231,11 @@ async function objectCondition(ctx: EvalContext, cond: ObjectCondition): Promise
   }
   if (path === undefined) {
     const exists = cond.exists ?? true;
-    return { ok: (obj !== undefined) === exists, description: `${what} ${exists ? 'exists' : 'does not exist'}`, found: obj ? 'it exists' : 'not found' };
+    return {
+      ok: (obj !== undefined) === exists,
+      description: `${what} ${exists ? 'exists' : 'does not exist'}`,
+      found: obj ? 'it exists' : 'not found',
+    };
   }
   const label = cond.condition !== undefined ? `condition ${cond.condition} of ${what}` : `${path} of ${what}`;
   if (!hasComparison(comparison)) comparison.exists = true;
@@ -211,7 +250,11 @@ async function countCondition(ctx: EvalContext, cond: CountCondition): Promise<O
   const { resource, items } = await selectLive(ctx, cond.count);
   const comparison: Comparison = hasComparison(cond) ? cond : { min: 1 };
   const description = `count of ${selectorText(ctx, resource, cond.count)} ${describeComparison(comparison, '')}`;
-  return { ok: compare(items.length, comparison), description, found: items.length === 0 ? '0' : `${items.length}: ${listNames(items, resource.namespaced)}` };
+  return {
+    ok: compare(items.length, comparison),
+    description,
+    found: items.length === 0 ? '0' : `${items.length}: ${listNames(items, resource.namespaced)}`,
+  };
 }
 
 export async function evaluateState(ctx: EvalContext, cond: StateCondition): Promise<Outcome> {
@@ -222,7 +265,8 @@ export async function evaluateState(ctx: EvalContext, cond: StateCondition): Pro
 
 function resolveStep(ctx: EvalContext, ref: string | number): number {
   if (typeof ref === 'number') {
-    if (ref < 1 || ref > ctx.stepNames.length) throw new Error(`there is no step ${ref} (the scenario has ${ctx.stepNames.length})`);
+    if (ref < 1 || ref > ctx.stepNames.length)
+      throw new Error(`there is no step ${ref} (the scenario has ${ctx.stepNames.length})`);
     return ref;
   }
   if (ref === 'previous') return previousStep(ctx);
@@ -237,7 +281,10 @@ function previousStep(ctx: EvalContext): number {
 }
 
 /** Inclusive range of step indices a window covers (0 is the cluster's start-up). */
-export function resolveWindow(ctx: EvalContext, window: Window | undefined): { from: number; to: number; text: string } {
+export function resolveWindow(
+  ctx: EvalContext,
+  window: Window | undefined,
+): { from: number; to: number; text: string } {
   if (window === undefined || window === 'all') return { from: 0, to: ctx.current, text: 'during the whole scenario' };
   if (typeof window === 'object') {
     const from = window.from === undefined ? 0 : resolveStep(ctx, window.from);
@@ -251,7 +298,12 @@ export function resolveWindow(ctx: EvalContext, window: Window | undefined): { f
 
 const EVENT_TYPES: Record<string, string> = { created: 'ADDED', modified: 'MODIFIED', deleted: 'DELETED' };
 
-async function eventMatches(ctx: EvalContext, m: EventMatcher, resource: ApiResource, e: HistoryEvent): Promise<boolean> {
+async function eventMatches(
+  ctx: EvalContext,
+  m: EventMatcher,
+  resource: ApiResource,
+  e: HistoryEvent,
+): Promise<boolean> {
   if (e.resource.gvr.group !== resource.gvr.group || e.resource.gvr.resource !== resource.gvr.resource) return false;
   if (m.event === 'terminating') {
     if (!e.deletionStarted) return false;
@@ -266,19 +318,27 @@ async function eventMatches(ctx: EvalContext, m: EventMatcher, resource: ApiReso
 
 function matcherText(ctx: EvalContext, m: EventMatcher): string {
   const resource = ctx.resources.resolve(m.kind, m.apiVersion);
-  const verb = m.event ? ({ ADDED: 'created', MODIFIED: 'modified', DELETED: 'deleted' } as Record<string, string>)[EVENT_TYPES[m.event] ?? m.event] ?? m.event : 'changed';
+  const verb = m.event
+    ? (({ ADDED: 'created', MODIFIED: 'modified', DELETED: 'deleted' } as Record<string, string>)[
+        EVENT_TYPES[m.event] ?? m.event
+      ] ?? m.event)
+    : 'changed';
   return `${selectorText(ctx, resource, m)} ${verb}`;
 }
 
 async function matching(ctx: EvalContext, m: EventMatcher, from: number, to: number): Promise<HistoryEvent[]> {
   const resource = ctx.resources.resolve(m.kind, m.apiVersion);
   const out: HistoryEvent[] = [];
-  for (const e of ctx.history.ordered()) if (e.step >= from && e.step <= to && (await eventMatches(ctx, m, resource, e))) out.push(e);
+  for (const e of ctx.history.ordered())
+    if (e.step >= from && e.step <= to && (await eventMatches(ctx, m, resource, e))) out.push(e);
   return out;
 }
 
 function eventText(ctx: EvalContext, e: HistoryEvent): string {
-  const verb = e.deletionStarted && e.type === 'MODIFIED' ? 'terminating' : { ADDED: 'created', MODIFIED: 'modified', DELETED: 'deleted' }[e.type];
+  const verb =
+    e.deletionStarted && e.type === 'MODIFIED'
+      ? 'terminating'
+      : { ADDED: 'created', MODIFIED: 'modified', DELETED: 'deleted' }[e.type];
   return `${e.resource.kind} ${e.object.metadata.name} ${verb} at ${offset(e.time, ctx.startTime)} (resourceVersion ${e.rv}, step ${e.step})`;
 }
 
@@ -294,7 +354,11 @@ async function orderAssertion(ctx: EvalContext, a: OrderAssertion): Promise<Outc
   const lastFirst = first[first.length - 1]!;
   const earliestThen = then[0]!;
   if (lastFirst.rv < earliestThen.rv) {
-    return { ok: true, description, found: `${first.length} before, ${then.length} after; last before: ${eventText(ctx, lastFirst)}; first after: ${eventText(ctx, earliestThen)}` };
+    return {
+      ok: true,
+      description,
+      found: `${first.length} before, ${then.length} after; last before: ${eventText(ctx, lastFirst)}; first after: ${eventText(ctx, earliestThen)}`,
+    };
   }
   return { ok: false, description, found: `${eventText(ctx, lastFirst)}, after ${eventText(ctx, earliestThen)}` };
 }
@@ -305,11 +369,16 @@ async function eventsAssertion(ctx: EvalContext, a: EventsAssertion): Promise<Ou
   const description = `number of "${matcherText(ctx, a.events)}" ${w.text} ${describeComparison(comparison, '')}`;
   const found = await matching(ctx, a.events, w.from, w.to);
   const shown = found.slice(0, 6).map((e) => eventText(ctx, e));
-  return { ok: compare(found.length, comparison), description, found: `${found.length}${shown.length > 0 ? `: ${shown.join('; ')}${found.length > 6 ? '; …' : ''}` : ''}` };
+  return {
+    ok: compare(found.length, comparison),
+    description,
+    found: `${found.length}${shown.length > 0 ? `: ${shown.join('; ')}${found.length > 6 ? '; …' : ''}` : ''}`,
+  };
 }
 
 function podReady(pod: KubeObject): boolean {
-  const conditions = (pod.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? [];
+  const conditions =
+    (pod.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? [];
   return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
@@ -338,7 +407,9 @@ async function alwaysAssertion(ctx: EvalContext, a: AlwaysAssertion): Promise<Ou
     ownerKey = objectKey(ownerResource, { metadata: { name: owner.name, namespace: ns } });
   }
   const podSelector: Selector | undefined = spec.pods ? { ...spec.pods, kind: 'Pod' } : undefined;
-  const subject = owner ? `pods of ${ownerResource!.kind} ${owner.name}` : selectorText(ctx, pods, spec.pods ?? {}).replace(/^Pod/, 'pods');
+  const subject = owner
+    ? `pods of ${ownerResource!.kind} ${owner.name}`
+    : selectorText(ctx, pods, spec.pods ?? {}).replace(/^Pod/, 'pods');
   const checks: string[] = [];
   if (spec.maxUnavailable !== undefined) checks.push(`at most ${spec.maxUnavailable} unavailable`);
   if (spec.maxSurge !== undefined) checks.push(`at most ${spec.maxSurge} above desired`);
@@ -347,14 +418,24 @@ async function alwaysAssertion(ctx: EvalContext, a: AlwaysAssertion): Promise<Ou
   if (spec.minPods !== undefined) checks.push(`at least ${spec.minPods} pods`);
   const description = `${subject}: ${checks.join(', ') || '(no limits given)'} at all times ${w.text}`;
   if ((spec.maxUnavailable !== undefined || spec.maxSurge !== undefined) && !owner) {
-    return { ok: false, description, found: 'maxUnavailable and maxSurge need an owner (its spec.replicas is the desired count)' };
+    return {
+      ok: false,
+      description,
+      found: 'maxUnavailable and maxSurge need an owner (its spec.replicas is the desired count)',
+    };
   }
 
   // Replay the history: the state before the window, then after each change inside it.
   const state = new Map<string, KubeObject>();
   for (const [key, { object }] of ctx.history.initial) state.set(key, object);
   const matchesPod = async (pod: KubeObject): Promise<boolean> => {
-    if (owner) return (await ownedBy(ctx, pod, `${ownerResource!.kind}/${owner.name}`, false)) && (ownerResource!.namespaced ? pod.metadata.namespace === namespaceFor(ctx, ownerResource!, owner.namespace) : true);
+    if (owner)
+      return (
+        (await ownedBy(ctx, pod, `${ownerResource!.kind}/${owner.name}`, false)) &&
+        (ownerResource!.namespaced
+          ? pod.metadata.namespace === namespaceFor(ctx, ownerResource!, owner.namespace)
+          : true)
+      );
     const ns = namespaceFor(ctx, pods, podSelector!.namespace, podSelector!.allNamespaces);
     if (ns !== undefined && pod.metadata.namespace !== ns) return false;
     if (podSelector!.name !== undefined && pod.metadata.name !== podSelector!.name) return false;
@@ -369,21 +450,32 @@ async function alwaysAssertion(ctx: EvalContext, a: AlwaysAssertion): Promise<Ou
     checked++;
     const mine: KubeObject[] = [];
     for (const [key, obj] of state) if (key.startsWith(podPrefix) && (await matchesPod(obj))) mine.push(obj);
-    const active = mine.filter((p) => !p.metadata.deletionTimestamp && podPhase(p) !== 'Succeeded' && podPhase(p) !== 'Failed');
+    const active = mine.filter(
+      (p) => !p.metadata.deletionTimestamp && podPhase(p) !== 'Succeeded' && podPhase(p) !== 'Failed',
+    );
     const ready = active.filter(podReady);
     const ownerObj = ownerKey ? state.get(ownerKey) : undefined;
     const desiredRaw = ownerObj && isPlainObject(ownerObj.spec) ? ownerObj.spec.replicas : undefined;
     const desired = typeof desiredRaw === 'number' ? desiredRaw : ownerObj ? 1 : undefined;
     const problems: Array<[number, string]> = [];
     if (spec.maxUnavailable !== undefined && desired !== undefined && desired - ready.length > spec.maxUnavailable) {
-      problems.push([desired - ready.length - spec.maxUnavailable, `${desired - ready.length} of ${desired} desired pods unavailable (max ${spec.maxUnavailable})`]);
+      problems.push([
+        desired - ready.length - spec.maxUnavailable,
+        `${desired - ready.length} of ${desired} desired pods unavailable (max ${spec.maxUnavailable})`,
+      ]);
     }
     if (spec.maxSurge !== undefined && desired !== undefined && active.length - desired > spec.maxSurge) {
-      problems.push([active.length - desired - spec.maxSurge, `${active.length} pods for ${desired} desired (max surge ${spec.maxSurge})`]);
+      problems.push([
+        active.length - desired - spec.maxSurge,
+        `${active.length} pods for ${desired} desired (max surge ${spec.maxSurge})`,
+      ]);
     }
-    if (spec.minReady !== undefined && ready.length < spec.minReady) problems.push([spec.minReady - ready.length, `${ready.length} ready (min ${spec.minReady})`]);
-    if (spec.maxPods !== undefined && active.length > spec.maxPods) problems.push([active.length - spec.maxPods, `${active.length} pods (max ${spec.maxPods})`]);
-    if (spec.minPods !== undefined && active.length < spec.minPods) problems.push([spec.minPods - active.length, `${active.length} pods (min ${spec.minPods})`]);
+    if (spec.minReady !== undefined && ready.length < spec.minReady)
+      problems.push([spec.minReady - ready.length, `${ready.length} ready (min ${spec.minReady})`]);
+    if (spec.maxPods !== undefined && active.length > spec.maxPods)
+      problems.push([active.length - spec.maxPods, `${active.length} pods (max ${spec.maxPods})`]);
+    if (spec.minPods !== undefined && active.length < spec.minPods)
+      problems.push([spec.minPods - active.length, `${active.length} pods (min ${spec.minPods})`]);
     for (const [excess, text] of problems) {
       if (worst && worst.excess >= excess) continue;
       const listed = mine

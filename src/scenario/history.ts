@@ -52,7 +52,11 @@ export class History {
   async start(resources: readonly ApiResource[], exclude: readonly string[]): Promise<void> {
     const excluded = new Set(exclude.map((e) => e.toLowerCase()));
     this.recorded = resources.filter(
-      (r) => r.verbs.includes('watch') && r.verbs.includes('list') && !r.names.some((n) => excluded.has(n)) && !excluded.has(`${r.gvr.resource}.${r.gvr.group}`),
+      (r) =>
+        r.verbs.includes('watch') &&
+        r.verbs.includes('list') &&
+        !r.names.some((n) => excluded.has(n)) &&
+        !excluded.has(`${r.gvr.resource}.${r.gvr.group}`),
     );
     // One version per group/resource (discovery lists a resource once per served version).
     const seen = new Set<string>();
@@ -92,7 +96,10 @@ export class History {
       },
       (error) => {
         if (this.stopped) return;
-        if (error) this.problems.push(`the watch of ${resource.gvr.resource} failed (${error.message}); the history may miss changes`);
+        if (error)
+          this.problems.push(
+            `the watch of ${resource.gvr.resource} failed (${error.message}); the history may miss changes`,
+          );
         else this.watch(resource, lastRv);
       },
     );
@@ -107,7 +114,8 @@ export class History {
 
   private record(resource: ApiResource, type: ChangeType, obj: KubeObject): void {
     const key = objectKey(resource, obj);
-    const wasTerminating = this.terminating.has(key) || this.latest.get(key)?.object.metadata.deletionTimestamp !== undefined;
+    const wasTerminating =
+      this.terminating.has(key) || this.latest.get(key)?.object.metadata.deletionTimestamp !== undefined;
     let deletionStarted = false;
     if (type === 'DELETED') {
       deletionStarted = !wasTerminating;
@@ -163,8 +171,12 @@ export class History {
         const list = await this.target.client.list(resource.gvr, undefined);
         const prefix = `${resource.gvr.group}/${resource.gvr.resource}/`;
         const mine = new Map<string, string | undefined>();
-        for (const [key, { object }] of this.latest) if (key.startsWith(prefix)) mine.set(key, object.metadata.resourceVersion);
-        if (mine.size !== list.items.length || list.items.some((o) => mine.get(objectKey(resource, o)) !== o.metadata.resourceVersion)) {
+        for (const [key, { object }] of this.latest)
+          if (key.startsWith(prefix)) mine.set(key, object.metadata.resourceVersion);
+        if (
+          mine.size !== list.items.length ||
+          list.items.some((o) => mine.get(objectKey(resource, o)) !== o.metadata.resourceVersion)
+        ) {
           behind = true;
           break;
         }
@@ -178,7 +190,8 @@ export class History {
 /** An object without the fields that change on every heartbeat, to tell real changes from noise. */
 function normalize(obj: KubeObject): string {
   return JSON.stringify(obj, (key, value: unknown) => {
-    if (key === 'resourceVersion' || key === 'managedFields' || key === 'lastHeartbeatTime' || key === 'renewTime') return undefined;
+    if (key === 'resourceVersion' || key === 'managedFields' || key === 'lastHeartbeatTime' || key === 'renewTime')
+      return undefined;
     return value;
   });
 }

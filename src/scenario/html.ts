@@ -101,7 +101,10 @@ ${stepsTable(s)}
  * instant apply would leave the apply invisible). A change is drawn in the span of the step it happened in:
  * linear in time within a step that let time pass, in the middle of one that did not.
  */
-function timeAxis(s: ScenarioReport, plotWidth: number): { x: (t: number, step: number) => number; spans: Array<{ step: StepReport; x0: number }> } {
+function timeAxis(
+  s: ScenarioReport,
+  plotWidth: number,
+): { x: (t: number, step: number) => number; spans: Array<{ step: StepReport; x0: number }> } {
   const startMs = Date.parse(s.start);
   const ran = s.steps.filter((st) => st.status !== 'skipped');
   const total = Math.max(s.durationMs, 1);
@@ -147,16 +150,22 @@ function timelineSvg(s: ScenarioReport): string {
     y += rowHeight;
     for (const pod of group.pods) {
       const label = `${pod.name}${pod.node ? ` · ${pod.node}` : ''}`;
-      rows.push(`<text x="20" y="${y + 12}">${esc(truncate(label, 38))}<title>${esc(`${pod.namespace}/${pod.name}${pod.node ? ` on ${pod.node}` : ''}`)}</title></text>`);
+      rows.push(
+        `<text x="20" y="${y + 12}">${esc(truncate(label, 38))}<title>${esc(`${pod.namespace}/${pod.name}${pod.node ? ` on ${pod.node}` : ''}`)}</title></text>`,
+      );
       for (const seg of pod.segments) {
         const x0 = labelWidth + x(seg.from, seg.fromStep);
         const x1 = Math.max(labelWidth + x(seg.to, seg.toStep), x0 + 2);
         const tip = `${pod.name}: ${seg.state} from ${offset(seg.from, 0)} to ${offset(seg.to, 0)}`;
-        rows.push(`<rect x="${r(x0)}" y="${y + 2}" width="${r(x1 - x0)}" height="${rowHeight - 5}" rx="2" fill="${STATE_COLORS[seg.state] ?? STATE_COLORS.Unknown}"><title>${esc(tip)}</title></rect>`);
+        rows.push(
+          `<rect x="${r(x0)}" y="${y + 2}" width="${r(x1 - x0)}" height="${rowHeight - 5}" rx="2" fill="${STATE_COLORS[seg.state] ?? STATE_COLORS.Unknown}"><title>${esc(tip)}</title></rect>`,
+        );
       }
       if (pod.deleted !== undefined) {
         const xd = labelWidth + x(pod.deleted, pod.deletedStep ?? 0);
-        rows.push(`<line x1="${r(xd)}" y1="${y + 1}" x2="${r(xd)}" y2="${y + rowHeight - 2}" stroke="#1f2328" stroke-width="1.5"><title>${esc(`${pod.name} deleted at ${offset(pod.deleted, 0)}`)}</title></line>`);
+        rows.push(
+          `<line x1="${r(xd)}" y1="${y + 1}" x2="${r(xd)}" y2="${y + rowHeight - 2}" stroke="#1f2328" stroke-width="1.5"><title>${esc(`${pod.name} deleted at ${offset(pod.deleted, 0)}`)}</title></line>`,
+        );
       }
       y += rowHeight;
     }
@@ -202,17 +211,28 @@ function stepsTable(s: ScenarioReport): string {
     if (st.expectations.length > 0) {
       parts.push(
         `<ul>${st.expectations
-          .map((e) => `<li class="${e.ok ? 'ok' : 'bad'}">${esc(e.description)}${e.ok ? '' : `<br><span class="found">found: ${esc(e.found)}</span>`}</li>`)
+          .map(
+            (e) =>
+              `<li class="${e.ok ? 'ok' : 'bad'}">${esc(e.description)}${e.ok ? '' : `<br><span class="found">found: ${esc(e.found)}</span>`}</li>`,
+          )
           .join('')}</ul>`,
       );
     }
     if (st.message && st.expectations.length === 0) parts.push(`<pre class="found">${esc(st.message)}</pre>`);
-    if (st.kubectl) parts.push(`<pre>$ kubectl ${esc(st.kubectl.args.join(' '))}\n${esc((st.kubectl.stdout + st.kubectl.stderr).trimEnd())}</pre>`);
+    if (st.kubectl)
+      parts.push(
+        `<pre>$ kubectl ${esc(st.kubectl.args.join(' '))}\n${esc((st.kubectl.stdout + st.kubectl.stderr).trimEnd())}</pre>`,
+      );
     if (st.changes.length > 0) {
       const items = st.changes
-        .map((c) => `<li class="${c.type}">${esc(c.at)} ${c.type === 'ADDED' ? '+' : c.type === 'DELETED' ? '−' : '~'} ${esc(`${c.kind} ${c.namespace ? `${c.namespace}/` : ''}${c.name}`)}${c.summary ? ` · ${esc(c.summary)}` : ''}</li>`)
+        .map(
+          (c) =>
+            `<li class="${c.type}">${esc(c.at)} ${c.type === 'ADDED' ? '+' : c.type === 'DELETED' ? '−' : '~'} ${esc(`${c.kind} ${c.namespace ? `${c.namespace}/` : ''}${c.name}`)}${c.summary ? ` · ${esc(c.summary)}` : ''}</li>`,
+        )
         .join('');
-      parts.push(`<details><summary>${st.changes.length} change${st.changes.length === 1 ? '' : 's'}${st.otherChanges ? ` (+${st.otherChanges} status updates)` : ''}</summary><ul class="changes">${items}</ul></details>`);
+      parts.push(
+        `<details><summary>${st.changes.length} change${st.changes.length === 1 ? '' : 's'}${st.otherChanges ? ` (+${st.otherChanges} status updates)` : ''}</summary><ul class="changes">${items}</ul></details>`,
+      );
     }
     return `<tr class="${st.status}"><td>${st.index}</td><td class="at">${esc(st.at)}</td><td>${esc(st.name)}</td><td class="status">${st.status}</td><td>${parts.join('')}</td></tr>`;
   });

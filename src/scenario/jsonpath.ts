@@ -14,7 +14,10 @@ export function toJsonPathPlus(expression: string): string {
   if (text.startsWith('$')) text = text.slice(1);
   if (text !== '' && !text.startsWith('.') && !text.startsWith('[')) text = `.${text}`;
   // kubectl escapes dots inside a key with a backslash: turn such a segment into ['a.b/c'].
-  text = text.replace(/\.((?:[^.[\]\\]|\\.)*\\\.(?:[^.[\]\\]|\\.)*)/g, (_m, key: string) => `['${key.replace(/\\\./g, '.').replace(/'/g, "\\'")}']`);
+  text = text.replace(
+    /\.((?:[^.[\]\\]|\\.)*\\\.(?:[^.[\]\\]|\\.)*)/g,
+    (_m, key: string) => `['${key.replace(/\\\./g, '.').replace(/'/g, "\\'")}']`,
+  );
   return `$${text}`;
 }
 

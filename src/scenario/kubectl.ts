@@ -63,7 +63,12 @@ export interface KubectlRun {
  * and a throwaway discovery cache, in `cwd` so relative `-f` paths resolve next to the scenario file. A token or
  * CA goes in a kubeconfig of its own in the throwaway home (mode 0600), not on the command line, where `ps` shows it.
  */
-export function runKubectl(binary: string, connection: Connection, args: string[], options: { stdin?: string; cwd: string; timeoutMs: number }): Promise<KubectlRun> {
+export function runKubectl(
+  binary: string,
+  connection: Connection,
+  args: string[],
+  options: { stdin?: string; cwd: string; timeoutMs: number },
+): Promise<KubectlRun> {
   const home = mkdtempSync(join(tmpdir(), 'kube-sim-replay-'));
   const server = connection.server;
   let kubeconfig = '/dev/null';

@@ -34,13 +34,16 @@ export function loadScenario(file: string): LoadedScenario {
 export function parseScenario(text: string, file: string, baseDir: string): LoadedScenario {
   const docs = parseAllDocuments(text, { prettyErrors: true });
   if (!Array.isArray(docs)) throw new ScenarioError(`${file}: empty file`);
-  if (docs.length !== 1) throw new ScenarioError(`${file}: a scenario file holds one YAML document, found ${docs.length}`);
+  if (docs.length !== 1)
+    throw new ScenarioError(`${file}: a scenario file holds one YAML document, found ${docs.length}`);
   const doc = docs[0]!;
-  if (doc.errors.length > 0) throw new ScenarioError(`${file}: invalid YAML: ${doc.errors.map((e) => e.message).join('; ')}`);
+  if (doc.errors.length > 0)
+    throw new ScenarioError(`${file}: invalid YAML: ${doc.errors.map((e) => e.message).join('; ')}`);
   const value: unknown = doc.toJS({ maxAliasCount: 100 });
   if (!isPlainObject(value)) throw new ScenarioError(`${file}: a scenario is a YAML mapping with name and steps`);
   const problems = validateScenario(value);
-  if (problems.length > 0) throw new ScenarioError(`${file}: invalid scenario:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  if (problems.length > 0)
+    throw new ScenarioError(`${file}: invalid scenario:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   return { scenario: value as unknown as Scenario, file, baseDir };
 }
 
@@ -48,7 +51,8 @@ export function parseScenario(text: string, file: string, baseDir: string): Load
 export function parseManifests(text: string, origin: string): KubeObject[] {
   const out: KubeObject[] = [];
   for (const doc of parseAllDocuments(text)) {
-    if (doc.errors.length > 0) throw new ScenarioError(`${origin}: invalid YAML: ${doc.errors.map((e) => e.message).join('; ')}`);
+    if (doc.errors.length > 0)
+      throw new ScenarioError(`${origin}: invalid YAML: ${doc.errors.map((e) => e.message).join('; ')}`);
     const value: unknown = doc.toJS({ maxAliasCount: 100 });
     if (value === null || value === undefined) continue;
     out.push(...manifestObjects(value, origin));
@@ -59,9 +63,12 @@ export function parseManifests(text: string, origin: string): KubeObject[] {
 /** Objects from an inline manifest: one object, a list of them, or a kind: List. */
 export function manifestObjects(value: unknown, origin: string): KubeObject[] {
   if (Array.isArray(value)) return value.flatMap((v) => manifestObjects(v, origin));
-  if (!isPlainObject(value)) throw new ScenarioError(`${origin}: a manifest must be an object with apiVersion and kind`);
-  if (typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items)) return manifestObjects(value.items, origin);
-  if (typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') throw new ScenarioError(`${origin}: an object without apiVersion and kind`);
+  if (!isPlainObject(value))
+    throw new ScenarioError(`${origin}: a manifest must be an object with apiVersion and kind`);
+  if (typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items))
+    return manifestObjects(value.items, origin);
+  if (typeof value.apiVersion !== 'string' || typeof value.kind !== 'string')
+    throw new ScenarioError(`${origin}: an object without apiVersion and kind`);
   if (!isPlainObject(value.metadata)) throw new ScenarioError(`${origin}: ${value.kind} without metadata`);
   return [value as unknown as KubeObject];
 }

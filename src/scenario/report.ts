@@ -78,7 +78,13 @@ export interface ScenarioReport {
   /** Cluster time the scenario took, in ms. */
   durationMs: number;
   result: 'passed' | 'failed';
-  summary: { steps: number; passed: number; failed: number; skipped: number; expectations: { passed: number; failed: number } };
+  summary: {
+    steps: number;
+    passed: number;
+    failed: number;
+    skipped: number;
+    expectations: { passed: number; failed: number };
+  };
   /** One line per failure: the step, the expectation, what was found. */
   failures: string[];
   problems: string[];
@@ -115,7 +121,9 @@ export function summarize(kind: string, obj: KubeObject): string {
     case 'Pod': {
       const node = str(field(obj, 'spec', 'nodeName'));
       const statuses = field(obj, 'status', 'containerStatuses');
-      const restarts = Array.isArray(statuses) ? statuses.reduce((s: number, c) => s + n(isPlainObject(c) ? c.restartCount : 0), 0) : 0;
+      const restarts = Array.isArray(statuses)
+        ? statuses.reduce((s: number, c) => s + n(isPlainObject(c) ? c.restartCount : 0), 0)
+        : 0;
       // Why a container is not running: CrashLoopBackOff, ContainerCreating, Error (exit 3)…
       const reasons = new Set<string>();
       if (Array.isArray(statuses)) {
@@ -124,7 +132,10 @@ export function summarize(kind: string, obj: KubeObject): string {
           const waiting = c.state.waiting;
           const terminated = c.state.terminated;
           if (isPlainObject(waiting) && typeof waiting.reason === 'string') reasons.add(waiting.reason);
-          if (isPlainObject(terminated)) reasons.add(`${typeof terminated.reason === 'string' ? terminated.reason : 'Terminated'} (exit ${n(terminated.exitCode)})`);
+          if (isPlainObject(terminated))
+            reasons.add(
+              `${typeof terminated.reason === 'string' ? terminated.reason : 'Terminated'} (exit ${n(terminated.exitCode)})`,
+            );
         }
       }
       const why = reasons.size > 0 ? ` [${[...reasons].join(', ')}]` : '';
@@ -132,9 +143,19 @@ export function summarize(kind: string, obj: KubeObject): string {
     }
     case 'Node': {
       const ready = conditionStatus(obj, 'Ready');
-      const state = ready === 'True' ? 'Ready' : ready === 'False' ? 'NotReady' : ready === 'Unknown' ? 'Unknown' : 'no Ready condition';
+      const state =
+        ready === 'True'
+          ? 'Ready'
+          : ready === 'False'
+            ? 'NotReady'
+            : ready === 'Unknown'
+              ? 'Unknown'
+              : 'no Ready condition';
       const taints = field(obj, 'spec', 'taints');
-      const tainted = Array.isArray(taints) && taints.length > 0 ? `, taints: ${taints.map((t) => (isPlainObject(t) ? `${t.key}:${t.effect}` : '')).join(' ')}` : '';
+      const tainted =
+        Array.isArray(taints) && taints.length > 0
+          ? `, taints: ${taints.map((t) => (isPlainObject(t) ? `${t.key}:${t.effect}` : '')).join(' ')}`
+          : '';
       return `${state}${field(obj, 'spec', 'unschedulable') === true ? ', unschedulable' : ''}${tainted}`;
     }
     case 'Deployment':
@@ -145,7 +166,12 @@ export function summarize(kind: string, obj: KubeObject): string {
     case 'DaemonSet':
       return `desired ${n(field(obj, 'status', 'desiredNumberScheduled'))}, ready ${n(field(obj, 'status', 'numberReady'))}`;
     case 'Job': {
-      const done = conditionStatus(obj, 'Complete') === 'True' ? ', Complete' : conditionStatus(obj, 'Failed') === 'True' ? ', Failed' : '';
+      const done =
+        conditionStatus(obj, 'Complete') === 'True'
+          ? ', Complete'
+          : conditionStatus(obj, 'Failed') === 'True'
+            ? ', Failed'
+            : '';
       return `active ${n(field(obj, 'status', 'active'))}, succeeded ${n(field(obj, 'status', 'succeeded'))}, failed ${n(field(obj, 'status', 'failed'))}${done}`;
     }
     case 'CronJob': {
@@ -159,9 +185,15 @@ export function summarize(kind: string, obj: KubeObject): string {
       return str(field(obj, 'status', 'phase')) ?? '';
     case 'ConfigMap':
     case 'Secret': {
-      const data = { ...(isPlainObject(obj.data) ? obj.data : {}), ...(isPlainObject(obj.binaryData) ? obj.binaryData : {}) };
+      const data = {
+        ...(isPlainObject(obj.data) ? obj.data : {}),
+        ...(isPlainObject(obj.binaryData) ? obj.binaryData : {}),
+      };
       const keys = Object.keys(data).length;
-      const hash = createHash('sha256').update(JSON.stringify(Object.entries(data).sort(([a], [b]) => (a < b ? -1 : 1)))).digest('hex').slice(0, 8);
+      const hash = createHash('sha256')
+        .update(JSON.stringify(Object.entries(data).sort(([a], [b]) => (a < b ? -1 : 1))))
+        .digest('hex')
+        .slice(0, 8);
       return `${keys} key${keys === 1 ? '' : 's'}, data ${hash}`;
     }
     default:
@@ -190,7 +222,14 @@ function podTimelines(run: RunResult, end: number): OwnerTimeline[] {
     const uid = obj.metadata.uid ?? `${obj.metadata.namespace}/${obj.metadata.name}`;
     let pod = pods.get(uid);
     if (!pod) {
-      pod = { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '', created: time - run.startTime, createdStep: step, segments: [], owner: topOwner(run, obj) };
+      pod = {
+        name: obj.metadata.name ?? '',
+        namespace: obj.metadata.namespace ?? '',
+        created: time - run.startTime,
+        createdStep: step,
+        segments: [],
+        owner: topOwner(run, obj),
+      };
       pods.set(uid, pod);
     }
     const node = str(field(obj, 'spec', 'nodeName'));
@@ -212,8 +251,10 @@ function podTimelines(run: RunResult, end: number): OwnerTimeline[] {
     pod.segments.push(segment);
     pod.last = segment;
   };
-  for (const { resource, object } of run.history.initial.values()) if (resource.kind === 'Pod' && resource.gvr.group === '') touch(object, run.startTime, 0, 'INITIAL');
-  for (const e of run.history.ordered()) if (e.resource.kind === 'Pod' && e.resource.gvr.group === '') touch(e.object, e.time, e.step, e.type);
+  for (const { resource, object } of run.history.initial.values())
+    if (resource.kind === 'Pod' && resource.gvr.group === '') touch(object, run.startTime, 0, 'INITIAL');
+  for (const e of run.history.ordered())
+    if (e.resource.kind === 'Pod' && e.resource.gvr.group === '') touch(e.object, e.time, e.step, e.type);
   const byOwner = new Map<string, PodTimeline[]>();
   for (const pod of pods.values()) {
     if (pod.last) {
@@ -227,7 +268,10 @@ function podTimelines(run: RunResult, end: number): OwnerTimeline[] {
   }
   return [...byOwner.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([owner, list]) => ({ owner, pods: list.sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : 1)) }));
+    .map(([owner, list]) => ({
+      owner,
+      pods: list.sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : 1)),
+    }));
 }
 
 export function scenarioReport(run: RunResult): ScenarioReport {
@@ -284,7 +328,8 @@ export function scenarioReport(run: RunResult): ScenarioReport {
     if (s.status !== 'failed') continue;
     const where = `step ${s.index} "${s.title}" (${s.action})`;
     const failed = s.expectations.filter((e) => !e.ok);
-    if (failed.length > 0) for (const e of failed) failures.push(`${where}: expected ${e.description}; found ${e.found}`);
+    if (failed.length > 0)
+      for (const e of failed) failures.push(`${where}: expected ${e.description}; found ${e.found}`);
     else failures.push(`${where}: ${s.message ?? 'failed'}`);
   }
   for (const p of run.problems) failures.push(p);
@@ -302,7 +347,10 @@ export function scenarioReport(run: RunResult): ScenarioReport {
       passed: run.steps.filter((s) => s.status === 'passed').length,
       failed: run.steps.filter((s) => s.status === 'failed').length,
       skipped: run.steps.filter((s) => s.status === 'skipped').length,
-      expectations: { passed: expectations.filter((e) => e.ok).length, failed: expectations.filter((e) => !e.ok).length },
+      expectations: {
+        passed: expectations.filter((e) => e.ok).length,
+        failed: expectations.filter((e) => !e.ok).length,
+      },
     },
     failures,
     problems: run.problems,
@@ -342,7 +390,8 @@ export function textTimeline(report: ScenarioReport, options: { changes?: boolea
     out.push(`  ${(s.at || '').padEnd(12)}${String(s.index).padStart(3)}  ${s.name}  ${status}`);
     const pad = ' '.repeat(19);
     for (const note of s.notes) out.push(`${pad}${note}`);
-    for (const e of s.expectations) out.push(`${pad}${e.ok ? 'ok  ' : 'FAIL'} ${e.description}${e.ok ? '' : `\n${pad}     found: ${e.found}`}`);
+    for (const e of s.expectations)
+      out.push(`${pad}${e.ok ? 'ok  ' : 'FAIL'} ${e.description}${e.ok ? '' : `\n${pad}     found: ${e.found}`}`);
     if (s.message && s.expectations.length === 0) out.push(indent(s.message, `${pad}! `));
     if (s.kubectl) {
       const text = (s.kubectl.stdout + s.kubectl.stderr).trimEnd();

@@ -12,7 +12,14 @@ export interface ApiResource {
 
 interface ResourceList {
   groupVersion: string;
-  resources: Array<{ name: string; singularName?: string; namespaced: boolean; kind: string; verbs?: string[]; shortNames?: string[] }>;
+  resources: Array<{
+    name: string;
+    singularName?: string;
+    namespaced: boolean;
+    kind: string;
+    verbs?: string[];
+    shortNames?: string[];
+  }>;
 }
 
 /**
@@ -33,15 +40,25 @@ export class ApiResources {
     const lists: ResourceList[] = [];
     const core = await get<{ versions: string[] }>('/api');
     for (const v of core.versions) lists.push(await get<ResourceList>(`/api/${v}`));
-    const groups = await get<{ groups: Array<{ name: string; preferredVersion?: { groupVersion: string }; versions: Array<{ groupVersion: string }> }> }>('/apis');
+    const groups = await get<{
+      groups: Array<{
+        name: string;
+        preferredVersion?: { groupVersion: string };
+        versions: Array<{ groupVersion: string }>;
+      }>;
+    }>('/apis');
     for (const g of groups.groups) {
       const preferred = g.preferredVersion?.groupVersion ?? g.versions[0]?.groupVersion;
-      const ordered = [...new Set([preferred, ...g.versions.map((v) => v.groupVersion)])].filter((v): v is string => v !== undefined);
+      const ordered = [...new Set([preferred, ...g.versions.map((v) => v.groupVersion)])].filter(
+        (v): v is string => v !== undefined,
+      );
       for (const gv of ordered) lists.push(await get<ResourceList>(`/apis/${gv}`));
     }
     const out: ApiResource[] = [];
     for (const list of lists) {
-      const [group, version] = list.groupVersion.includes('/') ? (list.groupVersion.split('/') as [string, string]) : ['', list.groupVersion];
+      const [group, version] = list.groupVersion.includes('/')
+        ? (list.groupVersion.split('/') as [string, string])
+        : ['', list.groupVersion];
       for (const r of list.resources) {
         if (r.name.includes('/')) continue;
         out.push({
@@ -50,7 +67,9 @@ export class ApiResources {
           kind: r.kind,
           namespaced: r.namespaced,
           verbs: r.verbs ?? [],
-          names: [r.name, r.kind, r.singularName ?? '', ...(r.shortNames ?? [])].filter((n) => n !== '').map((n) => n.toLowerCase()),
+          names: [r.name, r.kind, r.singularName ?? '', ...(r.shortNames ?? [])]
+            .filter((n) => n !== '')
+            .map((n) => n.toLowerCase()),
         });
       }
     }
@@ -67,7 +86,8 @@ export class ApiResources {
     let group: string | undefined;
     let name = wanted;
     // kubectl's "deployments.apps" form
-    if (apiVersion === undefined && wanted.includes('.')) [name, group] = [wanted.slice(0, wanted.indexOf('.')), wanted.slice(wanted.indexOf('.') + 1)];
+    if (apiVersion === undefined && wanted.includes('.'))
+      [name, group] = [wanted.slice(0, wanted.indexOf('.')), wanted.slice(wanted.indexOf('.') + 1)];
     const matches = this.resources.filter(
       (r) =>
         r.names.includes(name) &&
@@ -77,7 +97,9 @@ export class ApiResources {
     const found = matches[0];
     if (!found) {
       const where = apiVersion ? ` in ${apiVersion}` : '';
-      throw new Error(`the server has no resource "${kindOrResource}"${where} (kinds it serves: ${[...new Set(this.resources.map((r) => r.kind))].sort().join(', ')})`);
+      throw new Error(
+        `the server has no resource "${kindOrResource}"${where} (kinds it serves: ${[...new Set(this.resources.map((r) => r.kind))].sort().join(', ')})`,
+      );
     }
     return found;
   }

@@ -8,13 +8,29 @@ import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
 import { errorOf, resourcePath } from '../client/http.js';
 import type { Connection } from '../client/kubeconfig.js';
 import type { LogFn } from '../runtime/manager.js';
-import { evaluateAssertion, evaluateState, offset, podState, refFor, type EvalContext, type Outcome } from './conditions.js';
+import {
+  evaluateAssertion,
+  evaluateState,
+  offset,
+  podState,
+  refFor,
+  type EvalContext,
+  type Outcome,
+} from './conditions.js';
 import { DEFAULT_HISTORY_EXCLUDE, History } from './history.js';
 import { findKubectl, runKubectl, splitArgs } from './kubectl.js';
 import { manifestObjects, parseManifests, ScenarioError, type LoadedScenario } from './loader.js';
 import { ApiResources, type ApiResource } from './resources.js';
 import { durationMs, embeddedTarget, remoteTarget, wallSleep, type ScenarioTarget } from './target.js';
-import { ACTIONS, type Action, type Assertion, type FaultStep, type KubectlStep, type ManifestSource, type Step } from './types.js';
+import {
+  ACTIONS,
+  type Action,
+  type Assertion,
+  type FaultStep,
+  type KubectlStep,
+  type ManifestSource,
+  type Step,
+} from './types.js';
 
 export interface RunOptions {
   /** Drive a running `sim serve` instead of an embedded cluster. */
@@ -86,7 +102,10 @@ export function describeStep(step: Step): string {
       if (typeof src === 'string') return `${action} ${src}`;
       if (src.file) return `${action} ${src.file}`;
       try {
-        const objs = typeof src.manifest === 'string' ? parseManifests(src.manifest, 'manifest') : manifestObjects(src.manifest, 'manifest');
+        const objs =
+          typeof src.manifest === 'string'
+            ? parseManifests(src.manifest, 'manifest')
+            : manifestObjects(src.manifest, 'manifest');
         return `${action} ${objs.map((o) => `${o.kind} ${o.metadata.name ?? o.metadata.generateName ?? ''}`).join(', ')}`;
       } catch {
         return `${action} (inline manifest)`;
@@ -148,7 +167,13 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
   const startTime = scenario.startTime ? Date.parse(scenario.startTime) : DEFAULT_VIRTUAL_START;
   const target: ScenarioTarget = options.server
     ? await remoteTarget(options.server)
-    : await embeddedTarget({ seed, startTime, controllers: scenario.controllers, nodes: scenario.nodes ?? DEFAULT_NODES, log: options.log });
+    : await embeddedTarget({
+        seed,
+        startTime,
+        controllers: scenario.controllers,
+        nodes: scenario.nodes ?? DEFAULT_NODES,
+        log: options.log,
+      });
   const history = new History(target);
   const steps: StepResult[] = scenario.steps.map((step, i) => ({
     index: i + 1,
@@ -168,7 +193,12 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
     await resources.load();
     await history.start(resources.all(), scenario.history?.exclude ?? DEFAULT_HISTORY_EXCLUDE);
     await target.settle();
-    await checkNodes(target, resources, target.mode === 'embedded' ? (scenario.nodes ?? DEFAULT_NODES) : scenario.nodes, problems);
+    await checkNodes(
+      target,
+      resources,
+      target.mode === 'embedded' ? (scenario.nodes ?? DEFAULT_NODES) : scenario.nodes,
+      problems,
+    );
     if (scenario.namespace !== undefined) await ensureNamespace(target, resources, scenario.namespace);
     const runner = new StepRunner(loaded, target, resources, history, steps, runStart);
     if (problems.length === 0) {
@@ -191,14 +221,23 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
 /** The scenario's namespace is there before the first step (created during start-up, step 0, if missing). */
 async function ensureNamespace(target: ScenarioTarget, resources: ApiResources, name: string): Promise<void> {
   try {
-    await target.client.create(resources.resolve('namespaces').gvr, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    await target.client.create(resources.resolve('namespaces').gvr, undefined, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name },
+    });
     await target.settle();
   } catch (err) {
     if (!(err instanceof ApiError && err.code === 409)) throw err;
   }
 }
 
-async function checkNodes(target: ScenarioTarget, resources: ApiResources, wanted: number | undefined, problems: string[]): Promise<void> {
+async function checkNodes(
+  target: ScenarioTarget,
+  resources: ApiResources,
+  wanted: number | undefined,
+  problems: string[],
+): Promise<void> {
   if (!wanted) return;
   const nodes = await target.client.list(resources.resolve('nodes').gvr, undefined);
   if (nodes.items.length >= wanted) return;
@@ -249,7 +288,12 @@ class StepRunner {
       result.status = result.expectations.some((e) => !e.ok) ? 'failed' : 'passed';
     } catch (err) {
       result.status = 'failed';
-      result.message = err instanceof StepFailure || err instanceof ApiError || err instanceof ScenarioError ? err.message : err instanceof Error ? err.message : String(err);
+      result.message =
+        err instanceof StepFailure || err instanceof ApiError || err instanceof ScenarioError
+          ? err.message
+          : err instanceof Error
+            ? err.message
+            : String(err);
     }
     // Whatever the step set in motion at this instant runs before the next step looks.
     await this.target.settle();
@@ -277,7 +321,10 @@ class StepRunner {
         return this.kubectl(step.kubectl!, result);
       case 'advance': {
         const by = typeof step.advance === 'object' ? step.advance.by : step.advance!;
-        if (!this.target.virtual) throw new StepFailure(`advance needs a virtual clock, and the server's clock is real (start it with --clock virtual, or use sleep)`);
+        if (!this.target.virtual)
+          throw new StepFailure(
+            `advance needs a virtual clock, and the server's clock is real (start it with --clock virtual, or use sleep)`,
+          );
         await this.target.advance(durationMs(by));
         return;
       }
@@ -296,7 +343,11 @@ class StepRunner {
           try {
             result.expectations.push(await evaluateAssertion(ctx, assertion));
           } catch (err) {
-            result.expectations.push({ ok: false, description: assertion.description ?? JSON.stringify(assertion), found: `error: ${(err as Error).message}` });
+            result.expectations.push({
+              ok: false,
+              description: assertion.description ?? JSON.stringify(assertion),
+              found: `error: ${(err as Error).message}`,
+            });
           }
         }
         return;
@@ -320,7 +371,10 @@ class StepRunner {
       }
       return { objects: parseManifests(text, source.file), namespace: source.namespace };
     }
-    const objects = typeof source.manifest === 'string' ? parseManifests(source.manifest, 'inline manifest') : manifestObjects(source.manifest, 'inline manifest');
+    const objects =
+      typeof source.manifest === 'string'
+        ? parseManifests(source.manifest, 'inline manifest')
+        : manifestObjects(source.manifest, 'inline manifest');
     return { objects, namespace: source.namespace };
   }
 
@@ -347,7 +401,9 @@ class StepRunner {
           result.notes.push(`${label} ${await this.apply(resource, ns, obj)}`);
         }
       } catch (err) {
-        throw new StepFailure(`${action} ${resource.kind} ${ns ? `${ns}/` : ''}${obj.metadata.name ?? ''}: ${(err as Error).message}`);
+        throw new StepFailure(
+          `${action} ${resource.kind} ${ns ? `${ns}/` : ''}${obj.metadata.name ?? ''}: ${(err as Error).message}`,
+        );
       }
     }
   }
@@ -403,7 +459,9 @@ class StepRunner {
     try {
       await this.target.client.patch(resource.gvr, namespace, p.name, type, body, p.subresource);
     } catch (err) {
-      throw new StepFailure(`patch ${resource.kind} ${namespace ? `${namespace}/` : ''}${p.name}: ${(err as Error).message}`);
+      throw new StepFailure(
+        `patch ${resource.kind} ${namespace ? `${namespace}/` : ''}${p.name}: ${(err as Error).message}`,
+      );
     }
     result.notes.push(`${resource.gvr.resource}/${p.name} patched`);
   }
@@ -412,7 +470,9 @@ class StepRunner {
     const d = step.delete!;
     const resource = this.resources.resolve(d.kind, d.apiVersion);
     const ns = resource.namespaced ? (d.namespace ?? this.namespace) : undefined;
-    const policy = d.cascade ? (({ background: 'Background', foreground: 'Foreground', orphan: 'Orphan' }) as const)[d.cascade] : undefined;
+    const policy = d.cascade
+      ? ({ background: 'Background', foreground: 'Foreground', orphan: 'Orphan' } as const)[d.cascade]
+      : undefined;
     const names = d.name !== undefined ? [d.name] : await this.namesBySelector(resource, ns, d.selector!);
     if (names.length === 0) throw new StepFailure(`no ${resource.kind} matches ${d.selector}${ns ? ` in ${ns}` : ''}`);
     for (const name of names) {
@@ -447,7 +507,9 @@ class StepRunner {
     });
     if (reply.status !== 200) {
       const err = errorOf(reply, 'scale');
-      throw new StepFailure(`scale ${resource.kind} ${namespace ? `${namespace}/` : ''}${s.name}: ${err.code === 404 && /could not find the requested resource/.test(err.message) ? `${resource.kind} has no scale subresource` : err.message}`);
+      throw new StepFailure(
+        `scale ${resource.kind} ${namespace ? `${namespace}/` : ''}${s.name}: ${err.code === 404 && /could not find the requested resource/.test(err.message) ? `${resource.kind} has no scale subresource` : err.message}`,
+      );
     }
     result.notes.push(`${resource.gvr.resource}/${s.name} scaled to ${s.replicas}`);
   }
@@ -458,7 +520,8 @@ class StepRunner {
     const args = kubectlArgs(k);
     const spec = typeof k === 'string' || Array.isArray(k) ? { args } : k;
     const binary = findKubectl();
-    if (!binary) throw new StepFailure('kubectl is not installed: no kubectl on PATH (or set KUBE_SIM_KUBECTL=/path/to/kubectl)');
+    if (!binary)
+      throw new StepFailure('kubectl is not installed: no kubectl on PATH (or set KUBE_SIM_KUBECTL=/path/to/kubectl)');
     const run = await runKubectl(binary, await this.target.connection(), args, {
       stdin: spec.stdin,
       cwd: this.loaded.baseDir,
@@ -468,10 +531,15 @@ class StepRunner {
     const problems: string[] = [];
     const wantCode = spec.exitCode ?? 0;
     if (run.timedOut) problems.push(`kubectl did not finish within ${spec.timeout ?? '30s'} (wall clock)`);
-    else if (run.exitCode !== wantCode) problems.push(`kubectl exited with ${run.exitCode}, expected ${wantCode}${run.stderr.trim() ? `: ${run.stderr.trim().split('\n')[0]}` : ''}`);
+    else if (run.exitCode !== wantCode)
+      problems.push(
+        `kubectl exited with ${run.exitCode}, expected ${wantCode}${run.stderr.trim() ? `: ${run.stderr.trim().split('\n')[0]}` : ''}`,
+      );
     const contains = spec.contains === undefined ? [] : Array.isArray(spec.contains) ? spec.contains : [spec.contains];
-    for (const c of contains) if (!run.stdout.includes(c)) problems.push(`stdout does not contain ${JSON.stringify(c)}`);
-    if (spec.matches !== undefined && !new RegExp(spec.matches, 'm').test(run.stdout)) problems.push(`stdout does not match /${spec.matches}/`);
+    for (const c of contains)
+      if (!run.stdout.includes(c)) problems.push(`stdout does not contain ${JSON.stringify(c)}`);
+    if (spec.matches !== undefined && !new RegExp(spec.matches, 'm').test(run.stdout))
+      problems.push(`stdout does not match /${spec.matches}/`);
     if (problems.length > 0) {
       const out = run.stdout.trim();
       throw new StepFailure(`${problems.join('; ')}${out ? `; stdout was:\n${out}` : ''}`);
@@ -482,7 +550,8 @@ class StepRunner {
     const reply = await this.target.http({ method: 'POST', path, body: JSON.stringify(body) });
     if (reply.status >= 200 && reply.status < 300) return;
     const err = errorOf(reply, what);
-    if (reply.status === 404 && /could not find the requested resource/.test(err.message)) throw new StepFailure(`${what}: ${missing}`);
+    if (reply.status === 404 && /could not find the requested resource/.test(err.message))
+      throw new StepFailure(`${what}: ${missing}`);
     throw new StepFailure(`${what}: ${err.message}`);
   }
 
@@ -506,7 +575,10 @@ class StepRunner {
         const pods = this.resources.resolve('pods');
         const ns = f.namespace ?? this.namespace;
         const names = f.pod ? [f.pod] : f.selector ? await this.namesBySelector(pods, ns, f.selector) : [];
-        if (names.length === 0) throw new StepFailure(`pod-kill: no pod ${f.pod ? `named ${f.pod}` : `matches ${f.selector ?? '(give pod or selector)'}`} in ${ns}`);
+        if (names.length === 0)
+          throw new StepFailure(
+            `pod-kill: no pod ${f.pod ? `named ${f.pod}` : `matches ${f.selector ?? '(give pod or selector)'}`} in ${ns}`,
+          );
         for (const name of names) {
           try {
             await this.target.client.delete(pods.gvr, ns, name, { gracePeriodSeconds: 0 });
@@ -541,39 +613,58 @@ class StepRunner {
       throw new StepFailure(`${what}: ${(err as Error).message}`);
     }
     const spec = (pod.spec ?? {}) as { nodeName?: string; containers?: Array<{ name: string }> };
-    const statuses = ((pod.status as { containerStatuses?: ContainerStatus[] } | undefined)?.containerStatuses ?? []);
+    const statuses = (pod.status as { containerStatuses?: ContainerStatus[] } | undefined)?.containerStatuses ?? [];
     const running = statuses.filter((c) => c.state?.running?.startedAt);
     if (!spec.nodeName || running.length === 0) {
-      throw new StepFailure(`${what}: the pod has no running container on a node (a crash needs a simulated kubelet running it: sim serve --nodes / scenario nodes)`);
+      throw new StepFailure(
+        `${what}: the pod has no running container on a node (a crash needs a simulated kubelet running it: sim serve --nodes / scenario nodes)`,
+      );
     }
-    if (f.container && !(spec.containers ?? []).some((c) => c.name === f.container)) throw new StepFailure(`${what}: the pod has no container ${f.container}`);
+    if (f.container && !(spec.containers ?? []).some((c) => c.name === f.container))
+      throw new StepFailure(`${what}: the pod has no container ${f.container}`);
     if (f.container && (spec.containers ?? []).length > 1) {
-      throw new StepFailure(`${what}: the kubelet simulator crashes a pod's containers together; container ${f.container} cannot crash alone`);
+      throw new StepFailure(
+        `${what}: the kubelet simulator crashes a pod's containers together; container ${f.container} cannot crash alone`,
+      );
     }
     const startedAt = Math.max(...running.map((c) => Date.parse(c.state!.running!.startedAt!)));
     const elapsed = this.target.now() - startedAt;
     const annotations = pod.metadata.annotations ?? {};
-    const before = { duration: annotations[DURATION_SETTING] ?? null, exitCode: annotations[EXIT_CODE_SETTING] ?? null };
+    const before = {
+      duration: annotations[DURATION_SETTING] ?? null,
+      exitCode: annotations[EXIT_CODE_SETTING] ?? null,
+    };
     const restarts = (list: ContainerStatus[]): number => list.reduce((n, c) => n + (c.restartCount ?? 0), 0);
     const exitCode = f.exitCode ?? 1;
     await this.target.client.patch(pods.gvr, ns, f.pod, 'merge', {
-      metadata: { annotations: { [DURATION_SETTING]: `${Math.max(elapsed, 0)}ms`, [EXIT_CODE_SETTING]: String(exitCode) } },
+      metadata: {
+        annotations: { [DURATION_SETTING]: `${Math.max(elapsed, 0)}ms`, [EXIT_CODE_SETTING]: String(exitCode) },
+      },
     });
     await this.target.settle();
     await this.history.catchUp();
     let after: KubeObject | undefined;
     try {
       after = await this.target.client.get(pods.gvr, ns, f.pod);
-      await this.target.client.patch(pods.gvr, ns, f.pod, 'merge', { metadata: { annotations: { [DURATION_SETTING]: before.duration, [EXIT_CODE_SETTING]: before.exitCode } } });
+      await this.target.client.patch(pods.gvr, ns, f.pod, 'merge', {
+        metadata: { annotations: { [DURATION_SETTING]: before.duration, [EXIT_CODE_SETTING]: before.exitCode } },
+      });
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
-    const afterStatuses = ((after?.status as { containerStatuses?: ContainerStatus[] } | undefined)?.containerStatuses ?? []);
-    const exited = afterStatuses.some((c) => c.state?.terminated?.exitCode === exitCode || c.lastState?.terminated?.exitCode === exitCode);
+    const afterStatuses =
+      (after?.status as { containerStatuses?: ContainerStatus[] } | undefined)?.containerStatuses ?? [];
+    const exited = afterStatuses.some(
+      (c) => c.state?.terminated?.exitCode === exitCode || c.lastState?.terminated?.exitCode === exitCode,
+    );
     if (!after || (!exited && restarts(afterStatuses) === restarts(statuses))) {
-      throw new StepFailure(`${what}: the kubelet did not stop the containers (is a simulated kubelet running pod ${f.pod}?)`);
+      throw new StepFailure(
+        `${what}: the kubelet did not stop the containers (is a simulated kubelet running pod ${f.pod}?)`,
+      );
     }
-    result.notes.push(`pod ${f.pod}: containers exited with code ${exitCode}; now ${podState(after)}, ${restarts(afterStatuses)} restart(s)`);
+    result.notes.push(
+      `pod ${f.pod}: containers exited with code ${exitCode}; now ${podState(after)}, ${restarts(afterStatuses)} restart(s)`,
+    );
   }
 
   // ---- waitFor -----------------------------------------------------------------------------------------
@@ -599,11 +690,16 @@ class StepRunner {
       const now = this.target.now();
       if (now >= deadline) {
         const hint = await this.hint(w);
-        throw new StepFailure(`timed out after ${offset(deadline, start).slice(2)} of cluster time waiting until ${outcome.description}; found ${outcome.found}${hint}`);
+        throw new StepFailure(
+          `timed out after ${offset(deadline, start).slice(2)} of cluster time waiting until ${outcome.description}; found ${outcome.found}${hint}`,
+        );
       }
       if (this.target.virtual) {
         // Remote: no view of the server's timers, so steps of a second, growing to 30s on long waits.
-        const next = this.target.mode === 'embedded' ? this.target.nextTimerAt() : now + Math.min(Math.max(1000, Math.floor((now - start) / 10 / 1000) * 1000), 30_000);
+        const next =
+          this.target.mode === 'embedded'
+            ? this.target.nextTimerAt()
+            : now + Math.min(Math.max(1000, Math.floor((now - start) / 10 / 1000) * 1000), 30_000);
         const to = Math.min(next ?? deadline, deadline);
         await this.target.advance(Math.max(to - now, 1));
       } else {
@@ -617,9 +713,13 @@ class StepRunner {
     const notes: string[] = [];
     const running = this.target.controllers();
     if (running) {
-      const missing = [...this.kindsCreated].filter((k) => CONTROLLER_FOR_KIND[k] && !running.includes(CONTROLLER_FOR_KIND[k]!));
+      const missing = [...this.kindsCreated].filter(
+        (k) => CONTROLLER_FOR_KIND[k] && !running.includes(CONTROLLER_FOR_KIND[k]!),
+      );
       if (missing.length > 0) {
-        notes.push(`no controller runs for ${missing.join(', ')} in this build (running: ${running.join(', ') || 'none'})`);
+        notes.push(
+          `no controller runs for ${missing.join(', ')} in this build (running: ${running.join(', ') || 'none'})`,
+        );
       }
     }
     const kind = w.object?.kind ?? w.count?.kind ?? '';

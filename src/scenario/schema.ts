@@ -32,8 +32,16 @@ const selectorProperties = {
   allNamespaces: { type: 'boolean', description: 'Count in every namespace' },
   name: { type: 'string' },
   selector: labelSelector,
-  owner: { type: 'string', pattern: '^[^/]+/[^/]+$', description: 'Kind/name of an owner, direct or through e.g. a ReplicaSet: "Deployment/webapp"' },
-  where: { type: 'object', description: 'JSONPath → expected value, e.g. {"{.status.phase}": Running}; null: the field is absent', additionalProperties: true },
+  owner: {
+    type: 'string',
+    pattern: '^[^/]+/[^/]+$',
+    description: 'Kind/name of an owner, direct or through e.g. a ReplicaSet: "Deployment/webapp"',
+  },
+  where: {
+    type: 'object',
+    description: 'JSONPath → expected value, e.g. {"{.status.phase}": Running}; null: the field is absent',
+    additionalProperties: true,
+  },
 };
 const selector = { type: 'object', required: ['kind'], additionalProperties: false, properties: selectorProperties };
 const eventMatcher = {
@@ -44,7 +52,8 @@ const eventMatcher = {
     ...selectorProperties,
     event: {
       enum: ['ADDED', 'MODIFIED', 'DELETED', 'created', 'modified', 'deleted', 'terminating'],
-      description: 'Which change (default: any); terminating: the deletion began (deletionTimestamp set, or removed at once)',
+      description:
+        'Which change (default: any); terminating: the deletion began (deletionTimestamp set, or removed at once)',
     },
   },
 };
@@ -60,7 +69,8 @@ const comparisonProperties = {
 
 const stepRef = { oneOf: [{ type: 'string' }, { type: 'integer', minimum: 1 }] };
 const window = {
-  description: 'Which steps the history is taken from: all (default), previous (the last step that is not an expect), a step name or number, or {from, to}',
+  description:
+    'Which steps the history is taken from: all (default), previous (the last step that is not an expect), a step name or number, or {from, to}',
   oneOf: [
     { type: 'string' },
     { type: 'integer', minimum: 1 },
@@ -75,7 +85,10 @@ const objectCondition = {
   properties: {
     object: objectRef,
     jsonpath: { type: 'string', description: 'kubectl JSONPath: {.status.readyReplicas}' },
-    condition: { type: 'string', description: 'Status of this condition type (e.g. Available) must be "True" (or `equals`)' },
+    condition: {
+      type: 'string',
+      description: 'Status of this condition type (e.g. Available) must be "True" (or `equals`)',
+    },
     ...comparisonProperties,
   },
 };
@@ -104,6 +117,7 @@ const assertion = {
           required: ['first', 'then'],
           additionalProperties: false,
           description: 'Every change matching `first` came before every change matching `then`',
+          // biome-ignore lint/suspicious/noThenProperty: the scenario language's `order: {first, then}`
           properties: { first: eventMatcher, then: eventMatcher },
         },
         during: window,
@@ -132,7 +146,11 @@ const assertion = {
               additionalProperties: false,
               properties: { ...selectorProperties, kind: { const: 'Pod' } },
             },
-            maxUnavailable: { type: 'integer', minimum: 0, description: "desired (the owner's spec.replicas) − ready pods" },
+            maxUnavailable: {
+              type: 'integer',
+              minimum: 0,
+              description: "desired (the owner's spec.replicas) − ready pods",
+            },
             maxSurge: { type: 'integer', minimum: 0, description: 'pods − desired' },
             minReady: { type: 'integer', minimum: 0 },
             maxPods: { type: 'integer', minimum: 0 },
@@ -147,7 +165,8 @@ const assertion = {
 };
 
 const manifestSource = {
-  description: 'A manifest file (relative to the scenario file), or {file} / {manifest: inline YAML text, an object or a list}',
+  description:
+    'A manifest file (relative to the scenario file), or {file} / {manifest: inline YAML text, an object or a list}',
   oneOf: [
     { type: 'string' },
     {
@@ -203,7 +222,8 @@ const stepProperties: Record<string, unknown> = {
     properties: { kind, apiVersion, name: { type: 'string' }, namespace, replicas: { type: 'integer', minimum: 0 } },
   },
   kubectl: {
-    description: 'Run the real kubectl against the scenario cluster: "get pods -o wide", a list of arguments, or {args, ...}',
+    description:
+      'Run the real kubectl against the scenario cluster: "get pods -o wide", a list of arguments, or {args, ...}',
     oneOf: [
       { type: 'string' },
       { type: 'array', items: { type: 'string' } },
@@ -226,12 +246,21 @@ const stepProperties: Record<string, unknown> = {
     description: 'Move the virtual clock forward, running everything due on the way',
     oneOf: [duration, { type: 'object', required: ['by'], additionalProperties: false, properties: { by: duration } }],
   },
-  sleep: { ...duration, description: 'Let this much cluster time pass (advances a virtual clock; waits on a real one)' },
+  sleep: {
+    ...duration,
+    description: 'Let this much cluster time pass (advances a virtual clock; waits on a real one)',
+  },
   waitFor: {
     description: 'Let cluster time pass until the condition holds; fails after `timeout` (cluster time, default 5m)',
-    oneOf: [withDescription(objectCondition, { timeout: duration }), withDescription(countCondition, { timeout: duration })],
+    oneOf: [
+      withDescription(objectCondition, { timeout: duration }),
+      withDescription(countCondition, { timeout: duration }),
+    ],
   },
-  expect: { description: 'Assertions: on objects, counts, and the history of changes', oneOf: [assertion, { type: 'array', minItems: 1, items: assertion }] },
+  expect: {
+    description: 'Assertions: on objects, counts, and the history of changes',
+    oneOf: [assertion, { type: 'array', minItems: 1, items: assertion }],
+  },
   fault: {
     type: 'object',
     required: ['type'],
@@ -259,15 +288,37 @@ export const scenarioSchema = {
   properties: {
     name: { type: 'string', minLength: 1 },
     description: { type: 'string' },
-    seed: { type: 'integer', minimum: 0, maximum: 4294967295, description: 'Seed for uids, generated names and IPs (default 1)' },
-    startTime: { type: 'string', format: 'date-time', description: 'Start of virtual time (default 2025-01-01T00:00:00Z)' },
-    nodes: { type: 'integer', minimum: 0, description: 'Simulated nodes node-1 … node-N with their kubelets (default 3, as sim serve; 0: none)' },
+    seed: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 4294967295,
+      description: 'Seed for uids, generated names and IPs (default 1)',
+    },
+    startTime: {
+      type: 'string',
+      format: 'date-time',
+      description: 'Start of virtual time (default 2025-01-01T00:00:00Z)',
+    },
+    nodes: {
+      type: 'integer',
+      minimum: 0,
+      description: 'Simulated nodes node-1 … node-N with their kubelets (default 3, as sim serve; 0: none)',
+    },
     controllers: { type: 'string', description: "Controllers to run (default '*'), as sim serve --controllers" },
-    namespace: { type: 'string', description: "Namespace for objects that name none (default 'default'); created at start if missing" },
+    namespace: {
+      type: 'string',
+      description: "Namespace for objects that name none (default 'default'); created at start if missing",
+    },
     history: {
       type: 'object',
       additionalProperties: false,
-      properties: { exclude: { type: 'array', items: { type: 'string' }, description: 'Resources not recorded (default: leases, events)' } },
+      properties: {
+        exclude: {
+          type: 'array',
+          items: { type: 'string' },
+          description: 'Resources not recorded (default: leases, events)',
+        },
+      },
     },
     steps: {
       type: 'array',
@@ -286,11 +337,14 @@ let validator: ReturnType<Ajv['compile']> | undefined;
 
 /** Validates a parsed scenario; returns readable problems ("steps[2].waitFor: ...") or an empty list. */
 export function validateScenario(value: unknown): string[] {
-  validator ??= new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true }).compile(scenarioSchema);
+  validator ??= new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true }).compile(
+    scenarioSchema,
+  );
   if (validator(value)) {
     const problems: string[] = [];
     const start = (value as Scenario).startTime;
-    if (start !== undefined && !Number.isFinite(Date.parse(start))) problems.push(`startTime: ${JSON.stringify(start)} is not an RFC 3339 time`);
+    if (start !== undefined && !Number.isFinite(Date.parse(start)))
+      problems.push(`startTime: ${JSON.stringify(start)} is not an RFC 3339 time`);
     return problems;
   }
   return explain(value, validator.errors ?? []);
@@ -312,14 +366,29 @@ function explain(value: unknown, errors: ErrorObject[]): string[] {
       if (step === null || typeof step !== 'object' || Array.isArray(step)) return;
       const actions = Object.keys(step).filter((k) => (ACTIONS as readonly string[]).includes(k));
       const unknown = Object.keys(step).filter((k) => k !== 'name' && !(ACTIONS as readonly string[]).includes(k));
-      if (unknown.length > 0) out.add(`steps[${i}]: unknown key(s) ${unknown.join(', ')} (a step has a name and one of: ${ACTIONS.join(', ')})`);
-      else if (actions.length !== 1) out.add(`steps[${i}]: a step needs exactly one action (one of: ${ACTIONS.join(', ')}), found ${actions.length === 0 ? 'none' : actions.join(', ')}`);
+      if (unknown.length > 0)
+        out.add(
+          `steps[${i}]: unknown key(s) ${unknown.join(', ')} (a step has a name and one of: ${ACTIONS.join(', ')})`,
+        );
+      else if (actions.length !== 1)
+        out.add(
+          `steps[${i}]: a step needs exactly one action (one of: ${ACTIONS.join(', ')}), found ${actions.length === 0 ? 'none' : actions.join(', ')}`,
+        );
     });
   }
-  const meaningful = errors.filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && !(e.keyword === 'required' && /^\/steps\/\d+$/.test(e.instancePath)));
-  const filtered = meaningful.filter((e) => !(e.keyword === 'additionalProperties' && /^\/steps\/\d+$/.test(e.instancePath)));
+  const meaningful = errors.filter(
+    (e) =>
+      e.keyword !== 'oneOf' &&
+      e.keyword !== 'anyOf' &&
+      !(e.keyword === 'required' && /^\/steps\/\d+$/.test(e.instancePath)),
+  );
+  const filtered = meaningful.filter(
+    (e) => !(e.keyword === 'additionalProperties' && /^\/steps\/\d+$/.test(e.instancePath)),
+  );
   // Among branch errors for the same place, keep the deepest paths only.
-  const deepest = filtered.filter((e) => !filtered.some((o) => o !== e && o.instancePath.startsWith(`${e.instancePath}/`)));
+  const deepest = filtered.filter(
+    (e) => !filtered.some((o) => o !== e && o.instancePath.startsWith(`${e.instancePath}/`)),
+  );
   // Several branch errors at one place (a duration that is neither a string nor a number): one line,
   // worded from the description of what the place accepts.
   const byPath = new Map<string, ErrorObject[]>();
@@ -334,8 +403,10 @@ function explain(value: unknown, errors: ErrorObject[]): string[] {
   }
   for (const e of deepest) {
     let message = e.message ?? 'is invalid';
-    if (e.keyword === 'additionalProperties') message = `unknown key "${(e.params as { additionalProperty: string }).additionalProperty}"`;
-    if (e.keyword === 'enum') message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+    if (e.keyword === 'additionalProperties')
+      message = `unknown key "${(e.params as { additionalProperty: string }).additionalProperty}"`;
+    if (e.keyword === 'enum')
+      message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
     out.add(`${where(e.instancePath)}: ${message}`);
   }
   if (out.size === 0) for (const e of errors) out.add(`${where(e.instancePath)}: ${e.message ?? 'is invalid'}`);
@@ -344,6 +415,7 @@ function explain(value: unknown, errors: ErrorObject[]): string[] {
 
 function instanceAt(value: unknown, pointer: string): unknown {
   let cur = value;
-  for (const part of pointer.split('/').slice(1)) cur = (cur as Record<string, unknown> | undefined)?.[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  for (const part of pointer.split('/').slice(1))
+    cur = (cur as Record<string, unknown> | undefined)?.[part.replace(/~1/g, '/').replace(/~0/g, '~')];
   return cur;
 }

@@ -2,7 +2,15 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { parseDuration, wallClock } from '../clock/clock.js';
 import type { KubeClient } from '../client/client.js';
-import { HttpClient, connectionFetch, errorOf, fetchTransport, type HttpReply, type HttpRequest, type HttpTransport } from '../client/http.js';
+import {
+  HttpClient,
+  connectionFetch,
+  errorOf,
+  fetchTransport,
+  type HttpReply,
+  type HttpRequest,
+  type HttpTransport,
+} from '../client/http.js';
 import type { Connection } from '../client/kubeconfig.js';
 import { InProcessClient } from '../client/in-process.js';
 import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
@@ -111,16 +119,25 @@ export async function remoteTarget(connection: Connection): Promise<ScenarioTarg
       const cause = (err as { cause?: { message?: string } }).cause?.message;
       throw new Error(`cannot reach ${baseUrl}: ${(err as Error).message}${cause ? `: ${cause}` : ''}`);
     }
-    if (reply.status === 401) throw new Error(`${baseUrl} answered 401 Unauthorized: ${connection.token === undefined ? 'give a token (--token, or --kubeconfig with one)' : 'the token is not valid there'}`);
-    if (reply.status === 403) throw new Error(`${baseUrl} answered 403 Forbidden: ${errorOf(reply, 'GET /sim/v1/clock').message}`);
-    if (reply.status !== 200) throw new Error(`${baseUrl} is not a kube-sim server (GET /sim/v1/clock answered ${reply.status})`);
+    if (reply.status === 401)
+      throw new Error(
+        `${baseUrl} answered 401 Unauthorized: ${connection.token === undefined ? 'give a token (--token, or --kubeconfig with one)' : 'the token is not valid there'}`,
+      );
+    if (reply.status === 403)
+      throw new Error(`${baseUrl} answered 403 Forbidden: ${errorOf(reply, 'GET /sim/v1/clock').message}`);
+    if (reply.status !== 200)
+      throw new Error(`${baseUrl} is not a kube-sim server (GET /sim/v1/clock answered ${reply.status})`);
     return JSON.parse(reply.text) as ClockState;
   };
   const first = await readClock();
   let now = Date.parse(first.now);
   const virtual = first.mode === 'virtual';
   const advance = async (ms: number): Promise<void> => {
-    const reply = await http({ method: 'POST', path: '/sim/v1/clock/advance', body: JSON.stringify({ by: `${ms}ms` }) });
+    const reply = await http({
+      method: 'POST',
+      path: '/sim/v1/clock/advance',
+      body: JSON.stringify({ by: `${ms}ms` }),
+    });
     if (reply.status !== 200) throw errorOf(reply, 'advancing the clock');
     now = Date.parse((JSON.parse(reply.text) as ClockState).now);
   };

@@ -19,7 +19,19 @@ export interface Scenario {
   steps: Step[];
 }
 
-export const ACTIONS = ['apply', 'create', 'patch', 'delete', 'scale', 'kubectl', 'advance', 'sleep', 'waitFor', 'expect', 'fault'] as const;
+export const ACTIONS = [
+  'apply',
+  'create',
+  'patch',
+  'delete',
+  'scale',
+  'kubectl',
+  'advance',
+  'sleep',
+  'waitFor',
+  'expect',
+  'fault',
+] as const;
 export type Action = (typeof ACTIONS)[number];
 
 export interface Step {
@@ -160,7 +172,9 @@ export interface AlwaysAssertion {
   during?: Window;
 }
 
-export type Assertion = (StateCondition | OrderAssertion | EventsAssertion | AlwaysAssertion) & { description?: string };
+export type Assertion = (StateCondition | OrderAssertion | EventsAssertion | AlwaysAssertion) & {
+  description?: string;
+};
 
 export interface FaultStep {
   type: 'node-fail' | 'node-recover' | 'pod-kill' | 'container-crash';

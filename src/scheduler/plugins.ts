@@ -1,6 +1,13 @@
 import { parseMilli } from '../api/quantity.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import { nodeTaints, termMatches, tolerates, untoleratedTaint, type Taint, type Toleration } from '../controllers/node-fit.js';
+import {
+  nodeTaints,
+  termMatches,
+  tolerates,
+  untoleratedTaint,
+  type Taint,
+  type Toleration,
+} from '../controllers/node-fit.js';
 
 /**
  * The default scheduler's filter and score plugins, as pure functions over a pod and a node's accounting
@@ -90,7 +97,11 @@ export function podRequest(pod: KubeObject): PodRequest {
 
 export function allocatableOf(node: KubeObject): Resources {
   const status = isPlainObject(node.status) ? node.status : {};
-  const alloc = isPlainObject(status.allocatable) ? status.allocatable : isPlainObject(status.capacity) ? status.capacity : {};
+  const alloc = isPlainObject(status.allocatable)
+    ? status.allocatable
+    : isPlainObject(status.capacity)
+      ? status.capacity
+      : {};
   const out: Resources = new Map();
   for (const [k, v] of Object.entries(alloc)) {
     const milli = parseMilli(v);
@@ -120,14 +131,24 @@ export interface PodFilter {
 export function podFilter(pod: KubeObject): PodFilter {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};
   const tolerations = tolerationsOf(pod);
-  const affinity = isPlainObject(spec.affinity) && isPlainObject(spec.affinity.nodeAffinity) ? spec.affinity.nodeAffinity : undefined;
-  const required = affinity && isPlainObject(affinity.requiredDuringSchedulingIgnoredDuringExecution) ? affinity.requiredDuringSchedulingIgnoredDuringExecution : undefined;
+  const affinity =
+    isPlainObject(spec.affinity) && isPlainObject(spec.affinity.nodeAffinity) ? spec.affinity.nodeAffinity : undefined;
+  const required =
+    affinity && isPlainObject(affinity.requiredDuringSchedulingIgnoredDuringExecution)
+      ? affinity.requiredDuringSchedulingIgnoredDuringExecution
+      : undefined;
   return {
     tolerations,
     tolerates: (taint) => tolerations.some((t) => tolerates(t, taint)),
     nodeName: typeof spec.nodeName === 'string' ? spec.nodeName : '',
-    nodeSelector: isPlainObject(spec.nodeSelector) ? Object.entries(spec.nodeSelector).map(([k, v]) => [k, String(v)]) : [],
-    requiredTerms: required ? (Array.isArray(required.nodeSelectorTerms) ? (required.nodeSelectorTerms.filter(isPlainObject) as Obj[]) : []) : undefined,
+    nodeSelector: isPlainObject(spec.nodeSelector)
+      ? Object.entries(spec.nodeSelector).map(([k, v]) => [k, String(v)])
+      : [],
+    requiredTerms: required
+      ? Array.isArray(required.nodeSelectorTerms)
+        ? (required.nodeSelectorTerms.filter(isPlainObject) as Obj[])
+        : []
+      : undefined,
   };
 }
 
@@ -146,21 +167,33 @@ export function nodeAffinityMatches(pod: KubeObject | PodFilter, node: KubeObjec
 export const UNSCHEDULABLE_TAINT: Taint = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
 
 /** Runs the filters in the default profile's order; undefined when the pod fits the node. */
-export function filterNode(pod: KubeObject | PodFilter, request: PodRequest, state: NodeState): FilterFailure | undefined {
+export function filterNode(
+  pod: KubeObject | PodFilter,
+  request: PodRequest,
+  state: NodeState,
+): FilterFailure | undefined {
   const node = state.node;
   const spec = isPlainObject(node.spec) ? node.spec : {};
   const f = 'metadata' in pod ? podFilter(pod) : pod;
   // NodeUnschedulable
-  if (spec.unschedulable === true && !f.tolerates(UNSCHEDULABLE_TAINT)) return { reasons: ['node(s) were unschedulable'], unresolvable: true };
+  if (spec.unschedulable === true && !f.tolerates(UNSCHEDULABLE_TAINT))
+    return { reasons: ['node(s) were unschedulable'], unresolvable: true };
   // NodeName
-  if (f.nodeName !== '' && f.nodeName !== state.name) return { reasons: ["node(s) didn't match the requested node name"], unresolvable: true };
+  if (f.nodeName !== '' && f.nodeName !== state.name)
+    return { reasons: ["node(s) didn't match the requested node name"], unresolvable: true };
   // TaintToleration: NoSchedule and NoExecute taints must be tolerated.
   if (Array.isArray(spec.taints)) {
-    const taint = untoleratedTaint(nodeTaints(node), f.tolerations, (t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
-    if (taint) return { reasons: [`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`], unresolvable: true };
+    const taint = untoleratedTaint(
+      nodeTaints(node),
+      f.tolerations,
+      (t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute',
+    );
+    if (taint)
+      return { reasons: [`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`], unresolvable: true };
   }
   // NodeAffinity
-  if (!nodeAffinityMatches(f, node)) return { reasons: ["node(s) didn't match Pod's node affinity/selector"], unresolvable: true };
+  if (!nodeAffinityMatches(f, node))
+    return { reasons: ["node(s) didn't match Pod's node affinity/selector"], unresolvable: true };
   // NodeResourcesFit
   let reasons: string[] | undefined;
   const maxPods = state.allocatable.get('pods');
@@ -177,7 +210,11 @@ export function filterNode(pod: KubeObject | PodFilter, request: PodRequest, sta
  * The scheduler's FitError text: a histogram of reasons over the nodes, then what preemption found, e.g.
  * "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
  */
-export function fitErrorMessage(totalNodes: number, failures: readonly FilterFailure[], preemptionPolicy?: string): string {
+export function fitErrorMessage(
+  totalNodes: number,
+  failures: readonly FilterFailure[],
+  preemptionPolicy?: string,
+): string {
   if (totalNodes === 0) return 'no nodes available to schedule pods';
   const histogram = new Map<string, number>();
   for (const f of failures) for (const r of f.reasons) histogram.set(r, (histogram.get(r) ?? 0) + 1);
@@ -186,7 +223,12 @@ export function fitErrorMessage(totalNodes: number, failures: readonly FilterFai
   if (preemptionPolicy === 'Never') return `${message} preemption: not eligible due to preemptionPolicy=Never.`;
   const notHelpful = failures.filter((f) => f.unresolvable).length;
   const noVictims = failures.length - notHelpful;
-  const post = [noVictims > 0 ? `${noVictims} No preemption victims found for incoming pod` : '', notHelpful > 0 ? `${notHelpful} Preemption is not helpful for scheduling` : ''].filter((s) => s).sort();
+  const post = [
+    noVictims > 0 ? `${noVictims} No preemption victims found for incoming pod` : '',
+    notHelpful > 0 ? `${notHelpful} Preemption is not helpful for scheduling` : '',
+  ]
+    .filter((s) => s)
+    .sort();
   message += ` preemption: 0/${totalNodes} nodes are available: ${post.join(', ')}.`;
   return message;
 }
@@ -206,8 +248,13 @@ export function feasibleNodesToFind(total: number): number {
 
 /** NodeResourcesFit LeastAllocated over cpu and memory: the emptier node scores higher. */
 export function leastAllocatedScore(request: PodRequest, state: NodeState): number {
-  const part = (alloc: number | undefined, used: number): number => (!alloc ? 0 : Math.max(0, ((alloc - used) * 100) / alloc));
-  return (part(state.allocatable.get('cpu'), state.nonZeroCpu + request.nonZeroCpu) + part(state.allocatable.get('memory'), state.nonZeroMemory + request.nonZeroMemory)) / 2;
+  const part = (alloc: number | undefined, used: number): number =>
+    !alloc ? 0 : Math.max(0, ((alloc - used) * 100) / alloc);
+  return (
+    (part(state.allocatable.get('cpu'), state.nonZeroCpu + request.nonZeroCpu) +
+      part(state.allocatable.get('memory'), state.nonZeroMemory + request.nonZeroMemory)) /
+    2
+  );
 }
 
 /** NodeResourcesBalancedAllocation: cpu and memory used in the same proportion scores higher. */
@@ -223,21 +270,27 @@ export function balancedAllocationScore(request: PodRequest, state: NodeState): 
 /** The pod's preferred node affinity terms (read once per scheduling attempt, not once per node). */
 function preferredTerms(pod: KubeObject): Obj[] {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  const affinity = isPlainObject(spec.affinity) && isPlainObject(spec.affinity.nodeAffinity) ? spec.affinity.nodeAffinity : undefined;
-  return affinity && Array.isArray(affinity.preferredDuringSchedulingIgnoredDuringExecution) ? (affinity.preferredDuringSchedulingIgnoredDuringExecution.filter(isPlainObject) as Obj[]) : [];
+  const affinity =
+    isPlainObject(spec.affinity) && isPlainObject(spec.affinity.nodeAffinity) ? spec.affinity.nodeAffinity : undefined;
+  return affinity && Array.isArray(affinity.preferredDuringSchedulingIgnoredDuringExecution)
+    ? (affinity.preferredDuringSchedulingIgnoredDuringExecution.filter(isPlainObject) as Obj[])
+    : [];
 }
 
 /** Preferred node affinity: the sum of the weights of the terms the node matches. */
 function preferredAffinityRaw(preferred: readonly Obj[], node: KubeObject): number {
   let sum = 0;
-  for (const p of preferred) if (isPlainObject(p.preference) && termMatches(p.preference, node)) sum += typeof p.weight === 'number' ? p.weight : 0;
+  for (const p of preferred)
+    if (isPlainObject(p.preference) && termMatches(p.preference, node))
+      sum += typeof p.weight === 'number' ? p.weight : 0;
   return sum;
 }
 
 /** PreferNoSchedule taints the pod does not tolerate (fewer is better); `tolerations` those that could apply. */
 function intolerablePreferNoSchedule(tolerations: readonly Toleration[], node: KubeObject): number {
   let n = 0;
-  for (const t of nodeTaints(node)) if (t.effect === 'PreferNoSchedule' && !tolerations.some((tol) => tolerates(tol, t))) n++;
+  for (const t of nodeTaints(node))
+    if (t.effect === 'PreferNoSchedule' && !tolerations.some((tol) => tolerates(tol, t))) n++;
   return n;
 }
 
@@ -255,7 +308,12 @@ export interface Candidate {
  * PodTopologySpread 2, NodeAffinity 2, TaintToleration 3) and returns the index of the best, ties broken by
  * `pick(n)` (a seeded random choice among n, as the scheduler samples among equal scores).
  */
-export function selectHost(pod: KubeObject, request: PodRequest, candidates: readonly Candidate[], pick: (n: number) => number): number {
+export function selectHost(
+  pod: KubeObject,
+  request: PodRequest,
+  candidates: readonly Candidate[],
+  pick: (n: number) => number,
+): number {
   if (candidates.length === 1) return 0;
   // One pass for the raw scores, one to normalise them: this runs for every pod over up to all nodes.
   // Spreading: hostname maxSkew 3, zone maxSkew 5, both ScheduleAnyway; fewer siblings scores higher.
@@ -264,7 +322,9 @@ export function selectHost(pod: KubeObject, request: PodRequest, candidates: rea
   const wHost = Math.log(candidates.length + 2);
   const wZone = zones.size > 1 ? Math.log(zones.size + 2) : 0;
   const preferred = preferredTerms(pod);
-  const tolerations = tolerationsOf(pod).filter((t) => t.effect === undefined || t.effect === '' || t.effect === 'PreferNoSchedule');
+  const tolerations = tolerationsOf(pod).filter(
+    (t) => t.effect === undefined || t.effect === '' || t.effect === 'PreferNoSchedule',
+  );
   const n = candidates.length;
   const spreadRaw = new Float64Array(n);
   const affinityRaw = new Float64Array(n);
@@ -293,7 +353,13 @@ export function selectHost(pod: KubeObject, request: PodRequest, candidates: rea
     const spread = maxSpread === minSpread ? 100 : (100 * (maxSpread - spreadRaw[i]!)) / (maxSpread - minSpread);
     const affinity = maxAffinity > 0 ? (100 * affinityRaw[i]!) / maxAffinity : 0;
     const taint = maxTaint > 0 ? 100 * (1 - taintRaw[i]! / maxTaint) : 100;
-    const score = Math.round(leastAllocatedScore(request, c.state) + balancedAllocationScore(request, c.state) + 2 * spread + 2 * affinity + 3 * taint);
+    const score = Math.round(
+      leastAllocatedScore(request, c.state) +
+        balancedAllocationScore(request, c.state) +
+        2 * spread +
+        2 * affinity +
+        3 * taint,
+    );
     if (score > best) {
       best = score;
       ties = [i];

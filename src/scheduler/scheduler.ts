@@ -161,7 +161,12 @@ export class Scheduler implements Controller {
 
   private isPending(pod: KubeObject): boolean {
     const spec = isPlainObject(pod.spec) ? pod.spec : {};
-    return podNodeName(pod) === '' && !pod.metadata.deletionTimestamp && (spec.schedulerName ?? SCHEDULER_NAME) === SCHEDULER_NAME && !isTerminal(pod);
+    return (
+      podNodeName(pod) === '' &&
+      !pod.metadata.deletionTimestamp &&
+      (spec.schedulerName ?? SCHEDULER_NAME) === SCHEDULER_NAME &&
+      !isTerminal(pod)
+    );
   }
 
   private podChanged(old: KubeObject | undefined, pod: KubeObject): void {
@@ -176,7 +181,8 @@ export class Scheduler implements Controller {
       const terminal = isTerminal(pod);
       const wasCounted = this.accounted.has(key);
       if (terminal) this.account(key, undefined, undefined);
-      else if (!wasCounted || this.accounted.get(key)!.node !== node) this.account(key, node, podRequest(pod), ownerUid(pod));
+      else if (!wasCounted || this.accounted.get(key)!.node !== node)
+        this.account(key, node, podRequest(pod), ownerUid(pod));
       if (terminal && wasCounted) this.wakeUnschedulable();
       return;
     }
@@ -185,7 +191,13 @@ export class Scheduler implements Controller {
       return;
     }
     // An unschedulable pod is not retried for its own status writes, only when what it asks for changes.
-    if (old && this.unschedulable.has(key) && deepEqual(old.spec, pod.spec) && deepEqual(old.metadata.labels, pod.metadata.labels)) return;
+    if (
+      old &&
+      this.unschedulable.has(key) &&
+      deepEqual(old.spec, pod.spec) &&
+      deepEqual(old.metadata.labels, pod.metadata.labels)
+    )
+      return;
     this.parked.delete(key);
     this.loop.queue.add(key);
   }
@@ -209,7 +221,15 @@ export class Scheduler implements Controller {
     const name = node.metadata.name!;
     let s = this.states.get(name);
     if (!s) {
-      s = { name, node, allocatable: allocatableOf(node), requested: new Map(), nonZeroCpu: 0, nonZeroMemory: 0, pods: 0 };
+      s = {
+        name,
+        node,
+        allocatable: allocatableOf(node),
+        requested: new Map(),
+        nonZeroCpu: 0,
+        nonZeroMemory: 0,
+        pods: 0,
+      };
       this.states.set(name, s);
       this.orderDirty = true;
       // Pods seen bound to it before the node itself.
@@ -219,7 +239,13 @@ export class Scheduler implements Controller {
       s.allocatable = allocatableOf(node);
     }
     // Heartbeats change a node every few seconds; only what filters read wakes unschedulable pods.
-    const relevant = (n: KubeObject | undefined): unknown => n && [n.metadata.labels, (n.spec as Obj | undefined)?.taints, (n.spec as Obj | undefined)?.unschedulable, (n.status as Obj | undefined)?.allocatable];
+    const relevant = (n: KubeObject | undefined): unknown =>
+      n && [
+        n.metadata.labels,
+        (n.spec as Obj | undefined)?.taints,
+        (n.spec as Obj | undefined)?.unschedulable,
+        (n.status as Obj | undefined)?.allocatable,
+      ];
     if (!old || !deepEqual(relevant(old), relevant(node))) this.wakeUnschedulable();
   }
 
@@ -277,7 +303,12 @@ export class Scheduler implements Controller {
       else feasible.push(state);
     }
     this.nextStart = order.length > 0 ? (start + checked) % order.length : 0;
-    if (feasible.length === 0) return this.unschedulableFor(pod, key, fitErrorMessage(order.length, failures, (pod.spec as Obj).preemptionPolicy as string | undefined));
+    if (feasible.length === 0)
+      return this.unschedulableFor(
+        pod,
+        key,
+        fitErrorMessage(order.length, failures, (pod.spec as Obj).preemptionPolicy as string | undefined),
+      );
 
     const candidates = this.candidates(pod, feasible);
     const chosen = candidates[selectHost(pod, request, candidates, (n) => this.ctx.random.int(n))]!.state;
@@ -293,12 +324,18 @@ export class Scheduler implements Controller {
       });
     } catch (err) {
       this.assumed.delete(key);
-      if (podNodeName(this.pods.get(pod.metadata.namespace, pod.metadata.name!) ?? pod) === '') this.account(key, undefined, undefined);
+      if (podNodeName(this.pods.get(pod.metadata.namespace, pod.metadata.name!) ?? pod) === '')
+        this.account(key, undefined, undefined);
       if (err instanceof ApiError && (err.code === 404 || err.code === 409)) return; // deleted, or bound meanwhile
       throw err;
     }
     this.forgetUnschedulable(key);
-    this.recorder.event(pod, 'Normal', 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${chosen.name}`);
+    this.recorder.event(
+      pod,
+      'Normal',
+      'Scheduled',
+      `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${chosen.name}`,
+    );
   }
 
   /** Siblings (assigned pods of the same controller) per candidate node and zone. */

@@ -26,7 +26,8 @@ function checkDepth(source: string): void {
   for (let i = 0; i < source.length; i++) {
     const c = source.charCodeAt(i);
     if (inString) {
-      if (c === 92) i++; // backslash escapes the next character
+      if (c === 92)
+        i++; // backslash escapes the next character
       else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 123 || c === 91) {
@@ -73,7 +74,8 @@ function parseYamlBody(source: string): unknown {
   }
   checkYamlFlowDepth(source);
   const docs = parseAllDocuments(source);
-  if (Array.isArray(docs) && docs.length > 1) throw Errors.badRequest('the request body must contain a single YAML document');
+  if (Array.isArray(docs) && docs.length > 1)
+    throw Errors.badRequest('the request body must contain a single YAML document');
   try {
     const value: unknown = parseYaml(source, { maxAliasCount: 100, uniqueKeys: false });
     checkDepth(JSON.stringify(value) ?? '');

@@ -21,7 +21,8 @@ export interface Subresource {
 export function subresourcesOf(info: KindInfo): Subresource[] {
   const subs: Subresource[] = [];
   if (info.status) subs.push({ name: 'status', kind: info.kind, verbs: ['get', 'patch', 'update'] });
-  if (info.scale) subs.push({ name: 'scale', kind: 'Scale', group: 'autoscaling', version: 'v1', verbs: ['get', 'patch', 'update'] });
+  if (info.scale)
+    subs.push({ name: 'scale', kind: 'Scale', group: 'autoscaling', version: 'v1', verbs: ['get', 'patch', 'update'] });
   for (const extra of info.extraSubresources ?? []) subs.push(extra);
   return subs;
 }
@@ -45,7 +46,13 @@ function legacyResourceList(gv: string, kinds: KindInfo[]): unknown {
     entry.storageVersionHash = storageVersionHash(info);
     resources.push(entry);
     for (const sub of subresourcesOf(info)) {
-      const s: Record<string, unknown> = { name: `${info.resource}/${sub.name}`, singularName: '', namespaced: info.namespaced, kind: sub.kind, verbs: sub.verbs };
+      const s: Record<string, unknown> = {
+        name: `${info.resource}/${sub.name}`,
+        singularName: '',
+        namespaced: info.namespaced,
+        kind: sub.kind,
+        verbs: sub.verbs,
+      };
       if (sub.group !== undefined) s.group = sub.group;
       if (sub.version !== undefined) s.version = sub.version;
       resources.push(s);
@@ -101,7 +108,10 @@ export class Discovery {
       if (!versions) byGroup.set(gv.group, (versions = []));
       versions.push({ version: gv.version, kinds: gv.kinds });
     }
-    return [...byGroup.entries()].map(([group, versions]) => ({ group, versions: versions.sort((a, b) => compareVersions(b.version, a.version)) }));
+    return [...byGroup.entries()].map(([group, versions]) => ({
+      group,
+      versions: versions.sort((a, b) => compareVersions(b.version, a.version)),
+    }));
   }
 
   apiVersions(): string {

@@ -148,6 +148,7 @@ function writeValue(item: unknown, depth: number, parts: string[]): boolean {
   return true;
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what JSON must escape
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/;
 
 function isPlain(value: object): boolean {
@@ -197,7 +198,12 @@ export function listedJsonOf(obj: object): string {
  * ListStream past STREAMED_LIST_ITEMS. The items are already captured (a consistent snapshot: stored objects
  * never change); only their serialisation is deferred.
  */
-export function arrayBody<T>(opening: string, items: readonly T[], textOf: (item: T) => string, closing: string): Buffer | Readable {
+export function arrayBody<T>(
+  opening: string,
+  items: readonly T[],
+  textOf: (item: T) => string,
+  closing: string,
+): Buffer | Readable {
   if (items.length > STREAMED_LIST_ITEMS) return new ListStream(opening, items, textOf, closing);
   const texts = new Array<string>(items.length);
   // Exactly the bytes needed: reserving 3 a character (UTF-8's worst case) made a 100-pod list take 900 KB of

@@ -54,11 +54,13 @@ function negotiateUncached(accept: string): Negotiated {
         ? 'none'
         : t.params.as === 'Table' && (t.params.g ?? 'meta.k8s.io') === 'meta.k8s.io'
           ? 'table'
-          : (t.params.as === 'PartialObjectMetadata' || t.params.as === 'PartialObjectMetadataList') && (t.params.g ?? 'meta.k8s.io') === 'meta.k8s.io'
+          : (t.params.as === 'PartialObjectMetadata' || t.params.as === 'PartialObjectMetadataList') &&
+              (t.params.g ?? 'meta.k8s.io') === 'meta.k8s.io'
             ? 'partial'
             : undefined;
     if (transform === undefined) continue;
-    if (t.type === 'application/json' || t.type === '*/*' || t.type === 'application/*') return { format: 'json', transform };
+    if (t.type === 'application/json' || t.type === '*/*' || t.type === 'application/*')
+      return { format: 'json', transform };
     if (t.type === 'application/yaml') return { format: 'yaml', transform };
   }
   throw Errors.notAcceptable();

@@ -16,7 +16,10 @@ import type { OpenApi } from './openapi.js';
 /** What the protobuf form is answered as: kube-openapi's name for it (Go's mime parser, like fastify's, refuses '@'). */
 export const OPENAPI_V2_PROTOBUF = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
 /** What clients ask for it as: kubectl still sends the older name, with '@'. */
-export const OPENAPI_V2_PROTOBUF_ACCEPTED = ['application/com.github.proto-openapi.spec.v2@v1.0+protobuf', OPENAPI_V2_PROTOBUF];
+export const OPENAPI_V2_PROTOBUF_ACCEPTED = [
+  'application/com.github.proto-openapi.spec.v2@v1.0+protobuf',
+  OPENAPI_V2_PROTOBUF,
+];
 
 const V3_REF = '#/components/schemas/';
 const V2_REF = '#/definitions/';
@@ -32,7 +35,13 @@ function schemaV2(schema: unknown): unknown {
   const out: Json = {};
   for (const [key, value] of Object.entries(schema)) {
     if (key === '$ref' && typeof value === 'string') out.$ref = value.replace(V3_REF, V2_REF);
-    else if (key === 'allOf' && Array.isArray(value) && value.length === 1 && isPlainObject(value[0]) && typeof value[0].$ref === 'string') {
+    else if (
+      key === 'allOf' &&
+      Array.isArray(value) &&
+      value.length === 1 &&
+      isPlainObject(value[0]) &&
+      typeof value[0].$ref === 'string'
+    ) {
       out.$ref = value[0].$ref.replace(V3_REF, V2_REF);
     } else if (key === 'oneOf' || key === 'anyOf' || key === 'nullable') {
       // Quantity and IntOrString are oneOf in v3; v2 (as kube-apiserver publishes it) calls both a string.
@@ -43,7 +52,8 @@ function schemaV2(schema: unknown): unknown {
     else out[key] = value;
   }
   // A reference carries nothing else in v2 but its description; the zero default v3 adds to it goes.
-  if (typeof out.$ref === 'string') return out.description === undefined ? { $ref: out.$ref } : { description: out.description, $ref: out.$ref };
+  if (typeof out.$ref === 'string')
+    return out.description === undefined ? { $ref: out.$ref } : { description: out.description, $ref: out.$ref };
   return out;
 }
 
@@ -69,8 +79,15 @@ function operationV2(op: Json): Json {
       out.responses = Object.fromEntries(
         Object.entries(value).map(([code, r]) => {
           const response = isPlainObject(r) ? r : {};
-          const [schema] = Object.values(isPlainObject(response.content) ? response.content : {}).map((c) => (isPlainObject(c) ? c.schema : undefined));
-          return [code, schema ? { description: response.description, schema: schemaV2(schema) } : { description: response.description }];
+          const [schema] = Object.values(isPlainObject(response.content) ? response.content : {}).map((c) =>
+            isPlainObject(c) ? c.schema : undefined,
+          );
+          return [
+            code,
+            schema
+              ? { description: response.description, schema: schemaV2(schema) }
+              : { description: response.description },
+          ];
         }),
       );
     } else out[key] = value;
@@ -162,11 +179,27 @@ function gnosticSchema(s: unknown): Json {
   const schema = isPlainObject(s) ? s : {};
   const out: Json = {};
   if (typeof schema.$ref === 'string') out._ref = schema.$ref;
-  for (const key of ['format', 'title', 'description', 'pattern'] as const) if (typeof schema[key] === 'string') out[key] = schema[key];
-  for (const [json, proto] of [['maximum', 'maximum'], ['minimum', 'minimum'], ['maxLength', 'max_length'], ['minLength', 'min_length'], ['maxItems', 'max_items'], ['minItems', 'min_items'], ['maxProperties', 'max_properties'], ['minProperties', 'min_properties'], ['multipleOf', 'multiple_of']] as const) {
+  for (const key of ['format', 'title', 'description', 'pattern'] as const)
+    if (typeof schema[key] === 'string') out[key] = schema[key];
+  for (const [json, proto] of [
+    ['maximum', 'maximum'],
+    ['minimum', 'minimum'],
+    ['maxLength', 'max_length'],
+    ['minLength', 'min_length'],
+    ['maxItems', 'max_items'],
+    ['minItems', 'min_items'],
+    ['maxProperties', 'max_properties'],
+    ['minProperties', 'min_properties'],
+    ['multipleOf', 'multiple_of'],
+  ] as const) {
     if (typeof schema[json] === 'number') out[proto] = schema[json];
   }
-  for (const [json, proto] of [['uniqueItems', 'unique_items'], ['exclusiveMaximum', 'exclusive_maximum'], ['exclusiveMinimum', 'exclusive_minimum'], ['readOnly', 'read_only']] as const) {
+  for (const [json, proto] of [
+    ['uniqueItems', 'unique_items'],
+    ['exclusiveMaximum', 'exclusive_maximum'],
+    ['exclusiveMinimum', 'exclusive_minimum'],
+    ['readOnly', 'read_only'],
+  ] as const) {
     if (typeof schema[json] === 'boolean') out[proto] = schema[json];
   }
   if (schema.default !== undefined) out.default = anyOf(schema.default);
@@ -175,24 +208,51 @@ function gnosticSchema(s: unknown): Json {
   if (typeof schema.type === 'string') out.type = { value: [schema.type] };
   if (isPlainObject(schema.items)) out.items = { schema: [gnosticSchema(schema.items)] };
   if (Array.isArray(schema.allOf)) out.all_of = schema.allOf.map(gnosticSchema);
-  if (isPlainObject(schema.properties)) out.properties = { additional_properties: Object.entries(schema.properties).map(([name, v]) => ({ name, value: gnosticSchema(v) })) };
-  if (isPlainObject(schema.additionalProperties)) out.additional_properties = { schema: gnosticSchema(schema.additionalProperties) };
-  else if (typeof schema.additionalProperties === 'boolean') out.additional_properties = { boolean: schema.additionalProperties };
+  if (isPlainObject(schema.properties))
+    out.properties = {
+      additional_properties: Object.entries(schema.properties).map(([name, v]) => ({ name, value: gnosticSchema(v) })),
+    };
+  if (isPlainObject(schema.additionalProperties))
+    out.additional_properties = { schema: gnosticSchema(schema.additionalProperties) };
+  else if (typeof schema.additionalProperties === 'boolean')
+    out.additional_properties = { boolean: schema.additionalProperties };
   const ext = extensions(schema);
   if (ext.length > 0) out.vendor_extension = ext;
   return out;
 }
 
 function gnosticParameter(p: Json): Json {
-  if (p.in === 'body') return { parameter: { body_parameter: { name: p.name, in: 'body', required: p.required === true, schema: gnosticSchema(p.schema), ...(typeof p.description === 'string' ? { description: p.description } : {}) } } };
-  const sub: Json = { name: p.name, in: p.in, required: p.required === true, type: p.type, unique_items: p.uniqueItems === true };
+  if (p.in === 'body')
+    return {
+      parameter: {
+        body_parameter: {
+          name: p.name,
+          in: 'body',
+          required: p.required === true,
+          schema: gnosticSchema(p.schema),
+          ...(typeof p.description === 'string' ? { description: p.description } : {}),
+        },
+      },
+    };
+  const sub: Json = {
+    name: p.name,
+    in: p.in,
+    required: p.required === true,
+    type: p.type,
+    unique_items: p.uniqueItems === true,
+  };
   if (typeof p.description === 'string') sub.description = p.description;
-  return { parameter: { non_body_parameter: p.in === 'path' ? { path_parameter_sub_schema: sub } : { query_parameter_sub_schema: sub } } };
+  return {
+    parameter: {
+      non_body_parameter: p.in === 'path' ? { path_parameter_sub_schema: sub } : { query_parameter_sub_schema: sub },
+    },
+  };
 }
 
 function gnosticOperation(op: Json): Json {
   const out: Json = {};
-  for (const key of ['tags', 'produces', 'consumes', 'schemes'] as const) if (Array.isArray(op[key])) out[key] = op[key];
+  for (const key of ['tags', 'produces', 'consumes', 'schemes'] as const)
+    if (Array.isArray(op[key])) out[key] = op[key];
   if (typeof op.description === 'string') out.description = op.description;
   if (typeof op.operationId === 'string') out.operation_id = op.operationId;
   if (Array.isArray(op.parameters)) out.parameters = op.parameters.map((p) => gnosticParameter(p as Json));
@@ -200,7 +260,15 @@ function gnosticOperation(op: Json): Json {
     out.responses = {
       response_code: Object.entries(op.responses).map(([name, r]) => {
         const response = r as Json;
-        return { name, value: { response: { description: response.description ?? '', ...(response.schema ? { schema: { schema: gnosticSchema(response.schema) } } : {}) } } };
+        return {
+          name,
+          value: {
+            response: {
+              description: response.description ?? '',
+              ...(response.schema ? { schema: { schema: gnosticSchema(response.schema) } } : {}),
+            },
+          },
+        };
       }),
     };
   }
@@ -225,7 +293,9 @@ function gnosticDocument(doc: Json): Json {
         return { name, value };
       }),
     },
-    definitions: { additional_properties: Object.entries(definitions).map(([name, s]) => ({ name, value: gnosticSchema(s) })) },
+    definitions: {
+      additional_properties: Object.entries(definitions).map(([name, s]) => ({ name, value: gnosticSchema(s) })),
+    },
   };
 }
 
@@ -266,12 +336,24 @@ export class OpenApiV2 {
     const definitions: Json = {};
     for (const g of this.registry.groupVersions()) {
       const path = g.group === '' ? `api/${g.version}` : `apis/${g.group}/${g.version}`;
-      const v3 = JSON.parse(this.v3.document(path)!.text) as { paths: Record<string, Json>; components: { schemas: Record<string, unknown> } };
+      const v3 = JSON.parse(this.v3.document(path)!.text) as {
+        paths: Record<string, Json>;
+        components: { schemas: Record<string, unknown> };
+      };
       for (const [p, item] of Object.entries(v3.paths)) paths[p] = pathItemV2(item);
       for (const [name, schema] of Object.entries(v3.components.schemas)) definitions[name] ??= schemaV2(schema);
     }
-    const sortedDefinitions = Object.fromEntries(Object.keys(definitions).sort().map((k) => [k, definitions[k]]));
-    return { swagger: '2.0', info: { title: 'Kubernetes', version: KUBERNETES_VERSION.gitVersion }, paths, definitions: sortedDefinitions };
+    const sortedDefinitions = Object.fromEntries(
+      Object.keys(definitions)
+        .sort()
+        .map((k) => [k, definitions[k]]),
+    );
+    return {
+      swagger: '2.0',
+      info: { title: 'Kubernetes', version: KUBERNETES_VERSION.gitVersion },
+      paths,
+      definitions: sortedDefinitions,
+    };
   }
 
   document(): { text: string; etag: string } {

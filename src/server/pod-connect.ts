@@ -31,7 +31,8 @@ function containerNames(pod: KubeObject, lists: string[]): string[] {
   const names: string[] = [];
   for (const list of lists) {
     const items = spec[list];
-    if (Array.isArray(items)) for (const c of items) if (isPlainObject(c) && typeof c.name === 'string') names.push(c.name);
+    if (Array.isArray(items))
+      for (const c of items) if (isPlainObject(c) && typeof c.name === 'string') names.push(c.name);
   }
   return names;
 }
@@ -54,8 +55,15 @@ export function resolveContainer(pod: KubeObject, requested: string | undefined)
 
 /** What the API server answers when it cannot reach a node's kubelet. */
 function kubeletUnreachable(pod: KubeObject, path: string): ApiError {
-  const host = isPlainObject(pod.status) && typeof pod.status.hostIP === 'string' ? pod.status.hostIP : String((pod.spec as { nodeName?: string }).nodeName);
-  return new ApiError(500, 'InternalError', `Get "https://${host}:10250/${path}": dial tcp ${host}:10250: connect: connection refused`);
+  const host =
+    isPlainObject(pod.status) && typeof pod.status.hostIP === 'string'
+      ? pod.status.hostIP
+      : String((pod.spec as { nodeName?: string }).nodeName);
+  return new ApiError(
+    500,
+    'InternalError',
+    `Get "https://${host}:10250/${path}": dial tcp ${host}:10250: connect: connection refused`,
+  );
 }
 
 function nodeName(pod: KubeObject): string {
@@ -73,13 +81,23 @@ function nonNegative(query: Query, key: string): number | undefined {
   if (v === undefined || v === '') return undefined;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) {
-    throw Errors.invalid('', 'PodLogOptions', '', [{ reason: 'FieldValueInvalid', message: `Invalid value: ${v}: must be greater than or equal to 0`, field: key }]);
+    throw Errors.invalid('', 'PodLogOptions', '', [
+      { reason: 'FieldValueInvalid', message: `Invalid value: ${v}: must be greater than or equal to 0`, field: key },
+    ]);
   }
   return n;
 }
 
 /** GET pods/NAME/log: the container's lines as text/plain; with follow=true a chunked stream until it exits. */
-export function podLog(cluster: Cluster, kubelet: KubeletConnector | undefined, info: KindInfo, namespace: string | undefined, name: string, query: Query, reply: FastifyReply): void {
+export function podLog(
+  cluster: Cluster,
+  kubelet: KubeletConnector | undefined,
+  info: KindInfo,
+  namespace: string | undefined,
+  name: string,
+  query: Query,
+  reply: FastifyReply,
+): void {
   const pod = cluster.api.get(info, namespace, name);
   const container = resolveContainer(pod, one(query, 'container'));
   const tail = nonNegative(query, 'tailLines');
@@ -112,7 +130,11 @@ export function podLog(cluster: Cluster, kubelet: KubeletConnector | undefined, 
 
   reply.hijack();
   const res = reply.raw;
-  res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-cache, private', 'transfer-encoding': 'chunked' });
+  res.writeHead(200, {
+    'content-type': 'text/plain',
+    'cache-control': 'no-cache, private',
+    'transfer-encoding': 'chunked',
+  });
   if (initial) res.write(initial);
   else res.flushHeaders();
   res.socket?.setNoDelay(true);
@@ -164,7 +186,16 @@ export class ExecServer {
   ) {}
 
   /** Handles one upgrade request for pods/NAME/exec; `reject` writes an HTTP error answer on the socket. */
-  upgrade(info: KindInfo, namespace: string | undefined, name: string, url: URL, req: IncomingMessage, socket: Duplex, head: Buffer, reject: (err: ApiError, contentType?: string) => void): void {
+  upgrade(
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    url: URL,
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    reject: (err: ApiError, contentType?: string) => void,
+  ): void {
     const pod = this.cluster.api.get(info, namespace, name);
     const params = url.searchParams;
     const container = resolveContainer(pod, params.get('container') ?? undefined);
@@ -174,7 +205,8 @@ export class ExecServer {
     const wants = (key: string): boolean => params.get(key) === 'true' || params.get(key) === '1';
     const stdin = wants('stdin');
     const tty = wants('tty');
-    if (!stdin && !wants('stdout') && !wants('stderr')) throw Errors.badRequest('you must specify at least one of stdin, stdout, stderr');
+    if (!stdin && !wants('stdout') && !wants('stderr'))
+      throw Errors.badRequest('you must specify at least one of stdin, stdout, stderr');
     if (!this.kubelet) throw kubeletUnreachable(pod, `exec/${namespace}/${name}/${container}`);
     let target: ExecTarget;
     try {
@@ -186,11 +218,17 @@ export class ExecServer {
     }
     const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
     if (upgrade !== 'websocket') {
-      throw Errors.badRequest(`kube-sim serves exec over WebSocket only (subprotocols ${SUBPROTOCOLS.join(', ')}); the ${req.headers.upgrade ?? 'HTTP'} upgrade is not supported: use kubectl 1.30 or newer`);
+      throw Errors.badRequest(
+        `kube-sim serves exec over WebSocket only (subprotocols ${SUBPROTOCOLS.join(', ')}); the ${req.headers.upgrade ?? 'HTTP'} upgrade is not supported: use kubectl 1.30 or newer`,
+      );
     }
-    const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+    const offered = String(req.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((p) => p.trim());
     if (!SUBPROTOCOLS.some((p) => offered.includes(p))) {
-      throw Errors.badRequest(`none of the offered subprotocols [${offered.filter((p) => p).join(', ')}] is supported: use ${SUBPROTOCOLS.join(' or ')}`);
+      throw Errors.badRequest(
+        `none of the offered subprotocols [${offered.filter((p) => p).join(', ')}] is supported: use ${SUBPROTOCOLS.join(' or ')}`,
+      );
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => void this.run(ws, target, command, stdin, tty));
   }
@@ -198,7 +236,8 @@ export class ExecServer {
   private async run(ws: WebSocket, target: ExecTarget, command: string[], stdin: boolean, tty: boolean): Promise<void> {
     const v5 = ws.protocol === 'v5.channel.k8s.io';
     const frame = (channel: number, data: string | Buffer): void => {
-      if (ws.readyState === ws.OPEN) ws.send(Buffer.concat([Buffer.from([channel]), typeof data === 'string' ? Buffer.from(data) : data]));
+      if (ws.readyState === ws.OPEN)
+        ws.send(Buffer.concat([Buffer.from([channel]), typeof data === 'string' ? Buffer.from(data) : data]));
     };
     let input = '';
     let stdinClosed = !stdin;
@@ -222,8 +261,7 @@ export class ExecServer {
         const chunk = buf.subarray(1).toString('utf8');
         input += chunk;
         for (const l of listeners) l(chunk);
-      }
-      else if (channel === 255 && v5 && buf[1] === 0) closeStdin(); // v5: the client closed its stdin
+      } else if (channel === 255 && v5 && buf[1] === 0) closeStdin(); // v5: the client closed its stdin
     });
     let code: number;
     try {
@@ -233,11 +271,25 @@ export class ExecServer {
         stderr: (text) => frame(tty ? 1 : 2, text),
         tty,
         onStdin: stdin ? (l) => listeners.push(l) : undefined,
-        readStdin: stdin ? () => (stdinClosed ? Promise.resolve(input) : new Promise<string>((resolve) => stdinWaiters.push(() => resolve(input)))) : undefined,
+        readStdin: stdin
+          ? () =>
+              stdinClosed
+                ? Promise.resolve(input)
+                : new Promise<string>((resolve) => stdinWaiters.push(() => resolve(input)))
+          : undefined,
         closed,
       });
     } catch (err) {
-      frame(3, JSON.stringify({ metadata: {}, status: 'Failure', message: err instanceof Error ? err.message : String(err), reason: 'InternalError', code: 500 }));
+      frame(
+        3,
+        JSON.stringify({
+          metadata: {},
+          status: 'Failure',
+          message: err instanceof Error ? err.message : String(err),
+          reason: 'InternalError',
+          code: 500,
+        }),
+      );
       ws.close(1000);
       return;
     }

@@ -20,7 +20,15 @@ import { negotiate, type Negotiated } from './negotiation.js';
 import { podLog } from './pod-connect.js';
 import { decodeProtobuf } from './protobuf/decode.js';
 import { partialObjectMetadata, tableBody, tableOf, type IncludeObject } from './table.js';
-import { gatedTransport, httpTransport, plainEventEncoder, webSocketTransport, WatchStream, type EventEncoder, type Transport } from './watch-stream.js';
+import {
+  gatedTransport,
+  httpTransport,
+  plainEventEncoder,
+  webSocketTransport,
+  WatchStream,
+  type EventEncoder,
+  type Transport,
+} from './watch-stream.js';
 
 /** Where a request points: a kind, maybe a namespace, a name and a subresource. */
 export interface ResourceTarget {
@@ -48,9 +56,11 @@ function intParam(query: Query, key: string): number | undefined {
   const v = one(query, key);
   if (v === undefined || v === '') return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n)) throw Errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: must be an integer`);
+  if (!Number.isInteger(n))
+    throw Errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: must be an integer`);
   // kube-apiserver parses these as int64: a value beyond it is a 400, not a silently huge limit.
-  if (Math.abs(n) > Number.MAX_SAFE_INTEGER) throw Errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: value out of range`);
+  if (Math.abs(n) > Number.MAX_SAFE_INTEGER)
+    throw Errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: value out of range`);
   return n;
 }
 
@@ -59,17 +69,24 @@ function checkPathName(name: string): void {
   const problems: string[] = [];
   if (name === '.' || name === '..') problems.push(`may not be '${name}'`);
   for (const forbidden of ['/', '%']) if (name.includes(forbidden)) problems.push(`may not contain '${forbidden}'`);
-  if (problems.length > 0) throw Errors.badRequest(`Name parameter invalid: ${JSON.stringify(name)}: ${problems.join(';')}`);
+  if (problems.length > 0)
+    throw Errors.badRequest(`Name parameter invalid: ${JSON.stringify(name)}: ${problems.join(';')}`);
 }
 
 /** Segments after /api/v1 or /apis/GROUP/VERSION, resolved against the registry as kube-apiserver routes them. */
-export function resolveTarget(cluster: Cluster, group: string, version: string, segments: string[]): ResourceTarget | undefined {
+export function resolveTarget(
+  cluster: Cluster,
+  group: string,
+  version: string,
+  segments: string[],
+): ResourceTarget | undefined {
   let watchPath = false;
   if (segments[0] === 'watch') {
     watchPath = true;
     segments = segments.slice(1);
   }
-  const lookup = (resource: string | undefined): KindInfo | undefined => (resource ? cluster.registry.lookup(group, version, resource) : undefined);
+  const lookup = (resource: string | undefined): KindInfo | undefined =>
+    resource ? cluster.registry.lookup(group, version, resource) : undefined;
   if (segments[0] === 'namespaces' && segments.length >= 3) {
     const info = lookup(segments[2]);
     if (info?.namespaced && segments.length <= 5) {
@@ -96,10 +113,16 @@ export class ResourceHandler {
     const { info, namespace, name, subresource } = target;
     const method = request.method;
     if (subresource !== undefined && !this.subresourceKnown(info, subresource)) throw Errors.pathNotFound();
-    if (subresource === undefined && info.verbs && !info.verbs.includes(verbOf(method, name !== undefined, target.watchPath || boolParam(query, 'watch')))) throw Errors.methodNotAllowed();
+    if (
+      subresource === undefined &&
+      info.verbs &&
+      !info.verbs.includes(verbOf(method, name !== undefined, target.watchPath || boolParam(query, 'watch')))
+    )
+      throw Errors.methodNotAllowed();
     if (name === undefined) {
       if (method === 'GET') {
-        if (target.watchPath || boolParam(query, 'watch')) return this.watchHttp(target, query, negotiated, request, reply);
+        if (target.watchPath || boolParam(query, 'watch'))
+          return this.watchHttp(target, query, negotiated, request, reply);
         return this.list(info, namespace, query, negotiated, reply);
       }
       if (method === 'POST') {
@@ -116,13 +139,22 @@ export class ResourceHandler {
       }
       throw Errors.methodNotAllowed();
     }
-    if (target.watchPath) return this.watchHttp(target, { ...query, fieldSelector: nameSelector(name, one(query, 'fieldSelector')) }, negotiated, request, reply);
+    if (target.watchPath)
+      return this.watchHttp(
+        target,
+        { ...query, fieldSelector: nameSelector(name, one(query, 'fieldSelector')) },
+        negotiated,
+        request,
+        reply,
+      );
     checkPathName(name);
     if (subresource === 'scale') return this.scale(info, namespace, name, request, reply, negotiated);
     const extra = subresource === undefined ? undefined : info.extraSubresources?.find((s) => s.name === subresource);
     if (extra?.create) {
       if (method !== 'POST') throw Errors.methodNotAllowed();
-      const result = extra.create(this.cluster.api, info, namespace, name, this.body(request, false).value, { dryRun: dryRun(query) });
+      const result = extra.create(this.cluster.api, info, namespace, name, this.body(request, false).value, {
+        dryRun: dryRun(query),
+      });
       return this.sendText(reply, 201, negotiated, JSON.stringify(result), result);
     }
     if (info.resource === 'pods' && subresource === 'log') {
@@ -130,7 +162,8 @@ export class ResourceHandler {
       return podLog(this.cluster, this.kubelet, info, namespace, name, query, reply);
     }
     if (info.resource === 'pods' && subresource === 'exec') throw Errors.badRequest('Upgrade request required');
-    const status = subresource === 'status' ? ('status' as const) : subresource === 'finalize' ? ('finalize' as const) : undefined;
+    const status =
+      subresource === 'status' ? ('status' as const) : subresource === 'finalize' ? ('finalize' as const) : undefined;
     if (status === 'finalize' && method !== 'PUT') throw Errors.methodNotAllowed();
     switch (method) {
       case 'GET': {
@@ -145,7 +178,8 @@ export class ResourceHandler {
       case 'PATCH': {
         const body = this.body(request, true);
         const options = writeOptions(request, query, status);
-        if (options.force && body.patchType !== 'apply') throw Errors.badRequest('force: Invalid value: true: may not be specified for non-apply patch');
+        if (options.force && body.patchType !== 'apply')
+          throw Errors.badRequest('force: Invalid value: true: may not be specified for non-apply patch');
         const patched = this.cluster.api.patch(info, namespace, name, body.patchType!, body.value, options);
         return this.send(warn(reply, options), options.created ? 201 : 200, patched, negotiated, info);
       }
@@ -154,7 +188,13 @@ export class ResourceHandler {
         const options = this.deleteOptions(request, query);
         const result = this.cluster.api.delete(info, namespace, name, options);
         // kube-apiserver answers 202 only to an explicit orphanDependents=false; an object kept by finalizers gets 200.
-        return this.send(reply, !result.gone && options.orphanDependents === false ? 202 : 200, result.body as KubeObject, negotiated, info);
+        return this.send(
+          reply,
+          !result.gone && options.orphanDependents === false ? 202 : 200,
+          result.body as KubeObject,
+          negotiated,
+          info,
+        );
       }
       default:
         throw Errors.methodNotAllowed();
@@ -162,27 +202,44 @@ export class ResourceHandler {
   }
 
   private subresourceKnown(info: KindInfo, sub: string): boolean {
-    return (sub === 'status' && info.status === true) || (sub === 'scale' && info.scale !== undefined) || (info.extraSubresources ?? []).some((s) => s.name === sub);
+    return (
+      (sub === 'status' && info.status === true) ||
+      (sub === 'scale' && info.scale !== undefined) ||
+      (info.extraSubresources ?? []).some((s) => s.name === sub)
+    );
   }
 
   private body(request: FastifyRequest, patch: boolean) {
-    return decodeBody(request.headers['content-type'], request.body as Buffer | undefined, { patch, protobuf: decodeProtobuf });
+    return decodeBody(request.headers['content-type'], request.body as Buffer | undefined, {
+      patch,
+      protobuf: decodeProtobuf,
+    });
   }
 
   private deleteOptions(request: FastifyRequest, query: Query): DeleteOptions {
     const body = request.body as Buffer | undefined;
     let options: Record<string, unknown> = {};
     if (body && body.length > 0) {
-      const decoded = decodeBody(request.headers['content-type'], body, { patch: false, protobuf: decodeProtobuf }).value;
-      if (decoded !== undefined && !isPlainObject(decoded)) throw Errors.badRequest('DeleteOptions must be a JSON object');
+      const decoded = decodeBody(request.headers['content-type'], body, {
+        patch: false,
+        protobuf: decodeProtobuf,
+      }).value;
+      if (decoded !== undefined && !isPlainObject(decoded))
+        throw Errors.badRequest('DeleteOptions must be a JSON object');
       options = (decoded as Record<string, unknown>) ?? {};
     }
-    const grace = intParam(query, 'gracePeriodSeconds') ?? (typeof options.gracePeriodSeconds === 'number' ? options.gracePeriodSeconds : undefined);
+    const grace =
+      intParam(query, 'gracePeriodSeconds') ??
+      (typeof options.gracePeriodSeconds === 'number' ? options.gracePeriodSeconds : undefined);
     const policy = one(query, 'propagationPolicy') ?? options.propagationPolicy;
     if (policy !== undefined && policy !== 'Background' && policy !== 'Foreground' && policy !== 'Orphan') {
-      throw Errors.badRequest(`propagationPolicy: Unsupported value: "${String(policy)}": supported values: "Foreground", "Background", "Orphan"`);
+      throw Errors.badRequest(
+        `propagationPolicy: Unsupported value: "${String(policy)}": supported values: "Foreground", "Background", "Orphan"`,
+      );
     }
-    const result: DeleteOptions = { dryRun: dryRun(query) || (Array.isArray(options.dryRun) && options.dryRun.includes('All')) };
+    const result: DeleteOptions = {
+      dryRun: dryRun(query) || (Array.isArray(options.dryRun) && options.dryRun.includes('All')),
+    };
     if (grace !== undefined) {
       if (grace < 0) throw Errors.badRequest('gracePeriodSeconds: Invalid value: must be greater than or equal to 0');
       result.gracePeriodSeconds = grace;
@@ -199,20 +256,38 @@ export class ResourceHandler {
     return result;
   }
 
-  private list(info: KindInfo, namespace: string | undefined, query: Query, negotiated: Negotiated, reply: FastifyReply): void | Promise<void> {
+  private list(
+    info: KindInfo,
+    namespace: string | undefined,
+    query: Query,
+    negotiated: Negotiated,
+    reply: FastifyReply,
+  ): void | Promise<void> {
     this.checkResourceVersion(one(query, 'resourceVersion'));
     const list = this.cluster.api.list(info, namespace, listQuery(query));
     if (negotiated.transform === 'table') {
       const include = includeObject(query);
       const now = this.cluster.clock.now();
-      if (negotiated.format === 'json') return this.sendText(reply, 200, negotiated, tableBody(info, list.items, now, include, list.metadata), undefined);
+      if (negotiated.format === 'json')
+        return this.sendText(
+          reply,
+          200,
+          negotiated,
+          tableBody(info, list.items, now, include, list.metadata),
+          undefined,
+        );
       const table = tableOf(info, list.items, now, include, list.metadata);
       return this.sendText(reply, 200, negotiated, '', table);
     }
     if (negotiated.transform === 'partial') {
       const head = { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: list.metadata };
       if (negotiated.format === 'json') {
-        const body = arrayBody(`${JSON.stringify(head).slice(0, -1)},"items":[`, list.items, (obj) => JSON.stringify(partialObjectMetadata(obj)), ']}');
+        const body = arrayBody(
+          `${JSON.stringify(head).slice(0, -1)},"items":[`,
+          list.items,
+          (obj) => JSON.stringify(partialObjectMetadata(obj)),
+          ']}',
+        );
         return this.sendText(reply, 200, negotiated, body, undefined);
       }
       return this.sendText(reply, 200, negotiated, '', { ...head, items: list.items.map(partialObjectMetadata) });
@@ -221,9 +296,17 @@ export class ResourceHandler {
   }
 
   /** Answers with one object, transformed as the Accept header asks. */
-  send(reply: FastifyReply, code: number, obj: KubeObject, negotiated: Negotiated, info: KindInfo): void | Promise<void> {
+  send(
+    reply: FastifyReply,
+    code: number,
+    obj: KubeObject,
+    negotiated: Negotiated,
+    info: KindInfo,
+  ): void | Promise<void> {
     if (negotiated.transform === 'table' && obj.kind === info.kind) {
-      const table = tableOf(info, [obj], this.cluster.clock.now(), 'Metadata', { resourceVersion: obj.metadata.resourceVersion ?? '' });
+      const table = tableOf(info, [obj], this.cluster.clock.now(), 'Metadata', {
+        resourceVersion: obj.metadata.resourceVersion ?? '',
+      });
       return this.sendText(reply, code, negotiated, JSON.stringify(table), table);
     }
     if (negotiated.transform === 'partial' && obj.kind === info.kind) {
@@ -237,13 +320,25 @@ export class ResourceHandler {
    * Every answer with data goes out here, and with --data only once what it shows is durable: a write's
    * response waits for its fsync (group commit), and so does a read of something not yet durable.
    */
-  private sendText(reply: FastifyReply, code: number, negotiated: Negotiated, json: string | Buffer | Readable, value: unknown): void | Promise<void> {
+  private sendText(
+    reply: FastifyReply,
+    code: number,
+    negotiated: Negotiated,
+    json: string | Buffer | Readable,
+    value: unknown,
+  ): void | Promise<void> {
     const durable = this.cluster.durable();
     if (durable) return durable.then(() => this.sendNow(reply, code, negotiated, json, value));
     return this.sendNow(reply, code, negotiated, json, value);
   }
 
-  private sendNow(reply: FastifyReply, code: number, negotiated: Negotiated, json: string | Buffer | Readable, value: unknown): void | Promise<void> {
+  private sendNow(
+    reply: FastifyReply,
+    code: number,
+    negotiated: Negotiated,
+    json: string | Buffer | Readable,
+    value: unknown,
+  ): void | Promise<void> {
     if (negotiated.format === 'yaml') {
       void reply.code(code).header('content-type', 'application/yaml').send(render(value, 'yaml'));
       return;
@@ -255,7 +350,14 @@ export class ResourceHandler {
   }
 
   /** GET/PUT/PATCH of the autoscaling/v1 Scale subresource, writing spec.replicas of the owner. */
-  private scale(info: KindInfo, namespace: string | undefined, name: string, request: FastifyRequest, reply: FastifyReply, negotiated: Negotiated): void | Promise<void> {
+  private scale(
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    negotiated: Negotiated,
+  ): void | Promise<void> {
     const query = request.query as Query;
     if (request.method === 'GET') {
       const scale = scaleOf(info, this.cluster.api.get(info, namespace, name));
@@ -272,11 +374,15 @@ export class ResourceHandler {
         if (request.method === 'PUT') return body.value;
         if (body.patchType === 'json') return applyJsonPatch(current, body.value);
         if (body.patchType === 'merge') return applyMergePatch(current, body.value);
-        if (body.patchType === 'strategic') return applyStrategicMergePatch(current, body.value, 'io.k8s.api.autoscaling.v1.Scale');
+        if (body.patchType === 'strategic')
+          return applyStrategicMergePatch(current, body.value, 'io.k8s.api.autoscaling.v1.Scale');
         throw Errors.unsupportedMediaType('application/apply-patch+yaml');
       },
       request.method === 'PUT',
-      { dryRun: dryRun(query), fieldManager: one(query, 'fieldManager') || defaultFieldManager(request.headers['user-agent']) },
+      {
+        dryRun: dryRun(query),
+        fieldManager: one(query, 'fieldManager') || defaultFieldManager(request.headers['user-agent']),
+      },
     );
     return this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
   }
@@ -304,7 +410,13 @@ export class ResourceHandler {
     if (Number(rv) > current) throw Errors.resourceVersionTooLarge(Number(rv), current);
   }
 
-  private watchHttp(target: ResourceTarget, query: Query, negotiated: Negotiated, request: FastifyRequest, reply: FastifyReply): void {
+  private watchHttp(
+    target: ResourceTarget,
+    query: Query,
+    negotiated: Negotiated,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
     this.checkWatch(target, query);
     reply.hijack();
     const res = reply.raw;
@@ -339,7 +451,11 @@ export class ResourceHandler {
     const encode = this.eventEncoder(info, negotiated, query);
     const format = `${negotiated.transform}:${includeObject(query)}`;
     const stream = new WatchStream(transport, format, encode);
-    const watchQuery: WatchQuery = { ...listQuery(query), resourceVersion: one(query, 'resourceVersion'), sendInitialEvents: boolParam(query, 'sendInitialEvents') };
+    const watchQuery: WatchQuery = {
+      ...listQuery(query),
+      resourceVersion: one(query, 'resourceVersion'),
+      sendInitialEvents: boolParam(query, 'sendInitialEvents'),
+    };
     if (target.name !== undefined) watchQuery.fieldSelector = nameSelector(target.name, watchQuery.fieldSelector);
     try {
       const { watch, revision } = this.cluster.api.watch(info, namespace, watchQuery, stream);
@@ -348,11 +464,16 @@ export class ResourceHandler {
       const bookmark = (annotations?: Record<string, string>): KubeObject => ({
         kind: info.kind,
         apiVersion: groupVersion(info),
-        metadata: annotations ? { resourceVersion: String(this.cluster.store.currentRevision), annotations } : { resourceVersion: String(this.cluster.store.currentRevision) },
+        metadata: annotations
+          ? { resourceVersion: String(this.cluster.store.currentRevision), annotations }
+          : { resourceVersion: String(this.cluster.store.currentRevision) },
       });
       const bookmarks = boolParam(query, 'allowWatchBookmarks');
       if (watchQuery.sendInitialEvents && bookmarks) {
-        stream.sendRaw('BOOKMARK', { ...bookmark(), metadata: { resourceVersion: String(revision), annotations: { 'k8s.io/initial-events-end': 'true' } } });
+        stream.sendRaw('BOOKMARK', {
+          ...bookmark(),
+          metadata: { resourceVersion: String(revision), annotations: { 'k8s.io/initial-events-end': 'true' } },
+        });
       }
       if (bookmarks) stream.every(60_000, () => stream.sendRaw('BOOKMARK', bookmark()));
       const timeout = intParam(query, 'timeoutSeconds');
@@ -373,7 +494,12 @@ export class ResourceHandler {
     if (negotiated.transform === 'table') {
       const include = includeObject(query);
       return (type, object) => {
-        const body = object.kind === info.kind ? tableOf(info, [object], this.cluster.clock.now(), include, { resourceVersion: object.metadata.resourceVersion ?? '' }) : object;
+        const body =
+          object.kind === info.kind
+            ? tableOf(info, [object], this.cluster.clock.now(), include, {
+                resourceVersion: object.metadata.resourceVersion ?? '',
+              })
+            : object;
         return `{"type":"${type}","object":${JSON.stringify(body)}}\n`;
       };
     }
@@ -391,11 +517,21 @@ export class ResourceHandler {
 function writeOptions(request: FastifyRequest, query: Query, subresource?: 'status' | 'finalize'): WriteOptions {
   const requested = one(query, 'fieldValidation');
   const fieldValidation = requested === undefined || requested === '' ? 'Warn' : parseFieldValidation(requested);
-  if (!fieldValidation) throw Errors.badRequest(`fieldValidation: Unsupported value: "${requested}": supported values: "Ignore", "Strict", "Warn"`);
+  if (!fieldValidation)
+    throw Errors.badRequest(
+      `fieldValidation: Unsupported value: "${requested}": supported values: "Ignore", "Strict", "Warn"`,
+    );
   const manager = one(query, 'fieldManager');
-  if (manager !== undefined && manager.length > 128) throw Errors.badRequest('fieldManager: Too long: must have at most 128 bytes');
+  if (manager !== undefined && manager.length > 128)
+    throw Errors.badRequest('fieldManager: Too long: must have at most 128 bytes');
   // takeBody: the decoded request body is this request's alone, so the store may keep it rather than copy it.
-  const options: WriteOptions = { dryRun: dryRun(query), fieldManager: manager || defaultFieldManager(request.headers['user-agent']), fieldValidation, force: boolParam(query, 'force'), takeBody: true };
+  const options: WriteOptions = {
+    dryRun: dryRun(query),
+    fieldManager: manager || defaultFieldManager(request.headers['user-agent']),
+    fieldValidation,
+    force: boolParam(query, 'force'),
+    takeBody: true,
+  };
   if (subresource) options.subresource = subresource;
   const requester = requesterOf(request.raw);
   if (requester) options.requester = requester;
@@ -404,7 +540,11 @@ function writeOptions(request: FastifyRequest, query: Query, subresource?: 'stat
 
 /** Sends a write's warnings as `Warning: 299 - "…"` headers (kubectl prints them as `Warning: …`). */
 function warn(reply: FastifyReply, options: WriteOptions): FastifyReply {
-  if (options.warnings?.length) void reply.header('warning', options.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+  if (options.warnings?.length)
+    void reply.header(
+      'warning',
+      options.warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+    );
   return reply;
 }
 
@@ -449,7 +589,8 @@ function dryRun(query: Query): boolean {
   const v = query.dryRun;
   if (v === undefined) return false;
   const values = Array.isArray(v) ? v : [v];
-  for (const value of values) if (value !== 'All') throw Errors.badRequest(`dryRun: Unsupported value: "${value}": supported values: "All"`);
+  for (const value of values)
+    if (value !== 'All') throw Errors.badRequest(`dryRun: Unsupported value: "${value}": supported values: "All"`);
   return values.length > 0;
 }
 
@@ -457,4 +598,3 @@ function nameSelector(name: string, existing: string | undefined): string {
   const escaped = name.replace(/([\\,=])/g, '\\$1');
   return existing ? `${existing},metadata.name=${escaped}` : `metadata.name=${escaped}`;
 }
-

@@ -79,7 +79,9 @@ function decodedPath(url: string): string {
 
 /** The segments of a raw request path, decoded once, then split (so an encoded slash splits too, as in Go). */
 function pathSegments(path: string): string[] {
-  return decodedPath(path).split('/').filter((s) => s !== '');
+  return decodedPath(path)
+    .split('/')
+    .filter((s) => s !== '');
 }
 
 /**
@@ -87,7 +89,12 @@ function pathSegments(path: string): string[] {
  * /version and health, and the simulator's own /sim/v1 controls. Returns a fastify instance (not listening).
  */
 export function buildServer(cluster: Cluster, options: ServerOptions = {}): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, routerOptions: { maxParamLength: 1000 }, return503OnClosing: false, forceCloseConnections: true,
+  const app = Fastify({
+    logger: false,
+    bodyLimit: MAX_BODY_BYTES,
+    routerOptions: { maxParamLength: 1000 },
+    return503OnClosing: false,
+    forceCloseConnections: true,
     // Errors fastify raises before routing (a malformed %-escape in the URL) get a Status like every other error.
     frameworkErrors: (err, _request, reply) => sendError(reply, toApiError(err)),
     // An https server is an http one to every route and upgrade handler here; only fastify's types tell them apart.
@@ -99,12 +106,15 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   const resources = new ResourceHandler(cluster, options.kubelet);
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) =>
+    done(null, body),
+  );
 
   app.setErrorHandler(async (err, request, reply) => {
     const apiError = toApiError(err);
     // 500 only: a 5xx answered on purpose (504 for a resourceVersion from the future) is no internal error.
-    if (apiError.code === 500) options.logger?.(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    if (apiError.code === 500)
+      options.logger?.(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     // A client still sending an oversized body would see its connection reset instead of the 413: read the
     // rest (up to a bound; beyond it the connection is dropped) so that it gets the Status.
     if (apiError.code === 413) await drainRequest(request.raw, MAX_DRAIN_BYTES);
@@ -132,12 +142,18 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
       }),
     ),
   );
-  for (const path of ['/healthz', '/livez', '/readyz']) app.get(path, (_req, reply) => void reply.code(200).header('content-type', 'text/plain; charset=utf-8').send('ok'));
+  for (const path of ['/healthz', '/livez', '/readyz'])
+    app.get(path, (_req, reply) => void reply.code(200).header('content-type', 'text/plain; charset=utf-8').send('ok'));
 
   /** Aggregated discovery when the Accept header asks for it, else the legacy document. */
   const aggregatedVersion = (request: FastifyRequest): 'v2' | 'v2beta1' | undefined => {
     for (const t of parseMediaTypes(request.headers.accept)) {
-      if (t.params.g === 'apidiscovery.k8s.io' && t.params.as === 'APIGroupDiscoveryList' && (t.params.v === 'v2' || t.params.v === 'v2beta1')) return t.params.v;
+      if (
+        t.params.g === 'apidiscovery.k8s.io' &&
+        t.params.as === 'APIGroupDiscoveryList' &&
+        (t.params.v === 'v2' || t.params.v === 'v2beta1')
+      )
+        return t.params.v;
       if (t.type === 'application/json' && t.params.as === undefined) return undefined;
     }
     return undefined;
@@ -145,7 +161,11 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
   const discoveryRoute = (legacy: boolean) => (request: FastifyRequest, reply: FastifyReply) => {
     const version = aggregatedVersion(request);
     if (version) {
-      return json(reply, discovery.aggregated(legacy, version), `application/json;g=apidiscovery.k8s.io;v=${version};as=APIGroupDiscoveryList`);
+      return json(
+        reply,
+        discovery.aggregated(legacy, version),
+        `application/json;g=apidiscovery.k8s.io;v=${version};as=APIGroupDiscoveryList`,
+      );
     }
     return json(reply, legacy ? discovery.apiVersions() : discovery.apiGroupList());
   };
@@ -220,7 +240,9 @@ function registerSimRoutes(app: FastifyInstance, cluster: Cluster, kubelet: Kube
       const found = action === 'fail' ? kubelet.failNode(name) : kubelet.recoverNode(name);
       if (!found) throw Errors.notFound({ group: '', resource: 'nodes' }, name);
       await cluster.virtualClock?.settle();
-      void reply.header('content-type', 'application/json').send(JSON.stringify({ node: name, kubelet: action === 'fail' ? 'stopped' : 'running' }));
+      void reply
+        .header('content-type', 'application/json')
+        .send(JSON.stringify({ node: name, kubelet: action === 'fail' ? 'stopped' : 'running' }));
     });
   }
   const clockState = (): string => JSON.stringify({ now: rfc3339(cluster.clock.now()), mode: cluster.clock.mode });
@@ -231,12 +253,15 @@ function registerSimRoutes(app: FastifyInstance, cluster: Cluster, kubelet: Kube
     const raw = request.body as Buffer | undefined;
     const body = raw && raw.length > 0 ? parseJson(raw.toString('utf8')) : {};
     const by = isPlainObject(body) ? body.by : undefined;
-    if (typeof by !== 'string' && typeof by !== 'number') throw Errors.badRequest('body must be {"by": "<duration>"}, e.g. {"by": "90s"}');
+    if (typeof by !== 'string' && typeof by !== 'number')
+      throw Errors.badRequest('body must be {"by": "<duration>"}, e.g. {"by": "90s"}');
     let ms: number;
     try {
       ms = typeof by === 'number' ? by * 1000 : parseDuration(by);
     } catch {
-      throw Errors.badRequest(`invalid duration ${JSON.stringify(by)}: use Go duration syntax such as "90s", "5m" or "1h30m"`);
+      throw Errors.badRequest(
+        `invalid duration ${JSON.stringify(by)}: use Go duration syntax such as "90s", "5m" or "1h30m"`,
+      );
     }
     if (!(ms >= 0)) throw Errors.badRequest('duration must not be negative');
     await clock.advance(ms);
@@ -245,11 +270,19 @@ function registerSimRoutes(app: FastifyInstance, cluster: Cluster, kubelet: Kube
 }
 
 /** Watches over WebSocket on the same URLs as HTTP watches, and pods/exec. */
-function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: ResourceHandler, exec: ExecServer, auth: ApiAuth | undefined): void {
+function attachWebSockets(
+  app: FastifyInstance,
+  cluster: Cluster,
+  resources: ResourceHandler,
+  exec: ExecServer,
+  auth: ApiAuth | undefined,
+): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
   const reject = (socket: Duplex, err: ApiError, contentType = 'application/json'): void => {
     const body = contentType === 'application/json' ? JSON.stringify(err.toStatus()) : err.message;
-    socket.end(`HTTP/1.1 ${err.code} ${err.reason}\r\ncontent-type: ${contentType}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${err.code} ${err.reason}\r\ncontent-type: ${contentType}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   };
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     try {
@@ -257,11 +290,15 @@ function attachWebSockets(app: FastifyInstance, cluster: Cluster, resources: Res
       const url = new URL(req.url ?? '/', 'http://localhost');
       const segments = pathSegments(url.pathname);
       let target: ResourceTarget | undefined;
-      if (segments[0] === 'api' && segments.length >= 3) target = resolveTarget(cluster, '', segments[1]!, segments.slice(2));
-      else if (segments[0] === 'apis' && segments.length >= 4) target = resolveTarget(cluster, segments[1]!, segments[2]!, segments.slice(3));
+      if (segments[0] === 'api' && segments.length >= 3)
+        target = resolveTarget(cluster, '', segments[1]!, segments.slice(2));
+      else if (segments[0] === 'apis' && segments.length >= 4)
+        target = resolveTarget(cluster, segments[1]!, segments[2]!, segments.slice(3));
       if (!target) return reject(socket, Errors.pathNotFound());
       if (target.subresource === 'exec' && target.info.resource === 'pods' && target.name !== undefined) {
-        return exec.upgrade(target.info, target.namespace, target.name, url, req, socket, head, (err, type) => reject(socket, err, type));
+        return exec.upgrade(target.info, target.namespace, target.name, url, req, socket, head, (err, type) =>
+          reject(socket, err, type),
+        );
       }
       const query: Record<string, string> = Object.fromEntries(url.searchParams.entries());
       const isWatch = target.watchPath || query.watch === 'true' || query.watch === '1';

@@ -9,14 +9,16 @@ const nameColumn: TableColumn = {
   name: 'Name',
   type: 'string',
   format: 'name',
-  description: 'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names',
+  description:
+    'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names',
   cell: (o) => o.metadata.name ?? '',
 };
 
 const ageColumn: TableColumn = {
   name: 'Age',
   type: 'string',
-  description: 'CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata',
+  description:
+    'CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata',
   cell: (o, now) => ageOf(o.metadata.creationTimestamp, now),
 };
 
@@ -52,7 +54,12 @@ function tableHead(info: KindInfo, listMeta: Record<string, unknown>): Record<st
   };
 }
 
-function rowOf(columns: readonly TableColumn[], obj: KubeObject, now: number, include: IncludeObject): Record<string, unknown> {
+function rowOf(
+  columns: readonly TableColumn[],
+  obj: KubeObject,
+  now: number,
+  include: IncludeObject,
+): Record<string, unknown> {
   const row: Record<string, unknown> = { cells: columns.map((c) => c.cell(obj, now)) };
   if (include === 'Object') row.object = obj;
   else if (include === 'Metadata') row.object = partialObjectMetadata(obj);

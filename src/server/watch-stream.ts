@@ -16,7 +16,8 @@ export type EventEncoder = (type: WatchEventType, object: KubeObject) => string;
  * it, else made without caching it, since the event caches its bytes for every watcher (StoreEvent.encoded). A
  * rollout's 80,000 pod versions each kept 2.9 KB of text they never served again, in the old generation.
  */
-export const plainEventEncoder: EventEncoder = (type, object) => `{"type":"${type}","object":${listedJsonOf(object)}}\n`;
+export const plainEventEncoder: EventEncoder = (type, object) =>
+  `{"type":"${type}","object":${listedJsonOf(object)}}\n`;
 
 /** What a watch writes: an event's shared bytes, or a one-off text (BOOKMARK, ERROR). */
 export type WatchChunk = Buffer | string;
@@ -96,7 +97,8 @@ function withoutNewline(chunk: WatchChunk): WatchChunk {
 export function webSocketTransport(ws: WebSocket): Transport {
   // ws keeps its socket in _socket (no public accessor); corking it batches frames the same way as HTTP chunks.
   const socket = (ws as unknown as { _socket?: Partial<Corkable> })._socket;
-  const corkable = typeof socket?.cork === 'function' && typeof socket.uncork === 'function' ? (socket as Corkable) : undefined;
+  const corkable =
+    typeof socket?.cork === 'function' && typeof socket.uncork === 'function' ? (socket as Corkable) : undefined;
   return {
     write: (chunk) => {
       if (ws.readyState !== ws.OPEN) return false;

@@ -111,19 +111,24 @@ function flattenMembers(node: object, stored: unknown): void {
   for (const key in node) {
     const item = (node as Record<string, unknown>)[key];
     if (typeof item === 'string') flattenString(item);
-    else if (typeof item === 'object' && item !== null && item !== before?.[key] && !Object.isFrozen(item)) flattenMembers(item, before?.[key]);
+    else if (typeof item === 'object' && item !== null && item !== before?.[key] && !Object.isFrozen(item))
+      flattenMembers(item, before?.[key]);
   }
 }
 
 /** What a node's members allow: not interning it, interning it by contentKey, or by its JSON (primitives only). */
-const enum Members {
+enum Members {
   Own,
   Shared,
   Primitive,
 }
 
 /** Compacts the members of `node` in place; with `share`, says how `node` itself can be interned. */
-function compactMembers(node: Record<string, unknown>, stored: Record<string, unknown> | undefined, share: boolean): Members {
+function compactMembers(
+  node: Record<string, unknown>,
+  stored: Record<string, unknown> | undefined,
+  share: boolean,
+): Members {
   let members = share ? Members.Primitive : Members.Own;
   for (const key in node) {
     const item = node[key];
@@ -205,7 +210,8 @@ function sameMembers(value: object, twin: Recent): boolean {
   let i = 0;
   for (const name in value) {
     // Identity for children (interned), === for primitives: NaN never matches, and then the key decides.
-    if (i >= names.length || names[i] !== name || (value as Record<string, unknown>)[name] !== other[name]) return false;
+    if (i >= names.length || names[i] !== name || (value as Record<string, unknown>)[name] !== other[name])
+      return false;
     i++;
   }
   return i === names.length;

@@ -197,7 +197,8 @@ export class MemoryStore {
   }
 
   register(spec: ResourceSpec): void {
-    if (!this.tables.has(spec.key)) this.tables.set(spec.key, new ResourceTable(spec, this.historySize, this.revision, this.now));
+    if (!this.tables.has(spec.key))
+      this.tables.set(spec.key, new ResourceTable(spec, this.historySize, this.revision, this.now));
   }
 
   unregister(key: string): void {
@@ -251,7 +252,8 @@ export class MemoryStore {
     const result: ListResult = { items, revision: this.revision };
     if (nextIndex >= 0 && lastKey !== undefined) {
       result.continueAfter = lastKey;
-      if (options.label.empty && options.field.empty && candidates.end !== undefined) result.remaining = candidates.end - nextIndex;
+      if (options.label.empty && options.field.empty && candidates.end !== undefined)
+        result.remaining = candidates.end - nextIndex;
     }
     return result;
   }
@@ -267,7 +269,10 @@ export class MemoryStore {
    * The smallest ordered key range that can hold every match: an index hit (sorted on the spot, since it is
    * small), or the namespace's contiguous range of the resource's ordered keys.
    */
-  private candidates(table: ResourceTable, options: ListOptions): { keys: readonly string[]; from: number; prefix?: string; end?: number } {
+  private candidates(
+    table: ResourceTable,
+    options: ListOptions,
+  ): { keys: readonly string[]; from: number; prefix?: string; end?: number } {
     const sets: Array<Keys | readonly string[]> = [];
     const name = options.field.equality('metadata.name');
     if (name !== undefined) {
@@ -281,8 +286,12 @@ export class MemoryStore {
       const wanted = options.field.equality(field);
       if (wanted !== undefined) sets.push(values.get(wanted) ?? NO_KEYS);
     }
-    const prefixScan = options.namespace !== undefined ? (table.namespaceCounts.get(options.namespace) ?? 0) : table.objects.size;
-    const smallest = sets.reduce<Keys | readonly string[] | undefined>((best, s) => (best === undefined || keyCount(s) < keyCount(best) ? s : best), undefined);
+    const prefixScan =
+      options.namespace !== undefined ? (table.namespaceCounts.get(options.namespace) ?? 0) : table.objects.size;
+    const smallest = sets.reduce<Keys | readonly string[] | undefined>(
+      (best, s) => (best === undefined || keyCount(s) < keyCount(best) ? s : best),
+      undefined,
+    );
     if (smallest !== undefined && keyCount(smallest) < prefixScan) {
       const keys = keyList(smallest).sort();
       const from = options.after !== undefined ? upperBound(keys, options.after) : 0;
@@ -293,9 +302,18 @@ export class MemoryStore {
       const prefix = `${options.namespace}/`;
       const after = options.after !== undefined && options.after > prefix ? options.after : prefix;
       // Keys of one namespace are contiguous: they end before the first key ≥ "<namespace>0" ('0' follows '/').
-      return { keys: ordered, from: table.order.firstAfter(after), prefix, end: table.order.firstAtOrAfter(`${options.namespace}0`) };
+      return {
+        keys: ordered,
+        from: table.order.firstAfter(after),
+        prefix,
+        end: table.order.firstAtOrAfter(`${options.namespace}0`),
+      };
     }
-    return { keys: ordered, from: options.after !== undefined ? table.order.firstAfter(options.after) : 0, end: ordered.length };
+    return {
+      keys: ordered,
+      from: options.after !== undefined ? table.order.firstAfter(options.after) : 0,
+      end: ordered.length,
+    };
   }
 
   /** Stores a new object (which the store now owns) and stamps its resourceVersion. */
@@ -435,7 +453,14 @@ export class MemoryStore {
    * counter, the watch history — so a watch from a resourceVersion before a crash resumes — and the change
    * listeners (as load does; a CRD's kind is registered before the records of its objects come).
    */
-  replay(resource: string, type: 'A' | 'M' | 'D', revision: number, obj: KubeObject | undefined, namespace?: string, name?: string): boolean {
+  replay(
+    resource: string,
+    type: 'A' | 'M' | 'D',
+    revision: number,
+    obj: KubeObject | undefined,
+    namespace?: string,
+    name?: string,
+  ): boolean {
     this.revision = revision;
     const table = this.tables.get(resource);
     if (!table) return false; // a resource this build does not serve
@@ -481,7 +506,11 @@ function deepFreeze(value: unknown): void {
 
 function checkPreconditions(gr: GroupResource, current: KubeObject, pre: Preconditions): void {
   if (pre.uid && pre.uid !== current.metadata.uid) {
-    throw Errors.conflict(gr, current.metadata.name!, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
+    throw Errors.conflict(
+      gr,
+      current.metadata.name!,
+      `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`,
+    );
   }
   if (pre.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
     throw Errors.conflict(gr, current.metadata.name!);

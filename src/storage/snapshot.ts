@@ -62,12 +62,15 @@ class DurableSnapshotFile implements Adapter<SnapshotData> {
         await fh.write(bytes);
         written += bytes.length;
       };
-      await put(`{"revision":${data.revision}${data.clock === undefined ? '' : `,"clock":${data.clock}`},"resources":{`);
+      await put(
+        `{"revision":${data.revision}${data.clock === undefined ? '' : `,"clock":${data.clock}`},"resources":{`,
+      );
       let firstResource = true;
       for (const [resource, objects] of Object.entries(data.resources)) {
         await put(`${firstResource ? '' : ','}${JSON.stringify(resource)}:[`);
         firstResource = false;
-        for (let i = 0; i < objects.length; i++) await put(i === 0 ? listedJsonOf(objects[i]!) : `,${listedJsonOf(objects[i]!)}`);
+        for (let i = 0; i < objects.length; i++)
+          await put(i === 0 ? listedJsonOf(objects[i]!) : `,${listedJsonOf(objects[i]!)}`);
         await put(']');
       }
       const tail = Buffer.from(`${piece.join('')}}}`);

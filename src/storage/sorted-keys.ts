@@ -27,7 +27,8 @@ export class SortedKeys {
     let n = 0;
     while (i < this.sorted.length || j < incoming.length) {
       let next: string;
-      if (j >= incoming.length || (i < this.sorted.length && compareBytes(this.sorted[i]!, incoming[j]!) <= 0)) next = this.sorted[i++]!;
+      if (j >= incoming.length || (i < this.sorted.length && compareBytes(this.sorted[i]!, incoming[j]!) <= 0))
+        next = this.sorted[i++]!;
       else next = incoming[j++]!;
       if (this.removed.size > 0 && this.removed.has(next)) continue;
       merged[n++] = next;

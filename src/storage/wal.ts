@@ -1,4 +1,14 @@
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+} from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as zlib from 'node:zlib';
@@ -61,12 +71,22 @@ export const crc32: (data: Buffer) => number =
 
 export function encodeRecord(record: WalRecord | WalMarker): string {
   // The object's JSON goes through the shared cache, so the write's response (and watch events) reuse it.
-  const json = record.t !== 'B' && record.o ? `${JSON.stringify({ ...record, o: undefined }).slice(0, -1)},"o":${jsonOf(record.o)}}` : JSON.stringify(record);
+  const json =
+    record.t !== 'B' && record.o
+      ? `${JSON.stringify({ ...record, o: undefined }).slice(0, -1)},"o":${jsonOf(record.o)}}`
+      : JSON.stringify(record);
   return `${crc32(Buffer.from(json)).toString(16).padStart(8, '0')} ${json}\n`;
 }
 
 export function recordOf(resource: string, event: StoreEvent): WalRecord {
-  if (event.type === 'DELETED') return { r: event.revision, k: resource, t: 'D', n: event.object.metadata.namespace ?? '', m: event.object.metadata.name! };
+  if (event.type === 'DELETED')
+    return {
+      r: event.revision,
+      k: resource,
+      t: 'D',
+      n: event.object.metadata.namespace ?? '',
+      m: event.object.metadata.name!,
+    };
   return { r: event.revision, k: resource, t: event.type === 'ADDED' ? 'A' : 'M', o: event.object };
 }
 
@@ -108,9 +128,17 @@ function parseLine(buf: Buffer, start: number, end: number, after: number): WalR
   } catch {
     return 'unparsable record';
   }
-  if (parsed.t === 'B') return typeof parsed.r === 'number' && (parsed.c === undefined || typeof parsed.c === 'number') ? parsed : 'malformed commit marker';
+  if (parsed.t === 'B')
+    return typeof parsed.r === 'number' && (parsed.c === undefined || typeof parsed.c === 'number')
+      ? parsed
+      : 'malformed commit marker';
   const record = parsed;
-  if (typeof record.r !== 'number' || typeof record.k !== 'string' || (record.t !== 'D' && typeof record.o !== 'object')) return 'malformed record';
+  if (
+    typeof record.r !== 'number' ||
+    typeof record.k !== 'string' ||
+    (record.t !== 'D' && typeof record.o !== 'object')
+  )
+    return 'malformed record';
   if (record.r <= after) return `revision ${record.r} does not follow ${after}`;
   return record;
 }
@@ -151,7 +179,13 @@ export function scanWal(file: string, repair: boolean): WalScan {
   }
   if (!firstBad) return { records, goodLength: buf.length, size: buf.length, clock };
   if (validAfterBad && !repair) throw new WalCorruptError(file, firstBad.offset, firstBad.why);
-  return { records, goodLength: firstBad.offset, size: buf.length, clock, discarded: { ...firstBad, repaired: validAfterBad } };
+  return {
+    records,
+    goodLength: firstBad.offset,
+    size: buf.length,
+    clock,
+    discarded: { ...firstBad, repaired: validAfterBad },
+  };
 }
 
 /** Cuts the log to `length` bytes, durably. */

@@ -276,7 +276,8 @@ export class WatchHub {
     const labels = obj.metadata.labels;
     const before = event.prevObject?.metadata.labels;
     if (labels) for (const k in labels) this.visit(`label\u0000${k}\u0000${labels[k]}`, event);
-    if (before && before !== labels) for (const k in before) if (labels?.[k] !== before[k]) this.visit(`label\u0000${k}\u0000${before[k]}`, event);
+    if (before && before !== labels)
+      for (const k in before) if (labels?.[k] !== before[k]) this.visit(`label\u0000${k}\u0000${before[k]}`, event);
   }
 
   private visit(key: string, event: StoreEvent): void {
@@ -287,7 +288,11 @@ export class WatchHub {
   private deliver(watch: Watch, event: StoreEvent): void {
     if (watch.closed || event.revision <= watch.after) return;
     const nowPasses = this.passes(watch.filter, event.object);
-    const type = transition(event, nowPasses, event.prevObject !== undefined && this.passes(watch.filter, event.prevObject));
+    const type = transition(
+      event,
+      nowPasses,
+      event.prevObject !== undefined && this.passes(watch.filter, event.prevObject),
+    );
     if (type && !watch.sink.send(type, event)) watch.stop();
   }
 

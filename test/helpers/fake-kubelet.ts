@@ -20,7 +20,9 @@ export class FakeKubelet {
   }
 
   pods(selector: string): Promise<Obj[]> {
-    return this.api.list(`/api/v1/namespaces/${this.namespace}/pods?labelSelector=${encodeURIComponent(selector)}`).then((l) => l.items);
+    return this.api
+      .list(`/api/v1/namespaces/${this.namespace}/pods?labelSelector=${encodeURIComponent(selector)}`)
+      .then((l) => l.items);
   }
 
   private async patchStatus(name: string, status: Record<string, unknown>): Promise<void> {
@@ -29,7 +31,8 @@ export class FakeKubelet {
       body: { status },
       headers: { 'content-type': 'application/merge-patch+json' },
     });
-    if (reply.status !== 200 && reply.status !== 404) throw new Error(`patching ${name}/status: ${reply.status} ${reply.text}`);
+    if (reply.status !== 200 && reply.status !== 404)
+      throw new Error(`patching ${name}/status: ${reply.status} ${reply.text}`);
   }
 
   private containers(pod: Obj): string[] {
@@ -46,7 +49,10 @@ export class FakeKubelet {
   async reap(selector: string): Promise<void> {
     for (const pod of await this.pods(selector)) {
       if (!pod.metadata.deletionTimestamp) continue;
-      await this.api.request(`/api/v1/namespaces/${this.namespace}/pods/${pod.metadata.name}`, { method: 'DELETE', body: { gracePeriodSeconds: 0 } });
+      await this.api.request(`/api/v1/namespaces/${this.namespace}/pods/${pod.metadata.name}`, {
+        method: 'DELETE',
+        body: { gracePeriodSeconds: 0 },
+      });
     }
   }
 
@@ -66,7 +72,15 @@ export class FakeKubelet {
         { type: 'ContainersReady', status: flag, lastTransitionTime: at },
         { type: 'PodScheduled', status: 'True', lastTransitionTime: at },
       ],
-      containerStatuses: this.containers(pod).map((c) => ({ name: c, image: 'img', imageID: '', ready, started: true, restartCount: 0, state: { running: { startedAt: at } } })),
+      containerStatuses: this.containers(pod).map((c) => ({
+        name: c,
+        image: 'img',
+        imageID: '',
+        ready,
+        started: true,
+        restartCount: 0,
+        state: { running: { startedAt: at } },
+      })),
     });
   }
 
@@ -89,7 +103,9 @@ export class FakeKubelet {
         ready: false,
         started: false,
         restartCount: 0,
-        state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', startedAt: at, finishedAt: at } },
+        state: {
+          terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', startedAt: at, finishedAt: at },
+        },
       })),
     });
   }

@@ -35,7 +35,13 @@ export interface StatusBody {
   message?: string;
   reason?: string;
   code: number;
-  details?: { name?: string; group?: string; kind?: string; uid?: string; causes?: Array<{ reason: string; message: string; field?: string }> };
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    uid?: string;
+    causes?: Array<{ reason: string; message: string; field?: string }>;
+  };
 }
 
 export interface Reply<T = unknown> {
@@ -54,13 +60,18 @@ export interface RequestOptions {
 }
 
 /** One HTTP request against the server; never throws on an error status. */
-export async function request<T = unknown>(base: string, path: string, options: RequestOptions = {}): Promise<Reply<T>> {
+export async function request<T = unknown>(
+  base: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<Reply<T>> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   let body: string | Buffer | undefined;
   if (options.body !== undefined) {
     if (typeof options.body === 'string' || Buffer.isBuffer(options.body)) body = options.body;
     else body = JSON.stringify(options.body);
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+      headers['content-type'] = 'application/json';
   }
   const res = await fetch(base + path, { method: options.method ?? 'GET', headers, body });
   const text = await res.text();
@@ -84,7 +95,11 @@ export class Api {
   /** Like request, but fails the test unless the status is the one expected. */
   async expect<T = unknown>(status: number, path: string, options: RequestOptions = {}): Promise<T> {
     const reply = await this.request<T>(path, options);
-    assert.equal(reply.status, status, `${options.method ?? 'GET'} ${path}: expected ${status}, got ${reply.status}: ${reply.text.slice(0, 500)}`);
+    assert.equal(
+      reply.status,
+      status,
+      `${options.method ?? 'GET'} ${path}: expected ${status}, got ${reply.status}: ${reply.text.slice(0, 500)}`,
+    );
     return reply.body;
   }
 
@@ -105,7 +120,11 @@ export class Api {
   }
 
   mergePatch(path: string, patch: unknown): Promise<Obj> {
-    return this.expect<Obj>(200, path, { method: 'PATCH', body: patch, headers: { 'content-type': 'application/merge-patch+json' } });
+    return this.expect<Obj>(200, path, {
+      method: 'PATCH',
+      body: patch,
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
   }
 
   delete(path: string, options?: unknown): Promise<Reply<Obj | StatusBody>> {
@@ -114,8 +133,14 @@ export class Api {
 
   /** Creates a namespace (no error if it exists). */
   async namespace(name: string): Promise<void> {
-    const reply = await this.request('/api/v1/namespaces', { method: 'POST', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } });
-    assert.ok(reply.status === 201 || reply.status === 409, `creating namespace ${name}: ${reply.status} ${reply.text}`);
+    const reply = await this.request('/api/v1/namespaces', {
+      method: 'POST',
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+    });
+    assert.ok(
+      reply.status === 201 || reply.status === 409,
+      `creating namespace ${name}: ${reply.status} ${reply.text}`,
+    );
   }
 }
 

@@ -11,7 +11,9 @@ export const KUBECTL = process.env.KUBE_SIM_KUBECTL ?? '/usr/bin/kubectl';
 
 /** Why kubectl tests cannot run here, or undefined when they can. */
 export function kubectlMissing(): string | undefined {
-  return existsSync(KUBECTL) ? undefined : `kubectl not installed: ${KUBECTL} is absent, so the kubectl end-to-end checks cannot run`;
+  return existsSync(KUBECTL)
+    ? undefined
+    : `kubectl not installed: ${KUBECTL} is absent, so the kubectl end-to-end checks cannot run`;
 }
 
 /** The minor version of the kubectl under test (the dispatcher says "32+"), for output that differs by version. */
@@ -65,9 +67,16 @@ export interface KubectlOptions {
  * Runs `kubectl --server URL ...args` to completion; with no server, kubectl goes where the kubeconfig in
  * `options.env.KUBECONFIG` points, so that a test of a written kubeconfig also tests its `server`.
  */
-export function kubectl(server: string | undefined, args: string[], options: KubectlOptions = {}): Promise<KubectlResult> {
+export function kubectl(
+  server: string | undefined,
+  args: string[],
+  options: KubectlOptions = {},
+): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(options.binary ?? KUBECTL, server === undefined ? args : ['--server', server, ...args], { env: { ...env(), ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(options.binary ?? KUBECTL, server === undefined ? args : ['--server', server, ...args], {
+      env: { ...env(), ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -96,7 +105,10 @@ export function kubectl(server: string | undefined, args: string[], options: Kub
  */
 export function kubectlAgainst(server: { url: string; stderr(): string }, context: () => string = () => '') {
   const run = (args: string[], input?: string, timeoutMs?: number): Promise<KubectlResult> =>
-    kubectl(server.url, args, { ...(input === undefined ? {} : { input }), ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+    kubectl(server.url, args, {
+      ...(input === undefined ? {} : { input }),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    });
   const ok = async (args: string[], input?: string, timeoutMs?: number): Promise<string> => {
     const r = await run(args, input, timeoutMs);
     assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}\n${server.stderr()}\n${context()}`);
@@ -121,10 +133,12 @@ export class KubectlProcess {
       this.stderr += c;
       this.wake();
     });
-    this.exited = new Promise((resolve) => child.on('close', (code) => {
-      this.wake();
-      resolve(code);
-    }));
+    this.exited = new Promise((resolve) =>
+      child.on('close', (code) => {
+        this.wake();
+        resolve(code);
+      }),
+    );
   }
 
   private wake(): void {
@@ -149,14 +163,22 @@ export class KubectlProcess {
 
   private waitFor(done: () => boolean, what: string, timeoutMs: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`kubectl: timed out waiting for ${what}; stdout:\n${this.stdout}\nstderr:\n${this.stderr}`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          reject(new Error(`kubectl: timed out waiting for ${what}; stdout:\n${this.stdout}\nstderr:\n${this.stderr}`)),
+        timeoutMs,
+      );
       const check = (): void => {
         if (done()) {
           clearTimeout(timer);
           resolve();
         } else if (this.child.exitCode !== null || this.child.signalCode !== null) {
           clearTimeout(timer);
-          reject(new Error(`kubectl exited (${this.child.exitCode ?? this.child.signalCode}) while waiting for ${what}; stdout:\n${this.stdout}\nstderr:\n${this.stderr}`));
+          reject(
+            new Error(
+              `kubectl exited (${this.child.exitCode ?? this.child.signalCode}) while waiting for ${what}; stdout:\n${this.stdout}\nstderr:\n${this.stderr}`,
+            ),
+          );
         } else this.waiters.push(check);
       };
       check();
@@ -171,5 +193,7 @@ export class KubectlProcess {
 
 /** Starts `kubectl --server URL ...args` in the background; stop it with `stop()` (do so in t.after). */
 export function spawnKubectl(server: string, args: string[], binary = KUBECTL): KubectlProcess {
-  return new KubectlProcess(track(spawn(binary, ['--server', server, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] })));
+  return new KubectlProcess(
+    track(spawn(binary, ['--server', server, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] })),
+  );
 }

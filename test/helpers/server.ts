@@ -84,7 +84,15 @@ export function startServer(args: string[] = []): Promise<SimServer> {
         }
         return result();
       };
-      resolve({ url, port: Number(new URL(url).port), pid: child.pid!, stderr: () => err, stdout: () => out, stop, kill });
+      resolve({
+        url,
+        port: Number(new URL(url).port),
+        pid: child.pid!,
+        stderr: () => err,
+        stdout: () => out,
+        stop,
+        kill,
+      });
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);

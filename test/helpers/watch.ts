@@ -52,10 +52,18 @@ export class WatchClient {
   }
 
   /** Resolves once `predicate(events)` holds; rejects on timeout or if the stream ends first. */
-  until(predicate: (events: readonly WatchEvent[]) => boolean, what = 'the expected events', timeoutMs = WAIT_TIMEOUT_MS): Promise<void> {
+  until(
+    predicate: (events: readonly WatchEvent[]) => boolean,
+    what = 'the expected events',
+    timeoutMs = WAIT_TIMEOUT_MS,
+  ): Promise<void> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(new Error(`${this.description}: timed out after ${timeoutMs} ms waiting for ${what}; got ${this.events.length} events: ${summarize(this.events.slice(-10))}`));
+        reject(
+          new Error(
+            `${this.description}: timed out after ${timeoutMs} ms waiting for ${what}; got ${this.events.length} events: ${summarize(this.events.slice(-10))}`,
+          ),
+        );
       }, timeoutMs);
       const check = (): void => {
         if (predicate(this.events)) {
@@ -63,7 +71,11 @@ export class WatchClient {
           resolve();
         } else if (this.ended) {
           clearTimeout(timer);
-          reject(new Error(`${this.description}: stream ended while waiting for ${what}; got ${this.events.length} events: ${summarize(this.events.slice(-10))}`));
+          reject(
+            new Error(
+              `${this.description}: stream ended while waiting for ${what}; got ${this.events.length} events: ${summarize(this.events.slice(-10))}`,
+            ),
+          );
         } else this.waiters.push(check);
       };
       check();
@@ -82,7 +94,12 @@ export class WatchClient {
 }
 
 export function summarize(events: readonly WatchEvent[]): string {
-  return events.map((e) => `${e.type} ${e.object.metadata?.name ?? e.object.reason ?? ''}@${e.object.metadata?.resourceVersion ?? ''}`).join(', ');
+  return events
+    .map(
+      (e) =>
+        `${e.type} ${e.object.metadata?.name ?? e.object.reason ?? ''}@${e.object.metadata?.resourceVersion ?? ''}`,
+    )
+    .join(', ');
 }
 
 /** Opens an HTTP watch (`path` must carry `watch=true`); resolves once the response headers are in, when the watch is registered. */

@@ -49,7 +49,7 @@ export function typeMismatch(obj: Record<string, unknown>, typeName: string): st
 }
 
 /** Where a FieldWalk is: a struct field, a map key or a list index. */
-const enum Step {
+enum Step {
   Field,
   MapKey,
   Index,

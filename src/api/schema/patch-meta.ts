@@ -20,7 +20,12 @@ export interface FieldPatchMeta {
 
 const atomic: FieldPatchMeta = { list: 'atomic' };
 const set: FieldPatchMeta = { list: 'set' };
-const mergeBy = (key: string, mapKeys: string[] = [key], strategy = 'merge'): FieldPatchMeta => ({ strategy, key, list: 'map', mapKeys });
+const mergeBy = (key: string, mapKeys: string[] = [key], strategy = 'merge'): FieldPatchMeta => ({
+  strategy,
+  key,
+  list: 'map',
+  mapKeys,
+});
 /** Lists that merge by key for strategic merge patch but are atomic for server-side apply. */
 const mergeAtomic = (key: string): FieldPatchMeta => ({ strategy: 'merge', key, list: 'atomic' });
 const conditions = mergeBy('type');
@@ -77,8 +82,14 @@ export const PATCH_META: Readonly<Record<string, Readonly<Record<string, FieldPa
   [`${CORE}NodeSelectorTerm`]: { matchExpressions: atomic, matchFields: atomic },
   [`${CORE}NodeSelectorRequirement`]: { values: atomic },
   [`${CORE}NodeAffinity`]: { preferredDuringSchedulingIgnoredDuringExecution: atomic },
-  [`${CORE}PodAffinity`]: { requiredDuringSchedulingIgnoredDuringExecution: atomic, preferredDuringSchedulingIgnoredDuringExecution: atomic },
-  [`${CORE}PodAntiAffinity`]: { requiredDuringSchedulingIgnoredDuringExecution: atomic, preferredDuringSchedulingIgnoredDuringExecution: atomic },
+  [`${CORE}PodAffinity`]: {
+    requiredDuringSchedulingIgnoredDuringExecution: atomic,
+    preferredDuringSchedulingIgnoredDuringExecution: atomic,
+  },
+  [`${CORE}PodAntiAffinity`]: {
+    requiredDuringSchedulingIgnoredDuringExecution: atomic,
+    preferredDuringSchedulingIgnoredDuringExecution: atomic,
+  },
   [`${CORE}PodAffinityTerm`]: { namespaces: atomic, matchLabelKeys: atomic, mismatchLabelKeys: atomic },
   [`${CORE}TopologySpreadConstraint`]: { matchLabelKeys: atomic },
   [`${CORE}PodStatus`]: {
@@ -90,7 +101,10 @@ export const PATCH_META: Readonly<Record<string, Readonly<Record<string, FieldPa
     ephemeralContainerStatuses: atomic,
     resourceClaimStatuses: mergeBy('name', ['name'], 'merge,retainKeys'),
   },
-  [`${CORE}ContainerStatus`]: { volumeMounts: mergeAtomic('mountPath'), allocatedResourcesStatus: { list: 'map', mapKeys: ['name'] } },
+  [`${CORE}ContainerStatus`]: {
+    volumeMounts: mergeAtomic('mountPath'),
+    allocatedResourcesStatus: { list: 'map', mapKeys: ['name'] },
+  },
   [`${CORE}ConfigMapVolumeSource`]: { items: atomic },
   [`${CORE}SecretVolumeSource`]: { items: atomic },
   [`${CORE}DownwardAPIVolumeSource`]: { items: atomic },
@@ -115,10 +129,20 @@ export const PATCH_META: Readonly<Record<string, Readonly<Record<string, FieldPa
   [`${CORE}NamespaceSpec`]: { finalizers: atomic },
   [`${CORE}NamespaceStatus`]: { conditions },
   [`${CORE}NodeSpec`]: { podCIDRs: { strategy: 'merge', list: 'set' }, taints: atomic },
-  [`${CORE}NodeStatus`]: { conditions, addresses: mergeBy('type'), volumesInUse: atomic, volumesAttached: atomic, images: atomic },
+  [`${CORE}NodeStatus`]: {
+    conditions,
+    addresses: mergeBy('type'),
+    volumesInUse: atomic,
+    volumesAttached: atomic,
+    images: atomic,
+  },
   [`${CORE}ContainerImage`]: { names: atomic },
   [`${CORE}PersistentVolumeClaimSpec`]: { accessModes: atomic },
-  [`${CORE}PersistentVolumeClaimStatus`]: { accessModes: atomic, conditions, allocatedResourceStatuses: { mapType: 'granular' } },
+  [`${CORE}PersistentVolumeClaimStatus`]: {
+    accessModes: atomic,
+    conditions,
+    allocatedResourceStatuses: { mapType: 'granular' },
+  },
   [`${CORE}PersistentVolumeSpec`]: { accessModes: atomic, mountOptions: atomic },
   [`${CORE}ReplicationControllerStatus`]: { conditions },
   [`${CORE}LimitRangeSpec`]: { limits: atomic },
@@ -142,7 +166,13 @@ export const PATCH_META: Readonly<Record<string, Readonly<Record<string, FieldPa
 
   'io.k8s.api.rbac.v1.Role': { rules: atomic },
   'io.k8s.api.rbac.v1.ClusterRole': { rules: atomic },
-  'io.k8s.api.rbac.v1.PolicyRule': { verbs: atomic, apiGroups: atomic, resources: atomic, resourceNames: atomic, nonResourceURLs: atomic },
+  'io.k8s.api.rbac.v1.PolicyRule': {
+    verbs: atomic,
+    apiGroups: atomic,
+    resources: atomic,
+    resourceNames: atomic,
+    nonResourceURLs: atomic,
+  },
   'io.k8s.api.rbac.v1.RoleBinding': { subjects: atomic },
   'io.k8s.api.rbac.v1.ClusterRoleBinding': { subjects: atomic },
   'io.k8s.api.rbac.v1.AggregationRule': { clusterRoleSelectors: atomic },

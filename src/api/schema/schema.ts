@@ -82,7 +82,13 @@ function load(): Map<string, TypeInfo> {
       if (meta) p.meta = meta;
       properties.set(prop, p);
     }
-    const info: TypeInfo = { name, description: t.d, properties, required: t.r ?? [], atomic: ATOMIC_STRUCTS.has(name) };
+    const info: TypeInfo = {
+      name,
+      description: t.d,
+      properties,
+      required: t.r ?? [],
+      atomic: ATOMIC_STRUCTS.has(name),
+    };
     if (t.s) info.scalar = t.s;
     if (t.k) {
       info.gvk = { group: t.k[0], version: t.k[1], kind: t.k[2] };
@@ -127,7 +133,7 @@ export function propertyOf(typeName: string, field: string): Property | undefine
 
 /** Follows references: the named type a shape points at, if it is an object type with properties. */
 export function objectType(shape: Shape | undefined): TypeInfo | undefined {
-  if (!shape || shape.kind !== 'ref') return undefined;
+  if (shape?.kind !== 'ref') return undefined;
   const t = load().get(shape.name);
   return t && !t.scalar ? t : undefined;
 }

@@ -1,7 +1,12 @@
 import { ApiError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import { Resources } from '../../client/client.js';
-import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../../runtime/controller.js';
+import {
+  ReconcileLoop,
+  type Controller,
+  type ControllerContext,
+  type ReconcileResult,
+} from '../../runtime/controller.js';
 import { controlledBy, indexByController, ownerKey } from '../controller-ref.js';
 import { ignoreNotFound } from '../namespace.js';
 import { cronJobStatus, cronStatusChanged, planCronJob, withCreatedJob } from './plan.js';
@@ -23,7 +28,11 @@ export function cronJobController(ctx: ControllerContext): Controller {
     add: (cj) => loop.queue.add(keyOf(cj)),
     update: (old, cj) => {
       // Its own status writes need no new look (the requeue timer covers the schedule).
-      if (old.metadata.generation === cj.metadata.generation && old.metadata.deletionTimestamp === cj.metadata.deletionTimestamp) return;
+      if (
+        old.metadata.generation === cj.metadata.generation &&
+        old.metadata.deletionTimestamp === cj.metadata.deletionTimestamp
+      )
+        return;
       loop.queue.add(keyOf(cj));
     },
   });
@@ -35,8 +44,12 @@ export function cronJobController(ctx: ControllerContext): Controller {
     add: onJob,
     update: (old, job) => {
       // Only transitions the CronJob cares about: finishing, or starting to be deleted.
-      const finished = (j: KubeObject): boolean => (j.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True') ?? false;
-      if (finished(old) !== finished(job) || old.metadata.deletionTimestamp !== job.metadata.deletionTimestamp) onJob(job);
+      const finished = (j: KubeObject): boolean =>
+        (j.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some(
+          (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+        ) ?? false;
+      if (finished(old) !== finished(job) || old.metadata.deletionTimestamp !== job.metadata.deletionTimestamp)
+        onJob(job);
     },
     delete: onJob,
   });
@@ -56,7 +69,12 @@ export function cronJobController(ctx: ControllerContext): Controller {
     const plan = planCronJob(cj, owned, ctx.clock.now());
 
     for (const job of plan.delete) {
-      await ignoreNotFound(ctx.client.delete(Resources.jobs, namespace, job.metadata.name!, { propagationPolicy: 'Background', preconditions: { uid: job.metadata.uid! } }));
+      await ignoreNotFound(
+        ctx.client.delete(Resources.jobs, namespace, job.metadata.name!, {
+          propagationPolicy: 'Background',
+          preconditions: { uid: job.metadata.uid! },
+        }),
+      );
     }
     let status = plan.status;
     if (plan.create) {

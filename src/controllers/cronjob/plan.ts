@@ -33,7 +33,10 @@ interface CronJobSpec {
   suspend?: boolean;
   successfulJobsHistoryLimit?: number;
   failedJobsHistoryLimit?: number;
-  jobTemplate?: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: unknown };
+  jobTemplate?: {
+    metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    spec?: unknown;
+  };
 }
 
 export interface CronJobEvent {
@@ -82,18 +85,33 @@ export function rfc3339In(ms: number, zone: string): string {
   if (zone === 'UTC' || zone === 'Etc/UTC') return rfc3339(ms);
   let format = formatters.get(zone);
   if (!format) {
-    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    });
     formatters.set(zone, format);
   }
-  const parts = Object.fromEntries(
-    format
-      .formatToParts(new Date(ms))
-      .map((p) => [p.type, p.value]),
+  const parts = Object.fromEntries(format.formatToParts(new Date(ms)).map((p) => [p.type, p.value]));
+  const local = Date.UTC(
+    Number(parts.year),
+    Number(parts.month) - 1,
+    Number(parts.day),
+    Number(parts.hour),
+    Number(parts.minute),
+    Number(parts.second),
   );
-  const local = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second));
   const offsetMin = Math.round((local - Math.floor(ms / 1000) * 1000) / 60_000);
   const p = (n: number): string => String(n).padStart(2, '0');
-  const offset = offsetMin === 0 ? 'Z' : `${offsetMin > 0 ? '+' : '-'}${p(Math.floor(Math.abs(offsetMin) / 60))}:${p(Math.abs(offsetMin) % 60)}`;
+  const offset =
+    offsetMin === 0
+      ? 'Z'
+      : `${offsetMin > 0 ? '+' : '-'}${p(Math.floor(Math.abs(offsetMin) / 60))}:${p(Math.abs(offsetMin) % 60)}`;
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}${offset}`;
 }
 
@@ -121,7 +139,12 @@ function timeOf(text: string): number {
  * Example: hourly, last scheduled 01:00, now 04:30 → 02:00, 03:00 and 04:00 are due: 3 missed, most recent
  * 04:00 (only that one runs). With startingDeadlineSeconds 600 counting starts at 04:20: none due.
  */
-export function mostRecentScheduleTime(cj: KubeObject, now: number, schedule: Schedule, includeStartingDeadline = true): { mostRecent?: number; missed: number } {
+export function mostRecentScheduleTime(
+  cj: KubeObject,
+  now: number,
+  schedule: Schedule,
+  includeStartingDeadline = true,
+): { mostRecent?: number; missed: number } {
   const s = cronJobStatus(cj);
   let earliest = timeOf(s.lastScheduleTime ?? cj.metadata.creationTimestamp ?? '');
   if (Number.isNaN(earliest)) earliest = now;
@@ -179,14 +202,26 @@ export function planCronJob(cj: KubeObject, jobs: readonly KubeObject[], now: nu
     const listed = active.some((r) => r.uid === uid);
     const finished = finishedCondition(job);
     if (!listed && !finished && !job.metadata.deletionTimestamp) {
-      plan.events.push({ type: 'Warning', reason: 'UnexpectedJob', message: `Saw a job that the controller did not create or forgot: ${job.metadata.name}` });
+      plan.events.push({
+        type: 'Warning',
+        reason: 'UnexpectedJob',
+        message: `Saw a job that the controller did not create or forgot: ${job.metadata.name}`,
+      });
       active.push(jobRef(job));
     } else if (listed && finished) {
       active = active.filter((r) => r.uid !== uid);
-      plan.events.push({ type: 'Normal', reason: 'SawCompletedJob', message: `Saw completed job: ${job.metadata.name}, condition: ${finished}` });
+      plan.events.push({
+        type: 'Normal',
+        reason: 'SawCompletedJob',
+        message: `Saw completed job: ${job.metadata.name}, condition: ${finished}`,
+      });
     }
     const completion = jobStatus(job).completionTime;
-    if (finished === 'Complete' && completion && (!status.lastSuccessfulTime || timeOf(completion) > timeOf(status.lastSuccessfulTime))) {
+    if (
+      finished === 'Complete' &&
+      completion &&
+      (!status.lastSuccessfulTime || timeOf(completion) > timeOf(status.lastSuccessfulTime))
+    ) {
       status.lastSuccessfulTime = completion;
     }
   }
@@ -216,8 +251,17 @@ export function planCronJob(cj: KubeObject, jobs: readonly KubeObject[], now: nu
   } catch (err) {
     const msg = (err as Error).message;
     if (s.timeZone !== undefined && err instanceof ScheduleError && msg.startsWith('provided bad location')) {
-      plan.events.push({ type: 'Warning', reason: 'UnknownTimeZone', message: `invalid timeZone: "${s.timeZone}": ${msg}` });
-    } else plan.events.push({ type: 'Warning', reason: 'UnparseableSchedule', message: `unparseable schedule: "${s.schedule ?? ''}" : ${msg}` });
+      plan.events.push({
+        type: 'Warning',
+        reason: 'UnknownTimeZone',
+        message: `invalid timeZone: "${s.timeZone}": ${msg}`,
+      });
+    } else
+      plan.events.push({
+        type: 'Warning',
+        reason: 'UnparseableSchedule',
+        message: `unparseable schedule: "${s.schedule ?? ''}" : ${msg}`,
+      });
     return finish();
   }
   if (s.suspend) return finish();
@@ -228,7 +272,11 @@ export function planCronJob(cj: KubeObject, jobs: readonly KubeObject[], now: nu
     plan.requeueAfterMs = Math.max(0, schedule.next(now) + NEXT_SCHEDULE_DELTA_MS - now);
   };
   if (missed > TOO_MANY_MISSED) {
-    plan.events.push({ type: 'Warning', reason: 'TooManyMissedTimes', message: `too many missed start times: ${missed}. Set or decrease .spec.startingDeadlineSeconds or check clock skew` });
+    plan.events.push({
+      type: 'Warning',
+      reason: 'TooManyMissedTimes',
+      message: `too many missed start times: ${missed}. Set or decrease .spec.startingDeadlineSeconds or check clock skew`,
+    });
   }
   if (mostRecent === undefined) {
     requeueNext();
@@ -236,7 +284,11 @@ export function planCronJob(cj: KubeObject, jobs: readonly KubeObject[], now: nu
   }
   const scheduled = mostRecent;
   if (typeof s.startingDeadlineSeconds === 'number' && scheduled + s.startingDeadlineSeconds * 1000 < now) {
-    plan.events.push({ type: 'Warning', reason: 'MissSchedule', message: `Missed scheduled time to start a job: ${rfc1123z(scheduled)}` });
+    plan.events.push({
+      type: 'Warning',
+      reason: 'MissSchedule',
+      message: `Missed scheduled time to start a job: ${rfc1123z(scheduled)}`,
+    });
     requeueNext();
     return finish();
   }
@@ -246,7 +298,11 @@ export function planCronJob(cj: KubeObject, jobs: readonly KubeObject[], now: nu
     return finish();
   }
   if (s.concurrencyPolicy === 'Forbid' && active.length > 0) {
-    plan.events.push({ type: 'Normal', reason: 'JobAlreadyActive', message: 'Not starting job because prior execution is running and concurrency policy is Forbid' });
+    plan.events.push({
+      type: 'Normal',
+      reason: 'JobAlreadyActive',
+      message: 'Not starting job because prior execution is running and concurrency policy is Forbid',
+    });
     requeueNext();
     return finish();
   }
@@ -269,13 +325,23 @@ export function planCronJob(cj: KubeObject, jobs: readonly KubeObject[], now: nu
 }
 
 function jobRef(job: KubeObject): ObjectReference {
-  return { kind: 'Job', namespace: job.metadata.namespace, name: job.metadata.name, uid: job.metadata.uid, apiVersion: 'batch/v1', resourceVersion: job.metadata.resourceVersion };
+  return {
+    kind: 'Job',
+    namespace: job.metadata.namespace,
+    name: job.metadata.name,
+    uid: job.metadata.uid,
+    apiVersion: 'batch/v1',
+    resourceVersion: job.metadata.resourceVersion,
+  };
 }
 
 /** The Job for a schedule time (getJobFromTemplate2). */
 export function jobFor(cj: KubeObject, s: CronJobSpec, scheduled: number, zone: string): KubeObject {
   const template = deepCopy(s.jobTemplate ?? {});
-  const annotations = { ...(template.metadata?.annotations ?? {}), [SCHEDULED_TIMESTAMP_ANNOTATION]: rfc3339In(scheduled, zone) };
+  const annotations = {
+    ...(template.metadata?.annotations ?? {}),
+    [SCHEDULED_TIMESTAMP_ANNOTATION]: rfc3339In(scheduled, zone),
+  };
   const metadata: KubeObject['metadata'] = {
     name: jobNameFor(cj.metadata.name!, scheduled),
     namespace: cj.metadata.namespace,
@@ -295,7 +361,9 @@ export function withCreatedJob(status: CronJobStatus, job: KubeObject): CronJobS
 function cleanupHistory(plan: CronJobPlan, s: CronJobSpec, jobs: readonly KubeObject[]): void {
   const trim = (kind: 'Complete' | 'Failed', limit: number | undefined): void => {
     if (typeof limit !== 'number') return;
-    const finished = jobs.filter((j) => finishedCondition(j) === kind && !j.metadata.deletionTimestamp).sort(byStartTime);
+    const finished = jobs
+      .filter((j) => finishedCondition(j) === kind && !j.metadata.deletionTimestamp)
+      .sort(byStartTime);
     for (const job of finished.slice(0, Math.max(0, finished.length - limit))) {
       if (plan.delete.includes(job)) continue;
       plan.delete.push(job);

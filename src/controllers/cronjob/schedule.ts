@@ -5,7 +5,8 @@ let parser: typeof Parser | undefined;
 
 /** cron-parser, loaded with the first schedule parsed: a server without CronJobs does not pay ~30 ms at start for it. */
 function cronParser(): typeof Parser {
-  parser ??= (createRequire(import.meta.url)('cron-parser') as { CronExpressionParser: typeof Parser }).CronExpressionParser;
+  parser ??= (createRequire(import.meta.url)('cron-parser') as { CronExpressionParser: typeof Parser })
+    .CronExpressionParser;
   return parser;
 }
 import { parseDuration } from '../../clock/clock.js';
@@ -141,7 +142,9 @@ function parseUncached(schedule: string, timeZone?: string): Schedule {
     next,
     previous: (atMs) => {
       try {
-        return at(atMs + 1).prev().getTime();
+        return at(atMs + 1)
+          .prev()
+          .getTime();
       } catch {
         return undefined;
       }
@@ -160,7 +163,13 @@ const DAY_MINUTES = 1440;
 function everyDayInUtc(expression: CronExpression, zone: string): Schedule | undefined {
   const f = expression.fields;
   const allWeekdays = [0, 1, 2, 3, 4, 5, 6].every((d) => f.dayOfWeek.values.includes(d as never));
-  if ((zone !== 'UTC' && zone !== 'Etc/UTC') || f.dayOfMonth.values.length !== 31 || !allWeekdays || f.month.values.length !== 12) return undefined;
+  if (
+    (zone !== 'UTC' && zone !== 'Etc/UTC') ||
+    f.dayOfMonth.values.length !== 31 ||
+    !allWeekdays ||
+    f.month.values.length !== 12
+  )
+    return undefined;
   const minutes = [...f.minute.values].sort((a, b) => a - b);
   const hours = [...f.hour.values].sort((a, b) => a - b);
   /** Minutes since the epoch of the first activation at or after minute `from`. */
@@ -205,7 +214,8 @@ function checkField(field: string, names: readonly string[]): void {
     if (!m) throw new ScheduleError(`failed to parse int from ${part}: invalid syntax`);
     for (const token of m[1]!.split('-')) {
       if (token === '*' || token === '?' || /^\d+$/.test(token)) continue;
-      if (!names.includes(token.toLowerCase())) throw new ScheduleError(`failed to parse int from ${token}: invalid syntax`);
+      if (!names.includes(token.toLowerCase()))
+        throw new ScheduleError(`failed to parse int from ${token}: invalid syntax`);
     }
   }
 }

@@ -2,7 +2,12 @@ import { ApiError } from '../../api/errors.js';
 import { selectorFromObject, type LabelSelector } from '../../api/selectors.js';
 import { deepCopy, deepEqual, type KubeObject, type OwnerReference } from '../../api/types.js';
 import { Resources } from '../../client/client.js';
-import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../../runtime/controller.js';
+import {
+  ReconcileLoop,
+  type Controller,
+  type ControllerContext,
+  type ReconcileResult,
+} from '../../runtime/controller.js';
 import { applyClaims, childSelector, planClaims } from '../claims.js';
 import { controlledBy, controllerOf, indexByController, newControllerRef } from '../controller-ref.js';
 import { ignoreNotFound } from '../namespace.js';
@@ -52,7 +57,7 @@ export function deploymentController(ctx: ControllerContext): Controller {
 
   /** The Deployment a controller reference names, if it is still that object. */
   const resolve = (namespace: string | undefined, ref: OwnerReference | undefined): KubeObject | undefined => {
-    if (!ref || ref.kind !== 'Deployment' || !ref.apiVersion.startsWith('apps/')) return undefined;
+    if (ref?.kind !== 'Deployment' || !ref.apiVersion.startsWith('apps/')) return undefined;
     const d = deployments.get(namespace, ref.name);
     return d && d.metadata.uid === ref.uid ? d : undefined;
   };
@@ -87,7 +92,8 @@ export function deploymentController(ctx: ControllerContext): Controller {
       const refChanged = ref?.uid !== oldRef?.uid;
       if (refChanged && oldRef) enqueueOwner(old);
       if (ref) return enqueueOwner(rs);
-      if (refChanged || !deepEqual(old.metadata.labels ?? {}, rs.metadata.labels ?? {})) for (const d of matching(rs)) batch.add(keyOf(d));
+      if (refChanged || !deepEqual(old.metadata.labels ?? {}, rs.metadata.labels ?? {}))
+        for (const d of matching(rs)) batch.add(keyOf(d));
     },
     delete: (rs) => enqueueOwner(rs),
   });
@@ -96,7 +102,7 @@ export function deploymentController(ctx: ControllerContext): Controller {
   pods.addEventHandler({
     delete: (pod) => {
       const ref = controllerOf(pod);
-      if (!ref || ref.kind !== 'ReplicaSet') return;
+      if (ref?.kind !== 'ReplicaSet') return;
       const rs = replicaSets.get(pod.metadata.namespace, ref.name);
       if (!rs || rs.metadata.uid !== ref.uid) return;
       const d = resolve(rs.metadata.namespace, controllerOf(rs));
@@ -111,20 +117,47 @@ export function deploymentController(ctx: ControllerContext): Controller {
     const selector = selectorOf(d);
     if (!selector) return;
     if (selector.empty) {
-      recorder.event(d, 'Warning', 'SelectingAll', 'This deployment is selecting all pods. A non-empty selector is required.');
+      recorder.event(
+        d,
+        'Warning',
+        'SelectingAll',
+        'This deployment is selecting all pods. A non-empty selector is required.',
+      );
       const status = deploymentStatus(d);
       if ((status.observedGeneration ?? 0) < (d.metadata.generation ?? 0)) {
-        await ignoreNotFound(ctx.client.updateStatus(Resources.deployments, { ...d, status: { ...status, observedGeneration: d.metadata.generation } }));
+        await ignoreNotFound(
+          ctx.client.updateStatus(Resources.deployments, {
+            ...d,
+            status: { ...status, observedGeneration: d.metadata.generation },
+          }),
+        );
       }
       return;
     }
-    const claims = planClaims(d, childSelector(selector), controlledBy(replicaSets, d.metadata.uid!), replicaSets.byIndex(ORPHAN_INDEX, namespace));
+    const claims = planClaims(
+      d,
+      childSelector(selector),
+      controlledBy(replicaSets, d.metadata.uid!),
+      replicaSets.byIndex(ORPHAN_INDEX, namespace),
+    );
     // Without adoptions or releases there is nothing to wait for: the plan is made and written without yielding.
     const owned =
       claims.adopt.length + claims.release.length === 0
         ? claims.owned
-        : await applyClaims(ctx.client, Resources.replicasets, Resources.deployments, d, newControllerRef(d, 'apps/v1', 'Deployment'), claims);
-    const plan = planDeployment({ deployment: d, replicaSets: owned, podsOf: (uid) => controlledBy(pods, uid), now: ctx.clock.now() });
+        : await applyClaims(
+            ctx.client,
+            Resources.replicasets,
+            Resources.deployments,
+            d,
+            newControllerRef(d, 'apps/v1', 'Deployment'),
+            claims,
+          );
+    const plan = planDeployment({
+      deployment: d,
+      replicaSets: owned,
+      podsOf: (uid) => controlledBy(pods, uid),
+      now: ctx.clock.now(),
+    });
     const result = await apply(d, plan);
     if (result) return result;
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
@@ -143,10 +176,20 @@ export function deploymentController(ctx: ControllerContext): Controller {
     }
     const writes: Array<Promise<unknown>> = [];
     for (const write of plan.updates) {
-      writes.push(ctx.client.update(Resources.replicasets, write.rs).then(() => write.events.forEach((e) => recorder.event(d, e.type, e.reason, e.message))));
+      writes.push(
+        ctx.client
+          .update(Resources.replicasets, write.rs)
+          .then(() => write.events.forEach((e) => recorder.event(d, e.type, e.reason, e.message))),
+      );
     }
     for (const rs of plan.deletes) {
-      writes.push(ignoreNotFound(ctx.client.delete(Resources.replicasets, rs.metadata.namespace, rs.metadata.name!, { preconditions: { uid: rs.metadata.uid } })));
+      writes.push(
+        ignoreNotFound(
+          ctx.client.delete(Resources.replicasets, rs.metadata.namespace, rs.metadata.name!, {
+            preconditions: { uid: rs.metadata.uid },
+          }),
+        ),
+      );
     }
     if (plan.deployment) writes.push(ignoreNotFound(ctx.client.updateStatus(Resources.deployments, plan.deployment)));
     const failed = (await Promise.allSettled(writes)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -166,11 +209,24 @@ export function deploymentController(ctx: ControllerContext): Controller {
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       if (err.code === 409 && err.reason === 'AlreadyExists') {
-        const existing = await ignoreNotFound(ctx.client.get(Resources.replicasets, d.metadata.namespace, write.rs.metadata.name!));
-        if (existing && controllerOf(existing)?.uid === d.metadata.uid && equalIgnoreHash(templateOf(d), templateOf(existing))) return { requeue: true };
+        const existing = await ignoreNotFound(
+          ctx.client.get(Resources.replicasets, d.metadata.namespace, write.rs.metadata.name!),
+        );
+        if (
+          existing &&
+          controllerOf(existing)?.uid === d.metadata.uid &&
+          equalIgnoreHash(templateOf(d), templateOf(existing))
+        )
+          return { requeue: true };
         const status = deploymentStatus(d);
-        await ctx.client.updateStatus(Resources.deployments, { ...d, status: { ...status, collisionCount: (status.collisionCount ?? 0) + 1 } });
-        ctx.log('info', `deployment ${d.metadata.namespace}/${d.metadata.name}: hash collision on ${write.rs.metadata.name}, collisionCount now ${(status.collisionCount ?? 0) + 1}`);
+        await ctx.client.updateStatus(Resources.deployments, {
+          ...d,
+          status: { ...status, collisionCount: (status.collisionCount ?? 0) + 1 },
+        });
+        ctx.log(
+          'info',
+          `deployment ${d.metadata.namespace}/${d.metadata.name}: hash collision on ${write.rs.metadata.name}, collisionCount now ${(status.collisionCount ?? 0) + 1}`,
+        );
         return { requeue: true };
       }
       if ((err.details?.causes ?? []).some((c) => c.reason === 'NamespaceTerminating')) throw err;

@@ -24,7 +24,11 @@ export function scaledValue(value: IntOrString | undefined, total: number, round
   return roundUp ? Math.ceil(scaled) : Math.floor(scaled);
 }
 
-export function resolveFenceposts(maxSurge: IntOrString | undefined, maxUnavailable: IntOrString | undefined, desired: number): { surge: number; unavailable: number } {
+export function resolveFenceposts(
+  maxSurge: IntOrString | undefined,
+  maxUnavailable: IntOrString | undefined,
+  desired: number,
+): { surge: number; unavailable: number } {
   const surge = scaledValue(maxSurge ?? 0, desired, true) ?? 0;
   let unavailable = scaledValue(maxUnavailable ?? 0, desired, false) ?? 0;
   if (surge === 0 && unavailable === 0) unavailable = 1;
@@ -35,13 +39,18 @@ export function resolveFenceposts(maxSurge: IntOrString | undefined, maxUnavaila
 export function maxSurge(d: KubeObject): number {
   if (!isRollingUpdate(d)) return 0;
   const s = deploymentSpec(d);
-  return resolveFenceposts(s.strategy.rollingUpdate?.maxSurge, s.strategy.rollingUpdate?.maxUnavailable, s.replicas).surge;
+  return resolveFenceposts(s.strategy.rollingUpdate?.maxSurge, s.strategy.rollingUpdate?.maxUnavailable, s.replicas)
+    .surge;
 }
 
 /** Pods a rolling deployment may have unavailable (0 for Recreate and for 0 replicas; never above replicas). */
 export function maxUnavailable(d: KubeObject): number {
   const s = deploymentSpec(d);
   if (!isRollingUpdate(d) || s.replicas === 0) return 0;
-  const { unavailable } = resolveFenceposts(s.strategy.rollingUpdate?.maxSurge, s.strategy.rollingUpdate?.maxUnavailable, s.replicas);
+  const { unavailable } = resolveFenceposts(
+    s.strategy.rollingUpdate?.maxSurge,
+    s.strategy.rollingUpdate?.maxUnavailable,
+    s.replicas,
+  );
   return Math.min(unavailable, s.replicas);
 }

@@ -34,7 +34,10 @@ export interface DeploymentSpec {
   replicas: number;
   selector: unknown;
   template: Record<string, unknown>;
-  strategy: { type: 'RollingUpdate' | 'Recreate'; rollingUpdate?: { maxSurge?: IntOrString; maxUnavailable?: IntOrString } };
+  strategy: {
+    type: 'RollingUpdate' | 'Recreate';
+    rollingUpdate?: { maxSurge?: IntOrString; maxUnavailable?: IntOrString };
+  };
   minReadySeconds: number;
   revisionHistoryLimit?: number;
   paused: boolean;
@@ -47,7 +50,9 @@ function specOf(obj: KubeObject): Record<string, unknown> {
 
 export function deploymentSpec(d: KubeObject): DeploymentSpec {
   const s = specOf(d);
-  const strategy = isPlainObject(s.strategy) ? (s.strategy as DeploymentSpec['strategy']) : { type: 'RollingUpdate' as const };
+  const strategy = isPlainObject(s.strategy)
+    ? (s.strategy as DeploymentSpec['strategy'])
+    : { type: 'RollingUpdate' as const };
   const out: DeploymentSpec = {
     replicas: typeof s.replicas === 'number' ? s.replicas : 1,
     selector: s.selector,

@@ -1,7 +1,15 @@
 import { deploymentSpec } from './model.js';
 import { rolloutRecreate } from './recreate.js';
 import { rolloutRolling } from './rolling.js';
-import { isScalingEvent, Planner, syncPausedCondition, syncScale, syncStatusOnly, type DeploymentInput, type DeploymentPlan } from './sync.js';
+import {
+  isScalingEvent,
+  Planner,
+  syncPausedCondition,
+  syncScale,
+  syncStatusOnly,
+  type DeploymentInput,
+  type DeploymentPlan,
+} from './sync.js';
 
 /**
  * syncDeployment's decision, pure: a Deployment being deleted only reports status; a paused one or one whose

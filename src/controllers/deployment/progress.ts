@@ -2,7 +2,13 @@ import { rfc3339 } from '../../clock/clock.js';
 import { deepEqual, type KubeObject } from '../../api/types.js';
 import type { ReplicaSetCondition } from '../replicaset.js';
 import { maxUnavailable } from './fenceposts.js';
-import { deploymentSpec, deploymentStatus, hasProgressDeadline, type DeploymentCondition, type DeploymentStatus } from './model.js';
+import {
+  deploymentSpec,
+  deploymentStatus,
+  hasProgressDeadline,
+  type DeploymentCondition,
+  type DeploymentStatus,
+} from './model.js';
 import { actualReplicaCount, availableReplicaCount, readyReplicaCount, replicaCount } from './replicasets.js';
 
 /**
@@ -33,7 +39,13 @@ export const Reasons = {
   minimumReplicasUnavailable: 'MinimumReplicasUnavailable',
 } as const;
 
-export function newCondition(type: string, status: DeploymentCondition['status'], reason: string, message: string, now: number): DeploymentCondition {
+export function newCondition(
+  type: string,
+  status: DeploymentCondition['status'],
+  reason: string,
+  message: string,
+  now: number,
+): DeploymentCondition {
   const t = rfc3339(now);
   return { type, status, lastUpdateTime: t, lastTransitionTime: t, reason, message };
 }
@@ -49,7 +61,10 @@ export function getCondition(status: DeploymentStatus, type: string): Deployment
 export function setCondition(status: DeploymentStatus, condition: DeploymentCondition): void {
   const current = getCondition(status, condition.type);
   if (current && current.status === condition.status && current.reason === condition.reason) return;
-  const next = current && current.status === condition.status ? { ...condition, lastTransitionTime: current.lastTransitionTime } : condition;
+  const next =
+    current && current.status === condition.status
+      ? { ...condition, lastTransitionTime: current.lastTransitionTime }
+      : condition;
   status.conditions = [...(status.conditions ?? []).filter((c) => c.type !== condition.type), next];
 }
 
@@ -60,7 +75,14 @@ export function removeCondition(status: DeploymentStatus, type: string): void {
 /** Go omits zero counts and empty lists from a DeploymentStatus. */
 export function compactStatus(s: DeploymentStatus): DeploymentStatus {
   const out: DeploymentStatus = {};
-  for (const k of ['observedGeneration', 'replicas', 'updatedReplicas', 'readyReplicas', 'availableReplicas', 'unavailableReplicas'] as const) {
+  for (const k of [
+    'observedGeneration',
+    'replicas',
+    'updatedReplicas',
+    'readyReplicas',
+    'availableReplicas',
+    'unavailableReplicas',
+  ] as const) {
     if (s[k]) out[k] = s[k];
   }
   if (s.conditions && s.conditions.length > 0) out.conditions = s.conditions;
@@ -72,7 +94,13 @@ export function compactStatus(s: DeploymentStatus): DeploymentStatus {
  * calculateStatus: counts from the ReplicaSets (replicas and updated are pods that exist, unavailable is what
  * the ReplicaSets want minus what is available), the conditions carried over from `working`, and Available.
  */
-export function calculateStatus(d: KubeObject, working: DeploymentStatus, allRSs: readonly KubeObject[], newRS: KubeObject | undefined, now: number): DeploymentStatus {
+export function calculateStatus(
+  d: KubeObject,
+  working: DeploymentStatus,
+  allRSs: readonly KubeObject[],
+  newRS: KubeObject | undefined,
+  now: number,
+): DeploymentStatus {
   const available = availableReplicaCount(allRSs);
   const status: DeploymentStatus = {
     observedGeneration: d.metadata.generation,
@@ -85,9 +113,21 @@ export function calculateStatus(d: KubeObject, working: DeploymentStatus, allRSs
     collisionCount: working.collisionCount,
   };
   if (available >= deploymentSpec(d).replicas - maxUnavailable(d)) {
-    setCondition(status, newCondition(AVAILABLE, 'True', Reasons.minimumReplicasAvailable, 'Deployment has minimum availability.', now));
+    setCondition(
+      status,
+      newCondition(AVAILABLE, 'True', Reasons.minimumReplicasAvailable, 'Deployment has minimum availability.', now),
+    );
   } else {
-    setCondition(status, newCondition(AVAILABLE, 'False', Reasons.minimumReplicasUnavailable, 'Deployment does not have minimum availability.', now));
+    setCondition(
+      status,
+      newCondition(
+        AVAILABLE,
+        'False',
+        Reasons.minimumReplicasUnavailable,
+        'Deployment does not have minimum availability.',
+        now,
+      ),
+    );
   }
   return status;
 }
@@ -151,7 +191,9 @@ export function rolloutStatus(
   if (deadline && !complete) {
     const rsName = newRS?.metadata.name;
     if (deploymentComplete(d, status)) {
-      const msg = rsName ? `ReplicaSet "${rsName}" has successfully progressed.` : `Deployment "${d.metadata.name}" has successfully progressed.`;
+      const msg = rsName
+        ? `ReplicaSet "${rsName}" has successfully progressed.`
+        : `Deployment "${d.metadata.name}" has successfully progressed.`;
       setCondition(status, newCondition(PROGRESSING, 'True', Reasons.newRSAvailable, msg, now));
     } else if (deploymentProgressing(stored, status)) {
       const msg = rsName ? `ReplicaSet "${rsName}" is progressing.` : `Deployment "${d.metadata.name}" is progressing.`;
@@ -163,7 +205,9 @@ export function rolloutStatus(
       }
       setCondition(status, condition);
     } else if (deploymentTimedOut(d, status, now)) {
-      const msg = rsName ? `ReplicaSet "${rsName}" has timed out progressing.` : `Deployment "${d.metadata.name}" has timed out progressing.`;
+      const msg = rsName
+        ? `ReplicaSet "${rsName}" has timed out progressing.`
+        : `Deployment "${d.metadata.name}" has timed out progressing.`;
       setCondition(status, newCondition(PROGRESSING, 'False', Reasons.timedOut, msg, now));
     }
   }
@@ -181,7 +225,8 @@ export function rolloutStatus(
 export function stuckRequeueMs(d: KubeObject, status: DeploymentStatus, now: number): number | undefined {
   const c = getCondition(status, PROGRESSING);
   if (!hasProgressDeadline(d) || !c) return undefined;
-  if (deploymentComplete(d, status) || c.reason === Reasons.timedOut || c.reason === Reasons.newRSAvailable) return undefined;
+  if (deploymentComplete(d, status) || c.reason === Reasons.timedOut || c.reason === Reasons.newRSAvailable)
+    return undefined;
   if (c.status === 'Unknown') return undefined;
   const from = Date.parse(c.lastUpdateTime ?? '');
   if (Number.isNaN(from)) return undefined;
@@ -189,13 +234,21 @@ export function stuckRequeueMs(d: KubeObject, status: DeploymentStatus, now: num
 }
 
 /** The first ReplicaFailure of the new ReplicaSet, else of any other, as a Deployment condition (getReplicaFailures). */
-export function replicaSetFailure(newRS: KubeObject | undefined, allRSs: readonly KubeObject[]): DeploymentCondition | undefined {
+export function replicaSetFailure(
+  newRS: KubeObject | undefined,
+  allRSs: readonly KubeObject[],
+): DeploymentCondition | undefined {
   const ordered = newRS ? [newRS, ...allRSs.filter((rs) => rs !== newRS)] : allRSs;
   for (const rs of ordered) {
-    const conditions = ((rs.status as { conditions?: ReplicaSetCondition[] } | undefined)?.conditions ?? []);
+    const conditions = (rs.status as { conditions?: ReplicaSetCondition[] } | undefined)?.conditions ?? [];
     const c = conditions.find((x) => x.type === REPLICA_FAILURE);
     if (c) {
-      const out: DeploymentCondition = { type: c.type, status: c.status as DeploymentCondition['status'], lastUpdateTime: c.lastTransitionTime, lastTransitionTime: c.lastTransitionTime };
+      const out: DeploymentCondition = {
+        type: c.type,
+        status: c.status as DeploymentCondition['status'],
+        lastUpdateTime: c.lastTransitionTime,
+        lastTransitionTime: c.lastTransitionTime,
+      };
       if (c.reason !== undefined) out.reason = c.reason;
       if (c.message !== undefined) out.message = c.message;
       return out;

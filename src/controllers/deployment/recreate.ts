@@ -14,7 +14,14 @@ export function rolloutRecreate(p: Planner): DeploymentPlan {
   let { newRS, allOld } = syncRevision(p, false);
   let allRSs = [...allOld, ...(newRS ? [newRS] : [])];
   const finish = (): DeploymentPlan => {
-    const { status, requeueAfterMs } = rolloutStatus(p.d, p.status, allRSs, newRS, replicaSetFailure(newRS, allRSs), p.now);
+    const { status, requeueAfterMs } = rolloutStatus(
+      p.d,
+      p.status,
+      allRSs,
+      newRS,
+      replicaSetFailure(newRS, allRSs),
+      p.now,
+    );
     if (requeueAfterMs !== undefined) p.requeueAfterMs = requeueAfterMs;
     return p.plan(status);
   };
@@ -29,12 +36,20 @@ export function rolloutRecreate(p: Planner): DeploymentPlan {
     allRSs = [...allOld, newRS!];
   }
   p.scaleTo(newRS!, p.replicas);
-  if (deploymentComplete(p.d, deploymentStatus(p.d))) cleanup(p, allOld.map((rs) => p.originalOf(rs)));
+  if (deploymentComplete(p.d, deploymentStatus(p.d)))
+    cleanup(
+      p,
+      allOld.map((rs) => p.originalOf(rs)),
+    );
   return finish();
 }
 
 /** Old ReplicaSets still report pods, or any pod of theirs is not finished (oldPodsRunning). */
-export function oldPodsRunning(newRS: KubeObject | undefined, oldRSs: readonly KubeObject[], podsOf: (uid: string) => readonly KubeObject[]): boolean {
+export function oldPodsRunning(
+  newRS: KubeObject | undefined,
+  oldRSs: readonly KubeObject[],
+  podsOf: (uid: string) => readonly KubeObject[],
+): boolean {
   if (actualReplicaCount(oldRSs) > 0) return true;
   for (const rs of oldRSs) {
     if (rs.metadata.uid === newRS?.metadata.uid) continue;

@@ -1,6 +1,13 @@
 import { isPlainObject, type KubeObject } from '../../api/types.js';
 import { revisionOf } from './revision.js';
-import { availableReplicas, POD_TEMPLATE_HASH, readyReplicas, specReplicas, statusReplicas, templateOf } from './model.js';
+import {
+  availableReplicas,
+  POD_TEMPLATE_HASH,
+  readyReplicas,
+  specReplicas,
+  statusReplicas,
+  templateOf,
+} from './model.js';
 
 /** How a Deployment sorts, finds and counts its ReplicaSets (deploymentutil and controller_utils). */
 
@@ -21,7 +28,12 @@ function withoutHash(template: unknown): unknown {
 }
 
 function isEmpty(v: unknown): boolean {
-  return v === undefined || v === null || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).every((k) => isEmpty(v[k])));
+  return (
+    v === undefined ||
+    v === null ||
+    (Array.isArray(v) && v.length === 0) ||
+    (isPlainObject(v) && Object.keys(v).every((k) => isEmpty(v[k])))
+  );
 }
 
 /** Deep equality where null, empty lists and empty maps equal absence (apiequality.Semantic on JSON). */
@@ -49,7 +61,11 @@ export function byCreation(a: KubeObject, b: KubeObject): number {
   const x = created(a);
   const y = created(b);
   if (x !== y) return x < y ? -1 : 1;
-  return (a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : (a.metadata.name ?? '') > (b.metadata.name ?? '') ? 1 : 0;
+  return (a.metadata.name ?? '') < (b.metadata.name ?? '')
+    ? -1
+    : (a.metadata.name ?? '') > (b.metadata.name ?? '')
+      ? 1
+      : 0;
 }
 
 /** ReplicaSetsBySizeOlder: larger first, then older first (scaling down takes from old ones first). */
@@ -73,7 +89,10 @@ export function findNewReplicaSet(template: unknown, replicaSets: readonly KubeO
 }
 
 /** Every ReplicaSet but the new one: `active` those with replicas, `all` of them. */
-export function findOldReplicaSets(newRS: KubeObject | undefined, replicaSets: readonly KubeObject[]): { active: KubeObject[]; all: KubeObject[] } {
+export function findOldReplicaSets(
+  newRS: KubeObject | undefined,
+  replicaSets: readonly KubeObject[],
+): { active: KubeObject[]; all: KubeObject[] } {
   const all = replicaSets.filter((rs) => rs.metadata.uid !== newRS?.metadata.uid);
   return { active: all.filter((rs) => specReplicas(rs) !== 0), all };
 }
@@ -82,14 +101,16 @@ export function filterActive(replicaSets: ReadonlyArray<KubeObject | undefined>)
   return replicaSets.filter((rs): rs is KubeObject => rs !== undefined && specReplicas(rs) > 0);
 }
 
-const sum = (rss: ReadonlyArray<KubeObject | undefined>, f: (rs: KubeObject) => number): number => rss.reduce((n, rs) => n + (rs ? f(rs) : 0), 0);
+const sum = (rss: ReadonlyArray<KubeObject | undefined>, f: (rs: KubeObject) => number): number =>
+  rss.reduce((n, rs) => n + (rs ? f(rs) : 0), 0);
 
 /** Σ spec.replicas. */
 export const replicaCount = (rss: ReadonlyArray<KubeObject | undefined>): number => sum(rss, specReplicas);
 /** Σ status.replicas: pods that exist and are not terminating. */
 export const actualReplicaCount = (rss: ReadonlyArray<KubeObject | undefined>): number => sum(rss, statusReplicas);
 export const readyReplicaCount = (rss: ReadonlyArray<KubeObject | undefined>): number => sum(rss, readyReplicas);
-export const availableReplicaCount = (rss: ReadonlyArray<KubeObject | undefined>): number => sum(rss, availableReplicas);
+export const availableReplicaCount = (rss: ReadonlyArray<KubeObject | undefined>): number =>
+  sum(rss, availableReplicas);
 
 /**
  * Pods a ReplicaSet may have right now: its spec, or its last reported count when that is higher (a scale-down
@@ -97,11 +118,13 @@ export const availableReplicaCount = (rss: ReadonlyArray<KubeObject | undefined>
  * pod count stays within maxSurge even before an old ReplicaSet's controller has caught up. (Kubernetes counts
  * spec alone and can overshoot for a moment.)
  */
-export const podCeiling = (rss: ReadonlyArray<KubeObject | undefined>): number => sum(rss, (rs) => Math.max(specReplicas(rs), statusReplicas(rs)));
+export const podCeiling = (rss: ReadonlyArray<KubeObject | undefined>): number =>
+  sum(rss, (rs) => Math.max(specReplicas(rs), statusReplicas(rs)));
 
 /**
  * Available pods a ReplicaSet will keep once its controller has acted: its reported available count, but no more
  * than its spec. Rolling updates scale old ReplicaSets down against this, so a stale status cannot make them take
  * away pods below minAvailable. (Equal to the reported count whenever the status is current.)
  */
-export const availableFloor = (rss: ReadonlyArray<KubeObject | undefined>): number => sum(rss, (rs) => Math.min(availableReplicas(rs), specReplicas(rs)));
+export const availableFloor = (rss: ReadonlyArray<KubeObject | undefined>): number =>
+  sum(rss, (rs) => Math.min(availableReplicas(rs), specReplicas(rs)));

@@ -17,7 +17,14 @@ export const ROLLBACK_TO = 'deprecated.deployment.rollback.to';
 export const MAX_REVISION_HISTORY_CHARS = 2000;
 
 /** Deployment annotations that are not copied to its ReplicaSets (and not restored by a rollback). */
-export const SKIPPED_ANNOTATIONS: ReadonlySet<string> = new Set([LAST_APPLIED, REVISION, REVISION_HISTORY, DESIRED_REPLICAS, MAX_REPLICAS, ROLLBACK_TO]);
+export const SKIPPED_ANNOTATIONS: ReadonlySet<string> = new Set([
+  LAST_APPLIED,
+  REVISION,
+  REVISION_HISTORY,
+  DESIRED_REPLICAS,
+  MAX_REPLICAS,
+  ROLLBACK_TO,
+]);
 
 /** The revision a ReplicaSet rolled out as: 0 when it has none, undefined when the annotation is not a number. */
 export function revisionOf(obj: KubeObject): number | undefined {
@@ -68,7 +75,12 @@ export function replicasAnnotationsNeedUpdate(rs: KubeObject, desired: number, m
  * Example: revisions 1 (v1) and 2 (v2); undo to v1 finds the revision-1 ReplicaSet, newRevision is 3: it becomes
  * revision 3 with revision-history "1", and `kubectl rollout history` lists 2 and 3.
  */
-export function setNewReplicaSetAnnotations(d: KubeObject, annotations: Record<string, string>, newRevision: number, exists: boolean): boolean {
+export function setNewReplicaSetAnnotations(
+  d: KubeObject,
+  annotations: Record<string, string>,
+  newRevision: number,
+  exists: boolean,
+): boolean {
   let changed = copyDeploymentAnnotations(d, annotations);
   const oldText = annotations[REVISION];
   const oldRevision = oldText === undefined ? 0 : /^[+-]?\d+$/.test(oldText) ? Number(oldText) : undefined;
@@ -84,7 +96,8 @@ export function setNewReplicaSetAnnotations(d: KubeObject, annotations: Record<s
         let total = history.length + oldText.length + 1;
         let start = 0;
         while (total > MAX_REVISION_HISTORY_CHARS && start < old.length) total -= old[start++]!.length + 1;
-        if (total <= MAX_REVISION_HISTORY_CHARS) annotations[REVISION_HISTORY] = [...old.slice(start), oldText].join(',');
+        if (total <= MAX_REVISION_HISTORY_CHARS)
+          annotations[REVISION_HISTORY] = [...old.slice(start), oldText].join(',');
       }
     }
   }

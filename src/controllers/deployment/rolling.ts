@@ -14,13 +14,24 @@ export function rolloutRolling(p: Planner): DeploymentPlan {
   const { newRS, allOld } = syncRevision(p, true);
   const allRSs = [...allOld, newRS!];
   const finish = (): DeploymentPlan => {
-    const { status, requeueAfterMs } = rolloutStatus(p.d, p.status, allRSs, newRS, replicaSetFailure(newRS, allRSs), p.now);
+    const { status, requeueAfterMs } = rolloutStatus(
+      p.d,
+      p.status,
+      allRSs,
+      newRS,
+      replicaSetFailure(newRS, allRSs),
+      p.now,
+    );
     if (requeueAfterMs !== undefined) p.requeueAfterMs = requeueAfterMs;
     return p.plan(status);
   };
   if (reconcileNewReplicaSet(p, allRSs, newRS!)) return finish();
   if (reconcileOldReplicaSets(p, allRSs, filterActive(allOld), newRS!)) return finish();
-  if (deploymentComplete(p.d, deploymentStatus(p.d))) cleanup(p, allOld.map((rs) => p.originalOf(rs)));
+  if (deploymentComplete(p.d, deploymentStatus(p.d)))
+    cleanup(
+      p,
+      allOld.map((rs) => p.originalOf(rs)),
+    );
   return finish();
 }
 
@@ -42,7 +53,12 @@ export function reconcileNewReplicaSet(p: Planner, allRSs: readonly KubeObject[]
  * down even if an old pod fails. Roll back: the old template's ReplicaSet is new again with 1 unavailable →
  * 13 − 8 − 1 = 4 crash-looping pods can go.
  */
-export function reconcileOldReplicaSets(p: Planner, allRSs: readonly KubeObject[], oldRSs: readonly KubeObject[], newRS: KubeObject): boolean {
+export function reconcileOldReplicaSets(
+  p: Planner,
+  allRSs: readonly KubeObject[],
+  oldRSs: readonly KubeObject[],
+  newRS: KubeObject,
+): boolean {
   if (replicaCount(oldRSs) === 0) return false;
   const minAvailable = p.replicas - maxUnavailable(p.d);
   const newUnavailable = specReplicas(newRS) - availableReplicas(newRS);
@@ -55,7 +71,11 @@ export function reconcileOldReplicaSets(p: Planner, allRSs: readonly KubeObject[
 }
 
 /** Scale old ReplicaSets down by their unavailable pods, oldest first, at most maxCleanup in all. */
-function cleanupUnhealthyReplicas(p: Planner, oldRSs: readonly KubeObject[], maxCleanup: number): { oldRSs: KubeObject[]; count: number } | undefined {
+function cleanupUnhealthyReplicas(
+  p: Planner,
+  oldRSs: readonly KubeObject[],
+  maxCleanup: number,
+): { oldRSs: KubeObject[]; count: number } | undefined {
   const sorted = [...oldRSs].sort(byCreation);
   let total = 0;
   for (let i = 0; i < sorted.length; i++) {

@@ -13,9 +13,35 @@ import {
   statusReplicas,
   type DeploymentStatus,
 } from './model.js';
-import { calculateStatus, compactStatus, getCondition, newCondition, PROGRESSING, Reasons, setCondition } from './progress.js';
-import { bySizeNewer, bySizeOlder, byCreation, byRevision, filterActive, findNewReplicaSet, findOldReplicaSets, podCeiling, replicaCount } from './replicasets.js';
-import { desiredReplicasAnnotation, maxReplicasAnnotation, maxRevision, REVISION, replicasAnnotationsNeedUpdate, setNewReplicaSetAnnotations, setReplicasAnnotations } from './revision.js';
+import {
+  calculateStatus,
+  compactStatus,
+  getCondition,
+  newCondition,
+  PROGRESSING,
+  Reasons,
+  setCondition,
+} from './progress.js';
+import {
+  bySizeNewer,
+  bySizeOlder,
+  byCreation,
+  byRevision,
+  filterActive,
+  findNewReplicaSet,
+  findOldReplicaSets,
+  podCeiling,
+  replicaCount,
+} from './replicasets.js';
+import {
+  desiredReplicasAnnotation,
+  maxReplicasAnnotation,
+  maxRevision,
+  REVISION,
+  replicasAnnotationsNeedUpdate,
+  setNewReplicaSetAnnotations,
+  setReplicasAnnotations,
+} from './revision.js';
 
 /**
  * One sync of a Deployment as a plan (pkg/controller/deployment/sync.go): from the Deployment and the
@@ -120,7 +146,11 @@ export class Planner {
     copy.metadata = { ...copy.metadata, annotations };
     const old = specReplicas(rs);
     const event: PlannedEvent | undefined = sizeChanges
-      ? { type: 'Normal', reason: 'ScalingReplicaSet', message: `Scaled ${old < newScale ? 'up' : 'down'} replica set ${rs.metadata.name} from ${old} to ${newScale}` }
+      ? {
+          type: 'Normal',
+          reason: 'ScalingReplicaSet',
+          message: `Scaled ${old < newScale ? 'up' : 'down'} replica set ${rs.metadata.name} from ${old} to ${newScale}`,
+        }
       : undefined;
     return { scaled: sizeChanges, rs: this.write(copy, event) };
   }
@@ -184,7 +214,8 @@ export function syncRevision(p: Planner, create: boolean): { newRS: KubeObject |
     let rs = existing;
     const annotations = { ...(rs.metadata.annotations ?? {}) };
     const annotationsChanged = setNewReplicaSetAnnotations(p.d, annotations, newRevision, true);
-    const minReadyChanged = ((rs.spec as { minReadySeconds?: number } | undefined)?.minReadySeconds ?? 0) !== spec.minReadySeconds;
+    const minReadyChanged =
+      ((rs.spec as { minReadySeconds?: number } | undefined)?.minReadySeconds ?? 0) !== spec.minReadySeconds;
     if (annotationsChanged || minReadyChanged) {
       const copy = withSpec(rs, { minReadySeconds: spec.minReadySeconds });
       copy.metadata.annotations = annotations;
@@ -193,7 +224,10 @@ export function syncRevision(p: Planner, create: boolean): { newRS: KubeObject |
     const revision = rs.metadata.annotations?.[REVISION];
     if (revision !== undefined) p.annotations[REVISION] = revision;
     if (hasProgressDeadline(p.d) && !getCondition(p.status, PROGRESSING)) {
-      setCondition(p.status, newCondition(PROGRESSING, 'True', Reasons.foundNewRS, `Found new replica set "${rs.metadata.name}"`, p.now));
+      setCondition(
+        p.status,
+        newCondition(PROGRESSING, 'True', Reasons.foundNewRS, `Found new replica set "${rs.metadata.name}"`, p.now),
+      );
     }
     return { newRS: rs, allOld };
   }
@@ -205,7 +239,10 @@ export function syncRevision(p: Planner, create: boolean): { newRS: KubeObject |
   const labels = { ...((meta as { labels?: Record<string, string> }).labels ?? {}), [POD_TEMPLATE_HASH]: hash };
   (meta as { labels?: Record<string, string> }).labels = labels;
   const selector = deepCopy(isPlainObject(spec.selector) ? spec.selector : {});
-  selector.matchLabels = { ...((selector.matchLabels as Record<string, string> | undefined) ?? {}), [POD_TEMPLATE_HASH]: hash };
+  selector.matchLabels = {
+    ...((selector.matchLabels as Record<string, string> | undefined) ?? {}),
+    [POD_TEMPLATE_HASH]: hash,
+  };
   const rs: KubeObject = {
     apiVersion: 'apps/v1',
     kind: 'ReplicaSet',
@@ -222,12 +259,24 @@ export function syncRevision(p: Planner, create: boolean): { newRS: KubeObject |
   const annotations: Record<string, string> = {};
   setNewReplicaSetAnnotations(p.d, annotations, newRevision, false);
   rs.metadata.annotations = annotations;
-  const events: PlannedEvent[] = replicas > 0 ? [{ type: 'Normal', reason: 'ScalingReplicaSet', message: `Scaled up replica set ${rs.metadata.name} from 0 to ${replicas}` }] : [];
+  const events: PlannedEvent[] =
+    replicas > 0
+      ? [
+          {
+            type: 'Normal',
+            reason: 'ScalingReplicaSet',
+            message: `Scaled up replica set ${rs.metadata.name} from 0 to ${replicas}`,
+          },
+        ]
+      : [];
   p.create = { rs, events };
   p.replicaSets = [...p.replicaSets, rs];
   p.annotations[REVISION] = String(newRevision);
   if (hasProgressDeadline(p.d)) {
-    setCondition(p.status, newCondition(PROGRESSING, 'True', Reasons.newReplicaSet, `Created new replica set "${rs.metadata.name}"`, p.now));
+    setCondition(
+      p.status,
+      newCondition(PROGRESSING, 'True', Reasons.newReplicaSet, `Created new replica set "${rs.metadata.name}"`, p.now),
+    );
   }
   return { newRS: rs, allOld };
 }
@@ -242,8 +291,10 @@ export function syncPausedCondition(p: Planner): void {
   if (c?.reason === Reasons.timedOut) return;
   const pausedShown = c?.reason === Reasons.paused;
   const paused = deploymentSpec(p.d).paused;
-  if (paused && !pausedShown) setCondition(p.status, newCondition(PROGRESSING, 'Unknown', Reasons.paused, 'Deployment is paused', p.now));
-  else if (!paused && pausedShown) setCondition(p.status, newCondition(PROGRESSING, 'Unknown', Reasons.resumed, 'Deployment is resumed', p.now));
+  if (paused && !pausedShown)
+    setCondition(p.status, newCondition(PROGRESSING, 'Unknown', Reasons.paused, 'Deployment is paused', p.now));
+  else if (!paused && pausedShown)
+    setCondition(p.status, newCondition(PROGRESSING, 'Unknown', Reasons.resumed, 'Deployment is resumed', p.now));
 }
 
 /** isScalingEvent: an active ReplicaSet was sized for a different spec.replicas than the Deployment has now. */
@@ -298,7 +349,10 @@ export function proportionalScale(p: Planner, newRS: KubeObject | undefined, old
 }
 
 /** The only active ReplicaSet, or the newest when none is active; undefined when several are active. */
-export function findActiveOrLatest(newRS: KubeObject | undefined, oldRSs: readonly KubeObject[]): KubeObject | undefined {
+export function findActiveOrLatest(
+  newRS: KubeObject | undefined,
+  oldRSs: readonly KubeObject[],
+): KubeObject | undefined {
   if (!newRS && oldRSs.length === 0) return undefined;
   const sortedOld = [...oldRSs].sort((a, b) => byCreation(b, a));
   const active = filterActive([...sortedOld, newRS]);
@@ -351,7 +405,8 @@ export function cleanup(p: Planner, oldRSs: readonly KubeObject[]): void {
   const sorted = [...cleanable].sort(byRevision);
   for (let i = 0; i < diff; i++) {
     const rs = sorted[i]!;
-    if (statusReplicas(rs) !== 0 || specReplicas(rs) !== 0 || (rs.metadata.generation ?? 0) > observedGeneration(rs)) continue;
+    if (statusReplicas(rs) !== 0 || specReplicas(rs) !== 0 || (rs.metadata.generation ?? 0) > observedGeneration(rs))
+      continue;
     p.deletes.push(rs);
   }
 }
@@ -360,7 +415,11 @@ export function cleanup(p: Planner, oldRSs: readonly KubeObject[]): void {
 export function syncScale(p: Planner): DeploymentPlan {
   const { newRS, allOld } = syncRevision(p, false);
   proportionalScale(p, newRS, allOld);
-  if (deploymentSpec(p.d).paused) cleanup(p, allOld.map((rs) => p.originalOf(rs)));
+  if (deploymentSpec(p.d).paused)
+    cleanup(
+      p,
+      allOld.map((rs) => p.originalOf(rs)),
+    );
   return p.plan(calculateStatus(p.d, p.status, [...allOld, ...(newRS ? [newRS] : [])], newRS, p.now));
 }
 

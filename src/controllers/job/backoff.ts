@@ -35,24 +35,39 @@ export function podFinishedTime(pod: KubeObject): number {
   if (allTerminated && latest !== undefined) return latest;
   const ready = podCondition(pod, 'Ready');
   if (ready?.status === 'False' && ready.lastTransitionTime) return Date.parse(ready.lastTransitionTime);
-  if (pod.metadata.deletionTimestamp) return Date.parse(pod.metadata.deletionTimestamp) - (pod.metadata.deletionGracePeriodSeconds ?? 0) * 1000;
+  if (pod.metadata.deletionTimestamp)
+    return Date.parse(pod.metadata.deletionTimestamp) - (pod.metadata.deletionGracePeriodSeconds ?? 0) * 1000;
   return creationTime(pod);
 }
 
 /** The record after newly counted pods: a success resets the count to the failures that came after it. */
-export function nextBackoffRecord(record: BackoffRecord, newSucceeded: readonly KubeObject[], newFailed: readonly KubeObject[]): BackoffRecord {
+export function nextBackoffRecord(
+  record: BackoffRecord,
+  newSucceeded: readonly KubeObject[],
+  newFailed: readonly KubeObject[],
+): BackoffRecord {
   const failedTimes = newFailed.map(podFinishedTime).sort((a, b) => a - b);
   if (newSucceeded.length === 0) {
     if (failedTimes.length === 0) return record;
-    return { failuresAfterLastSuccess: record.failuresAfterLastSuccess + failedTimes.length, lastFailureTime: failedTimes[failedTimes.length - 1] };
+    return {
+      failuresAfterLastSuccess: record.failuresAfterLastSuccess + failedTimes.length,
+      lastFailureTime: failedTimes[failedTimes.length - 1],
+    };
   }
   const lastSuccess = Math.max(...newSucceeded.map(podFinishedTime));
   const after = failedTimes.filter((t) => t > lastSuccess);
-  return after.length === 0 ? { failuresAfterLastSuccess: 0 } : { failuresAfterLastSuccess: after.length, lastFailureTime: after[after.length - 1] };
+  return after.length === 0
+    ? { failuresAfterLastSuccess: 0 }
+    : { failuresAfterLastSuccess: after.length, lastFailureTime: after[after.length - 1] };
 }
 
 /** Milliseconds until a replacement pod may be created (0: now). */
-export function remainingBackoffMs(record: BackoffRecord, now: number, baseMs = DEFAULT_POD_FAILURE_BACKOFF_MS, maxMs = MAX_POD_FAILURE_BACKOFF_MS): number {
+export function remainingBackoffMs(
+  record: BackoffRecord,
+  now: number,
+  baseMs = DEFAULT_POD_FAILURE_BACKOFF_MS,
+  maxMs = MAX_POD_FAILURE_BACKOFF_MS,
+): number {
   if (record.failuresAfterLastSuccess === 0 || record.lastFailureTime === undefined) return 0;
   let backoff = baseMs;
   for (let i = 1; i < record.failuresAfterLastSuccess; i++) {

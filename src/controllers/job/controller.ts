@@ -1,7 +1,12 @@
 import { ApiError } from '../../api/errors.js';
 import { deepCopy, isPlainObject, type KubeObject } from '../../api/types.js';
 import { Resources } from '../../client/client.js';
-import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../../runtime/controller.js';
+import {
+  ReconcileLoop,
+  type Controller,
+  type ControllerContext,
+  type ReconcileResult,
+} from '../../runtime/controller.js';
 import { Expectations } from '../../runtime/expectations.js';
 import { controlledBy, indexByController, newControllerRef, wakeOwnerOnPodEvents } from '../controller-ref.js';
 import { NO_BACKOFF, type BackoffRecord } from './backoff.js';
@@ -32,7 +37,8 @@ export function jobController(ctx: ControllerContext): Controller {
   jobs.addEventHandler({
     add: (job) => loop.queue.add(keyOf(job)),
     // As job_controller.go's updateJob: a spec change (new generation) syncs at once, a status update batched.
-    update: (old, job) => (job.metadata.generation === old.metadata.generation ? syncBatched : loop.queue).add(keyOf(job)),
+    update: (old, job) =>
+      (job.metadata.generation === old.metadata.generation ? syncBatched : loop.queue).add(keyOf(job)),
     delete: (job) => {
       expectations.forget(keyOf(job));
       backoffs.delete(job.metadata.uid!);
@@ -54,15 +60,21 @@ export function jobController(ctx: ControllerContext): Controller {
     await Promise.all([...new Set(plan.removeFinalizers)].map(removeTrackingFinalizer));
 
     if (plan.delete.length > 0) {
-      expectations.expectDeletions(key, plan.delete.map((p) => p.metadata.uid!));
+      expectations.expectDeletions(
+        key,
+        plan.delete.map((p) => p.metadata.uid!),
+      );
       await Promise.all(
         plan.delete.map(async (pod) => {
           try {
-            await ctx.client.delete(Resources.pods, namespace, pod.metadata.name!, { preconditions: { uid: pod.metadata.uid! } });
+            await ctx.client.delete(Resources.pods, namespace, pod.metadata.name!, {
+              preconditions: { uid: pod.metadata.uid! },
+            });
             recorder.event(job, 'Normal', 'SuccessfulDelete', `Deleted pod: ${pod.metadata.name}`);
           } catch (err) {
             expectations.deletionObserved(key, pod.metadata.uid!);
-            if (!(err instanceof ApiError && err.code === 404)) recorder.event(job, 'Warning', 'FailedDelete', `Error deleting: ${(err as Error).message}`);
+            if (!(err instanceof ApiError && err.code === 404))
+              recorder.event(job, 'Warning', 'FailedDelete', `Error deleting: ${(err as Error).message}`);
           }
         }),
       );
@@ -113,7 +125,9 @@ export function jobController(ctx: ControllerContext): Controller {
 
 /** A pod for the Job from its template (with the completion index for Indexed Jobs), tracked by the finalizer. */
 export function jobPod(job: KubeObject, index?: number): KubeObject {
-  const template = deepCopy((jobSpec(job).template ?? {}) as { metadata?: Record<string, unknown>; spec?: Record<string, unknown> });
+  const template = deepCopy(
+    (jobSpec(job).template ?? {}) as { metadata?: Record<string, unknown>; spec?: Record<string, unknown> },
+  );
   const meta = template.metadata ?? {};
   const labels = { ...((meta.labels as Record<string, string> | undefined) ?? {}) };
   const annotations = { ...((meta.annotations as Record<string, string> | undefined) ?? {}) };
@@ -127,7 +141,13 @@ export function jobPod(job: KubeObject, index?: number): KubeObject {
       for (const c of Array.isArray(spec[list]) ? (spec[list] as Array<Record<string, unknown>>) : []) {
         const env = Array.isArray(c.env) ? (c.env as Array<Record<string, unknown>>) : [];
         if (env.some((e) => e.name === 'JOB_COMPLETION_INDEX')) continue;
-        c.env = [...env, { name: 'JOB_COMPLETION_INDEX', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: `metadata.annotations['${COMPLETION_INDEX}']` } } }];
+        c.env = [
+          ...env,
+          {
+            name: 'JOB_COMPLETION_INDEX',
+            valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: `metadata.annotations['${COMPLETION_INDEX}']` } },
+          },
+        ];
       }
     }
   }

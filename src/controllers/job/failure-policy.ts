@@ -37,14 +37,18 @@ export function matchPodFailurePolicy(job: KubeObject, pod: KubeObject): Failure
         if (code === undefined || code === 0) continue;
         const inValues = values.includes(code);
         if (req.operator === 'NotIn' ? !inValues : inValues) {
-          return { action, message: `Container ${s.name} for pod ${podName} failed with exit code ${code} matching ${action} rule at index ${i}` };
+          return {
+            action,
+            message: `Container ${s.name} for pod ${podName} failed with exit code ${code} matching ${action} rule at index ${i}`,
+          };
         }
       }
     }
     if (Array.isArray(rule.onPodConditions)) {
       for (const pattern of rule.onPodConditions) {
         const c = podConditions(pod).find((pc) => pc.type === pattern.type && pc.status === (pattern.status ?? 'True'));
-        if (c) return { action, message: `Pod ${podName} has condition ${c.type} matching ${action} rule at index ${i}` };
+        if (c)
+          return { action, message: `Pod ${podName} has condition ${c.type} matching ${action} rule at index ${i}` };
       }
     }
   }

@@ -99,10 +99,25 @@ export function jobFinishTime(job: KubeObject): number | undefined {
 }
 
 /** Sets a condition, keeping lastTransitionTime when its status does not change (as ensureJobConditionStatus). */
-function setCondition(conditions: JobCondition[], type: string, status: 'True' | 'False', reason: string, message: string, now: string): JobCondition[] {
+function setCondition(
+  conditions: JobCondition[],
+  type: string,
+  status: 'True' | 'False',
+  reason: string,
+  message: string,
+  now: string,
+): JobCondition[] {
   const existing = conditions.find((c) => c.type === type);
-  if (existing && existing.status === status && existing.reason === reason && existing.message === message) return conditions;
-  const next: JobCondition = { type, status, lastProbeTime: now, lastTransitionTime: existing && existing.status === status ? existing.lastTransitionTime : now, reason, message };
+  if (existing && existing.status === status && existing.reason === reason && existing.message === message)
+    return conditions;
+  const next: JobCondition = {
+    type,
+    status,
+    lastProbeTime: now,
+    lastTransitionTime: existing && existing.status === status ? existing.lastTransitionTime : now,
+    reason,
+    message,
+  };
   return existing ? conditions.map((c) => (c === existing ? next : c)) : [...conditions, next];
 }
 
@@ -181,7 +196,8 @@ export function planJob(job: KubeObject, pods: readonly KubeObject[], now: numbe
     if (phase === 'Succeeded') {
       plan.removeFinalizers.push(pod);
       const ix = podIndex(pod);
-      if (indexed && (ix === undefined || completions === undefined || ix >= completions || completed.has(ix))) continue;
+      if (indexed && (ix === undefined || completions === undefined || ix >= completions || completed.has(ix)))
+        continue;
       if (indexed) completed.add(ix!);
       if (!uncountedSucceeded.has(uid)) newSucceeded.push(pod);
       uncountedSucceeded.add(uid);
@@ -221,22 +237,55 @@ export function planJob(job: KubeObject, pods: readonly KubeObject[], now: numbe
   if (failureTarget) target = { final: 'Failed', reason: failureTarget.reason, message: failureTarget.message };
   else if (successTarget) target = { final: 'Complete', reason: successTarget.reason, message: successTarget.message };
   else {
-    const restarts = spec.template?.spec?.restartPolicy === 'OnFailure'
-      ? active.reduce((sum, p) => sum + containerStatuses(p).reduce((s, c) => s + (c.restartCount ?? 0), 0), 0)
-      : 0;
+    const restarts =
+      spec.template?.spec?.restartPolicy === 'OnFailure'
+        ? active.reduce((sum, p) => sum + containerStatuses(p).reduce((s, c) => s + (c.restartCount ?? 0), 0), 0)
+        : 0;
     const start = status.startTime ? Date.parse(status.startTime) : undefined;
     if (failJob) target = { final: 'Failed', reason: 'PodFailurePolicy', message: failJob };
-    else if (failed + restarts > backoffLimit) target = { final: 'Failed', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' };
-    else if (!suspended && spec.activeDeadlineSeconds !== undefined && start !== undefined && now - start >= spec.activeDeadlineSeconds * 1000) {
-      target = { final: 'Failed', reason: 'DeadlineExceeded', message: 'Job was active longer than specified deadline' };
+    else if (failed + restarts > backoffLimit)
+      target = {
+        final: 'Failed',
+        reason: 'BackoffLimitExceeded',
+        message: 'Job has reached the specified backoff limit',
+      };
+    else if (
+      !suspended &&
+      spec.activeDeadlineSeconds !== undefined &&
+      start !== undefined &&
+      now - start >= spec.activeDeadlineSeconds * 1000
+    ) {
+      target = {
+        final: 'Failed',
+        reason: 'DeadlineExceeded',
+        message: 'Job was active longer than specified deadline',
+      };
     } else if (indexed && completions !== undefined) {
       const rule = matchSuccessPolicy(spec, completed, completions);
-      if (rule !== undefined) target = { final: 'Complete', reason: 'SuccessPolicy', message: `Matched rules at index ${rule}` };
-      else if (completed.size >= completions) target = { final: 'Complete', reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods' };
+      if (rule !== undefined)
+        target = { final: 'Complete', reason: 'SuccessPolicy', message: `Matched rules at index ${rule}` };
+      else if (completed.size >= completions)
+        target = {
+          final: 'Complete',
+          reason: 'CompletionsReached',
+          message: 'Reached expected number of succeeded pods',
+        };
     } else if (completions !== undefined ? succeeded >= completions : succeeded > 0 && active.length === 0) {
-      target = { final: 'Complete', reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods' };
+      target = {
+        final: 'Complete',
+        reason: 'CompletionsReached',
+        message: 'Reached expected number of succeeded pods',
+      };
     }
-    if (target) conditions = setCondition(conditions, target.final === 'Failed' ? 'FailureTarget' : 'SuccessCriteriaMet', 'True', target.reason, target.message, nowText);
+    if (target)
+      conditions = setCondition(
+        conditions,
+        target.final === 'Failed' ? 'FailureTarget' : 'SuccessCriteriaMet',
+        'True',
+        target.reason,
+        target.message,
+        nowText,
+      );
   }
 
   if (target) {
@@ -255,7 +304,8 @@ export function planJob(job: KubeObject, pods: readonly KubeObject[], now: numbe
   } else if (suspended) {
     plan.delete = active;
     active = [];
-    if (!hasCondition(old, 'Suspended')) plan.events.push({ type: 'Normal', reason: 'Suspended', message: 'Job suspended' });
+    if (!hasCondition(old, 'Suspended'))
+      plan.events.push({ type: 'Normal', reason: 'Suspended', message: 'Job suspended' });
     conditions = setCondition(conditions, 'Suspended', 'True', 'JobSuspended', 'Job suspended', nowText);
     delete status.startTime;
   } else {
@@ -264,7 +314,17 @@ export function planJob(job: KubeObject, pods: readonly KubeObject[], now: numbe
       plan.events.push({ type: 'Normal', reason: 'Resumed', message: 'Job resumed' });
       status.startTime = nowText;
     }
-    planActivePods(plan, { indexed, completions, parallelism, succeeded, completed, active, terminating: terminatingPods.length, spec, now });
+    planActivePods(plan, {
+      indexed,
+      completions,
+      parallelism,
+      succeeded,
+      completed,
+      active,
+      terminating: terminatingPods.length,
+      spec,
+      now,
+    });
     active = active.filter((p) => !plan.delete.includes(p));
     if (spec.activeDeadlineSeconds !== undefined && status.startTime) {
       const left = Date.parse(status.startTime) + spec.activeDeadlineSeconds * 1000 - now;
@@ -287,7 +347,17 @@ export function planJob(job: KubeObject, pods: readonly KubeObject[], now: numbe
 /** Keep the right number of pods active (step 5). */
 function planActivePods(
   plan: JobPlan,
-  o: { indexed: boolean; completions?: number; parallelism: number; succeeded: number; completed: Set<number>; active: KubeObject[]; terminating: number; spec: JobSpec; now: number },
+  o: {
+    indexed: boolean;
+    completions?: number;
+    parallelism: number;
+    succeeded: number;
+    completed: Set<number>;
+    active: KubeObject[];
+    terminating: number;
+    spec: JobSpec;
+    now: number;
+  },
 ): void {
   let wantActive: number;
   if (o.completions === undefined) wantActive = o.succeeded > 0 ? o.active.length : o.parallelism;
@@ -299,7 +369,9 @@ function planActivePods(
     // Pods of an index already completed, out of range, or duplicated go.
     const seen = new Set<number>();
     const keep: KubeObject[] = [];
-    for (const p of [...active].sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''))) {
+    for (const p of [...active].sort((a, b) =>
+      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+    )) {
       const ix = podIndex(p);
       if (ix === undefined || ix >= (o.completions ?? 0) || o.completed.has(ix) || seen.has(ix)) remove.push(p);
       else {

@@ -14,7 +14,10 @@ import type { KindInfo } from '../types.js';
  * Without it the simulator has no authorization (kube-apiserver's AlwaysAllow): every review is allowed, every rules
  * review lists everything, and `auth whoami` names the admin kubectl would be.
  */
-const UNAUTHENTICATED_ADMIN: UserInfo = { username: 'kubernetes-admin', groups: ['kubeadm:cluster-admins', 'system:authenticated'] };
+const UNAUTHENTICATED_ADMIN: UserInfo = {
+  username: 'kubernetes-admin',
+  groups: ['kubeadm:cluster-admins', 'system:authenticated'],
+};
 const NO_AUTHORIZATION_REASON = 'no authorization is configured: every request is allowed';
 const NO_AUTHENTICATION = 'no authenticator is configured (sim serve runs without --auth): tokens are not checked';
 
@@ -25,7 +28,11 @@ function who(requester: Requester | undefined): { user: UserInfo; authorizer: Au
 }
 
 function answer(obj: KubeObject, status: Record<string, unknown>): KubeObject {
-  const out: KubeObject = { kind: obj.kind, apiVersion: obj.apiVersion, metadata: { ...obj.metadata, creationTimestamp: null as unknown as string } };
+  const out: KubeObject = {
+    kind: obj.kind,
+    apiVersion: obj.apiVersion,
+    metadata: { ...obj.metadata, creationTimestamp: null as unknown as string },
+  };
   out.spec = isPlainObject(obj.spec) ? obj.spec : {};
   out.status = status;
   return out;
@@ -38,18 +45,51 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((s): s is
 function attributesOf(spec: Obj): RequestAttributes {
   if (isPlainObject(spec.resourceAttributes)) {
     const r = spec.resourceAttributes;
-    return { resourceRequest: true, path: '', verb: str(r.verb), apiGroup: str(r.group), apiVersion: str(r.version), namespace: str(r.namespace), resource: str(r.resource), subresource: str(r.subresource), name: str(r.name) };
+    return {
+      resourceRequest: true,
+      path: '',
+      verb: str(r.verb),
+      apiGroup: str(r.group),
+      apiVersion: str(r.version),
+      namespace: str(r.namespace),
+      resource: str(r.resource),
+      subresource: str(r.subresource),
+      name: str(r.name),
+    };
   }
   const n = isPlainObject(spec.nonResourceAttributes) ? spec.nonResourceAttributes : {};
-  return { resourceRequest: false, path: str(n.path), verb: str(n.verb), apiGroup: '', apiVersion: '', namespace: '', resource: '', subresource: '', name: '' };
+  return {
+    resourceRequest: false,
+    path: str(n.path),
+    verb: str(n.verb),
+    apiGroup: '',
+    apiVersion: '',
+    namespace: '',
+    resource: '',
+    subresource: '',
+    name: '',
+  };
 }
 
 /** ValidateSubjectAccessReviewSpec: exactly one of resourceAttributes and nonResourceAttributes. */
 function validateAttributes(spec: Obj): StatusCause[] {
   const hasResource = isPlainObject(spec.resourceAttributes);
   const hasNonResource = isPlainObject(spec.nonResourceAttributes);
-  if (!hasResource && !hasNonResource) return [FieldErrors.required('spec.resourceAttributes', 'exactly one of nonResourceAttributes or resourceAttributes must be specified')];
-  if (hasResource && hasNonResource) return [FieldErrors.invalid('spec.nonResourceAttributes', spec.nonResourceAttributes, 'cannot be specified in combination with resourceAttributes')];
+  if (!hasResource && !hasNonResource)
+    return [
+      FieldErrors.required(
+        'spec.resourceAttributes',
+        'exactly one of nonResourceAttributes or resourceAttributes must be specified',
+      ),
+    ];
+  if (hasResource && hasNonResource)
+    return [
+      FieldErrors.invalid(
+        'spec.nonResourceAttributes',
+        spec.nonResourceAttributes,
+        'cannot be specified in combination with resourceAttributes',
+      ),
+    ];
   return [];
 }
 
@@ -64,8 +104,16 @@ function decide(obj: KubeObject, user: UserInfo, authorizer: Authorizer, noAuth:
 function specOf(obj: KubeObject, kind: string): Obj {
   const spec = isPlainObject(obj.spec) ? obj.spec : {};
   const causes = validateAttributes(spec);
-  if (kind !== 'SelfSubjectAccessReview' && str(spec.user) === '' && strings(spec.groups).length === 0) causes.push(FieldErrors.invalid('spec.user', str(spec.user), 'at least one of user or group must be specified'));
-  if (kind === 'LocalSubjectAccessReview' && isPlainObject(spec.nonResourceAttributes)) causes.push(FieldErrors.invalid('spec.nonResourceAttributes', spec.nonResourceAttributes, 'disallowed on this kind of request'));
+  if (kind !== 'SelfSubjectAccessReview' && str(spec.user) === '' && strings(spec.groups).length === 0)
+    causes.push(FieldErrors.invalid('spec.user', str(spec.user), 'at least one of user or group must be specified'));
+  if (kind === 'LocalSubjectAccessReview' && isPlainObject(spec.nonResourceAttributes))
+    causes.push(
+      FieldErrors.invalid(
+        'spec.nonResourceAttributes',
+        spec.nonResourceAttributes,
+        'disallowed on this kind of request',
+      ),
+    );
   if (causes.length > 0) throw Errors.invalid('authorization.k8s.io', kind, obj.metadata.name ?? '', causes);
   return spec;
 }
@@ -74,7 +122,8 @@ function specOf(obj: KubeObject, kind: string): Obj {
 function specUser(spec: Obj): UserInfo {
   const user: UserInfo = { username: str(spec.user), groups: strings(spec.groups) };
   if (str(spec.uid)) user.uid = str(spec.uid);
-  if (isPlainObject(spec.extra)) user.extra = Object.fromEntries(Object.entries(spec.extra).map(([k, v]) => [k, strings(v)]));
+  if (isPlainObject(spec.extra))
+    user.extra = Object.fromEntries(Object.entries(spec.extra).map(([k, v]) => [k, strings(v)]));
   return user;
 }
 
@@ -92,7 +141,8 @@ function subjectAccessReview(obj: KubeObject, _ctx: unknown, requester?: Request
 function localSubjectAccessReview(obj: KubeObject, _ctx: unknown, requester?: Requester): KubeObject {
   const spec = specOf(obj, 'LocalSubjectAccessReview');
   const namespace = obj.metadata.namespace ?? '';
-  if (str((spec.resourceAttributes as Obj).namespace) !== namespace) throw Errors.badRequest(`spec.resourceAttributes.namespace must match namespace: ${namespace}`);
+  if (str((spec.resourceAttributes as Obj).namespace) !== namespace)
+    throw Errors.badRequest(`spec.resourceAttributes.namespace must match namespace: ${namespace}`);
   return decide(obj, specUser(spec), who(requester).authorizer, !requester);
 }
 
@@ -100,7 +150,11 @@ function selfSubjectRulesReview(obj: KubeObject, _ctx: unknown, requester?: Requ
   const spec = isPlainObject(obj.spec) ? obj.spec : {};
   const { user, authorizer } = who(requester);
   const rules = authorizer.rulesFor(user, str(spec.namespace));
-  const status: Obj = { resourceRules: rules.resourceRules, nonResourceRules: rules.nonResourceRules, incomplete: rules.incomplete };
+  const status: Obj = {
+    resourceRules: rules.resourceRules,
+    nonResourceRules: rules.nonResourceRules,
+    incomplete: rules.incomplete,
+  };
   if (rules.evaluationError) status.evaluationError = rules.evaluationError;
   return answer(obj, status);
 }
@@ -118,7 +172,12 @@ function userInfoOf(user: UserInfo | undefined): Obj {
 
 function selfSubjectReview(_obj: KubeObject, _ctx: unknown, requester?: Requester): KubeObject {
   const { user } = who(requester);
-  return { kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null as unknown as string }, status: { userInfo: userInfoOf(user) } };
+  return {
+    kind: 'SelfSubjectReview',
+    apiVersion: 'authentication.k8s.io/v1',
+    metadata: { creationTimestamp: null as unknown as string },
+    status: { userInfo: userInfoOf(user) },
+  };
 }
 
 /**
@@ -148,8 +207,24 @@ function tokenReview(obj: KubeObject, _ctx: unknown, requester?: Requester): Kub
   return out;
 }
 
-function review(kind: string, resource: string, namespaced: boolean, respond: NonNullable<KindInfo['ephemeral']>, group = 'authorization.k8s.io'): KindInfo {
-  return { group, version: 'v1', kind, resource, singular: kind.toLowerCase(), namespaced, verbs: ['create'], ephemeral: respond, nameRule: 'path-segment' };
+function review(
+  kind: string,
+  resource: string,
+  namespaced: boolean,
+  respond: NonNullable<KindInfo['ephemeral']>,
+  group = 'authorization.k8s.io',
+): KindInfo {
+  return {
+    group,
+    version: 'v1',
+    kind,
+    resource,
+    singular: kind.toLowerCase(),
+    namespaced,
+    verbs: ['create'],
+    ephemeral: respond,
+    nameRule: 'path-segment',
+  };
 }
 
 export const authorizationKinds: KindInfo[] = [

@@ -55,7 +55,14 @@ function defaultRules(rules: unknown, up: boolean): Obj {
     ...r,
     stabilizationWindowSeconds: r.stabilizationWindowSeconds ?? (up ? 0 : 300),
     selectPolicy: r.selectPolicy ?? 'Max',
-    policies: r.policies ?? (up ? [{ type: 'Pods', value: 4, periodSeconds: 15 }, { type: 'Percent', value: 100, periodSeconds: 15 }] : [{ type: 'Percent', value: 100, periodSeconds: 15 }]),
+    policies:
+      r.policies ??
+      (up
+        ? [
+            { type: 'Pods', value: 4, periodSeconds: 15 },
+            { type: 'Percent', value: 100, periodSeconds: 15 },
+          ]
+        : [{ type: 'Percent', value: 100, periodSeconds: 15 }]),
   };
 }
 
@@ -64,15 +71,24 @@ function defaultV2(o: KubeObject): void {
   const spec = isPlainObject(o.spec) ? o.spec : (o.spec = {});
   spec.minReplicas ??= 1;
   if (list(spec.metrics).length === 0) spec.metrics = [cpuUtilization(DEFAULT_CPU_UTILIZATION)];
-  if (isPlainObject(spec.behavior)) spec.behavior = { ...spec.behavior, scaleUp: defaultRules(spec.behavior.scaleUp, true), scaleDown: defaultRules(spec.behavior.scaleDown, false) };
+  if (isPlainObject(spec.behavior))
+    spec.behavior = {
+      ...spec.behavior,
+      scaleUp: defaultRules(spec.behavior.scaleUp, true),
+      scaleDown: defaultRules(spec.behavior.scaleDown, false),
+    };
 }
 
 function validateTarget(target: unknown, path: string): StatusCause[] {
   const t = obj(target);
   const causes: StatusCause[] = [];
   if (!t.type) causes.push(FieldErrors.required(`${path}.type`, 'must specify a metric target type'));
-  if (!TARGET_TYPES.includes(String(t.type ?? ''))) causes.push(FieldErrors.invalid(`${path}.type`, t.type ?? '', 'must be either Utilization, Value, or AverageValue'));
-  if (typeof t.averageUtilization === 'number' && t.averageUtilization < 1) causes.push(FieldErrors.invalid(`${path}.averageUtilization`, t.averageUtilization, 'must be greater than 0'));
+  if (!TARGET_TYPES.includes(String(t.type ?? '')))
+    causes.push(
+      FieldErrors.invalid(`${path}.type`, t.type ?? '', 'must be either Utilization, Value, or AverageValue'),
+    );
+  if (typeof t.averageUtilization === 'number' && t.averageUtilization < 1)
+    causes.push(FieldErrors.invalid(`${path}.averageUtilization`, t.averageUtilization, 'must be greater than 0'));
   return causes;
 }
 
@@ -82,25 +98,35 @@ function validateV2(o: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
   const min = spec.minReplicas;
   const max = typeof spec.maxReplicas === 'number' ? spec.maxReplicas : 0;
-  if (typeof min === 'number' && min < 1) causes.push(FieldErrors.invalid('spec.minReplicas', min, 'must be greater than or equal to 1'));
+  if (typeof min === 'number' && min < 1)
+    causes.push(FieldErrors.invalid('spec.minReplicas', min, 'must be greater than or equal to 1'));
   if (max < 1) causes.push(FieldErrors.invalid('spec.maxReplicas', max, 'must be greater than 0'));
-  if (typeof min === 'number' && max < min) causes.push(FieldErrors.invalid('spec.maxReplicas', max, 'must be greater than or equal to `minReplicas`'));
+  if (typeof min === 'number' && max < min)
+    causes.push(FieldErrors.invalid('spec.maxReplicas', max, 'must be greater than or equal to `minReplicas`'));
   const ref = obj(spec.scaleTargetRef);
   for (const key of ['kind', 'name'] as const) {
     const value = typeof ref[key] === 'string' ? ref[key] : '';
     if (value === '') causes.push(FieldErrors.required(`spec.scaleTargetRef.${key}`, ''));
-    else for (const p of checkPathSegmentName(value)) causes.push(FieldErrors.invalid(`spec.scaleTargetRef.${key}`, value, p));
+    else
+      for (const p of checkPathSegmentName(value))
+        causes.push(FieldErrors.invalid(`spec.scaleTargetRef.${key}`, value, p));
   }
   list(spec.metrics).forEach((metric, i) => {
     const m = obj(metric);
     const path = `spec.metrics[${i}]`;
     if (!m.type) return causes.push(FieldErrors.required(`${path}.type`, 'must specify a metric source type'));
-    if (!METRIC_TYPES.includes(String(m.type))) return causes.push(FieldErrors.notSupported(`${path}.type`, m.type, METRIC_TYPES));
+    if (!METRIC_TYPES.includes(String(m.type)))
+      return causes.push(FieldErrors.notSupported(`${path}.type`, m.type, METRIC_TYPES));
     const key = String(m.type).charAt(0).toLowerCase() + String(m.type).slice(1);
     const source = m[key];
-    if (!isPlainObject(source)) return causes.push(FieldErrors.required(`${path}.${key}`, 'must populate information for the given metric source'));
-    if ((m.type === 'Resource' || m.type === 'ContainerResource') && !source.name) causes.push(FieldErrors.required(`${path}.${key}.name`, 'must specify a resource name'));
-    if ((m.type === 'Pods' || m.type === 'Object' || m.type === 'External') && !obj(source.metric).name) causes.push(FieldErrors.required(`${path}.${key}.metric.name`, 'must specify a metric name'));
+    if (!isPlainObject(source))
+      return causes.push(
+        FieldErrors.required(`${path}.${key}`, 'must populate information for the given metric source'),
+      );
+    if ((m.type === 'Resource' || m.type === 'ContainerResource') && !source.name)
+      causes.push(FieldErrors.required(`${path}.${key}.name`, 'must specify a resource name'));
+    if ((m.type === 'Pods' || m.type === 'Object' || m.type === 'External') && !obj(source.metric).name)
+      causes.push(FieldErrors.required(`${path}.${key}.metric.name`, 'must specify a metric name'));
     causes.push(...validateTarget(source.target, `${path}.${key}.target`));
     return undefined;
   });
@@ -110,7 +136,13 @@ function validateV2(o: KubeObject): StatusCause[] {
 // --- v2 <-> v1 metric shapes (the v1 annotation format is autoscaling/v2beta1's) ---
 
 /** The metric source types and the field each keeps its source in. */
-const SOURCES: Record<string, string> = { Resource: 'resource', ContainerResource: 'containerResource', Pods: 'pods', Object: 'object', External: 'external' };
+const SOURCES: Record<string, string> = {
+  Resource: 'resource',
+  ContainerResource: 'containerResource',
+  Pods: 'pods',
+  Object: 'object',
+  External: 'external',
+};
 
 type Side = 'target' | 'current';
 
@@ -119,18 +151,39 @@ type Side = 'target' | 'current';
  * averageValue is `targetAverageValue`, an Object's is `averageValue`. `zero`: Go quantities that are not pointers
  * in v1, so they read "0" when unset.
  */
-function v1Fields(type: string, side: Side): { byName: boolean; selector: string; value?: string; averageValue: string; utilization?: string; zero: string[] } {
+function v1Fields(
+  type: string,
+  side: Side,
+): { byName: boolean; selector: string; value?: string; averageValue: string; utilization?: string; zero: string[] } {
   const averageValue = `${side}AverageValue`;
   switch (type) {
     case 'Resource':
     case 'ContainerResource':
-      return { byName: true, selector: '', averageValue, utilization: `${side}AverageUtilization`, zero: side === 'current' ? [averageValue] : [] };
+      return {
+        byName: true,
+        selector: '',
+        averageValue,
+        utilization: `${side}AverageUtilization`,
+        zero: side === 'current' ? [averageValue] : [],
+      };
     case 'Pods':
       return { byName: false, selector: 'selector', averageValue, zero: [averageValue] };
     case 'Object':
-      return { byName: false, selector: 'selector', value: `${side}Value`, averageValue: 'averageValue', zero: [`${side}Value`] };
+      return {
+        byName: false,
+        selector: 'selector',
+        value: `${side}Value`,
+        averageValue: 'averageValue',
+        zero: [`${side}Value`],
+      };
     default:
-      return { byName: false, selector: 'metricSelector', value: `${side}Value`, averageValue, zero: side === 'current' ? [`${side}Value`] : [] };
+      return {
+        byName: false,
+        selector: 'metricSelector',
+        value: `${side}Value`,
+        averageValue,
+        zero: side === 'current' ? [`${side}Value`] : [],
+      };
   }
 }
 
@@ -142,7 +195,9 @@ function metricToV1(m: Obj, side: Side): Obj {
   const source = m[key] as Obj;
   const values = obj(source[side]);
   const f = v1Fields(type, side);
-  const out: Obj = f.byName ? { name: source.name } : { metricName: obj(source.metric).name, [f.selector]: obj(source.metric).selector };
+  const out: Obj = f.byName
+    ? { name: source.name }
+    : { metricName: obj(source.metric).name, [f.selector]: obj(source.metric).selector };
   if (type === 'Object') out.target = source.describedObject;
   if (f.utilization) out[f.utilization] = values.averageUtilization;
   if (f.value) out[f.value] = values.value;
@@ -154,7 +209,8 @@ function metricToV1(m: Obj, side: Side): Obj {
 
 /** The target type Go's conversion infers from which v1 target fields are set. */
 function targetType(type: string, q: Obj): string {
-  if (type === 'Resource' || type === 'ContainerResource') return q.averageUtilization === undefined ? 'AverageValue' : 'Utilization';
+  if (type === 'Resource' || type === 'ContainerResource')
+    return q.averageUtilization === undefined ? 'AverageValue' : 'Utilization';
   if (type === 'Pods') return 'AverageValue';
   if (type === 'Object') return q.averageValue === undefined ? 'Value' : 'AverageValue';
   return q.value === undefined ? 'AverageValue' : 'Value';
@@ -167,8 +223,14 @@ function metricFromV1(m: Obj, side: Side): Obj {
   if (!key || !isPlainObject(m[key])) return { type: m.type };
   const source = m[key] as Obj;
   const f = v1Fields(type, side);
-  const q = compact({ value: f.value && source[f.value], averageValue: source[f.averageValue], averageUtilization: f.utilization && source[f.utilization] });
-  const out: Obj = f.byName ? { name: source.name } : { metric: compact({ name: source.metricName, selector: source[f.selector] }) };
+  const q = compact({
+    value: f.value && source[f.value],
+    averageValue: source[f.averageValue],
+    averageUtilization: f.utilization && source[f.utilization],
+  });
+  const out: Obj = f.byName
+    ? { name: source.name }
+    : { metric: compact({ name: source.metricName, selector: source[f.selector] }) };
   if (type === 'Object') out.describedObject = source.target;
   out[side] = side === 'target' ? { type: targetType(type, q), ...q } : q;
   if (type === 'ContainerResource') out.container = source.container;
@@ -234,7 +296,8 @@ export function hpaFromV1(o: KubeObject): KubeObject {
   const status = obj(o.status);
   const annotations = o.metadata.annotations ?? {};
   const metrics: Obj[] = (parse(annotations[METRICS]) ?? []).map((m) => metricFromV1(obj(m), 'target'));
-  if (typeof spec.targetCPUUtilizationPercentage === 'number') metrics.push(cpuUtilization(spec.targetCPUUtilizationPercentage));
+  if (typeof spec.targetCPUUtilizationPercentage === 'number')
+    metrics.push(cpuUtilization(spec.targetCPUUtilizationPercentage));
   // v1 had an implicit CPU default in the controller; the conversion makes it explicit.
   if (metrics.length === 0) metrics.push(cpuUtilization(DEFAULT_CPU_UTILIZATION));
   let behavior: unknown;
@@ -256,9 +319,16 @@ export function hpaFromV1(o: KubeObject): KubeObject {
     behavior: isPlainObject(behavior) && Object.keys(behavior).length > 0 ? behavior : undefined,
   });
   if (o.status !== undefined) {
-    let current: unknown[] | undefined = parse(annotations[CURRENT_METRICS])?.map((m) => metricFromV1(obj(m), 'current'));
+    let current: unknown[] | undefined = parse(annotations[CURRENT_METRICS])?.map((m) =>
+      metricFromV1(obj(m), 'current'),
+    );
     if (!current && typeof status.currentCPUUtilizationPercentage === 'number') {
-      current = [{ type: 'Resource', resource: { name: 'cpu', current: { averageUtilization: status.currentCPUUtilizationPercentage } } }];
+      current = [
+        {
+          type: 'Resource',
+          resource: { name: 'cpu', current: { averageUtilization: status.currentCPUUtilizationPercentage } },
+        },
+      ];
     }
     out.status = compact({
       observedGeneration: status.observedGeneration,
@@ -286,7 +356,8 @@ function formatMetrics(o: KubeObject): string {
       case 'Object': {
         const kind = spec.type === 'External' ? 'external' : 'object';
         const target = obj(obj(spec[kind]).target);
-        if (target.averageValue !== undefined) return `${known(current(kind, 'averageValue'))}/${String(target.averageValue)} (avg)`;
+        if (target.averageValue !== undefined)
+          return `${known(current(kind, 'averageValue'))}/${String(target.averageValue)} (avg)`;
         return `${known(isPlainObject(status[kind]) ? (current(kind, 'value') ?? '0') : undefined)}/${String(target.value ?? '0')}`;
       }
       case 'Pods':
@@ -296,7 +367,8 @@ function formatMetrics(o: KubeObject): string {
         const kind = spec.type === 'Resource' ? 'resource' : 'containerResource';
         const source = obj(spec[kind]);
         const target = obj(source.target);
-        if (target.averageValue !== undefined) return `${String(source.name)}: ${known(isPlainObject(status[kind]) ? (current(kind, 'averageValue') ?? '0') : undefined)}/${String(target.averageValue)}`;
+        if (target.averageValue !== undefined)
+          return `${String(source.name)}: ${known(isPlainObject(status[kind]) ? (current(kind, 'averageValue') ?? '0') : undefined)}/${String(target.averageValue)}`;
         const utilization = current(kind, 'averageUtilization');
         const now = isPlainObject(status[kind]) && typeof utilization === 'number' ? `${utilization}%` : '<unknown>';
         const goal = typeof target.averageUtilization === 'number' ? `${target.averageUtilization}%` : '<auto>';
@@ -310,11 +382,39 @@ function formatMetrics(o: KubeObject): string {
 }
 
 const hpaColumns = [
-  col('Reference', (o) => `${str(o, 'spec.scaleTargetRef.kind')}/${str(o, 'spec.scaleTargetRef.name')}`, { description: 'scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.' }),
-  col('Targets', formatMetrics, { description: 'metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond.' }),
-  col('MinPods', (o) => (typeof field(o, 'spec.minReplicas') === 'number' ? String(field(o, 'spec.minReplicas')) : '<unset>'), { description: 'minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down. It defaults to 1 pod.' }),
-  col('MaxPods', (o) => (typeof field(o, 'spec.maxReplicas') === 'number' ? (field(o, 'spec.maxReplicas') as number) : 0), { description: 'maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.' }),
-  col('Replicas', (o) => (typeof field(o, 'status.currentReplicas') === 'number' ? (field(o, 'status.currentReplicas') as number) : 0), { description: 'currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.' }),
+  col('Reference', (o) => `${str(o, 'spec.scaleTargetRef.kind')}/${str(o, 'spec.scaleTargetRef.name')}`, {
+    description:
+      'scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.',
+  }),
+  col('Targets', formatMetrics, {
+    description:
+      'metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond.',
+  }),
+  col(
+    'MinPods',
+    (o) => (typeof field(o, 'spec.minReplicas') === 'number' ? String(field(o, 'spec.minReplicas')) : '<unset>'),
+    {
+      description:
+        'minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down. It defaults to 1 pod.',
+    },
+  ),
+  col(
+    'MaxPods',
+    (o) => (typeof field(o, 'spec.maxReplicas') === 'number' ? (field(o, 'spec.maxReplicas') as number) : 0),
+    {
+      description:
+        'maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.',
+    },
+  ),
+  col(
+    'Replicas',
+    (o) =>
+      typeof field(o, 'status.currentReplicas') === 'number' ? (field(o, 'status.currentReplicas') as number) : 0,
+    {
+      description:
+        'currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.',
+    },
+  ),
 ];
 
 const hpaV2: KindInfo = {

@@ -22,11 +22,17 @@ function subjects(kind: string): (o: KubeObject) => string {
 
 function bindingColumns(): TableColumn[] {
   return [
-    col('Role', (o) => `${str(o, 'roleRef.kind')}/${str(o, 'roleRef.name')}`, { description: 'RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace.' }),
-    col('Age', (o, now) => {
-      const created = Date.parse(o.metadata.creationTimestamp ?? '');
-      return Number.isNaN(created) ? '<unknown>' : humanAge(now - created);
-    }, { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
+    col('Role', (o) => `${str(o, 'roleRef.kind')}/${str(o, 'roleRef.name')}`, {
+      description: 'RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace.',
+    }),
+    col(
+      'Age',
+      (o, now) => {
+        const created = Date.parse(o.metadata.creationTimestamp ?? '');
+        return Number.isNaN(created) ? '<unknown>' : humanAge(now - created);
+      },
+      { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' },
+    ),
     col('Users', subjects('User'), { priority: 1, description: 'Users in the binding' }),
     col('Groups', subjects('Group'), { priority: 1, description: 'Groups in the binding' }),
     col('ServiceAccounts', subjects('ServiceAccount'), { priority: 1, description: 'ServiceAccounts in the binding' }),
@@ -37,9 +43,11 @@ function validateRoleRef(obj: KubeObject) {
   const ref = obj.roleRef;
   if (!isPlainObject(ref)) return [FieldErrors.required('roleRef', '')];
   const causes = [];
-  if (ref.kind !== 'Role' && ref.kind !== 'ClusterRole') causes.push(FieldErrors.notSupported('roleRef.kind', ref.kind, ['Role', 'ClusterRole']));
+  if (ref.kind !== 'Role' && ref.kind !== 'ClusterRole')
+    causes.push(FieldErrors.notSupported('roleRef.kind', ref.kind, ['Role', 'ClusterRole']));
   if (!ref.name) causes.push(FieldErrors.required('roleRef.name', ''));
-  if (ref.apiGroup !== 'rbac.authorization.k8s.io') causes.push(FieldErrors.notSupported('roleRef.apiGroup', ref.apiGroup, ['rbac.authorization.k8s.io']));
+  if (ref.apiGroup !== 'rbac.authorization.k8s.io')
+    causes.push(FieldErrors.notSupported('roleRef.apiGroup', ref.apiGroup, ['rbac.authorization.k8s.io']));
   return causes;
 }
 
@@ -55,20 +63,42 @@ function validateRules(obj: KubeObject, namespaced: boolean): StatusCause[] {
       causes.push(FieldErrors.invalid(path, rule, 'must be an object'));
       return;
     }
-    if (list(rule.verbs).length === 0) causes.push(FieldErrors.required(`${path}.verbs`, 'verbs must contain at least one value'));
+    if (list(rule.verbs).length === 0)
+      causes.push(FieldErrors.required(`${path}.verbs`, 'verbs must contain at least one value'));
     if (list(rule.nonResourceURLs).length > 0) {
-      if (namespaced) causes.push(FieldErrors.invalid(`${path}.nonResourceURLs`, rule.nonResourceURLs, 'namespaced rules cannot apply to non-resource URLs'));
+      if (namespaced)
+        causes.push(
+          FieldErrors.invalid(
+            `${path}.nonResourceURLs`,
+            rule.nonResourceURLs,
+            'namespaced rules cannot apply to non-resource URLs',
+          ),
+        );
       if (list(rule.apiGroups).length > 0 || list(rule.resources).length > 0 || list(rule.resourceNames).length > 0) {
-        causes.push(FieldErrors.invalid(`${path}.nonResourceURLs`, rule.nonResourceURLs, 'rules cannot apply to both regular resources and non-resource URLs'));
+        causes.push(
+          FieldErrors.invalid(
+            `${path}.nonResourceURLs`,
+            rule.nonResourceURLs,
+            'rules cannot apply to both regular resources and non-resource URLs',
+          ),
+        );
       }
       return;
     }
-    if (list(rule.apiGroups).length === 0) causes.push(FieldErrors.required(`${path}.apiGroups`, 'resource rules must supply at least one api group'));
-    if (list(rule.resources).length === 0) causes.push(FieldErrors.required(`${path}.resources`, 'resource rules must supply at least one resource'));
+    if (list(rule.apiGroups).length === 0)
+      causes.push(FieldErrors.required(`${path}.apiGroups`, 'resource rules must supply at least one api group'));
+    if (list(rule.resources).length === 0)
+      causes.push(FieldErrors.required(`${path}.resources`, 'resource rules must supply at least one resource'));
   });
   if (obj.aggregationRule !== undefined && obj.aggregationRule !== null) {
     const selectors = isPlainObject(obj.aggregationRule) ? list(obj.aggregationRule.clusterRoleSelectors) : [];
-    if (selectors.length === 0) causes.push(FieldErrors.required('aggregationRule.clusterRoleSelectors', 'at least one clusterRoleSelector required if aggregationRule is non-nil'));
+    if (selectors.length === 0)
+      causes.push(
+        FieldErrors.required(
+          'aggregationRule.clusterRoleSelectors',
+          'at least one clusterRoleSelector required if aggregationRule is non-nil',
+        ),
+      );
   }
   return causes;
 }
@@ -76,7 +106,8 @@ function validateRules(obj: KubeObject, namespaced: boolean): StatusCause[] {
 /** SetDefaults_Subject: Users and Groups are rbac.authorization.k8s.io subjects (ServiceAccounts have no group). */
 function defaultSubjects(obj: KubeObject): void {
   for (const subject of list(obj.subjects)) {
-    if (isPlainObject(subject) && !subject.apiGroup && (subject.kind === 'User' || subject.kind === 'Group')) subject.apiGroup = RBAC_GROUP;
+    if (isPlainObject(subject) && !subject.apiGroup && (subject.kind === 'User' || subject.kind === 'Group'))
+      subject.apiGroup = RBAC_GROUP;
   }
 }
 
@@ -120,7 +151,9 @@ const rbac = (kind: string, resource: string, namespaced: boolean, binding: bool
         defaults: defaultSubjects,
         validate: (obj) => [...validateRoleRef(obj), ...validateSubjects(obj, namespaced)],
         validateUpdate(next, old) {
-          return JSON.stringify(next.roleRef) === JSON.stringify(old.roleRef) ? [] : [FieldErrors.invalid('roleRef', next.roleRef, 'cannot change roleRef')];
+          return JSON.stringify(next.roleRef) === JSON.stringify(old.roleRef)
+            ? []
+            : [FieldErrors.invalid('roleRef', next.roleRef, 'cannot change roleRef')];
         },
       }
     : { validate: (obj) => validateRules(obj, namespaced) },
@@ -137,7 +170,6 @@ const leases: KindInfo = {
   namespaced: true,
   columns: [col('Holder', (o) => str(o, 'spec.holderIdentity'), { description: 'The holder of the lease.' })],
 };
-
 
 export const clusterKinds: KindInfo[] = [
   leases,

@@ -22,21 +22,31 @@ function spec(obj: KubeObject): Obj {
 function addDefaultTolerations(podSpec: Obj): void {
   const tolerations = Array.isArray(podSpec.tolerations) ? (podSpec.tolerations as Obj[]) : [];
   for (const key of ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable']) {
-    const covered = tolerations.some((t) => (t.key === key || (t.key === undefined && t.operator === 'Exists')) && (t.effect === undefined || t.effect === 'NoExecute' || t.effect === ''));
+    const covered = tolerations.some(
+      (t) =>
+        (t.key === key || (t.key === undefined && t.operator === 'Exists')) &&
+        (t.effect === undefined || t.effect === 'NoExecute' || t.effect === ''),
+    );
     if (!covered) tolerations.push({ key, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 });
   }
   podSpec.tolerations = tolerations;
 }
 
-function validateKeyedData(obj: KubeObject, fieldName: 'data' | 'binaryData' | 'stringData', base64: boolean): StatusCause[] {
+function validateKeyedData(
+  obj: KubeObject,
+  fieldName: 'data' | 'binaryData' | 'stringData',
+  base64: boolean,
+): StatusCause[] {
   const data = obj[fieldName];
   if (data === undefined || data === null) return [];
-  if (!isPlainObject(data)) return [FieldErrors.invalid(fieldName, data, 'must be a map of string keys to string values')];
+  if (!isPlainObject(data))
+    return [FieldErrors.invalid(fieldName, data, 'must be a map of string keys to string values')];
   const causes: StatusCause[] = [];
   for (const [key, value] of Object.entries(data)) {
     for (const p of checkConfigMapKey(key)) causes.push(FieldErrors.invalid(fieldName, key, p));
     if (typeof value !== 'string') causes.push(FieldErrors.invalid(`${fieldName}[${key}]`, value, 'must be a string'));
-    else if (base64 && !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) causes.push(FieldErrors.invalid(`${fieldName}[${key}]`, '<secret contents redacted>', 'must be base64 encoded'));
+    else if (base64 && !/^[A-Za-z0-9+/]*={0,2}$/.test(value))
+      causes.push(FieldErrors.invalid(`${fieldName}[${key}]`, '<secret contents redacted>', 'must be base64 encoded'));
   }
   return causes;
 }
@@ -145,13 +155,26 @@ const pods: KindInfo = {
       // Pod spec is immutable but for a few fields (image, activeDeadlineSeconds, tolerations additions).
       const strip = (s: unknown): unknown => {
         if (!isPlainObject(s)) return s;
-        const { containers, initContainers, activeDeadlineSeconds: _a, tolerations: _t, terminationGracePeriodSeconds: _g, ...rest } = s;
-        const noImages = (list: unknown): unknown => (Array.isArray(list) ? list.map((c) => (isPlainObject(c) ? { ...c, image: undefined } : c)) : list);
+        const {
+          containers,
+          initContainers,
+          activeDeadlineSeconds: _a,
+          tolerations: _t,
+          terminationGracePeriodSeconds: _g,
+          ...rest
+        } = s;
+        const noImages = (list: unknown): unknown =>
+          Array.isArray(list) ? list.map((c) => (isPlainObject(c) ? { ...c, image: undefined } : c)) : list;
         return { ...rest, containers: noImages(containers), initContainers: noImages(initContainers) };
       };
       // Compared as values, whatever order the keys come in (kubectl's YAML round trip sorts them).
       if (!deepEqual(strip(next.spec), strip(old.spec))) {
-        return [FieldErrors.forbidden('spec', 'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)')];
+        return [
+          FieldErrors.forbidden(
+            'spec',
+            'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+          ),
+        ];
       }
       return [];
     },
@@ -162,23 +185,47 @@ const pods: KindInfo = {
     },
   },
   columns: [
-    col('Ready', (o) => {
-      const s = podRow(o);
-      return `${s.ready}/${s.total}`;
-    }, { description: 'The aggregate readiness state of this pod for accepting traffic.' }),
+    col(
+      'Ready',
+      (o) => {
+        const s = podRow(o);
+        return `${s.ready}/${s.total}`;
+      },
+      { description: 'The aggregate readiness state of this pod for accepting traffic.' },
+    ),
     col('Status', (o) => podRow(o).reason, { description: 'The aggregate status of the containers in this pod.' }),
-    col('Restarts', (o, now) => podRestarts(o, now), { description: 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.' }),
-    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
-    col('IP', (o) => podIP(o), { priority: 1, description: 'IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.' }),
-    col('Node', (o) => orNone(str(o, 'spec.nodeName')), { priority: 1, description: 'NodeName is a request to schedule this pod onto a specific node.' }),
-    col('Nominated Node', (o) => orNone(str(o, 'status.nominatedNodeName')), { priority: 1, description: 'nominatedNodeName is set only when this pod preempts other pods on the node.' }),
-    col('Readiness Gates', (o) => {
-      const gates = field(o, 'spec.readinessGates');
-      if (!Array.isArray(gates) || gates.length === 0) return '<none>';
-      const conditions = (field(o, 'status.conditions') as Obj[] | undefined) ?? [];
-      const ok = gates.filter((g) => conditions.some((c) => c.type === (g as Obj).conditionType && c.status === 'True')).length;
-      return `${ok}/${gates.length}`;
-    }, { priority: 1, description: 'If specified, all readiness gates will be evaluated for pod readiness.' }),
+    col('Restarts', (o, now) => podRestarts(o, now), {
+      description:
+        'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.',
+    }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), {
+      description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    }),
+    col('IP', (o) => podIP(o), {
+      priority: 1,
+      description: 'IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.',
+    }),
+    col('Node', (o) => orNone(str(o, 'spec.nodeName')), {
+      priority: 1,
+      description: 'NodeName is a request to schedule this pod onto a specific node.',
+    }),
+    col('Nominated Node', (o) => orNone(str(o, 'status.nominatedNodeName')), {
+      priority: 1,
+      description: 'nominatedNodeName is set only when this pod preempts other pods on the node.',
+    }),
+    col(
+      'Readiness Gates',
+      (o) => {
+        const gates = field(o, 'spec.readinessGates');
+        if (!Array.isArray(gates) || gates.length === 0) return '<none>';
+        const conditions = (field(o, 'status.conditions') as Obj[] | undefined) ?? [];
+        const ok = gates.filter((g) =>
+          conditions.some((c) => c.type === (g as Obj).conditionType && c.status === 'True'),
+        ).length;
+        return `${ok}/${gates.length}`;
+      },
+      { priority: 1, description: 'If specified, all readiness gates will be evaluated for pod readiness.' },
+    ),
   ],
   noAge: true,
 };
@@ -233,7 +280,8 @@ const services: KindInfo = {
       const causes: StatusCause[] = [];
       const types = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'];
       if (!types.includes(String(s.type))) causes.push(FieldErrors.notSupported('spec.type', s.type, types));
-      if (s.type !== 'ExternalName' && s.clusterIP !== 'None' && (!Array.isArray(s.ports) || s.ports.length === 0)) causes.push(FieldErrors.required('spec.ports', ''));
+      if (s.type !== 'ExternalName' && s.clusterIP !== 'None' && (!Array.isArray(s.ports) || s.ports.length === 0))
+        causes.push(FieldErrors.required('spec.ports', ''));
       return causes;
     },
     validateUpdate(next, old) {
@@ -245,27 +293,49 @@ const services: KindInfo = {
   columns: [
     col('Type', (o) => str(o, 'spec.type'), { description: 'The type of the service.' }),
     col('Cluster-IP', (o) => orNone(str(o, 'spec.clusterIP')), { description: 'The cluster IP of the service.' }),
-    col('External-IP', (o) => {
-      const type = str(o, 'spec.type');
-      const external = field(o, 'spec.externalIPs');
-      if (type === 'ExternalName') return str(o, 'spec.externalName');
-      if (Array.isArray(external) && external.length > 0) return external.join(',');
-      if (type === 'LoadBalancer') {
-        const ingress = field(o, 'status.loadBalancer.ingress');
-        return Array.isArray(ingress) && ingress.length > 0 ? ingress.map((i) => (i as Obj).ip ?? (i as Obj).hostname).join(',') : '<pending>';
-      }
-      return '<none>';
-    }, { description: 'The external IP of the service.' }),
-    col('Port(s)', (o) => {
-      const ports = field(o, 'spec.ports');
-      if (!Array.isArray(ports) || ports.length === 0) return '<none>';
-      return (ports as Obj[]).map((p) => `${String(p.port)}${p.nodePort ? `:${String(p.nodePort)}` : ''}/${String(p.protocol ?? 'TCP')}`).join(',');
-    }, { description: 'The ports of the service.' }),
-    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
-    col('Selector', (o) => {
-      const sel = field(o, 'spec.selector');
-      return isPlainObject(sel) && Object.keys(sel).length > 0 ? Object.entries(sel).map(([k, v]) => `${k}=${String(v)}`).join(',') : '<none>';
-    }, { priority: 1, description: 'Route service traffic to pods with label keys and values matching this selector.' }),
+    col(
+      'External-IP',
+      (o) => {
+        const type = str(o, 'spec.type');
+        const external = field(o, 'spec.externalIPs');
+        if (type === 'ExternalName') return str(o, 'spec.externalName');
+        if (Array.isArray(external) && external.length > 0) return external.join(',');
+        if (type === 'LoadBalancer') {
+          const ingress = field(o, 'status.loadBalancer.ingress');
+          return Array.isArray(ingress) && ingress.length > 0
+            ? ingress.map((i) => (i as Obj).ip ?? (i as Obj).hostname).join(',')
+            : '<pending>';
+        }
+        return '<none>';
+      },
+      { description: 'The external IP of the service.' },
+    ),
+    col(
+      'Port(s)',
+      (o) => {
+        const ports = field(o, 'spec.ports');
+        if (!Array.isArray(ports) || ports.length === 0) return '<none>';
+        return (ports as Obj[])
+          .map((p) => `${String(p.port)}${p.nodePort ? `:${String(p.nodePort)}` : ''}/${String(p.protocol ?? 'TCP')}`)
+          .join(',');
+      },
+      { description: 'The ports of the service.' },
+    ),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), {
+      description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    }),
+    col(
+      'Selector',
+      (o) => {
+        const sel = field(o, 'spec.selector');
+        return isPlainObject(sel) && Object.keys(sel).length > 0
+          ? Object.entries(sel)
+              .map(([k, v]) => `${k}=${String(v)}`)
+              .join(',')
+          : '<none>';
+      },
+      { priority: 1, description: 'Route service traffic to pods with label keys and values matching this selector.' },
+    ),
   ],
   noAge: true,
 };
@@ -281,17 +351,25 @@ const configmaps: KindInfo = {
   strategy: {
     validate(obj) {
       const causes = [...validateKeyedData(obj, 'data', false), ...validateKeyedData(obj, 'binaryData', true)];
-      if (obj.immutable !== undefined && typeof obj.immutable !== 'boolean') causes.push(FieldErrors.invalid('immutable', obj.immutable, 'must be a boolean'));
+      if (obj.immutable !== undefined && typeof obj.immutable !== 'boolean')
+        causes.push(FieldErrors.invalid('immutable', obj.immutable, 'must be a boolean'));
       return causes;
     },
     validateUpdate(next, old) {
-      if (old.immutable === true && (JSON.stringify(next.data) !== JSON.stringify(old.data) || JSON.stringify(next.binaryData) !== JSON.stringify(old.binaryData) || next.immutable !== true)) {
+      if (
+        old.immutable === true &&
+        (JSON.stringify(next.data) !== JSON.stringify(old.data) ||
+          JSON.stringify(next.binaryData) !== JSON.stringify(old.binaryData) ||
+          next.immutable !== true)
+      ) {
         return [FieldErrors.forbidden('data', 'field is immutable when `immutable` is set')];
       }
       return [];
     },
   },
-  columns: [col('Data', (o) => dataCount(o), { type: 'integer', description: 'Data contains the configuration data.' })],
+  columns: [
+    col('Data', (o) => dataCount(o), { type: 'integer', description: 'Data contains the configuration data.' }),
+  ],
 };
 
 function foldStringData(obj: KubeObject): void {
@@ -323,7 +401,8 @@ const secrets: KindInfo = {
     validateUpdate(next, old) {
       const causes: StatusCause[] = [];
       if (next.type !== old.type) causes.push(FieldErrors.invalid('type', next.type, 'field is immutable'));
-      if (old.immutable === true && JSON.stringify(next.data) !== JSON.stringify(old.data)) causes.push(FieldErrors.forbidden('data', 'field is immutable when `immutable` is set'));
+      if (old.immutable === true && JSON.stringify(next.data) !== JSON.stringify(old.data))
+        causes.push(FieldErrors.forbidden('data', 'field is immutable when `immutable` is set'));
       return causes;
     },
   },
@@ -341,8 +420,23 @@ const serviceaccounts: KindInfo = {
   singular: 'serviceaccount',
   namespaced: true,
   shortNames: ['sa'],
-  extraSubresources: [{ name: 'token', kind: 'TokenRequest', group: 'authentication.k8s.io', version: 'v1', verbs: ['create'], create: createServiceAccountToken }],
-  columns: [col('Secrets', (o) => (Array.isArray(o.secrets) ? o.secrets.length : 0), { type: 'integer', description: 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.' })],
+  extraSubresources: [
+    {
+      name: 'token',
+      kind: 'TokenRequest',
+      group: 'authentication.k8s.io',
+      version: 'v1',
+      verbs: ['create'],
+      create: createServiceAccountToken,
+    },
+  ],
+  columns: [
+    col('Secrets', (o) => (Array.isArray(o.secrets) ? o.secrets.length : 0), {
+      type: 'integer',
+      description:
+        'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.',
+    }),
+  ],
 };
 
 const endpoints: KindInfo = {
@@ -354,22 +448,32 @@ const endpoints: KindInfo = {
   namespaced: true,
   shortNames: ['ep'],
   columns: [
-    col('Endpoints', (o) => {
-      const subsets = Array.isArray(o.subsets) ? (o.subsets as Obj[]) : [];
-      const out: string[] = [];
-      for (const s of subsets) {
-        const ports = Array.isArray(s.ports) ? (s.ports as Obj[]) : [{}];
-        for (const a of Array.isArray(s.addresses) ? (s.addresses as Obj[]) : []) for (const p of ports) out.push(p.port ? `${String(a.ip)}:${String(p.port)}` : String(a.ip));
-      }
-      if (out.length === 0) return '<none>';
-      return out.length > 3 ? `${out.slice(0, 3).join(',')} + ${out.length - 3} more...` : out.join(',');
-    }, { description: 'Endpoints is the list of endpoints.' }),
+    col(
+      'Endpoints',
+      (o) => {
+        const subsets = Array.isArray(o.subsets) ? (o.subsets as Obj[]) : [];
+        const out: string[] = [];
+        for (const s of subsets) {
+          const ports = Array.isArray(s.ports) ? (s.ports as Obj[]) : [{}];
+          for (const a of Array.isArray(s.addresses) ? (s.addresses as Obj[]) : [])
+            for (const p of ports) out.push(p.port ? `${String(a.ip)}:${String(p.port)}` : String(a.ip));
+        }
+        if (out.length === 0) return '<none>';
+        return out.length > 3 ? `${out.slice(0, 3).join(',')} + ${out.length - 3} more...` : out.join(',');
+      },
+      { description: 'Endpoints is the list of endpoints.' },
+    ),
   ],
 };
 
 const accessModes = (o: KubeObject, path: string): string => {
   const modes = field(o, path);
-  const short: Record<string, string> = { ReadWriteOnce: 'RWO', ReadOnlyMany: 'ROX', ReadWriteMany: 'RWX', ReadWriteOncePod: 'RWOP' };
+  const short: Record<string, string> = {
+    ReadWriteOnce: 'RWO',
+    ReadOnlyMany: 'ROX',
+    ReadWriteMany: 'RWX',
+    ReadWriteOncePod: 'RWOP',
+  };
   return Array.isArray(modes) ? modes.map((m) => short[String(m)] ?? String(m)).join(',') : '';
 };
 
@@ -395,10 +499,18 @@ const persistentvolumeclaims: KindInfo = {
     col('Status', (o) => str(o, 'status.phase'), { description: 'The phase of the claim.' }),
     col('Volume', (o) => str(o, 'spec.volumeName'), { description: 'The volume bound to the claim.' }),
     col('Capacity', (o) => str(o, 'status.capacity.storage'), { description: 'The capacity of the bound volume.' }),
-    col('Access Modes', (o) => accessModes(o, 'status.accessModes'), { description: 'The access modes of the bound volume.' }),
-    col('StorageClass', (o) => str(o, 'spec.storageClassName', '<unset>'), { description: 'The storage class of the claim.' }),
-    col('VolumeAttributesClass', (o) => str(o, 'spec.volumeAttributesClassName', '<unset>'), { description: 'The volume attributes class of the claim.' }),
-    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
+    col('Access Modes', (o) => accessModes(o, 'status.accessModes'), {
+      description: 'The access modes of the bound volume.',
+    }),
+    col('StorageClass', (o) => str(o, 'spec.storageClassName', '<unset>'), {
+      description: 'The storage class of the claim.',
+    }),
+    col('VolumeAttributesClass', (o) => str(o, 'spec.volumeAttributesClassName', '<unset>'), {
+      description: 'The volume attributes class of the claim.',
+    }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), {
+      description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    }),
     col('VolumeMode', (o) => str(o, 'spec.volumeMode'), { priority: 1, description: 'The volume mode of the claim.' }),
   ],
   noAge: true,
@@ -426,16 +538,26 @@ const persistentvolumes: KindInfo = {
   columns: [
     col('Capacity', (o) => str(o, 'spec.capacity.storage'), { description: 'The capacity of the volume.' }),
     col('Access Modes', (o) => accessModes(o, 'spec.accessModes'), { description: 'The access modes of the volume.' }),
-    col('Reclaim Policy', (o) => str(o, 'spec.persistentVolumeReclaimPolicy'), { description: 'What happens to the volume when released.' }),
+    col('Reclaim Policy', (o) => str(o, 'spec.persistentVolumeReclaimPolicy'), {
+      description: 'What happens to the volume when released.',
+    }),
     col('Status', (o) => str(o, 'status.phase'), { description: 'The phase of the volume.' }),
-    col('Claim', (o) => {
-      const ref = field(o, 'spec.claimRef');
-      return isPlainObject(ref) ? `${String(ref.namespace)}/${String(ref.name)}` : '';
-    }, { description: 'The claim bound to the volume.' }),
+    col(
+      'Claim',
+      (o) => {
+        const ref = field(o, 'spec.claimRef');
+        return isPlainObject(ref) ? `${String(ref.namespace)}/${String(ref.name)}` : '';
+      },
+      { description: 'The claim bound to the volume.' },
+    ),
     col('StorageClass', (o) => str(o, 'spec.storageClassName'), { description: 'The storage class of the volume.' }),
-    col('VolumeAttributesClass', (o) => str(o, 'spec.volumeAttributesClassName', '<unset>'), { description: 'The volume attributes class.' }),
+    col('VolumeAttributesClass', (o) => str(o, 'spec.volumeAttributesClassName', '<unset>'), {
+      description: 'The volume attributes class.',
+    }),
     col('Reason', (o) => str(o, 'status.reason'), { description: 'Why the volume is in this phase.' }),
-    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), {
+      description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    }),
     col('VolumeMode', (o) => str(o, 'spec.volumeMode'), { priority: 1, description: 'The volume mode.' }),
   ],
   noAge: true,
@@ -453,36 +575,72 @@ const nodes: KindInfo = {
   selectableFields: { 'spec.unschedulable': (o) => String(field(o, 'spec.unschedulable') === true) },
   strategy: { keepsStatusOnCreate: true },
   columns: [
-    col('Status', (o) => {
-      const conditions = (field(o, 'status.conditions') as Obj[] | undefined) ?? [];
-      const ready = conditions.find((c) => c.type === 'Ready');
-      // kubectl's printNode: Ready when True, NotReady for False and Unknown alike; Unknown only without the condition.
-      const parts = [ready ? (ready.status === 'True' ? 'Ready' : 'NotReady') : 'Unknown'];
-      if (field(o, 'spec.unschedulable') === true) parts.push('SchedulingDisabled');
-      return parts.join(',');
-    }, { description: 'The status of the node' }),
-    col('Roles', (o) => {
-      const roles = Object.keys(o.metadata.labels ?? {})
-        .filter((l) => l.startsWith('node-role.kubernetes.io/'))
-        .map((l) => l.slice('node-role.kubernetes.io/'.length))
-        .filter((r) => r !== '');
-      const legacy = o.metadata.labels?.['kubernetes.io/role'];
-      if (legacy) roles.push(legacy);
-      return roles.length ? roles.sort().join(',') : '<none>';
-    }, { description: 'The roles of the node' }),
-    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
-    col('Version', (o) => str(o, 'status.nodeInfo.kubeletVersion'), { description: 'Kubelet Version reported by the node.' }),
-    col('Internal-IP', (o) => {
-      const addresses = (field(o, 'status.addresses') as Obj[] | undefined) ?? [];
-      return String(addresses.find((a) => a.type === 'InternalIP')?.address ?? '<none>');
-    }, { priority: 1, description: 'List of addresses reachable to the node. Queried from cloud provider, if available.' }),
-    col('External-IP', (o) => {
-      const addresses = (field(o, 'status.addresses') as Obj[] | undefined) ?? [];
-      return String(addresses.find((a) => a.type === 'ExternalIP')?.address ?? '<none>');
-    }, { priority: 1, description: 'List of addresses reachable to the node. Queried from cloud provider, if available.' }),
-    col('OS-Image', (o) => str(o, 'status.nodeInfo.osImage', '<unknown>'), { priority: 1, description: 'OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).' }),
-    col('Kernel-Version', (o) => str(o, 'status.nodeInfo.kernelVersion', '<unknown>'), { priority: 1, description: "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64)." }),
-    col('Container-Runtime', (o) => str(o, 'status.nodeInfo.containerRuntimeVersion', '<unknown>'), { priority: 1, description: 'Container runtime version reported by the node through runtime remote API (e.g. containerd://1.4.2).' }),
+    col(
+      'Status',
+      (o) => {
+        const conditions = (field(o, 'status.conditions') as Obj[] | undefined) ?? [];
+        const ready = conditions.find((c) => c.type === 'Ready');
+        // kubectl's printNode: Ready when True, NotReady for False and Unknown alike; Unknown only without the condition.
+        const parts = [ready ? (ready.status === 'True' ? 'Ready' : 'NotReady') : 'Unknown'];
+        if (field(o, 'spec.unschedulable') === true) parts.push('SchedulingDisabled');
+        return parts.join(',');
+      },
+      { description: 'The status of the node' },
+    ),
+    col(
+      'Roles',
+      (o) => {
+        const roles = Object.keys(o.metadata.labels ?? {})
+          .filter((l) => l.startsWith('node-role.kubernetes.io/'))
+          .map((l) => l.slice('node-role.kubernetes.io/'.length))
+          .filter((r) => r !== '');
+        const legacy = o.metadata.labels?.['kubernetes.io/role'];
+        if (legacy) roles.push(legacy);
+        return roles.length ? roles.sort().join(',') : '<none>';
+      },
+      { description: 'The roles of the node' },
+    ),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), {
+      description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    }),
+    col('Version', (o) => str(o, 'status.nodeInfo.kubeletVersion'), {
+      description: 'Kubelet Version reported by the node.',
+    }),
+    col(
+      'Internal-IP',
+      (o) => {
+        const addresses = (field(o, 'status.addresses') as Obj[] | undefined) ?? [];
+        return String(addresses.find((a) => a.type === 'InternalIP')?.address ?? '<none>');
+      },
+      {
+        priority: 1,
+        description: 'List of addresses reachable to the node. Queried from cloud provider, if available.',
+      },
+    ),
+    col(
+      'External-IP',
+      (o) => {
+        const addresses = (field(o, 'status.addresses') as Obj[] | undefined) ?? [];
+        return String(addresses.find((a) => a.type === 'ExternalIP')?.address ?? '<none>');
+      },
+      {
+        priority: 1,
+        description: 'List of addresses reachable to the node. Queried from cloud provider, if available.',
+      },
+    ),
+    col('OS-Image', (o) => str(o, 'status.nodeInfo.osImage', '<unknown>'), {
+      priority: 1,
+      description: 'OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).',
+    }),
+    col('Kernel-Version', (o) => str(o, 'status.nodeInfo.kernelVersion', '<unknown>'), {
+      priority: 1,
+      description: "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+    }),
+    col('Container-Runtime', (o) => str(o, 'status.nodeInfo.containerRuntimeVersion', '<unknown>'), {
+      priority: 1,
+      description:
+        'Container runtime version reported by the node through runtime remote API (e.g. containerd://1.4.2).',
+    }),
   ],
   noAge: true,
 };

@@ -56,7 +56,8 @@ function since(t: unknown, now: number): string {
 
 /** kube-apiserver's event columns (printEvent), computed from the core form. */
 function eventColumns(core: (o: KubeObject) => KubeObject): TableColumn[] {
-  const first = (o: KubeObject, now: number): string => (str(o, 'firstTimestamp') ? since(str(o, 'firstTimestamp'), now) : since(str(o, 'eventTime'), now));
+  const first = (o: KubeObject, now: number): string =>
+    str(o, 'firstTimestamp') ? since(str(o, 'firstTimestamp'), now) : since(str(o, 'eventTime'), now);
   const last = (o: KubeObject, now: number): string => {
     if (isPlainObject(o.series)) return since(str(o, 'series.lastObservedTime'), now);
     return str(o, 'lastTimestamp') ? since(str(o, 'lastTimestamp'), now) : first(o, now);
@@ -67,26 +68,74 @@ function eventColumns(core: (o: KubeObject) => KubeObject): TableColumn[] {
     const c = field(o, 'count');
     return typeof c === 'number' && c !== 0 ? c : 1;
   };
-  const on = <T>(f: (o: KubeObject, now: number) => T) => (o: KubeObject, now: number): T => f(core(o), now);
+  const on =
+    <T>(f: (o: KubeObject, now: number) => T) =>
+    (o: KubeObject, now: number): T =>
+      f(core(o), now);
   return [
     col('Last Seen', on(last), { description: 'Time when this Event was last seen' }),
-    col('Type', on((o) => str(o, 'type')), { description: 'Type of this event (Normal, Warning), new types could be added in the future' }),
-    col('Reason', on((o) => str(o, 'reason')), { description: "This should be a short, machine understandable string that gives the reason for the transition into the object's current status." }),
-    col('Object', on((o) => {
-      const kind = str(o, 'involvedObject.kind').toLowerCase();
-      const name = str(o, 'involvedObject.name');
-      return name ? `${kind}/${name}` : kind;
-    }), { description: 'The object that this event is about.' }),
-    col('Subobject', on((o) => str(o, 'involvedObject.fieldPath')), { priority: 1, description: 'If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].' }),
-    col('Source', on((o) => {
-      const component = str(o, 'source.component') || str(o, 'reportingComponent');
-      const host = str(o, 'source.host') || str(o, 'reportingInstance');
-      return host ? `${component}, ${host}` : component;
-    }), { priority: 1, description: 'The component reporting this event. Should be a short machine understandable string.' }),
-    col('Message', on((o) => str(o, 'message').trim()), { description: 'A human-readable description of the status of this operation.' }),
-    col('First Seen', on(first), { priority: 1, description: 'The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)' }),
-    col('Count', on(count), { type: 'integer', priority: 1, description: 'The number of times this event has occurred.' }),
-    col('Name', on((o) => o.metadata.name ?? ''), { priority: 1, format: 'name', description: 'Name must be unique within a namespace.' }),
+    col(
+      'Type',
+      on((o) => str(o, 'type')),
+      { description: 'Type of this event (Normal, Warning), new types could be added in the future' },
+    ),
+    col(
+      'Reason',
+      on((o) => str(o, 'reason')),
+      {
+        description:
+          "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
+      },
+    ),
+    col(
+      'Object',
+      on((o) => {
+        const kind = str(o, 'involvedObject.kind').toLowerCase();
+        const name = str(o, 'involvedObject.name');
+        return name ? `${kind}/${name}` : kind;
+      }),
+      { description: 'The object that this event is about.' },
+    ),
+    col(
+      'Subobject',
+      on((o) => str(o, 'involvedObject.fieldPath')),
+      {
+        priority: 1,
+        description:
+          'If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].',
+      },
+    ),
+    col(
+      'Source',
+      on((o) => {
+        const component = str(o, 'source.component') || str(o, 'reportingComponent');
+        const host = str(o, 'source.host') || str(o, 'reportingInstance');
+        return host ? `${component}, ${host}` : component;
+      }),
+      {
+        priority: 1,
+        description: 'The component reporting this event. Should be a short machine understandable string.',
+      },
+    ),
+    col(
+      'Message',
+      on((o) => str(o, 'message').trim()),
+      { description: 'A human-readable description of the status of this operation.' },
+    ),
+    col('First Seen', on(first), {
+      priority: 1,
+      description: 'The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)',
+    }),
+    col('Count', on(count), {
+      type: 'integer',
+      priority: 1,
+      description: 'The number of times this event has occurred.',
+    }),
+    col(
+      'Name',
+      on((o) => o.metadata.name ?? ''),
+      { priority: 1, format: 'name', description: 'Name must be unique within a namespace.' },
+    ),
   ];
 }
 

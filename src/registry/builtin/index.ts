@@ -13,4 +13,17 @@ import { storageClasses } from './storage.js';
 import { workloadKinds } from './workloads.js';
 
 /** Every kind the simulator serves out of the box. */
-export const builtinKinds: readonly KindInfo[] = [...coreKinds, ...quotaKinds, ...workloadKinds, ...policyKinds, ...clusterKinds, eventsV1, ...authorizationKinds, customResourceDefinitions, ...networkingKinds, priorityClasses, storageClasses, ...autoscalingKinds];
+export const builtinKinds: readonly KindInfo[] = [
+  ...coreKinds,
+  ...quotaKinds,
+  ...workloadKinds,
+  ...policyKinds,
+  ...clusterKinds,
+  eventsV1,
+  ...authorizationKinds,
+  customResourceDefinitions,
+  ...networkingKinds,
+  priorityClasses,
+  storageClasses,
+  ...autoscalingKinds,
+];

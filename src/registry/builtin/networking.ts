@@ -39,7 +39,8 @@ function checkWildcardSubdomain(value: string): string[] {
 }
 
 function checkHost(host: string, path: string, causes: StatusCause[]): void {
-  if (/^[0-9.]+$/.test(host) || host.includes(':')) causes.push(FieldErrors.invalid(path, host, 'must be a DNS name, not an IP address'));
+  if (/^[0-9.]+$/.test(host) || host.includes(':'))
+    causes.push(FieldErrors.invalid(path, host, 'must be a DNS name, not an IP address'));
   const problems = host.includes('*') ? checkWildcardSubdomain(host) : checkDns1123Subdomain(host);
   for (const p of problems) causes.push(FieldErrors.invalid(path, host, p));
 }
@@ -48,7 +49,8 @@ function checkHost(host: string, path: string, causes: StatusCause[]): void {
 function checkPortName(name: string): string[] {
   const problems: string[] = [];
   if (name.length > 15) problems.push('must be no more than 15 characters');
-  if (!/^[-a-z0-9]+$/.test(name)) problems.push('must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)');
+  if (!/^[-a-z0-9]+$/.test(name))
+    problems.push('must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)');
   if (!/[a-z]/.test(name)) problems.push('must contain at least one letter (a-z)');
   if (name.includes('--')) problems.push('must not contain consecutive hyphens');
   if (name.startsWith('-') || name.endsWith('-')) problems.push('must not begin or end with a hyphen');
@@ -58,7 +60,8 @@ function checkPortName(name: string): string[] {
 function validateBackend(backend: unknown, path: string): StatusCause[] {
   const b = obj(backend);
   const causes: StatusCause[] = [];
-  if (b.resource !== undefined && b.service !== undefined) return [FieldErrors.invalid(path, '', 'cannot set both resource and service backends')];
+  if (b.resource !== undefined && b.service !== undefined)
+    return [FieldErrors.invalid(path, '', 'cannot set both resource and service backends')];
   if (isPlainObject(b.resource)) {
     if (!b.resource.kind) causes.push(FieldErrors.required(`${path}.resource.kind`, ''));
     if (!b.resource.name) causes.push(FieldErrors.required(`${path}.resource.name`, ''));
@@ -72,23 +75,32 @@ function validateBackend(backend: unknown, path: string): StatusCause[] {
   const portName = typeof port.name === 'string' ? port.name : '';
   const portNumber = typeof port.number === 'number' ? port.number : 0;
   if (portName && portNumber) causes.push(FieldErrors.invalid(path, '', 'cannot set both port name & port number'));
-  else if (portName) for (const p of checkPortName(portName)) causes.push(FieldErrors.invalid(`${path}.service.port.name`, portName, p));
+  else if (portName)
+    for (const p of checkPortName(portName)) causes.push(FieldErrors.invalid(`${path}.service.port.name`, portName, p));
   else if (portNumber) {
-    if (portNumber < 1 || portNumber > 65535) causes.push(FieldErrors.invalid(`${path}.service.port.number`, portNumber, 'must be between 1 and 65535, inclusive'));
+    if (portNumber < 1 || portNumber > 65535)
+      causes.push(
+        FieldErrors.invalid(`${path}.service.port.number`, portNumber, 'must be between 1 and 65535, inclusive'),
+      );
   } else causes.push(FieldErrors.required(path, 'port name or number is required'));
   return causes;
 }
 
 function validateHttpPath(p: Obj, path: string): StatusCause[] {
-  if (p.pathType === undefined || p.pathType === null) return [FieldErrors.required(`${path}.pathType`, 'pathType must be specified')];
+  if (p.pathType === undefined || p.pathType === null)
+    return [FieldErrors.required(`${path}.pathType`, 'pathType must be specified')];
   const causes: StatusCause[] = [];
   const value = typeof p.path === 'string' ? p.path : '';
   if (p.pathType === 'Exact' || p.pathType === 'Prefix') {
     if (!value.startsWith('/')) causes.push(FieldErrors.invalid(`${path}.path`, value, 'must be an absolute path'));
-    for (const seq of INVALID_PATH_SEQUENCES) if (value.includes(seq)) causes.push(FieldErrors.invalid(`${path}.path`, value, `must not contain '${seq}'`));
-    for (const suffix of INVALID_PATH_SUFFIXES) if (value.endsWith(suffix)) causes.push(FieldErrors.invalid(`${path}.path`, value, `cannot end with '${suffix}'`));
+    for (const seq of INVALID_PATH_SEQUENCES)
+      if (value.includes(seq)) causes.push(FieldErrors.invalid(`${path}.path`, value, `must not contain '${seq}'`));
+    for (const suffix of INVALID_PATH_SUFFIXES)
+      if (value.endsWith(suffix))
+        causes.push(FieldErrors.invalid(`${path}.path`, value, `cannot end with '${suffix}'`));
   } else if (p.pathType === 'ImplementationSpecific') {
-    if (value !== '' && !value.startsWith('/')) causes.push(FieldErrors.invalid(`${path}.path`, value, 'must be an absolute path'));
+    if (value !== '' && !value.startsWith('/'))
+      causes.push(FieldErrors.invalid(`${path}.path`, value, 'must be an absolute path'));
   } else causes.push(FieldErrors.notSupported(`${path}.pathType`, p.pathType, PATH_TYPES));
   causes.push(...validateBackend(p.backend, `${path}.backend`));
   return causes;
@@ -100,7 +112,13 @@ function validateIngress(ingress: KubeObject): StatusCause[] {
   const rules = list(spec.rules);
   const causes: StatusCause[] = [];
   if (rules.length === 0 && spec.defaultBackend === undefined) {
-    causes.push(invalidRaw('spec', Array.isArray(spec.rules) ? '[]networking.IngressRule{}' : '[]networking.IngressRule(nil)', 'either `defaultBackend` or `rules` must be specified'));
+    causes.push(
+      invalidRaw(
+        'spec',
+        Array.isArray(spec.rules) ? '[]networking.IngressRule{}' : '[]networking.IngressRule(nil)',
+        'either `defaultBackend` or `rules` must be specified',
+      ),
+    );
   }
   if (spec.defaultBackend !== undefined) causes.push(...validateBackend(spec.defaultBackend, 'spec.defaultBackend'));
   rules.forEach((rule, i) => {
@@ -116,14 +134,17 @@ function validateIngress(ingress: KubeObject): StatusCause[] {
     const t = obj(tls);
     list(t.hosts).forEach((host, j) => {
       const h = String(host);
-      for (const p of h.includes('*') ? checkWildcardSubdomain(h) : checkDns1123Subdomain(h)) causes.push(FieldErrors.invalid(`spec.tls[${i}].hosts[${j}]`, h, p));
+      for (const p of h.includes('*') ? checkWildcardSubdomain(h) : checkDns1123Subdomain(h))
+        causes.push(FieldErrors.invalid(`spec.tls[${i}].hosts[${j}]`, h, p));
     });
     if (typeof t.secretName === 'string' && t.secretName !== '') {
-      for (const p of checkDns1123Subdomain(t.secretName)) causes.push(FieldErrors.invalid(`spec.tls[${i}].secretName`, t.secretName, p));
+      for (const p of checkDns1123Subdomain(t.secretName))
+        causes.push(FieldErrors.invalid(`spec.tls[${i}].secretName`, t.secretName, p));
     }
   });
   if (typeof spec.ingressClassName === 'string') {
-    for (const p of checkDns1123Subdomain(spec.ingressClassName)) causes.push(FieldErrors.invalid('spec.ingressClassName', spec.ingressClassName, p));
+    for (const p of checkDns1123Subdomain(spec.ingressClassName))
+      causes.push(FieldErrors.invalid('spec.ingressClassName', spec.ingressClassName, p));
   }
   return causes;
 }
@@ -180,7 +201,13 @@ function validateClassAnnotation(o: KubeObject): StatusCause[] {
   const annotation = o.metadata.annotations?.[INGRESS_CLASS_ANNOTATION];
   const className = field(o, 'spec.ingressClassName');
   if (annotation !== undefined && typeof className === 'string' && annotation !== className) {
-    return [FieldErrors.invalid(`annotations.${INGRESS_CLASS_ANNOTATION}`, annotation, 'must match `ingressClassName` when both are specified')];
+    return [
+      FieldErrors.invalid(
+        `annotations.${INGRESS_CLASS_ANNOTATION}`,
+        annotation,
+        'must match `ingressClassName` when both are specified',
+      ),
+    ];
   }
   return [];
 }
@@ -201,13 +228,24 @@ const ingresses: KindInfo = {
       o.status = { loadBalancer: {} };
     },
     // On create (no resourceVersion yet) ValidateIngressCreate also checks the legacy class annotation.
-    validate: (o) => [...validateIngress(o), ...(o.metadata.resourceVersion === undefined ? validateClassAnnotation(o) : [])],
+    validate: (o) => [
+      ...validateIngress(o),
+      ...(o.metadata.resourceVersion === undefined ? validateClassAnnotation(o) : []),
+    ],
   },
   columns: [
-    col('Class', (o) => str(o, 'spec.ingressClassName', '<none>'), { description: 'The name of the IngressClass resource that should be used for additional configuration' }),
-    col('Hosts', ingressHosts, { description: 'Hosts that incoming requests are matched against before the ingress rule' }),
-    col('Address', ingressAddress, { description: 'Address is a list containing ingress points for the load-balancer' }),
-    col('Ports', (o) => (list(field(o, 'spec.tls')).length > 0 ? '80, 443' : '80'), { description: 'Ports of TLS configurations that open' }),
+    col('Class', (o) => str(o, 'spec.ingressClassName', '<none>'), {
+      description: 'The name of the IngressClass resource that should be used for additional configuration',
+    }),
+    col('Hosts', ingressHosts, {
+      description: 'Hosts that incoming requests are matched against before the ingress rule',
+    }),
+    col('Address', ingressAddress, {
+      description: 'Address is a list containing ingress points for the load-balancer',
+    }),
+    col('Ports', (o) => (list(field(o, 'spec.tls')).length > 0 ? '80, 443' : '80'), {
+      description: 'Ports of TLS configurations that open',
+    }),
   ],
 };
 
@@ -216,19 +254,32 @@ function validateIngressClass(o: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
   const controller = typeof spec.controller === 'string' ? spec.controller : '';
   if (controller === '') causes.push(FieldErrors.required('spec.controller', ''));
-  else if (controller.length > 250) causes.push({ reason: 'FieldValueTooLong', message: 'Too long: may not be more than 250 bytes', field: 'spec.controller' });
+  else if (controller.length > 250)
+    causes.push({
+      reason: 'FieldValueTooLong',
+      message: 'Too long: may not be more than 250 bytes',
+      field: 'spec.controller',
+    });
   else {
     const slash = controller.indexOf('/');
-    if (slash <= 0 || slash === controller.length - 1) causes.push(FieldErrors.invalid('spec.controller', controller, 'must be a domain-prefixed path (such as "acme.io/foo")'));
-    else for (const p of checkDns1123Subdomain(controller.slice(0, slash))) causes.push(FieldErrors.invalid('spec.controller', controller.slice(0, slash), p));
+    if (slash <= 0 || slash === controller.length - 1)
+      causes.push(
+        FieldErrors.invalid('spec.controller', controller, 'must be a domain-prefixed path (such as "acme.io/foo")'),
+      );
+    else
+      for (const p of checkDns1123Subdomain(controller.slice(0, slash)))
+        causes.push(FieldErrors.invalid('spec.controller', controller.slice(0, slash), p));
   }
   if (isPlainObject(spec.parameters)) {
     const p = spec.parameters;
     if (!p.kind) causes.push(FieldErrors.required('spec.parameters.kind', ''));
     if (!p.name) causes.push(FieldErrors.required('spec.parameters.name', ''));
-    if (p.scope === 'Cluster' && p.namespace !== undefined) causes.push(FieldErrors.forbidden('spec.parameters.namespace', "`parameters.scope` is set to 'Cluster'"));
-    else if (p.scope === 'Namespace' && !p.namespace) causes.push(FieldErrors.required('spec.parameters.namespace', "`parameters.scope` is set to 'Namespace'"));
-    else if (p.scope !== 'Cluster' && p.scope !== 'Namespace') causes.push(FieldErrors.notSupported('spec.parameters.scope', p.scope, ['Cluster', 'Namespace']));
+    if (p.scope === 'Cluster' && p.namespace !== undefined)
+      causes.push(FieldErrors.forbidden('spec.parameters.namespace', "`parameters.scope` is set to 'Cluster'"));
+    else if (p.scope === 'Namespace' && !p.namespace)
+      causes.push(FieldErrors.required('spec.parameters.namespace', "`parameters.scope` is set to 'Namespace'"));
+    else if (p.scope !== 'Cluster' && p.scope !== 'Namespace')
+      causes.push(FieldErrors.notSupported('spec.parameters.scope', p.scope, ['Cluster', 'Namespace']));
   }
   return causes;
 }
@@ -249,16 +300,24 @@ const ingressClasses: KindInfo = {
     validate: validateIngressClass,
     validateUpdate(next, old) {
       const controller = field(next, 'spec.controller');
-      return controller !== field(old, 'spec.controller') ? [FieldErrors.invalid('spec.controller', controller, 'field is immutable')] : [];
+      return controller !== field(old, 'spec.controller')
+        ? [FieldErrors.invalid('spec.controller', controller, 'field is immutable')]
+        : [];
     },
   },
   columns: [
-    col('Controller', (o) => str(o, 'spec.controller'), { description: 'Controller that is responsible for handling this class' }),
-    col('Parameters', (o) => {
-      const p = field(o, 'spec.parameters');
-      if (!isPlainObject(p)) return '<none>';
-      return `${String(p.kind ?? '')}${typeof p.apiGroup === 'string' ? `.${p.apiGroup}` : ''}/${String(p.name ?? '')}`;
-    }, { description: 'A reference to a resource with additional parameters' }),
+    col('Controller', (o) => str(o, 'spec.controller'), {
+      description: 'Controller that is responsible for handling this class',
+    }),
+    col(
+      'Parameters',
+      (o) => {
+        const p = field(o, 'spec.parameters');
+        if (!isPlainObject(p)) return '<none>';
+        return `${String(p.kind ?? '')}${typeof p.apiGroup === 'string' ? `.${p.apiGroup}` : ''}/${String(p.name ?? '')}`;
+      },
+      { description: 'A reference to a resource with additional parameters' },
+    ),
   ],
 };
 
@@ -269,8 +328,10 @@ const PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
 function defaultNetworkPolicy(o: KubeObject): void {
   const spec = isPlainObject(o.spec) ? o.spec : (o.spec = {});
   spec.podSelector ??= {};
-  for (const rule of [...list(spec.ingress), ...list(spec.egress)]) for (const port of list(obj(rule).ports)) if (isPlainObject(port)) port.protocol ??= 'TCP';
-  if (list(spec.policyTypes).length === 0) spec.policyTypes = list(spec.egress).length > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
+  for (const rule of [...list(spec.ingress), ...list(spec.egress)])
+    for (const port of list(obj(rule).ports)) if (isPlainObject(port)) port.protocol ??= 'TCP';
+  if (list(spec.policyTypes).length === 0)
+    spec.policyTypes = list(spec.egress).length > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
 }
 
 /** ValidateNetworkPolicyPeer: exactly one kind of peer, or selectors without an ipBlock. */
@@ -287,7 +348,8 @@ function validatePeer(peer: Obj, path: string): StatusCause[] {
     causes.push(...validateIpBlock(obj(peer.ipBlock), `${path}.ipBlock`));
   }
   if (peers === 0) causes.push(FieldErrors.required(path, 'must specify a peer'));
-  else if (peers > 1 && peer.ipBlock !== undefined && peer.ipBlock !== null) causes.push(FieldErrors.forbidden(path, 'may not specify both ipBlock and another peer'));
+  else if (peers > 1 && peer.ipBlock !== undefined && peer.ipBlock !== null)
+    causes.push(FieldErrors.forbidden(path, 'may not specify both ipBlock and another peer'));
   return causes;
 }
 
@@ -300,7 +362,8 @@ function validateIpBlock(block: Obj, path: string): StatusCause[] {
   for (const [i, text] of list(block.except).entries()) {
     const except = typeof text === 'string' ? parseCidr(text) : undefined;
     if (!except) return [...causes, FieldErrors.invalid(`${path}.except[${i}]`, text, 'not a valid CIDR')];
-    if (!cidrContains(cidr, except) || cidr.bits >= except.bits) causes.push(FieldErrors.invalid(`${path}.except[${i}]`, text, 'must be a strict subset of `cidr`'));
+    if (!cidrContains(cidr, except) || cidr.bits >= except.bits)
+      causes.push(FieldErrors.invalid(`${path}.except[${i}]`, text, 'must be a strict subset of `cidr`'));
   }
   return causes;
 }
@@ -328,7 +391,8 @@ function ipValue(ip: string, family: 4 | 6): bigint {
   if (family === 4) return ip.split('.').reduce((n, part) => (n << 8n) | BigInt(Number(part)), 0n);
   // Expand "::" and an embedded dotted IPv4 tail into eight 16-bit groups.
   const [head, tail = ''] = ip.split('::');
-  const groups = (part: string): string[] => (part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ipv4Groups(g) : [g])));
+  const groups = (part: string): string[] =>
+    part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ipv4Groups(g) : [g]));
   const left = groups(head!);
   const right = ip.includes('::') ? groups(tail) : [];
   const all = [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
@@ -349,24 +413,36 @@ function cidrContains(cidr: Cidr, other: Cidr): boolean {
 function validateNetworkPolicy(o: KubeObject): StatusCause[] {
   const spec = obj(o.spec);
   const causes: StatusCause[] = validateLabelSelector(spec.podSelector, 'spec.podSelector');
-  for (const [rules, peers] of [['ingress', 'from'], ['egress', 'to']] as const) {
+  for (const [rules, peers] of [
+    ['ingress', 'from'],
+    ['egress', 'to'],
+  ] as const) {
     list(spec[rules]).forEach((rule, i) => {
       list(obj(rule).ports).forEach((port, j) => {
         const p = obj(port);
         const path = `spec.${rules}[${i}].ports[${j}]`;
-        if (!PROTOCOLS.includes(String(p.protocol))) causes.push(FieldErrors.notSupported(`${path}.protocol`, p.protocol, PROTOCOLS));
-        if (typeof p.port === 'number' && (p.port < 1 || p.port > 65535)) causes.push(FieldErrors.invalid(`${path}.port`, p.port, 'must be between 1 and 65535, inclusive'));
-        if (p.endPort !== undefined && typeof p.port !== 'number') causes.push(FieldErrors.required(`${path}.port`, 'must be specified when endPort is specified'));
-        else if (typeof p.endPort === 'number' && typeof p.port === 'number' && p.endPort < p.port) causes.push(FieldErrors.invalid(`${path}.endPort`, p.endPort, 'must be greater than or equal to `port`'));
+        if (!PROTOCOLS.includes(String(p.protocol)))
+          causes.push(FieldErrors.notSupported(`${path}.protocol`, p.protocol, PROTOCOLS));
+        if (typeof p.port === 'number' && (p.port < 1 || p.port > 65535))
+          causes.push(FieldErrors.invalid(`${path}.port`, p.port, 'must be between 1 and 65535, inclusive'));
+        if (p.endPort !== undefined && typeof p.port !== 'number')
+          causes.push(FieldErrors.required(`${path}.port`, 'must be specified when endPort is specified'));
+        else if (typeof p.endPort === 'number' && typeof p.port === 'number' && p.endPort < p.port)
+          causes.push(FieldErrors.invalid(`${path}.endPort`, p.endPort, 'must be greater than or equal to `port`'));
       });
-      list(obj(rule)[peers]).forEach((peer, j) => causes.push(...validatePeer(obj(peer), `spec.${rules}[${i}].${peers}[${j}]`)));
+      list(obj(rule)[peers]).forEach((peer, j) =>
+        causes.push(...validatePeer(obj(peer), `spec.${rules}[${i}].${peers}[${j}]`)),
+      );
     });
   }
   const types = list(spec.policyTypes);
-  if (types.length > 2) causes.push(FieldErrors.invalid('spec.policyTypes', types, 'may not specify more than two policyTypes'));
-  else types.forEach((t, i) => {
-    if (t !== 'Ingress' && t !== 'Egress') causes.push(FieldErrors.notSupported(`spec.policyTypes[${i}]`, t, POLICY_TYPES));
-  });
+  if (types.length > 2)
+    causes.push(FieldErrors.invalid('spec.policyTypes', types, 'may not specify more than two policyTypes'));
+  else
+    types.forEach((t, i) => {
+      if (t !== 'Ingress' && t !== 'Egress')
+        causes.push(FieldErrors.notSupported(`spec.policyTypes[${i}]`, t, POLICY_TYPES));
+    });
   return causes;
 }
 
@@ -380,7 +456,12 @@ const networkPolicies: KindInfo = {
   shortNames: ['netpol'],
   generation: true,
   strategy: { defaults: defaultNetworkPolicy, validate: validateNetworkPolicy },
-  columns: [col('Pod-Selector', (o) => selectorString(field(o, 'spec.podSelector')), { description: 'podSelector selects the pods to which this NetworkPolicy object applies. The array of rules is applied to any pods selected by this field. An empty selector matches all pods in this namespace.' })],
+  columns: [
+    col('Pod-Selector', (o) => selectorString(field(o, 'spec.podSelector')), {
+      description:
+        'podSelector selects the pods to which this NetworkPolicy object applies. The array of rules is applied to any pods selected by this field. An empty selector matches all pods in this namespace.',
+    }),
+  ],
 };
 
 export const networkingKinds: KindInfo[] = [ingresses, ingressClasses, networkPolicies];

@@ -83,17 +83,23 @@ export function validatePodSpec(spec: unknown, path: string, allowedRestartPolic
   }
   const policy = spec.restartPolicy;
   const allowed = allowedRestartPolicies ?? ['Always', 'OnFailure', 'Never'];
-  if (policy !== undefined && !allowed.includes(String(policy))) causes.push(FieldErrors.notSupported(`${path}.restartPolicy`, policy, allowed));
+  if (policy !== undefined && !allowed.includes(String(policy)))
+    causes.push(FieldErrors.notSupported(`${path}.restartPolicy`, policy, allowed));
   const grace = spec.terminationGracePeriodSeconds;
   if (grace !== undefined && (typeof grace !== 'number' || grace < 0)) {
-    causes.push(FieldErrors.invalid(`${path}.terminationGracePeriodSeconds`, grace, 'must be greater than or equal to 0'));
+    causes.push(
+      FieldErrors.invalid(`${path}.terminationGracePeriodSeconds`, grace, 'must be greater than or equal to 0'),
+    );
   }
   return causes;
 }
 
 /** The QoS class a pod's requests and limits put it in (kubelet's qos.GetPodQOS, simplified to cpu/memory). */
 export function qosClass(spec: Obj): 'Guaranteed' | 'Burstable' | 'BestEffort' {
-  const containers = [...(Array.isArray(spec.containers) ? spec.containers : []), ...(Array.isArray(spec.initContainers) ? spec.initContainers : [])];
+  const containers = [
+    ...(Array.isArray(spec.containers) ? spec.containers : []),
+    ...(Array.isArray(spec.initContainers) ? spec.initContainers : []),
+  ];
   let any = false;
   let guaranteed = containers.length > 0;
   for (const c of containers) {

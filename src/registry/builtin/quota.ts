@@ -32,12 +32,21 @@ export const quotaKinds: KindInfo[] = [
     shortNames: ['quota'],
     status: true,
     columns: [
-      col('Age', (o, now) => {
-        const t = Date.parse(o.metadata.creationTimestamp ?? '');
-        return Number.isNaN(t) ? '<unknown>' : humanAge(now - t);
-      }, { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
-      col('Request', quotaColumn(false), { description: 'Request represents a minimum amount of cpu/memory that a container may consume.' }),
-      col('Limit', quotaColumn(true), { description: 'Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.' }),
+      col(
+        'Age',
+        (o, now) => {
+          const t = Date.parse(o.metadata.creationTimestamp ?? '');
+          return Number.isNaN(t) ? '<unknown>' : humanAge(now - t);
+        },
+        { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' },
+      ),
+      col('Request', quotaColumn(false), {
+        description: 'Request represents a minimum amount of cpu/memory that a container may consume.',
+      }),
+      col('Limit', quotaColumn(true), {
+        description:
+          'Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.',
+      }),
     ],
     noAge: true,
   },
@@ -49,7 +58,12 @@ export const quotaKinds: KindInfo[] = [
     singular: 'limitrange',
     namespaced: true,
     shortNames: ['limits'],
-    columns: [col('Created At', (o) => o.metadata.creationTimestamp ?? '', { type: 'date', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' })],
+    columns: [
+      col('Created At', (o) => o.metadata.creationTimestamp ?? '', {
+        type: 'date',
+        description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+      }),
+    ],
     noAge: true,
   },
 ];

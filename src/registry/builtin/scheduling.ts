@@ -26,7 +26,8 @@ export const systemPriorityClasses: readonly Obj[] = [
   {
     metadata: { name: 'system-cluster-critical' },
     value: 2_000_000_000,
-    description: 'Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.',
+    description:
+      'Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.',
   },
 ];
 const systemNames = new Set(systemPriorityClasses.map((c) => (c.metadata as { name: string }).name));
@@ -46,12 +47,27 @@ function validatePriorityClass(obj: KubeObject): StatusCause[] {
   if (typeof obj.value !== 'number') causes.push(FieldErrors.required('value', ''));
   if (name.startsWith(SYSTEM_PREFIX)) {
     const why = systemClassError(name, obj.value, obj.globalDefault === true);
-    if (why) causes.push(FieldErrors.forbidden('metadata.name', `priority class names with '${SYSTEM_PREFIX}' prefix are reserved for system use only. error: ${why}`));
+    if (why)
+      causes.push(
+        FieldErrors.forbidden(
+          'metadata.name',
+          `priority class names with '${SYSTEM_PREFIX}' prefix are reserved for system use only. error: ${why}`,
+        ),
+      );
   } else if (typeof obj.value === 'number' && obj.value > HIGHEST_USER_DEFINABLE_PRIORITY) {
-    causes.push(FieldErrors.forbidden('value', `maximum allowed value of a user defined priority is ${HIGHEST_USER_DEFINABLE_PRIORITY}`));
+    causes.push(
+      FieldErrors.forbidden(
+        'value',
+        `maximum allowed value of a user defined priority is ${HIGHEST_USER_DEFINABLE_PRIORITY}`,
+      ),
+    );
   }
   if (obj.preemptionPolicy !== undefined && !PREEMPTION_POLICIES.includes(String(obj.preemptionPolicy))) {
-    causes.push(obj.preemptionPolicy === '' ? FieldErrors.required('preemptionPolicy', '') : FieldErrors.notSupported('preemptionPolicy', obj.preemptionPolicy, PREEMPTION_POLICIES));
+    causes.push(
+      obj.preemptionPolicy === ''
+        ? FieldErrors.required('preemptionPolicy', '')
+        : FieldErrors.notSupported('preemptionPolicy', obj.preemptionPolicy, PREEMPTION_POLICIES),
+    );
   }
   return causes;
 }
@@ -70,7 +86,11 @@ function admitPriorityClass(obj: KubeObject, ctx: StrategyContext, old?: KubeObj
   if (obj.globalDefault !== true) return;
   const current = defaultClass(ctx);
   if (current && (!old || current.metadata.name !== obj.metadata.name)) {
-    throw Errors.forbidden(RESOURCE, obj.metadata.name ?? '', `PriorityClass ${current.metadata.name ?? ''} is already marked as default. Only one default can exist`);
+    throw Errors.forbidden(
+      RESOURCE,
+      obj.metadata.name ?? '',
+      `PriorityClass ${current.metadata.name ?? ''} is already marked as default. Only one default can exist`,
+    );
   }
 }
 
@@ -104,12 +124,24 @@ export function admitPodPriority(pod: KubeObject, ctx: StrategyContext): void {
     preemptionPolicy = pc.preemptionPolicy;
   }
   if (spec.priority !== undefined && spec.priority !== null && spec.priority !== priority) {
-    throw Errors.forbidden(PODS, admissionName(pod), `the integer value of priority (${String(spec.priority)}) must not be provided in pod spec; priority admission controller computed ${priority} from the given PriorityClass name`);
+    throw Errors.forbidden(
+      PODS,
+      admissionName(pod),
+      `the integer value of priority (${String(spec.priority)}) must not be provided in pod spec; priority admission controller computed ${priority} from the given PriorityClass name`,
+    );
   }
   spec.priority = priority;
   if (preemptionPolicy !== undefined) {
-    if (spec.preemptionPolicy !== undefined && spec.preemptionPolicy !== null && spec.preemptionPolicy !== preemptionPolicy) {
-      throw Errors.forbidden(PODS, admissionName(pod), `the string value of PreemptionPolicy (${String(spec.preemptionPolicy)}) must not be provided in pod spec; priority admission controller computed ${String(preemptionPolicy)} from the given PriorityClass name`);
+    if (
+      spec.preemptionPolicy !== undefined &&
+      spec.preemptionPolicy !== null &&
+      spec.preemptionPolicy !== preemptionPolicy
+    ) {
+      throw Errors.forbidden(
+        PODS,
+        admissionName(pod),
+        `the string value of PreemptionPolicy (${String(spec.preemptionPolicy)}) must not be provided in pod spec; priority admission controller computed ${String(preemptionPolicy)} from the given PriorityClass name`,
+      );
     }
     spec.preemptionPolicy = preemptionPolicy;
   }
@@ -120,7 +152,8 @@ export function keepPodPriority(next: KubeObject, old: KubeObject): void {
   if (!isPlainObject(next.spec) || !isPlainObject(old.spec)) return;
   const spec = next.spec;
   if (spec.priority === undefined && old.spec.priority !== undefined) spec.priority = old.spec.priority;
-  if (spec.preemptionPolicy === undefined && old.spec.preemptionPolicy !== undefined) spec.preemptionPolicy = old.spec.preemptionPolicy;
+  if (spec.preemptionPolicy === undefined && old.spec.preemptionPolicy !== undefined)
+    spec.preemptionPolicy = old.spec.preemptionPolicy;
 }
 
 export const priorityClasses: KindInfo = {
@@ -145,20 +178,34 @@ export const priorityClasses: KindInfo = {
     validateUpdate(next, old) {
       const causes: StatusCause[] = [];
       if (next.value !== old.value) causes.push(FieldErrors.forbidden('value', 'may not be changed in an update.'));
-      if (next.preemptionPolicy !== old.preemptionPolicy) causes.push(FieldErrors.invalid('preemptionPolicy', next.preemptionPolicy, 'field is immutable'));
+      if (next.preemptionPolicy !== old.preemptionPolicy)
+        causes.push(FieldErrors.invalid('preemptionPolicy', next.preemptionPolicy, 'field is immutable'));
       return causes;
     },
     beforeDelete(obj) {
       const name = obj.metadata.name ?? '';
-      if (systemNames.has(name)) throw Errors.forbidden(RESOURCE, name, 'this is a system priority class and cannot be deleted');
+      if (systemNames.has(name))
+        throw Errors.forbidden(RESOURCE, name, 'this is a system priority class and cannot be deleted');
     },
   },
   columns: [
-    col('Value', (o) => (typeof o.value === 'number' ? o.value : 0), { type: 'integer', description: 'value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.' }),
-    col('Global-Default', (o) => o.globalDefault === true, { type: 'boolean', description: 'globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority.' }),
-    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
-    col('PreemptionPolicy', (o) => str(o, 'preemptionPolicy'), { description: 'preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.' }),
+    col('Value', (o) => (typeof o.value === 'number' ? o.value : 0), {
+      type: 'integer',
+      description:
+        'value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.',
+    }),
+    col('Global-Default', (o) => o.globalDefault === true, {
+      type: 'boolean',
+      description:
+        'globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority.',
+    }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), {
+      description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    }),
+    col('PreemptionPolicy', (o) => str(o, 'preemptionPolicy'), {
+      description:
+        'preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.',
+    }),
   ],
   noAge: true,
 };
-

@@ -7,7 +7,10 @@ import { newestDefault } from './networking.js';
 
 /** storage.k8s.io/v1 StorageClass and the DefaultStorageClass admission plugin for PersistentVolumeClaims. */
 const STORAGE_CLASSES = 'storage.k8s.io/storageclasses';
-const DEFAULT_ANNOTATIONS = ['storageclass.kubernetes.io/is-default-class', 'storageclass.beta.kubernetes.io/is-default-class'];
+const DEFAULT_ANNOTATIONS = [
+  'storageclass.kubernetes.io/is-default-class',
+  'storageclass.beta.kubernetes.io/is-default-class',
+];
 const CLAIM_CLASS_ANNOTATION = 'volume.beta.kubernetes.io/storage-class';
 const RECLAIM_POLICIES = ['Delete', 'Retain'];
 const BINDING_MODES = ['Immediate', 'WaitForFirstConsumer'];
@@ -16,19 +19,27 @@ function validateStorageClass(o: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
   const provisioner = typeof o.provisioner === 'string' ? o.provisioner : '';
   if (provisioner === '') causes.push(FieldErrors.required('provisioner', ''));
-  else for (const p of checkQualifiedName(provisioner.toLowerCase())) causes.push(FieldErrors.invalid('provisioner', provisioner, p));
-  if (!RECLAIM_POLICIES.includes(String(o.reclaimPolicy))) causes.push(FieldErrors.notSupported('reclaimPolicy', o.reclaimPolicy, RECLAIM_POLICIES));
-  if (!BINDING_MODES.includes(String(o.volumeBindingMode))) causes.push(FieldErrors.notSupported('volumeBindingMode', o.volumeBindingMode, BINDING_MODES));
+  else
+    for (const p of checkQualifiedName(provisioner.toLowerCase()))
+      causes.push(FieldErrors.invalid('provisioner', provisioner, p));
+  if (!RECLAIM_POLICIES.includes(String(o.reclaimPolicy)))
+    causes.push(FieldErrors.notSupported('reclaimPolicy', o.reclaimPolicy, RECLAIM_POLICIES));
+  if (!BINDING_MODES.includes(String(o.volumeBindingMode)))
+    causes.push(FieldErrors.notSupported('volumeBindingMode', o.volumeBindingMode, BINDING_MODES));
   return causes;
 }
 
 /** ValidateStorageClassUpdate: parameters, provisioner, reclaimPolicy and volumeBindingMode are fixed at creation. */
 function validateStorageClassUpdate(next: KubeObject, old: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
-  if (!deepEqual(next.parameters ?? {}, old.parameters ?? {})) causes.push(FieldErrors.forbidden('parameters', 'updates to parameters are forbidden.'));
-  if (next.provisioner !== old.provisioner) causes.push(FieldErrors.forbidden('provisioner', 'updates to provisioner are forbidden.'));
-  if (next.reclaimPolicy !== old.reclaimPolicy) causes.push(FieldErrors.forbidden('reclaimPolicy', 'updates to reclaimPolicy are forbidden.'));
-  if (next.volumeBindingMode !== old.volumeBindingMode) causes.push(FieldErrors.invalid('volumeBindingMode', next.volumeBindingMode, 'field is immutable'));
+  if (!deepEqual(next.parameters ?? {}, old.parameters ?? {}))
+    causes.push(FieldErrors.forbidden('parameters', 'updates to parameters are forbidden.'));
+  if (next.provisioner !== old.provisioner)
+    causes.push(FieldErrors.forbidden('provisioner', 'updates to provisioner are forbidden.'));
+  if (next.reclaimPolicy !== old.reclaimPolicy)
+    causes.push(FieldErrors.forbidden('reclaimPolicy', 'updates to reclaimPolicy are forbidden.'));
+  if (next.volumeBindingMode !== old.volumeBindingMode)
+    causes.push(FieldErrors.invalid('volumeBindingMode', next.volumeBindingMode, 'field is immutable'));
   return causes;
 }
 
@@ -70,12 +81,25 @@ export const storageClasses: KindInfo = {
   columns: [
     col('Name', (o) => `${o.metadata.name ?? ''}${isDefault(o) ? ' (default)' : ''}`, {
       format: 'name',
-      description: 'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names',
+      description:
+        'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names',
     }),
-    col('Provisioner', (o) => str(o, 'provisioner'), { description: 'provisioner indicates the type of the provisioner.' }),
-    col('ReclaimPolicy', (o) => str(o, 'reclaimPolicy', 'Delete'), { description: 'reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class. Defaults to Delete.' }),
-    col('VolumeBindingMode', (o) => str(o, 'volumeBindingMode', 'Immediate'), { description: 'volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.  When unset, VolumeBindingImmediate is used. This field is only honored by servers that enable the VolumeScheduling feature.' }),
-    col('AllowVolumeExpansion', (o) => o.allowVolumeExpansion === true, { description: 'allowVolumeExpansion shows whether the storage class allow volume expand.' }),
-    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), { description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' }),
+    col('Provisioner', (o) => str(o, 'provisioner'), {
+      description: 'provisioner indicates the type of the provisioner.',
+    }),
+    col('ReclaimPolicy', (o) => str(o, 'reclaimPolicy', 'Delete'), {
+      description:
+        'reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class. Defaults to Delete.',
+    }),
+    col('VolumeBindingMode', (o) => str(o, 'volumeBindingMode', 'Immediate'), {
+      description:
+        'volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.  When unset, VolumeBindingImmediate is used. This field is only honored by servers that enable the VolumeScheduling feature.',
+    }),
+    col('AllowVolumeExpansion', (o) => o.allowVolumeExpansion === true, {
+      description: 'allowVolumeExpansion shows whether the storage class allow volume expand.',
+    }),
+    col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), {
+      description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    }),
   ],
 };

@@ -26,7 +26,10 @@ function validateSelectorAndTemplate(obj: KubeObject, templatePath: string, rest
   const selector = s.selector;
   const template = field(obj, templatePath);
   if (!isPlainObject(selector)) causes.push(FieldErrors.required('spec.selector', ''));
-  else if (Object.keys(selector.matchLabels ?? {}).length === 0 && (!Array.isArray(selector.matchExpressions) || selector.matchExpressions.length === 0)) {
+  else if (
+    Object.keys(selector.matchLabels ?? {}).length === 0 &&
+    (!Array.isArray(selector.matchExpressions) || selector.matchExpressions.length === 0)
+  ) {
     causes.push(FieldErrors.invalid('spec.selector', selector, 'empty selector is invalid for deployment'));
   }
   if (!isPlainObject(template)) {
@@ -37,7 +40,9 @@ function validateSelectorAndTemplate(obj: KubeObject, templatePath: string, rest
   if (isPlainObject(selector)) {
     try {
       if (!selectorFromObject(selector).matches(labels)) {
-        causes.push(FieldErrors.invalid(`${templatePath}.metadata.labels`, labels, '`selector` does not match template `labels`'));
+        causes.push(
+          FieldErrors.invalid(`${templatePath}.metadata.labels`, labels, '`selector` does not match template `labels`'),
+        );
       }
     } catch {
       causes.push(FieldErrors.invalid('spec.selector', selector, 'invalid label selector'));
@@ -50,12 +55,16 @@ function validateSelectorAndTemplate(obj: KubeObject, templatePath: string, rest
 function nonNegative(obj: KubeObject, path: string): StatusCause[] {
   const v = field(obj, path);
   if (v === undefined) return [];
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? [] : [FieldErrors.invalid(path, v, 'must be greater than or equal to 0')];
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0
+    ? []
+    : [FieldErrors.invalid(path, v, 'must be greater than or equal to 0')];
 }
 
 function immutableSelector(next: KubeObject, old: KubeObject): StatusCause[] {
   const a = field(next, 'spec.selector');
-  return deepEqual(a, field(old, 'spec.selector')) ? [] : [FieldErrors.invalid('spec.selector', a, 'field is immutable')];
+  return deepEqual(a, field(old, 'spec.selector'))
+    ? []
+    : [FieldErrors.invalid('spec.selector', a, 'field is immutable')];
 }
 
 const age: TableColumn = col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), {
@@ -64,10 +73,22 @@ const age: TableColumn = col('Age', (o, now) => ageOf(o.metadata.creationTimesta
 
 function wideTemplateColumns(templatePath: string, withSelector: boolean): TableColumn[] {
   const cols = [
-    col('Containers', (o) => containerNames(field(o, templatePath)), { priority: 1, description: 'Names of each container in the template.' }),
-    col('Images', (o) => containerImages(field(o, templatePath)), { priority: 1, description: 'Images referenced by each container in the template.' }),
+    col('Containers', (o) => containerNames(field(o, templatePath)), {
+      priority: 1,
+      description: 'Names of each container in the template.',
+    }),
+    col('Images', (o) => containerImages(field(o, templatePath)), {
+      priority: 1,
+      description: 'Images referenced by each container in the template.',
+    }),
   ];
-  if (withSelector) cols.push(col('Selector', (o) => selectorString(field(o, 'spec.selector')), { priority: 1, description: 'Label selector for pods.' }));
+  if (withSelector)
+    cols.push(
+      col('Selector', (o) => selectorString(field(o, 'spec.selector')), {
+        priority: 1,
+        description: 'Label selector for pods.',
+      }),
+    );
   return cols;
 }
 
@@ -80,7 +101,9 @@ const deploymentStrategy: Strategy = {
     const strategy = (isPlainObject(s.strategy) ? s.strategy : (s.strategy = {})) as Obj;
     strategy.type ??= 'RollingUpdate';
     if (strategy.type === 'RollingUpdate') {
-      const ru = (isPlainObject(strategy.rollingUpdate) ? strategy.rollingUpdate : (strategy.rollingUpdate = {})) as Obj;
+      const ru = (
+        isPlainObject(strategy.rollingUpdate) ? strategy.rollingUpdate : (strategy.rollingUpdate = {})
+      ) as Obj;
       ru.maxUnavailable ??= '25%';
       ru.maxSurge ??= '25%';
     }
@@ -90,22 +113,37 @@ const deploymentStrategy: Strategy = {
   },
   validate(obj) {
     const causes = validateSelectorAndTemplate(obj, 'spec.template', ['Always']);
-    causes.push(...nonNegative(obj, 'spec.replicas'), ...nonNegative(obj, 'spec.minReadySeconds'), ...nonNegative(obj, 'spec.revisionHistoryLimit'));
+    causes.push(
+      ...nonNegative(obj, 'spec.replicas'),
+      ...nonNegative(obj, 'spec.minReadySeconds'),
+      ...nonNegative(obj, 'spec.revisionHistoryLimit'),
+    );
     const type = field(obj, 'spec.strategy.type');
-    if (type !== 'RollingUpdate' && type !== 'Recreate') causes.push(FieldErrors.notSupported('spec.strategy.type', type, ['Recreate', 'RollingUpdate']));
+    if (type !== 'RollingUpdate' && type !== 'Recreate')
+      causes.push(FieldErrors.notSupported('spec.strategy.type', type, ['Recreate', 'RollingUpdate']));
     if (type === 'Recreate' && field(obj, 'spec.strategy.rollingUpdate') !== undefined) {
-      causes.push(FieldErrors.forbidden('spec.strategy.rollingUpdate', 'may not be specified when strategy `type` is \'Recreate\''));
+      causes.push(
+        FieldErrors.forbidden('spec.strategy.rollingUpdate', "may not be specified when strategy `type` is 'Recreate'"),
+      );
     }
     const surge = field(obj, 'spec.strategy.rollingUpdate.maxSurge');
     const unavailable = field(obj, 'spec.strategy.rollingUpdate.maxUnavailable');
     const isZero = (v: unknown): boolean => v === 0 || v === '0%' || v === '0';
     if (type === 'RollingUpdate' && isZero(surge) && isZero(unavailable)) {
-      causes.push(FieldErrors.invalid('spec.strategy.rollingUpdate.maxUnavailable', unavailable, 'may not be 0 when `maxSurge` is 0'));
+      causes.push(
+        FieldErrors.invalid(
+          'spec.strategy.rollingUpdate.maxUnavailable',
+          unavailable,
+          'may not be 0 when `maxSurge` is 0',
+        ),
+      );
     }
     const deadline = field(obj, 'spec.progressDeadlineSeconds');
     const minReady = field(obj, 'spec.minReadySeconds');
     if (typeof deadline === 'number' && typeof minReady === 'number' && deadline <= minReady) {
-      causes.push(FieldErrors.invalid('spec.progressDeadlineSeconds', deadline, 'must be greater than minReadySeconds'));
+      causes.push(
+        FieldErrors.invalid('spec.progressDeadlineSeconds', deadline, 'must be greater than minReadySeconds'),
+      );
     }
     return causes;
   },
@@ -114,7 +152,9 @@ const deploymentStrategy: Strategy = {
   // ValidateDeploymentStatusUpdate: ObjectMeta update rules and the status, not the spec.
   statusValidation: 'metadata',
   bumpsGeneration(next, old) {
-    return !deepEqual(next.spec, old.spec) || !deepEqual(next.metadata.annotations ?? {}, old.metadata.annotations ?? {});
+    return (
+      !deepEqual(next.spec, old.spec) || !deepEqual(next.metadata.annotations ?? {}, old.metadata.annotations ?? {})
+    );
   },
 };
 
@@ -132,9 +172,18 @@ const deployments: KindInfo = {
   scale: replicasScale,
   strategy: deploymentStrategy,
   columns: [
-    col('Ready', (o) => `${num(o, 'status.readyReplicas')}/${num(o, 'spec.replicas')}`, { description: 'Number of the pod with ready state' }),
-    col('Up-to-date', (o) => num(o, 'status.updatedReplicas'), { type: 'integer', description: 'Total number of non-terminated pods targeted by this deployment that have the desired template spec.' }),
-    col('Available', (o) => num(o, 'status.availableReplicas'), { type: 'integer', description: 'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.' }),
+    col('Ready', (o) => `${num(o, 'status.readyReplicas')}/${num(o, 'spec.replicas')}`, {
+      description: 'Number of the pod with ready state',
+    }),
+    col('Up-to-date', (o) => num(o, 'status.updatedReplicas'), {
+      type: 'integer',
+      description:
+        'Total number of non-terminated pods targeted by this deployment that have the desired template spec.',
+    }),
+    col('Available', (o) => num(o, 'status.availableReplicas'), {
+      type: 'integer',
+      description: 'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.',
+    }),
     age,
     ...wideTemplateColumns('spec.template', true),
   ],
@@ -161,7 +210,11 @@ const replicasets: KindInfo = {
       defaultTemplate(spec(obj).template);
     },
     validate(obj) {
-      return [...validateSelectorAndTemplate(obj, 'spec.template', ['Always']), ...nonNegative(obj, 'spec.replicas'), ...nonNegative(obj, 'spec.minReadySeconds')];
+      return [
+        ...validateSelectorAndTemplate(obj, 'spec.template', ['Always']),
+        ...nonNegative(obj, 'spec.replicas'),
+        ...nonNegative(obj, 'spec.minReadySeconds'),
+      ];
     },
     validateUpdate: immutableSelector,
   },
@@ -213,25 +266,46 @@ const statefulsets: KindInfo = {
       }
     },
     validate(obj) {
-      const causes = [...validateSelectorAndTemplate(obj, 'spec.template', ['Always']), ...nonNegative(obj, 'spec.replicas')];
+      const causes = [
+        ...validateSelectorAndTemplate(obj, 'spec.template', ['Always']),
+        ...nonNegative(obj, 'spec.replicas'),
+      ];
       const policy = field(obj, 'spec.podManagementPolicy');
-      if (policy !== 'OrderedReady' && policy !== 'Parallel') causes.push(FieldErrors.notSupported('spec.podManagementPolicy', policy, ['OrderedReady', 'Parallel']));
+      if (policy !== 'OrderedReady' && policy !== 'Parallel')
+        causes.push(FieldErrors.notSupported('spec.podManagementPolicy', policy, ['OrderedReady', 'Parallel']));
       const type = field(obj, 'spec.updateStrategy.type');
-      if (type !== 'RollingUpdate' && type !== 'OnDelete') causes.push(FieldErrors.notSupported('spec.updateStrategy.type', type, ['OnDelete', 'RollingUpdate']));
+      if (type !== 'RollingUpdate' && type !== 'OnDelete')
+        causes.push(FieldErrors.notSupported('spec.updateStrategy.type', type, ['OnDelete', 'RollingUpdate']));
       return causes;
     },
     validateUpdate(next, old) {
       // Only replicas, ordinals, template, updateStrategy, persistentVolumeClaimRetentionPolicy, revisionHistoryLimit and minReadySeconds may change.
-      const keep = ['replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'revisionHistoryLimit', 'minReadySeconds'];
-      const frozen = (o: KubeObject): Obj => Object.fromEntries(Object.entries(spec(o)).filter(([k]) => !keep.includes(k)));
+      const keep = [
+        'replicas',
+        'ordinals',
+        'template',
+        'updateStrategy',
+        'persistentVolumeClaimRetentionPolicy',
+        'revisionHistoryLimit',
+        'minReadySeconds',
+      ];
+      const frozen = (o: KubeObject): Obj =>
+        Object.fromEntries(Object.entries(spec(o)).filter(([k]) => !keep.includes(k)));
       if (!deepEqual(frozen(next), frozen(old))) {
-        return [FieldErrors.forbidden('spec', "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")];
+        return [
+          FieldErrors.forbidden(
+            'spec',
+            "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+          ),
+        ];
       }
       return [];
     },
   },
   columns: [
-    col('Ready', (o) => `${num(o, 'status.readyReplicas')}/${num(o, 'spec.replicas')}`, { description: 'Number of the pod with ready state' }),
+    col('Ready', (o) => `${num(o, 'status.readyReplicas')}/${num(o, 'spec.replicas')}`, {
+      description: 'Number of the pod with ready state',
+    }),
     age,
     ...wideTemplateColumns('spec.template', false),
   ],
@@ -267,21 +341,42 @@ const daemonsets: KindInfo = {
     validate(obj) {
       const causes = validateSelectorAndTemplate(obj, 'spec.template', ['Always']);
       const type = field(obj, 'spec.updateStrategy.type');
-      if (type !== 'RollingUpdate' && type !== 'OnDelete') causes.push(FieldErrors.notSupported('spec.updateStrategy.type', type, ['OnDelete', 'RollingUpdate']));
+      if (type !== 'RollingUpdate' && type !== 'OnDelete')
+        causes.push(FieldErrors.notSupported('spec.updateStrategy.type', type, ['OnDelete', 'RollingUpdate']));
       return causes;
     },
     validateUpdate: immutableSelector,
   },
   columns: [
-    col('Desired', (o) => num(o, 'status.desiredNumberScheduled'), { type: 'integer', description: 'The desired number of pods.' }),
-    col('Current', (o) => num(o, 'status.currentNumberScheduled'), { type: 'integer', description: 'The current number of pods.' }),
+    col('Desired', (o) => num(o, 'status.desiredNumberScheduled'), {
+      type: 'integer',
+      description: 'The desired number of pods.',
+    }),
+    col('Current', (o) => num(o, 'status.currentNumberScheduled'), {
+      type: 'integer',
+      description: 'The current number of pods.',
+    }),
     col('Ready', (o) => num(o, 'status.numberReady'), { type: 'integer', description: 'The number of pods ready.' }),
-    col('Up-to-date', (o) => num(o, 'status.updatedNumberScheduled'), { type: 'integer', description: 'The number of pods updated.' }),
-    col('Available', (o) => num(o, 'status.numberAvailable'), { type: 'integer', description: 'The number of pods available.' }),
-    col('Node Selector', (o) => {
-      const sel = field(o, 'spec.template.spec.nodeSelector');
-      return isPlainObject(sel) && Object.keys(sel).length > 0 ? Object.entries(sel).map(([k, v]) => `${k}=${String(v)}`).join(',') : '<none>';
-    }, { description: 'The node selector of the daemon set.' }),
+    col('Up-to-date', (o) => num(o, 'status.updatedNumberScheduled'), {
+      type: 'integer',
+      description: 'The number of pods updated.',
+    }),
+    col('Available', (o) => num(o, 'status.numberAvailable'), {
+      type: 'integer',
+      description: 'The number of pods available.',
+    }),
+    col(
+      'Node Selector',
+      (o) => {
+        const sel = field(o, 'spec.template.spec.nodeSelector');
+        return isPlainObject(sel) && Object.keys(sel).length > 0
+          ? Object.entries(sel)
+              .map(([k, v]) => `${k}=${String(v)}`)
+              .join(',')
+          : '<none>';
+      },
+      { description: 'The node selector of the daemon set.' },
+    ),
     age,
     ...wideTemplateColumns('spec.template', true),
   ],
@@ -297,19 +392,25 @@ const controllerrevisions: KindInfo = {
   namespaced: true,
   strategy: {
     validate(obj) {
-      return typeof obj.revision === 'number' && obj.revision >= 0 ? [] : [FieldErrors.invalid('revision', obj.revision, 'must be greater than or equal to 0')];
+      return typeof obj.revision === 'number' && obj.revision >= 0
+        ? []
+        : [FieldErrors.invalid('revision', obj.revision, 'must be greater than or equal to 0')];
     },
     validateUpdate(next, old) {
       return deepEqual(next.data, old.data) ? [] : [FieldErrors.invalid('data', '', 'field is immutable')];
     },
   },
   columns: [
-    col('Controller', (o) => {
-      const owner = o.metadata.ownerReferences?.find((r) => r.controller);
-      if (!owner) return '<none>';
-      const group = owner.apiVersion.includes('/') ? owner.apiVersion.split('/')[0] : '';
-      return `${owner.kind.toLowerCase()}${group ? `.${group}` : ''}/${owner.name}`;
-    }, { description: 'The controller that owns this revision.' }),
+    col(
+      'Controller',
+      (o) => {
+        const owner = o.metadata.ownerReferences?.find((r) => r.controller);
+        if (!owner) return '<none>';
+        const group = owner.apiVersion.includes('/') ? owner.apiVersion.split('/')[0] : '';
+        return `${owner.kind.toLowerCase()}${group ? `.${group}` : ''}/${owner.name}`;
+      },
+      { description: 'The controller that owns this revision.' },
+    ),
     col('Revision', (o) => num(o, 'revision'), { type: 'integer', description: 'The revision number.' }),
   ],
 };
@@ -373,22 +474,40 @@ const jobs: KindInfo = {
       s.selector = { matchLabels: { [JOB_UID_LABEL]: uid } };
       const template = (isPlainObject(s.template) ? s.template : (s.template = {})) as Obj;
       const meta = (isPlainObject(template.metadata) ? template.metadata : (template.metadata = {})) as Obj;
-      meta.labels = { ...((meta.labels as Obj) ?? {}), [JOB_UID_LABEL]: uid, 'batch.kubernetes.io/job-name': name, 'controller-uid': uid, 'job-name': name };
+      meta.labels = {
+        ...((meta.labels as Obj) ?? {}),
+        [JOB_UID_LABEL]: uid,
+        'batch.kubernetes.io/job-name': name,
+        'controller-uid': uid,
+        'job-name': name,
+      };
     },
     validate(obj) {
       const causes = validateSelectorAndTemplate(obj, 'spec.template', ['OnFailure', 'Never']);
-      causes.push(...nonNegative(obj, 'spec.parallelism'), ...nonNegative(obj, 'spec.completions'), ...nonNegative(obj, 'spec.backoffLimit'));
+      causes.push(
+        ...nonNegative(obj, 'spec.parallelism'),
+        ...nonNegative(obj, 'spec.completions'),
+        ...nonNegative(obj, 'spec.backoffLimit'),
+      );
       const mode = field(obj, 'spec.completionMode');
-      if (mode !== 'NonIndexed' && mode !== 'Indexed') causes.push(FieldErrors.notSupported('spec.completionMode', mode, ['NonIndexed', 'Indexed']));
-      if (mode === 'Indexed' && field(obj, 'spec.completions') === undefined) causes.push(FieldErrors.required('spec.completions', 'when completion mode is Indexed'));
+      if (mode !== 'NonIndexed' && mode !== 'Indexed')
+        causes.push(FieldErrors.notSupported('spec.completionMode', mode, ['NonIndexed', 'Indexed']));
+      if (mode === 'Indexed' && field(obj, 'spec.completions') === undefined)
+        causes.push(FieldErrors.required('spec.completions', 'when completion mode is Indexed'));
       return causes;
     },
     validateUpdate(next, old) {
       const causes = immutableSelector(next, old);
-      if (!deepEqual(field(next, 'spec.template'), field(old, 'spec.template')) && field(old, 'spec.suspend') !== true) {
+      if (
+        !deepEqual(field(next, 'spec.template'), field(old, 'spec.template')) &&
+        field(old, 'spec.suspend') !== true
+      ) {
         causes.push(FieldErrors.invalid('spec.template', field(next, 'spec.template'), 'field is immutable'));
       }
-      if (field(next, 'spec.completions') !== field(old, 'spec.completions') && field(next, 'spec.completionMode') !== 'Indexed') {
+      if (
+        field(next, 'spec.completions') !== field(old, 'spec.completions') &&
+        field(next, 'spec.completionMode') !== 'Indexed'
+      ) {
         causes.push(FieldErrors.invalid('spec.completions', field(next, 'spec.completions'), 'field is immutable'));
       }
       return causes;
@@ -396,13 +515,17 @@ const jobs: KindInfo = {
   },
   columns: [
     col('Status', jobStatus, { description: 'Status of the job.' }),
-    col('Completions', (o) => {
-      const completions = field(o, 'spec.completions');
-      const succeeded = num(o, 'status.succeeded');
-      if (typeof completions === 'number') return `${succeeded}/${completions}`;
-      const parallelism = num(o, 'spec.parallelism');
-      return parallelism > 1 ? `${succeeded}/1 of ${parallelism}` : `${succeeded}/1`;
-    }, { description: 'The desired number of successfully finished pods the job should be run with.' }),
+    col(
+      'Completions',
+      (o) => {
+        const completions = field(o, 'spec.completions');
+        const succeeded = num(o, 'status.succeeded');
+        if (typeof completions === 'number') return `${succeeded}/${completions}`;
+        const parallelism = num(o, 'spec.parallelism');
+        return parallelism > 1 ? `${succeeded}/1 of ${parallelism}` : `${succeeded}/1`;
+      },
+      { description: 'The desired number of successfully finished pods the job should be run with.' },
+    ),
     col('Duration', jobDuration, { description: 'Time required to complete the job.' }),
     age,
     ...wideTemplateColumns('spec.template', true),
@@ -436,26 +559,52 @@ const cronjobs: KindInfo = {
     validate(obj) {
       const causes: StatusCause[] = [];
       const schedule = field(obj, 'spec.schedule');
-      if (typeof schedule !== 'string' || schedule.trim() === '') causes.push(FieldErrors.required('spec.schedule', ''));
+      if (typeof schedule !== 'string' || schedule.trim() === '')
+        causes.push(FieldErrors.required('spec.schedule', ''));
       const policy = field(obj, 'spec.concurrencyPolicy');
-      if (!['Allow', 'Forbid', 'Replace'].includes(String(policy))) causes.push(FieldErrors.notSupported('spec.concurrencyPolicy', policy, ['Allow', 'Forbid', 'Replace']));
+      if (!['Allow', 'Forbid', 'Replace'].includes(String(policy)))
+        causes.push(FieldErrors.notSupported('spec.concurrencyPolicy', policy, ['Allow', 'Forbid', 'Replace']));
       const template = field(obj, 'spec.jobTemplate.spec.template');
       if (!isPlainObject(template)) causes.push(FieldErrors.required('spec.jobTemplate.spec.template', ''));
-      else causes.push(...validatePodSpec(template.spec, 'spec.jobTemplate.spec.template.spec', ['OnFailure', 'Never']));
+      else
+        causes.push(...validatePodSpec(template.spec, 'spec.jobTemplate.spec.template.spec', ['OnFailure', 'Never']));
       return causes;
     },
   },
   columns: [
     col('Schedule', (o) => str(o, 'spec.schedule'), { description: 'The schedule in Cron format.' }),
-    col('Timezone', (o) => str(o, 'spec.timeZone', '<none>'), { description: 'The time zone name for the given schedule.' }),
-    col('Suspend', (o) => (field(o, 'spec.suspend') === true ? 'True' : 'False'), { description: 'Whether the cron job is suspended.' }),
-    col('Active', (o) => (Array.isArray(field(o, 'status.active')) ? (field(o, 'status.active') as unknown[]).length : 0), { type: 'integer', description: 'The number of currently running jobs.' }),
-    col('Last Schedule', (o, now) => (str(o, 'status.lastScheduleTime') ? ageOf(str(o, 'status.lastScheduleTime'), now) : '<none>'), { description: 'The last time the job was successfully scheduled.' }),
+    col('Timezone', (o) => str(o, 'spec.timeZone', '<none>'), {
+      description: 'The time zone name for the given schedule.',
+    }),
+    col('Suspend', (o) => (field(o, 'spec.suspend') === true ? 'True' : 'False'), {
+      description: 'Whether the cron job is suspended.',
+    }),
+    col(
+      'Active',
+      (o) => (Array.isArray(field(o, 'status.active')) ? (field(o, 'status.active') as unknown[]).length : 0),
+      { type: 'integer', description: 'The number of currently running jobs.' },
+    ),
+    col(
+      'Last Schedule',
+      (o, now) => (str(o, 'status.lastScheduleTime') ? ageOf(str(o, 'status.lastScheduleTime'), now) : '<none>'),
+      { description: 'The last time the job was successfully scheduled.' },
+    ),
     age,
     ...wideTemplateColumns('spec.jobTemplate.spec.template', false),
-    col('Selector', (o) => selectorString(field(o, 'spec.jobTemplate.spec.selector')), { priority: 1, description: 'Label selector for the pods.' }),
+    col('Selector', (o) => selectorString(field(o, 'spec.jobTemplate.spec.selector')), {
+      priority: 1,
+      description: 'Label selector for the pods.',
+    }),
   ],
   noAge: true,
 };
 
-export const workloadKinds: KindInfo[] = [deployments, replicasets, statefulsets, daemonsets, controllerrevisions, jobs, cronjobs];
+export const workloadKinds: KindInfo[] = [
+  deployments,
+  replicasets,
+  statefulsets,
+  daemonsets,
+  controllerrevisions,
+  jobs,
+  cronjobs,
+];

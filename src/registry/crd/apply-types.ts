@@ -31,7 +31,11 @@ export function forgetCrdTypes(group: string, version: string, kind: string): vo
 function objectType(s: JSONSchemaProps, name: string, out: TypeInfo[]): void {
   const properties = new Map<string, TypeInfo['properties'] extends Map<string, infer P> ? P : never>();
   for (const [key, prop] of Object.entries(s.properties ?? {})) {
-    const p: { name: string; shape: Shape; description: string; meta?: FieldPatchMeta } = { name: key, shape: shapeOf(prop, `${name}.${key}`, out), description: prop.description ?? '' };
+    const p: { name: string; shape: Shape; description: string; meta?: FieldPatchMeta } = {
+      name: key,
+      shape: shapeOf(prop, `${name}.${key}`, out),
+      description: prop.description ?? '',
+    };
     const meta: FieldPatchMeta = {};
     if (prop['x-kubernetes-list-type']) meta.list = prop['x-kubernetes-list-type'];
     if (prop['x-kubernetes-list-map-keys']) meta.mapKeys = prop['x-kubernetes-list-map-keys'];
@@ -40,7 +44,13 @@ function objectType(s: JSONSchemaProps, name: string, out: TypeInfo[]): void {
     properties.set(key, p);
   }
   // No `required`: that marks Go struct fields that always exist, which custom objects do not have.
-  out.push({ name, description: s.description ?? '', properties, required: [], atomic: s['x-kubernetes-map-type'] === 'atomic' });
+  out.push({
+    name,
+    description: s.description ?? '',
+    properties,
+    required: [],
+    atomic: s['x-kubernetes-map-type'] === 'atomic',
+  });
 }
 
 function shapeOf(s: JSONSchemaProps, name: string, out: TypeInfo[]): Shape {
@@ -51,7 +61,8 @@ function shapeOf(s: JSONSchemaProps, name: string, out: TypeInfo[]): Shape {
         objectType(s, name, out);
         return { kind: 'ref', name };
       }
-      if (isPlainObject(s.additionalProperties)) return { kind: 'map', values: shapeOf(s.additionalProperties, `${name}{}`, out) };
+      if (isPlainObject(s.additionalProperties))
+        return { kind: 'map', values: shapeOf(s.additionalProperties, `${name}{}`, out) };
       return { kind: 'any' };
     case 'array':
       return { kind: 'list', items: s.items ? shapeOf(s.items, `${name}[]`, out) : { kind: 'any' } };

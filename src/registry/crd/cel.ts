@@ -81,7 +81,10 @@ export function validateRuleSyntax(schema: JSONSchemaProps, path: string): Statu
   const visit = (s: JSONSchemaProps, p: string): void => {
     (s['x-kubernetes-validations'] ?? []).forEach((rule, i) => {
       const error = typeof rule.rule === 'string' ? compileError(rule.rule) : 'rule must be a string';
-      if (error) causes.push(FieldErrors.invalid(`${p}.x-kubernetes-validations[${i}].rule`, rule.rule, `compilation failed: ${error}`));
+      if (error)
+        causes.push(
+          FieldErrors.invalid(`${p}.x-kubernetes-validations[${i}].rule`, rule.rule, `compilation failed: ${error}`),
+        );
     });
     for (const [name, prop] of Object.entries(s.properties ?? {})) visit(prop, `${p}.properties[${name}]`);
     if (isPlainObject(s.additionalProperties)) visit(s.additionalProperties, `${p}.additionalProperties`);
@@ -100,7 +103,14 @@ export function hasRules(schema: JSONSchemaProps | undefined): boolean {
   return hasRules(schema.items);
 }
 
-function walk(value: unknown, schema: JSONSchemaProps, path: string, old: unknown, update: boolean, causes: StatusCause[]): void {
+function walk(
+  value: unknown,
+  schema: JSONSchemaProps,
+  path: string,
+  old: unknown,
+  update: boolean,
+  causes: StatusCause[],
+): void {
   if (value === undefined || value === null) return;
   for (const rule of schema['x-kubernetes-validations'] ?? []) {
     if (isTransition(rule) !== update || (update && (old === undefined || old === null))) continue;
@@ -118,7 +128,11 @@ function walk(value: unknown, schema: JSONSchemaProps, path: string, old: unknow
     }
     if (result === true) continue;
     if (result !== false) {
-      const why = loadCel().lib.isCelError(result) ? result.message : result instanceof Error ? result.message : `rule did not evaluate to a bool: ${String(result)}`;
+      const why = loadCel().lib.isCelError(result)
+        ? result.message
+        : result instanceof Error
+          ? result.message
+          : `rule did not evaluate to a bool: ${String(result)}`;
       causes.push(FieldErrors.invalid(where, typeName(value), `rule evaluation error: ${why}`));
       continue;
     }
@@ -130,7 +144,10 @@ function walk(value: unknown, schema: JSONSchemaProps, path: string, old: unknow
     const oldItems = Array.isArray(old) ? old : [];
     value.forEach((item, i) => {
       // Items are correlated with their old selves only in keyed lists (as in Kubernetes).
-      const previous = keys && isPlainObject(item) ? oldItems.find((o) => isPlainObject(o) && keys.every((k) => o[k] === item[k])) : undefined;
+      const previous =
+        keys && isPlainObject(item)
+          ? oldItems.find((o) => isPlainObject(o) && keys.every((k) => o[k] === item[k]))
+          : undefined;
       walk(item, schema.items!, `${path}[${i}]`, previous, update, causes);
     });
     return;
@@ -138,7 +155,9 @@ function walk(value: unknown, schema: JSONSchemaProps, path: string, old: unknow
   if (!isPlainObject(value)) return;
   const oldObj = isPlainObject(old) ? old : {};
   for (const [key, child] of Object.entries(value)) {
-    const prop = schema.properties?.[key] ?? (isPlainObject(schema.additionalProperties) ? schema.additionalProperties : undefined);
+    const prop =
+      schema.properties?.[key] ??
+      (isPlainObject(schema.additionalProperties) ? schema.additionalProperties : undefined);
     if (prop) walk(child, prop, path ? `${path}.${key}` : key, oldObj[key], update, causes);
   }
 }

@@ -21,8 +21,18 @@ export interface CrdVersion {
   deprecated?: boolean;
   deprecationWarning?: string;
   schema?: { openAPIV3Schema?: JSONSchemaProps };
-  subresources?: { status?: object; scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string } };
-  additionalPrinterColumns?: Array<{ name: string; type: string; format?: string; description?: string; priority?: number; jsonPath: string }>;
+  subresources?: {
+    status?: object;
+    scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+  };
+  additionalPrinterColumns?: Array<{
+    name: string;
+    type: string;
+    format?: string;
+    description?: string;
+    priority?: number;
+    jsonPath: string;
+  }>;
   selectableFields?: Array<{ jsonPath: string }>;
 }
 
@@ -63,15 +73,21 @@ export function setCondition(obj: KubeObject, condition: Condition): void {
   const list = Array.isArray(status.conditions) ? [...status.conditions] : [];
   const i = list.findIndex((c) => c.type === condition.type);
   if (i < 0) list.push(condition);
-  else list[i] = list[i]!.status === condition.status ? { ...condition, lastTransitionTime: list[i]!.lastTransitionTime } : condition;
+  else
+    list[i] =
+      list[i]!.status === condition.status
+        ? { ...condition, lastTransitionTime: list[i]!.lastTransitionTime }
+        : condition;
   status.conditions = list;
   obj.status = status;
 }
 
 const DNS1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const DNS1035_MESSAGE = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-const DNS1123_MESSAGE = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const DNS1035_MESSAGE =
+  "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_MESSAGE =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
 function defaults(obj: KubeObject): void {
   if (!isPlainObject(obj.spec)) return;
@@ -114,7 +130,11 @@ function namesJson(names: Partial<CrdNames>): Record<string, unknown> {
 }
 
 /** equalToAcceptedOrFresh: a requested name is fine if it is already ours or nobody in the group has it. */
-function nameConflict(requested: string | undefined, accepted: string | undefined, used: ReadonlySet<string>): string | undefined {
+function nameConflict(
+  requested: string | undefined,
+  accepted: string | undefined,
+  used: ReadonlySet<string>,
+): string | undefined {
   if ((requested ?? '') === (accepted ?? '')) return undefined;
   return used.has(requested ?? '') ? `"${requested ?? ''}" is already in use` : undefined;
 }
@@ -145,7 +165,9 @@ function acceptNames(obj: KubeObject, ctx: StrategyContext): void {
   const resources = new Set<string>();
   const kinds = new Set<string>();
   for (const other of hasNamesLookup(ctx) ? ctx.crdsOfGroup(spec.group) : []) {
-    const names = (isPlainObject(other.status) && isPlainObject(other.status.acceptedNames) ? other.status.acceptedNames : {}) as Partial<CrdNames>;
+    const names = (
+      isPlainObject(other.status) && isPlainObject(other.status.acceptedNames) ? other.status.acceptedNames : {}
+    ) as Partial<CrdNames>;
     for (const n of [names.plural, names.singular, ...(names.shortNames ?? [])]) resources.add(n ?? '');
     kinds.add(names.kind ?? '');
     kinds.add(names.listKind ?? '');
@@ -153,7 +175,11 @@ function acceptNames(obj: KubeObject, ctx: StrategyContext): void {
 
   const granted: Partial<CrdNames> = { ...accepted };
   let conflict: { reason: string; message: string } | undefined;
-  const check = (field: 'plural' | 'singular' | 'kind' | 'listKind', used: ReadonlySet<string>, reason: string): void => {
+  const check = (
+    field: 'plural' | 'singular' | 'kind' | 'listKind',
+    used: ReadonlySet<string>,
+    reason: string,
+  ): void => {
     const message = nameConflict(requested[field], accepted[field], used);
     if (message) conflict = { reason, message };
     else granted[field] = requested[field] as string;
@@ -169,7 +195,8 @@ function acceptNames(obj: KubeObject, ctx: StrategyContext): void {
       return message ? [message] : [];
     });
     // utilerrors.NewAggregate: one error as is, several as a bracketed list.
-    if (taken.length > 0) conflict = { reason: 'ShortNamesConflict', message: taken.length === 1 ? taken[0]! : `[${taken.join(', ')}]` };
+    if (taken.length > 0)
+      conflict = { reason: 'ShortNamesConflict', message: taken.length === 1 ? taken[0]! : `[${taken.join(', ')}]` };
     else granted.shortNames = requested.shortNames;
   }
   check('kind', kinds, 'KindConflict');
@@ -177,19 +204,45 @@ function acceptNames(obj: KubeObject, ctx: StrategyContext): void {
   granted.categories = requested.categories;
   status.acceptedNames = namesJson(granted);
 
-  setCondition(obj, conflict
-    ? { type: 'NamesAccepted', status: 'False', lastTransitionTime: now, ...conflict }
-    : { type: 'NamesAccepted', status: 'True', lastTransitionTime: now, reason: 'NoConflicts', message: 'no conflicts found' });
+  setCondition(
+    obj,
+    conflict
+      ? { type: 'NamesAccepted', status: 'False', lastTransitionTime: now, ...conflict }
+      : {
+          type: 'NamesAccepted',
+          status: 'True',
+          lastTransitionTime: now,
+          reason: 'NoConflicts',
+          message: 'no conflicts found',
+        },
+  );
   const established = (status.conditions as Condition[] | undefined)?.find((c) => c.type === 'Established');
   if (established?.status === 'True') return;
-  setCondition(obj, conflict
-    ? { type: 'Established', status: 'False', lastTransitionTime: now, reason: 'NotAccepted', message: 'not all names are accepted' }
-    : { type: 'Established', status: 'True', lastTransitionTime: now, reason: 'InitialNamesAccepted', message: 'the initial names have been accepted' });
+  setCondition(
+    obj,
+    conflict
+      ? {
+          type: 'Established',
+          status: 'False',
+          lastTransitionTime: now,
+          reason: 'NotAccepted',
+          message: 'not all names are accepted',
+        }
+      : {
+          type: 'Established',
+          status: 'True',
+          lastTransitionTime: now,
+          reason: 'InitialNamesAccepted',
+          message: 'the initial names have been accepted',
+        },
+  );
 }
 
 /** Whether kube-apiserver serves the CRD's kind: Established, or at least its names accepted. */
 export function isServed(crd: KubeObject): boolean {
-  const conditions = (isPlainObject(crd.status) && Array.isArray(crd.status.conditions) ? crd.status.conditions : []) as Condition[];
+  const conditions = (
+    isPlainObject(crd.status) && Array.isArray(crd.status.conditions) ? crd.status.conditions : []
+  ) as Condition[];
   return conditions.some((c) => (c.type === 'Established' || c.type === 'NamesAccepted') && c.status === 'True');
 }
 
@@ -209,7 +262,8 @@ export function validateCrd(obj: KubeObject): StatusCause[] {
   }
   if (!group) causes.push(FieldErrors.required('spec.group', ''));
   else if (!DNS1123_SUBDOMAIN.test(group)) causes.push(FieldErrors.invalid('spec.group', group, DNS1123_MESSAGE));
-  else if (group.split('.').length < 2) causes.push(FieldErrors.invalid('spec.group', group, 'should be a domain with at least one dot'));
+  else if (group.split('.').length < 2)
+    causes.push(FieldErrors.invalid('spec.group', group, 'should be a domain with at least one dot'));
   // Kubernetes' own groups need the API review's approval (KEP 1111).
   if (/(^|\.)(k8s|kubernetes)\.io$/.test(group) && !obj.metadata.annotations?.['api-approved.kubernetes.io']) {
     causes.push(
@@ -220,7 +274,8 @@ export function validateCrd(obj: KubeObject): StatusCause[] {
     );
   }
   if (!spec.scope) causes.push(FieldErrors.required('spec.scope', ''));
-  else if (spec.scope !== 'Cluster' && spec.scope !== 'Namespaced') causes.push(FieldErrors.notSupported('spec.scope', spec.scope, ['Cluster', 'Namespaced']));
+  else if (spec.scope !== 'Cluster' && spec.scope !== 'Namespaced')
+    causes.push(FieldErrors.notSupported('spec.scope', spec.scope, ['Cluster', 'Namespaced']));
   const versions = Array.isArray(spec.versions) ? spec.versions : [];
   let storageCount = 0;
   const seen = new Set<string>();
@@ -232,30 +287,69 @@ export function validateCrd(obj: KubeObject): StatusCause[] {
     else if (seen.has(v.name)) causes.push(FieldErrors.duplicate(`${at}.name`, v.name));
     seen.add(v.name);
     const schema = v.schema?.openAPIV3Schema;
-    if (!isPlainObject(schema)) causes.push(FieldErrors.required(`${at}.schema.openAPIV3Schema`, 'schemas are required'));
-    else causes.push(...validateStructural(schema, `${at}.schema.openAPIV3Schema`), ...validateRuleSyntax(schema, `${at}.schema.openAPIV3Schema`));
+    if (!isPlainObject(schema))
+      causes.push(FieldErrors.required(`${at}.schema.openAPIV3Schema`, 'schemas are required'));
+    else
+      causes.push(
+        ...validateStructural(schema, `${at}.schema.openAPIV3Schema`),
+        ...validateRuleSyntax(schema, `${at}.schema.openAPIV3Schema`),
+      );
     const scale = v.subresources?.scale;
     if (scale) {
       if (!scale.specReplicasPath) causes.push(FieldErrors.required(`${at}.subresources.scale.specReplicasPath`, ''));
-      else if (!scale.specReplicasPath.startsWith('.spec.')) causes.push(FieldErrors.invalid(`${at}.subresources.scale.specReplicasPath`, scale.specReplicasPath, 'should be a json path under .spec'));
-      if (!scale.statusReplicasPath) causes.push(FieldErrors.required(`${at}.subresources.scale.statusReplicasPath`, ''));
-      else if (!scale.statusReplicasPath.startsWith('.status.')) causes.push(FieldErrors.invalid(`${at}.subresources.scale.statusReplicasPath`, scale.statusReplicasPath, 'should be a json path under .status'));
+      else if (!scale.specReplicasPath.startsWith('.spec.'))
+        causes.push(
+          FieldErrors.invalid(
+            `${at}.subresources.scale.specReplicasPath`,
+            scale.specReplicasPath,
+            'should be a json path under .spec',
+          ),
+        );
+      if (!scale.statusReplicasPath)
+        causes.push(FieldErrors.required(`${at}.subresources.scale.statusReplicasPath`, ''));
+      else if (!scale.statusReplicasPath.startsWith('.status.'))
+        causes.push(
+          FieldErrors.invalid(
+            `${at}.subresources.scale.statusReplicasPath`,
+            scale.statusReplicasPath,
+            'should be a json path under .status',
+          ),
+        );
     }
     (v.additionalPrinterColumns ?? []).forEach((c, j) => {
       const cat = `${at}.additionalPrinterColumns[${j}]`;
       if (!c.name) causes.push(FieldErrors.required(`${cat}.name`, ''));
       if (!c.jsonPath) causes.push(FieldErrors.required(`${cat}.jsonPath`, ''));
-      if (!['integer', 'number', 'string', 'boolean', 'date'].includes(c.type)) causes.push(FieldErrors.notSupported(`${cat}.type`, c.type, ['integer', 'number', 'string', 'boolean', 'date']));
+      if (!['integer', 'number', 'string', 'boolean', 'date'].includes(c.type))
+        causes.push(
+          FieldErrors.notSupported(`${cat}.type`, c.type, ['integer', 'number', 'string', 'boolean', 'date']),
+        );
     });
   });
-  if (versions.length === 0) causes.push(FieldErrors.invalid('spec.versions', versions, 'must have exactly one version marked as storage version'));
-  else if (storageCount !== 1) causes.push(FieldErrors.invalid('spec.versions', versions, 'must have exactly one version marked as storage version'));
+  if (versions.length === 0)
+    causes.push(
+      FieldErrors.invalid('spec.versions', versions, 'must have exactly one version marked as storage version'),
+    );
+  else if (storageCount !== 1)
+    causes.push(
+      FieldErrors.invalid('spec.versions', versions, 'must have exactly one version marked as storage version'),
+    );
   if (!names.plural) causes.push(FieldErrors.required('spec.names.plural', ''));
-  else if (!DNS1035.test(names.plural)) causes.push(FieldErrors.invalid('spec.names.plural', names.plural, DNS1035_MESSAGE));
-  if (names.singular && !DNS1035.test(names.singular)) causes.push(FieldErrors.invalid('spec.names.singular', names.singular, DNS1035_MESSAGE));
+  else if (!DNS1035.test(names.plural))
+    causes.push(FieldErrors.invalid('spec.names.plural', names.plural, DNS1035_MESSAGE));
+  if (names.singular && !DNS1035.test(names.singular))
+    causes.push(FieldErrors.invalid('spec.names.singular', names.singular, DNS1035_MESSAGE));
   if (!names.kind) causes.push(FieldErrors.required('spec.names.kind', ''));
-  else if (!DNS1035.test(names.kind.toLowerCase())) causes.push(FieldErrors.invalid('spec.names.kind', names.kind, `may have mixed case, but should otherwise match: ${DNS1035_MESSAGE}`));
-  if (names.kind && names.kind === names.listKind) causes.push(FieldErrors.invalid('spec.names.listKind', names.listKind, 'kind and listKind may not be the same'));
+  else if (!DNS1035.test(names.kind.toLowerCase()))
+    causes.push(
+      FieldErrors.invalid(
+        'spec.names.kind',
+        names.kind,
+        `may have mixed case, but should otherwise match: ${DNS1035_MESSAGE}`,
+      ),
+    );
+  if (names.kind && names.kind === names.listKind)
+    causes.push(FieldErrors.invalid('spec.names.listKind', names.listKind, 'kind and listKind may not be the same'));
   (names.shortNames ?? []).forEach((s, i) => {
     if (!DNS1035.test(s)) causes.push(FieldErrors.invalid(`spec.names.shortNames[${i}]`, s, DNS1035_MESSAGE));
   });
@@ -267,36 +361,60 @@ export function validateCrd(obj: KubeObject): StatusCause[] {
  * JSONSchemaProps inside versions[].schema are left open.
  */
 const str = (description: string): Record<string, unknown> => ({ type: 'string', description });
-const strings = (description: string): Record<string, unknown> => ({ type: 'array', description, items: { type: 'string', default: '' }, 'x-kubernetes-list-type': 'atomic' });
-const open = (description: string): Record<string, unknown> => ({ type: 'object', description, 'x-kubernetes-preserve-unknown-fields': true });
+const strings = (description: string): Record<string, unknown> => ({
+  type: 'array',
+  description,
+  items: { type: 'string', default: '' },
+  'x-kubernetes-list-type': 'atomic',
+});
+const open = (description: string): Record<string, unknown> => ({
+  type: 'object',
+  description,
+  'x-kubernetes-preserve-unknown-fields': true,
+});
 const CRD_OPENAPI: Record<string, unknown> = {
-  description: 'CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>.',
+  description:
+    'CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>.',
   type: 'object',
   required: ['spec'],
   properties: {
     apiVersion: str('APIVersion defines the versioned schema of this representation of an object.'),
     kind: str('Kind is a string value representing the REST resource this object represents.'),
-    metadata: { description: "Standard object's metadata.", allOf: [{ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' }], default: {} },
+    metadata: {
+      description: "Standard object's metadata.",
+      allOf: [{ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' }],
+      default: {},
+    },
     spec: {
       description: 'spec describes how the user wants the resources to appear',
       type: 'object',
       required: ['group', 'names', 'scope', 'versions'],
       properties: {
-        group: str('group is the API group of the defined custom resource. The custom resources are served under `/apis/<group>/...`. Must match the name of the CustomResourceDefinition (in the form `<names.plural>.<group>`).'),
+        group: str(
+          'group is the API group of the defined custom resource. The custom resources are served under `/apis/<group>/...`. Must match the name of the CustomResourceDefinition (in the form `<names.plural>.<group>`).',
+        ),
         names: {
           description: 'names specify the resource and kind names for the custom resource.',
           type: 'object',
           required: ['plural', 'kind'],
           properties: {
-            categories: strings('categories is a list of grouped resources this custom resource belongs to (e.g. \'all\').'),
+            categories: strings(
+              "categories is a list of grouped resources this custom resource belongs to (e.g. 'all').",
+            ),
             kind: str('kind is the serialized kind of the resource. It is normally CamelCase and singular.'),
             listKind: str('listKind is the serialized kind of the list for this resource. Defaults to "`kind`List".'),
-            plural: str('plural is the plural name of the resource to serve. The custom resources are served under `/apis/<group>/<version>/.../<plural>`.'),
+            plural: str(
+              'plural is the plural name of the resource to serve. The custom resources are served under `/apis/<group>/<version>/.../<plural>`.',
+            ),
             shortNames: strings('shortNames are short names for the resource, exposed in API discovery documents.'),
-            singular: str('singular is the singular name of the resource. It must be all lowercase. Defaults to lowercased `kind`.'),
+            singular: str(
+              'singular is the singular name of the resource. It must be all lowercase. Defaults to lowercased `kind`.',
+            ),
           },
         },
-        scope: str('scope indicates whether the defined custom resource is cluster- or namespace-scoped. Allowed values are `Cluster` and `Namespaced`.'),
+        scope: str(
+          'scope indicates whether the defined custom resource is cluster- or namespace-scoped. Allowed values are `Cluster` and `Namespaced`.',
+        ),
         versions: {
           description: 'versions is the list of all API versions of the defined custom resource.',
           type: 'array',
@@ -306,25 +424,57 @@ const CRD_OPENAPI: Record<string, unknown> = {
             default: {},
             required: ['name', 'served', 'storage'],
             properties: {
-              additionalPrinterColumns: { type: 'array', description: 'additionalPrinterColumns specifies additional columns returned in Table output.', 'x-kubernetes-list-type': 'atomic', items: open('CustomResourceColumnDefinition specifies a column for server side printing.') },
-              deprecated: { type: 'boolean', description: 'deprecated indicates this version of the custom resource API is deprecated.' },
+              additionalPrinterColumns: {
+                type: 'array',
+                description: 'additionalPrinterColumns specifies additional columns returned in Table output.',
+                'x-kubernetes-list-type': 'atomic',
+                items: open('CustomResourceColumnDefinition specifies a column for server side printing.'),
+              },
+              deprecated: {
+                type: 'boolean',
+                description: 'deprecated indicates this version of the custom resource API is deprecated.',
+              },
               deprecationWarning: str('deprecationWarning overrides the default warning returned to API clients.'),
               name: str('name is the version name, e.g. "v1", "v2beta1", etc.'),
-              schema: open('schema describes the schema used for validation, pruning, and defaulting of this version of the custom resource.'),
-              selectableFields: { type: 'array', description: 'selectableFields specifies paths to fields that may be used as field selectors.', 'x-kubernetes-list-type': 'atomic', items: open('SelectableField specifies the JSON path of a field that may be used with field selectors.') },
-              served: { type: 'boolean', description: 'served is a flag enabling/disabling this version from being served via REST APIs' },
-              storage: { type: 'boolean', description: 'storage indicates this version should be used when persisting custom resources to storage. There must be exactly one version with storage=true.' },
-              subresources: open('subresources specify what subresources this version of the defined custom resource have.'),
+              schema: open(
+                'schema describes the schema used for validation, pruning, and defaulting of this version of the custom resource.',
+              ),
+              selectableFields: {
+                type: 'array',
+                description: 'selectableFields specifies paths to fields that may be used as field selectors.',
+                'x-kubernetes-list-type': 'atomic',
+                items: open(
+                  'SelectableField specifies the JSON path of a field that may be used with field selectors.',
+                ),
+              },
+              served: {
+                type: 'boolean',
+                description: 'served is a flag enabling/disabling this version from being served via REST APIs',
+              },
+              storage: {
+                type: 'boolean',
+                description:
+                  'storage indicates this version should be used when persisting custom resources to storage. There must be exactly one version with storage=true.',
+              },
+              subresources: open(
+                'subresources specify what subresources this version of the defined custom resource have.',
+              ),
             },
           },
         },
         conversion: open('conversion defines conversion settings for the CRD.'),
-        preserveUnknownFields: { type: 'boolean', description: 'preserveUnknownFields indicates that object fields which are not specified in the OpenAPI schema should be preserved when persisting to storage.' },
+        preserveUnknownFields: {
+          type: 'boolean',
+          description:
+            'preserveUnknownFields indicates that object fields which are not specified in the OpenAPI schema should be preserved when persisting to storage.',
+        },
       },
     },
     status: open('status indicates the actual state of the CustomResourceDefinition'),
   },
-  'x-kubernetes-group-version-kind': [{ group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition', version: 'v1' }],
+  'x-kubernetes-group-version-kind': [
+    { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition', version: 'v1' },
+  ],
 };
 
 export const customResourceDefinitions: KindInfo = {
@@ -338,7 +488,12 @@ export const customResourceDefinitions: KindInfo = {
   categories: ['api-extensions'],
   status: true,
   generation: true,
-  columns: [col('Created At', (o) => o.metadata.creationTimestamp ?? '', { type: 'date', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' })],
+  columns: [
+    col('Created At', (o) => o.metadata.creationTimestamp ?? '', {
+      type: 'date',
+      description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    }),
+  ],
   noAge: true,
   schema: { openapi: CRD_OPENAPI, pruneUnknownFields: () => [] },
   strategy: {
@@ -355,7 +510,8 @@ export const customResourceDefinitions: KindInfo = {
       const a = crdSpec(next);
       const b = crdSpec(old);
       if (a.group !== b.group) causes.push(FieldErrors.invalid('spec.group', a.group, 'field is immutable'));
-      if (a.names?.plural !== b.names?.plural) causes.push(FieldErrors.invalid('spec.names.plural', a.names?.plural, 'field is immutable'));
+      if (a.names?.plural !== b.names?.plural)
+        causes.push(FieldErrors.invalid('spec.names.plural', a.names?.plural, 'field is immutable'));
       if (a.scope !== b.scope) causes.push(FieldErrors.invalid('spec.scope', a.scope, 'field is immutable'));
       return causes;
     },

@@ -36,7 +36,13 @@ export interface JSONSchemaProps {
   'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map';
   'x-kubernetes-list-map-keys'?: string[];
   'x-kubernetes-map-type'?: 'atomic' | 'granular';
-  'x-kubernetes-validations'?: Array<{ rule: string; message?: string; messageExpression?: string; fieldPath?: string; reason?: string }>;
+  'x-kubernetes-validations'?: Array<{
+    rule: string;
+    message?: string;
+    messageExpression?: string;
+    fieldPath?: string;
+    reason?: string;
+  }>;
 }
 
 /** Fields every object keeps whatever its schema says (metadata is ObjectMeta, validated elsewhere). */
@@ -63,7 +69,13 @@ function pruneValue(value: unknown, schema: JSONSchemaProps | undefined, path: s
   if (isPlainObject(value)) pruneObject(value, schema, path, removed, false);
 }
 
-function pruneObject(obj: Record<string, unknown>, schema: JSONSchemaProps, path: string, removed: string[], root: boolean): void {
+function pruneObject(
+  obj: Record<string, unknown>,
+  schema: JSONSchemaProps,
+  path: string,
+  removed: string[],
+  root: boolean,
+): void {
   const preserve = schema['x-kubernetes-preserve-unknown-fields'] === true;
   const embedded = schema['x-kubernetes-embedded-resource'] === true;
   const additional = schema.additionalProperties;
@@ -89,10 +101,12 @@ export function applyDefaults(value: unknown, schema: JSONSchemaProps | undefine
   }
   if (!isPlainObject(value)) return;
   for (const [key, prop] of Object.entries(schema.properties ?? {})) {
-    if (prop.default !== undefined && (!(key in value) || (value[key] === null && !prop.nullable))) value[key] = deepCopy(prop.default);
+    if (prop.default !== undefined && (!(key in value) || (value[key] === null && !prop.nullable)))
+      value[key] = deepCopy(prop.default);
     applyDefaults(value[key], prop);
   }
-  if (isPlainObject(schema.additionalProperties)) for (const key of Object.keys(value)) applyDefaults(value[key], schema.additionalProperties);
+  if (isPlainObject(schema.additionalProperties))
+    for (const key of Object.keys(value)) applyDefaults(value[key], schema.additionalProperties);
 }
 
 /** Whether any node of the schema has a default (most have none: reads then skip defaulting). */
@@ -113,7 +127,8 @@ function typeOf(value: unknown): string {
 }
 
 function typeMatches(value: unknown, schema: JSONSchemaProps): boolean {
-  if (schema['x-kubernetes-int-or-string']) return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
+  if (schema['x-kubernetes-int-or-string'])
+    return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
   switch (schema.type) {
     case undefined:
     case '':
@@ -160,17 +175,31 @@ function validateValue(value: unknown, schema: JSONSchemaProps, path: string, ca
   if (value === null) {
     if (schema.nullable) return;
     if (schema.type || schema['x-kubernetes-int-or-string']) {
-      causes.push(FieldErrors.invalid(where, 'null', `${where} in body must be of type ${schema['x-kubernetes-int-or-string'] ? 'integer,string' : schema.type}: "null"`));
+      causes.push(
+        FieldErrors.invalid(
+          where,
+          'null',
+          `${where} in body must be of type ${schema['x-kubernetes-int-or-string'] ? 'integer,string' : schema.type}: "null"`,
+        ),
+      );
     }
     return;
   }
   if (!typeMatches(value, schema)) {
     const expected = schema['x-kubernetes-int-or-string'] ? 'integer,string' : schema.type!;
-    causes.push(FieldErrors.invalid(where, typeOf(value), `${where} in body must be of type ${expected}: "${typeOf(value)}"`));
+    causes.push(
+      FieldErrors.invalid(where, typeOf(value), `${where} in body must be of type ${expected}: "${typeOf(value)}"`),
+    );
     return;
   }
   if (schema.enum && !schema.enum.some((e) => deepEqual(e, value))) {
-    causes.push(FieldErrors.notSupported(where, value, schema.enum.map((e) => (typeof e === 'string' ? e : JSON.stringify(e)))));
+    causes.push(
+      FieldErrors.notSupported(
+        where,
+        value,
+        schema.enum.map((e) => (typeof e === 'string' ? e : JSON.stringify(e))),
+      ),
+    );
   }
   if (typeof value === 'number') validateNumber(value, schema, where, causes);
   else if (typeof value === 'string') validateString(value, schema, where, causes);
@@ -181,12 +210,24 @@ function validateValue(value: unknown, schema: JSONSchemaProps, path: string, ca
 function validateNumber(value: number, schema: JSONSchemaProps, where: string, causes: StatusCause[]): void {
   if (schema.maximum !== undefined) {
     if (schema.exclusiveMaximum ? value >= schema.maximum : value > schema.maximum) {
-      causes.push(FieldErrors.invalid(where, value, `${where} in body should be less than ${schema.exclusiveMaximum ? '' : 'or equal to '}${schema.maximum}`));
+      causes.push(
+        FieldErrors.invalid(
+          where,
+          value,
+          `${where} in body should be less than ${schema.exclusiveMaximum ? '' : 'or equal to '}${schema.maximum}`,
+        ),
+      );
     }
   }
   if (schema.minimum !== undefined) {
     if (schema.exclusiveMinimum ? value <= schema.minimum : value < schema.minimum) {
-      causes.push(FieldErrors.invalid(where, value, `${where} in body should be greater than ${schema.exclusiveMinimum ? '' : 'or equal to '}${schema.minimum}`));
+      causes.push(
+        FieldErrors.invalid(
+          where,
+          value,
+          `${where} in body should be greater than ${schema.exclusiveMinimum ? '' : 'or equal to '}${schema.minimum}`,
+        ),
+      );
     }
   }
   if (schema.multipleOf !== undefined && schema.multipleOf !== 0 && !Number.isInteger(value / schema.multipleOf)) {
@@ -197,10 +238,16 @@ function validateNumber(value: number, schema: JSONSchemaProps, where: string, c
 function validateString(value: string, schema: JSONSchemaProps, where: string, causes: StatusCause[]): void {
   const length = [...value].length;
   if (schema.maxLength !== undefined && length > schema.maxLength) {
-    causes.push({ reason: 'FieldValueTooLong', message: `Too long: may not be more than ${schema.maxLength} bytes`, field: where });
+    causes.push({
+      reason: 'FieldValueTooLong',
+      message: `Too long: may not be more than ${schema.maxLength} bytes`,
+      field: where,
+    });
   }
   if (schema.minLength !== undefined && length < schema.minLength) {
-    causes.push(FieldErrors.invalid(where, value, `${where} in body should be at least ${schema.minLength} chars long`));
+    causes.push(
+      FieldErrors.invalid(where, value, `${where} in body should be at least ${schema.minLength} chars long`),
+    );
   }
   if (schema.pattern !== undefined) {
     let re: RegExp | undefined;
@@ -209,20 +256,25 @@ function validateString(value: string, schema: JSONSchemaProps, where: string, c
     } catch {
       re = undefined;
     }
-    if (re && !re.test(value)) causes.push(FieldErrors.invalid(where, value, `${where} in body should match '${schema.pattern}'`));
+    if (re && !re.test(value))
+      causes.push(FieldErrors.invalid(where, value, `${where} in body should match '${schema.pattern}'`));
   }
 }
 
 function validateArray(value: unknown[], schema: JSONSchemaProps, path: string, causes: StatusCause[]): void {
   const where = path || '<root>';
-  if (schema.maxItems !== undefined && value.length > schema.maxItems) causes.push(tooMany(where, value.length, schema.maxItems, 'items'));
+  if (schema.maxItems !== undefined && value.length > schema.maxItems)
+    causes.push(tooMany(where, value.length, schema.maxItems, 'items'));
   if (schema.minItems !== undefined && value.length < schema.minItems) {
-    causes.push(FieldErrors.invalid(where, value.length, `${where} in body should have at least ${schema.minItems} items`));
+    causes.push(
+      FieldErrors.invalid(where, value.length, `${where} in body should have at least ${schema.minItems} items`),
+    );
   }
   const listType = schema['x-kubernetes-list-type'];
   if (listType === 'set') {
     value.forEach((item, i) => {
-      if (value.findIndex((other) => deepEqual(other, item)) < i) causes.push(FieldErrors.duplicate(`${where}[${i}]`, item));
+      if (value.findIndex((other) => deepEqual(other, item)) < i)
+        causes.push(FieldErrors.duplicate(`${where}[${i}]`, item));
     });
   } else if (listType === 'map') {
     const keys = schema['x-kubernetes-list-map-keys'] ?? [];
@@ -238,12 +290,20 @@ function validateArray(value: unknown[], schema: JSONSchemaProps, path: string, 
   if (schema.items) value.forEach((item, i) => validateValue(item, schema.items!, `${where}[${i}]`, causes));
 }
 
-function validateObject(value: Record<string, unknown>, schema: JSONSchemaProps, path: string, causes: StatusCause[]): void {
+function validateObject(
+  value: Record<string, unknown>,
+  schema: JSONSchemaProps,
+  path: string,
+  causes: StatusCause[],
+): void {
   const where = path || '<root>';
   const count = Object.keys(value).length;
-  if (schema.maxProperties !== undefined && count > schema.maxProperties) causes.push(tooMany(where, count, schema.maxProperties, 'properties'));
+  if (schema.maxProperties !== undefined && count > schema.maxProperties)
+    causes.push(tooMany(where, count, schema.maxProperties, 'properties'));
   if (schema.minProperties !== undefined && count < schema.minProperties) {
-    causes.push(FieldErrors.invalid(where, count, `${where} in body should have at least ${schema.minProperties} properties`));
+    causes.push(
+      FieldErrors.invalid(where, count, `${where} in body should have at least ${schema.minProperties} properties`),
+    );
   }
   for (const r of schema.required ?? []) {
     if (!(r in value)) causes.push(FieldErrors.required(join(path, r), ''));
@@ -251,7 +311,8 @@ function validateObject(value: Record<string, unknown>, schema: JSONSchemaProps,
   for (const [key, child] of Object.entries(value)) {
     const prop = schema.properties?.[key];
     if (prop) validateValue(child, prop, join(path, key), causes);
-    else if (isPlainObject(schema.additionalProperties)) validateValue(child, schema.additionalProperties, join(path, key), causes);
+    else if (isPlainObject(schema.additionalProperties))
+      validateValue(child, schema.additionalProperties, join(path, key), causes);
   }
 }
 
@@ -262,7 +323,8 @@ function validateObject(value: Record<string, unknown>, schema: JSONSchemaProps,
 export function validateStructural(schema: JSONSchemaProps, path: string): StatusCause[] {
   const causes: StatusCause[] = [];
   if (!schema.type) causes.push(FieldErrors.required(`${path}.type`, 'must not be empty at the root'));
-  else if (schema.type !== 'object') causes.push(FieldErrors.invalid(`${path}.type`, schema.type, 'must be object at the root'));
+  else if (schema.type !== 'object')
+    causes.push(FieldErrors.invalid(`${path}.type`, schema.type, 'must be object at the root'));
   const walk = (s: JSONSchemaProps, p: string): void => {
     for (const [name, prop] of Object.entries(s.properties ?? {})) {
       const at = `${p}.properties[${name}]`;

@@ -6,7 +6,17 @@ import type { GenericStore } from '../generic-store.js';
 import { field, humanDuration } from '../printers.js';
 import type { Registry } from '../registry.js';
 import { resourceKey, type KindInfo, type TableColumn } from '../types.js';
-import { CLEANUP_FINALIZER, crdSpec, customResourceDefinitions, isServed, servedNames, setCondition, type CrdNames, type CrdSpec, type CrdVersion } from './kind.js';
+import {
+  CLEANUP_FINALIZER,
+  crdSpec,
+  customResourceDefinitions,
+  isServed,
+  servedNames,
+  setCondition,
+  type CrdNames,
+  type CrdSpec,
+  type CrdVersion,
+} from './kind.js';
 import { defineCrdTypes, forgetCrdTypes } from './apply-types.js';
 import { hasRules, validateRules } from './cel.js';
 import { applyDefaults, hasDefaults, prune, validateSchema, type JSONSchemaProps } from './schema-validation.js';
@@ -40,7 +50,8 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
     for (const old of rows.get(name) ?? []) {
       if (next.some((n) => n.version === old.version && n.resource === old.resource)) continue;
       registry.remove(old);
-      if (!next.some((n) => n.version === old.version && n.kind === old.kind)) forgetCrdTypes(old.group, old.version, old.kind);
+      if (!next.some((n) => n.version === old.version && n.kind === old.kind))
+        forgetCrdTypes(old.group, old.version, old.kind);
     }
     rows.set(name, next);
     if (crd.metadata.deletionTimestamp) {
@@ -83,8 +94,15 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
         const next = deepCopy(current);
         next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== CLEANUP_FINALIZER);
         // Never served (its names refused): no instances to remove, as kube-apiserver's finalizer says.
-        const outcome = storage ? { reason: 'InstanceDeletionCompleted', message: 'removed all instances' } : { reason: 'NeverEstablished', message: 'resource was never established' };
-        setCondition(next, { type: 'Terminating', status: 'False', lastTransitionTime: next.metadata.deletionTimestamp ?? '', ...outcome });
+        const outcome = storage
+          ? { reason: 'InstanceDeletionCompleted', message: 'removed all instances' }
+          : { reason: 'NeverEstablished', message: 'resource was never established' };
+        setCondition(next, {
+          type: 'Terminating',
+          status: 'False',
+          lastTransitionTime: next.metadata.deletionTimestamp ?? '',
+          ...outcome,
+        });
         return next;
       });
     }
@@ -128,7 +146,10 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
       if (event.type === 'DELETED') drop(event.object.metadata.name!);
       else sync(event.object);
       if (event.type !== 'DELETED' && event.object.metadata.deletionTimestamp) schedule();
-      const released = event.type === 'DELETED' || (event.prevObject !== undefined && !deepEqual(acceptedNamesOf(event.prevObject), acceptedNamesOf(event.object)));
+      const released =
+        event.type === 'DELETED' ||
+        (event.prevObject !== undefined &&
+          !deepEqual(acceptedNamesOf(event.prevObject), acceptedNamesOf(event.object)));
       if (released) reconsiderGroup(crdSpec(event.object).group, event.object.metadata.name!);
     } else if (terminating.has(key)) schedule();
   });
@@ -152,8 +173,17 @@ export function rowsOf(crd: KubeObject): KindInfo[] {
   return served.map((v) => rowOf(spec, names, v, v === storage ? undefined : storage.name, terminating));
 }
 
-function rowOf(spec: CrdSpec, names: CrdNames, version: CrdVersion, storageVersion: string | undefined, terminating: boolean): KindInfo {
-  const schema: JSONSchemaProps = version.schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+function rowOf(
+  spec: CrdSpec,
+  names: CrdNames,
+  version: CrdVersion,
+  storageVersion: string | undefined,
+  terminating: boolean,
+): KindInfo {
+  const schema: JSONSchemaProps = version.schema?.openAPIV3Schema ?? {
+    type: 'object',
+    'x-kubernetes-preserve-unknown-fields': true,
+  };
   const rules = hasRules(schema);
   const info: KindInfo = {
     group: spec.group,
@@ -174,7 +204,12 @@ function rowOf(spec: CrdSpec, names: CrdNames, version: CrdVersion, storageVersi
       },
       validateUpdate: (next, old) => (rules ? validateRules(next, schema, old) : []),
       prepareForCreate() {
-        if (terminating) throw new ApiError(405, 'MethodNotAllowed', 'create not allowed while custom resource definition is terminating');
+        if (terminating)
+          throw new ApiError(
+            405,
+            'MethodNotAllowed',
+            'create not allowed while custom resource definition is terminating',
+          );
       },
     },
     schema: {
@@ -188,7 +223,11 @@ function rowOf(spec: CrdSpec, names: CrdNames, version: CrdVersion, storageVersi
   if (names.categories?.length) info.categories = names.categories;
   if (version.subresources?.status) info.status = true;
   const scale = version.subresources?.scale;
-  if (scale) info.scale = { specReplicasPath: scale.specReplicasPath.replace(/^\./, ''), statusReplicasPath: scale.statusReplicasPath.replace(/^\./, '') };
+  if (scale)
+    info.scale = {
+      specReplicasPath: scale.specReplicasPath.replace(/^\./, ''),
+      statusReplicasPath: scale.statusReplicasPath.replace(/^\./, ''),
+    };
   if (hasDefaults(schema)) {
     // Defaults apply on read too: objects stored before a default was added show it.
     info.onRead = (obj) => {
@@ -202,10 +241,13 @@ function rowOf(spec: CrdSpec, names: CrdNames, version: CrdVersion, storageVersi
     info.selectableFields = Object.fromEntries(
       version.selectableFields.map((f) => {
         const path = f.jsonPath.replace(/^\./, '');
-        return [path, (obj: KubeObject) => {
-          const v = field(obj, path);
-          return v === undefined || v === null ? undefined : String(v);
-        }];
+        return [
+          path,
+          (obj: KubeObject) => {
+            const v = field(obj, path);
+            return v === undefined || v === null ? undefined : String(v);
+          },
+        ];
       }),
     );
   }
@@ -273,7 +315,8 @@ function openapiSchema(group: string, kind: string, version: string, schema: JSO
     ...properties,
   };
   (copy.properties as Record<string, unknown>).metadata = {
-    description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    description:
+      "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
     allOf: [{ $ref: OBJECT_META_REF }],
   };
   copy['x-kubernetes-group-version-kind'] = [{ group, kind, version }];

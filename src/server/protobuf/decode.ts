@@ -92,7 +92,8 @@ export function decodeProtobuf(body: Buffer): Json {
   const typeMeta = (envelope.typeMeta ?? {}) as Plain;
   const apiVersion = typeof typeMeta.apiVersion === 'string' ? typeMeta.apiVersion : '';
   const kind = typeof typeMeta.kind === 'string' ? typeMeta.kind : '';
-  if (envelope.contentEncoding) throw Errors.badRequest(`unsupported protobuf content encoding ${JSON.stringify(envelope.contentEncoding)}`);
+  if (envelope.contentEncoding)
+    throw Errors.badRequest(`unsupported protobuf content encoding ${JSON.stringify(envelope.contentEncoding)}`);
   const contentType = typeof envelope.contentType === 'string' ? envelope.contentType : '';
   if (contentType !== '' && contentType !== 'application/vnd.kubernetes.protobuf') {
     throw Errors.badRequest(`unsupported content type ${JSON.stringify(contentType)} inside the protobuf envelope`);
@@ -100,7 +101,8 @@ export function decodeProtobuf(body: Buffer): Json {
   if (!kind) throw Errors.badRequest('the protobuf envelope does not name a kind');
   // DeleteOptions is registered in every group version, so it may arrive under any of them.
   const typeName = KINDS[`${apiVersion}/${kind}`] ?? (kind === 'DeleteOptions' ? `${META}.DeleteOptions` : undefined);
-  if (!typeName) throw Errors.badRequest(`no kind "${kind}" is registered for version "${apiVersion}" in the protobuf decoder`);
+  if (!typeName)
+    throw Errors.badRequest(`no kind "${kind}" is registered for version "${apiVersion}" in the protobuf decoder`);
   const raw = envelope.raw instanceof Uint8Array ? envelope.raw : new Uint8Array(0);
   let object: Json;
   try {
@@ -113,7 +115,8 @@ export function decodeProtobuf(body: Buffer): Json {
   return { kind, apiVersion, ...(object as { [key: string]: Json }) };
 }
 
-const isZero = (v: unknown): boolean => v === '' || v === 0 || v === false || (v instanceof Uint8Array && v.length === 0);
+const isZero = (v: unknown): boolean =>
+  v === '' || v === 0 || v === false || (v instanceof Uint8Array && v.length === 0);
 
 function base64(v: unknown): string {
   return v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') : '';
@@ -184,7 +187,8 @@ function convert(typeName: string, value: Plain): Json {
     } else if (message) {
       const converted = convert(type, v as Plain);
       // Go's ",inline" (Volume's VolumeSource, Probe's ProbeHandler …) flattens the member into its parent.
-      if (flags.includes('i') && converted !== null && typeof converted === 'object' && !Array.isArray(converted)) Object.assign(out, converted);
+      if (flags.includes('i') && converted !== null && typeof converted === 'object' && !Array.isArray(converted))
+        Object.assign(out, converted);
       else out[json] = converted;
     } else {
       // Go writes every non-pointer field; JSON drops the zero ones unless the field is a pointer or has no omitempty.

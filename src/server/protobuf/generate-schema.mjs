@@ -10,11 +10,18 @@ const bin = readFileSync(process.argv[2]);
 
 // ---- ELF sections --------------------------------------------------------------------------------------
 const shoff = Number(bin.readBigUInt64LE(0x28));
-const shentsize = bin.readUInt16LE(0x3a), shnum = bin.readUInt16LE(0x3c), shstrndx = bin.readUInt16LE(0x3e);
+const shentsize = bin.readUInt16LE(0x3a),
+  shnum = bin.readUInt16LE(0x3c),
+  shstrndx = bin.readUInt16LE(0x3e);
 const sections = [];
 for (let i = 0; i < shnum; i++) {
   const o = shoff + i * shentsize;
-  sections.push({ nameOff: bin.readUInt32LE(o), addr: Number(bin.readBigUInt64LE(o + 16)), off: Number(bin.readBigUInt64LE(o + 24)), size: Number(bin.readBigUInt64LE(o + 32)) });
+  sections.push({
+    nameOff: bin.readUInt32LE(o),
+    addr: Number(bin.readBigUInt64LE(o + 16)),
+    off: Number(bin.readBigUInt64LE(o + 24)),
+    size: Number(bin.readBigUInt64LE(o + 32)),
+  });
 }
 const cstr = (o) => bin.toString('latin1', o, bin.indexOf(0, o));
 for (const s of sections) s.name = cstr(sections[shstrndx].off + s.nameOff);
@@ -41,18 +48,20 @@ for (let i = bin.indexOf(magic); i >= 0; i = bin.indexOf(magic, i + 1)) {
   } catch {
     continue;
   }
-  if (fd.name && fd.name.endsWith('generated.proto') && fd.name.startsWith('k8s.io/')) files.set(fd.name, fd);
+  if (fd.name?.endsWith('generated.proto') && fd.name.startsWith('k8s.io/')) files.set(fd.name, fd);
 }
 
 // ---- Go runtime types ---------------------------------------------------------------------------------
-const rodata = section('.rodata'), typelink = section('.typelink');
+const rodata = section('.rodata'),
+  typelink = section('.typelink');
 const typesBase = rodata.addr;
 const u8 = (va) => bin[v2o(va)];
 const i32 = (va) => bin.readInt32LE(v2o(va));
 const u32 = (va) => bin.readUInt32LE(v2o(va));
 const u64 = (va) => Number(bin.readBigUInt64LE(v2o(va)));
 function varint(o) {
-  let v = 0, sh = 0;
+  let v = 0,
+    sh = 0;
   for (;;) {
     const b = bin[o++];
     v += (b & 0x7f) * 2 ** sh;
@@ -102,7 +111,8 @@ while (stack.length) {
   if (k === K.Ptr || k === K.Slice) stack.push(u64(t + 48));
   else if (k === K.Array || k === K.Map) stack.push(u64(t + 48), u64(t + 56));
   else if (k === K.Struct) {
-    const fp = u64(t + 56), n = u64(t + 64);
+    const fp = u64(t + 56),
+      n = u64(t + 64);
     if (n > 10000) continue;
     const fields = [];
     for (let i = 0; i < n; i++) {
@@ -120,9 +130,22 @@ while (stack.length) {
 const messages = new Map(); // full proto name → { pkg, name, goPkg, fields }
 for (const fd of files.values()) {
   const goPkg = fd.options?.goPackage ?? fd.name.replace(/\/generated\.proto$/, '');
-  for (const m of fd.messageType) messages.set(`${fd.package}.${m.name}`, { pkg: fd.package, name: m.name, goPkg, desc: m });
+  for (const m of fd.messageType)
+    messages.set(`${fd.package}.${m.name}`, { pkg: fd.package, name: m.name, goPkg, desc: m });
 }
-const SCALARS = { 1: 'double', 2: 'float', 3: 'int64', 4: 'uint64', 5: 'int32', 8: 'bool', 9: 'string', 12: 'bytes', 13: 'uint32', 17: 'sint32', 18: 'sint64' };
+const SCALARS = {
+  1: 'double',
+  2: 'float',
+  3: 'int64',
+  4: 'uint64',
+  5: 'int32',
+  8: 'bool',
+  9: 'string',
+  12: 'bytes',
+  13: 'uint32',
+  17: 'sint32',
+  18: 'sint64',
+};
 function fieldType(f) {
   if (f.typeName) return f.typeName.replace(/^\./, '');
   const s = SCALARS[f.type];
@@ -135,23 +158,55 @@ function goField(goFields, f) {
 }
 
 // Kinds to start from: the served built-ins, what kubectl's typed commands post, and kinds `kubectl create` makes.
-const ROOTS = process.argv.slice(3).length ? process.argv.slice(3) : [
-  'k8s.io.api.core.v1.Namespace', 'k8s.io.api.core.v1.Node', 'k8s.io.api.core.v1.Pod', 'k8s.io.api.core.v1.Service',
-  'k8s.io.api.core.v1.Endpoints', 'k8s.io.api.core.v1.ConfigMap', 'k8s.io.api.core.v1.Secret', 'k8s.io.api.core.v1.ServiceAccount',
-  'k8s.io.api.core.v1.PersistentVolumeClaim', 'k8s.io.api.core.v1.PersistentVolume', 'k8s.io.api.core.v1.Event',
-  'k8s.io.api.core.v1.ResourceQuota', 'k8s.io.api.core.v1.LimitRange', 'k8s.io.api.core.v1.PodTemplate', 'k8s.io.api.core.v1.ReplicationController',
-  'k8s.io.api.core.v1.Binding',
-  'k8s.io.api.apps.v1.Deployment', 'k8s.io.api.apps.v1.ReplicaSet', 'k8s.io.api.apps.v1.StatefulSet', 'k8s.io.api.apps.v1.DaemonSet',
-  'k8s.io.api.apps.v1.ControllerRevision', 'k8s.io.api.batch.v1.Job', 'k8s.io.api.batch.v1.CronJob', 'k8s.io.api.coordination.v1.Lease',
-  'k8s.io.api.rbac.v1.Role', 'k8s.io.api.rbac.v1.RoleBinding', 'k8s.io.api.rbac.v1.ClusterRole', 'k8s.io.api.rbac.v1.ClusterRoleBinding',
-  'k8s.io.api.events.v1.Event', 'k8s.io.api.policy.v1.Eviction', 'k8s.io.api.policy.v1.PodDisruptionBudget',
-  'k8s.io.api.authorization.v1.SelfSubjectAccessReview', 'k8s.io.api.authorization.v1.SelfSubjectRulesReview',
-  'k8s.io.api.authorization.v1.SubjectAccessReview', 'k8s.io.api.authorization.v1.LocalSubjectAccessReview',
-  'k8s.io.api.authentication.v1.TokenRequest', 'k8s.io.api.authentication.v1.TokenReview', 'k8s.io.api.authentication.v1.SelfSubjectReview',
-  'k8s.io.api.networking.v1.Ingress', 'k8s.io.api.scheduling.v1.PriorityClass', 'k8s.io.api.autoscaling.v1.Scale',
-  'k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler', 'k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions',
-  'k8s.io.apimachinery.pkg.apis.meta.v1.Status', 'k8s.io.apimachinery.pkg.runtime.Unknown',
-];
+const ROOTS = process.argv.slice(3).length
+  ? process.argv.slice(3)
+  : [
+      'k8s.io.api.core.v1.Namespace',
+      'k8s.io.api.core.v1.Node',
+      'k8s.io.api.core.v1.Pod',
+      'k8s.io.api.core.v1.Service',
+      'k8s.io.api.core.v1.Endpoints',
+      'k8s.io.api.core.v1.ConfigMap',
+      'k8s.io.api.core.v1.Secret',
+      'k8s.io.api.core.v1.ServiceAccount',
+      'k8s.io.api.core.v1.PersistentVolumeClaim',
+      'k8s.io.api.core.v1.PersistentVolume',
+      'k8s.io.api.core.v1.Event',
+      'k8s.io.api.core.v1.ResourceQuota',
+      'k8s.io.api.core.v1.LimitRange',
+      'k8s.io.api.core.v1.PodTemplate',
+      'k8s.io.api.core.v1.ReplicationController',
+      'k8s.io.api.core.v1.Binding',
+      'k8s.io.api.apps.v1.Deployment',
+      'k8s.io.api.apps.v1.ReplicaSet',
+      'k8s.io.api.apps.v1.StatefulSet',
+      'k8s.io.api.apps.v1.DaemonSet',
+      'k8s.io.api.apps.v1.ControllerRevision',
+      'k8s.io.api.batch.v1.Job',
+      'k8s.io.api.batch.v1.CronJob',
+      'k8s.io.api.coordination.v1.Lease',
+      'k8s.io.api.rbac.v1.Role',
+      'k8s.io.api.rbac.v1.RoleBinding',
+      'k8s.io.api.rbac.v1.ClusterRole',
+      'k8s.io.api.rbac.v1.ClusterRoleBinding',
+      'k8s.io.api.events.v1.Event',
+      'k8s.io.api.policy.v1.Eviction',
+      'k8s.io.api.policy.v1.PodDisruptionBudget',
+      'k8s.io.api.authorization.v1.SelfSubjectAccessReview',
+      'k8s.io.api.authorization.v1.SelfSubjectRulesReview',
+      'k8s.io.api.authorization.v1.SubjectAccessReview',
+      'k8s.io.api.authorization.v1.LocalSubjectAccessReview',
+      'k8s.io.api.authentication.v1.TokenRequest',
+      'k8s.io.api.authentication.v1.TokenReview',
+      'k8s.io.api.authentication.v1.SelfSubjectReview',
+      'k8s.io.api.networking.v1.Ingress',
+      'k8s.io.api.scheduling.v1.PriorityClass',
+      'k8s.io.api.autoscaling.v1.Scale',
+      'k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler',
+      'k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions',
+      'k8s.io.apimachinery.pkg.apis.meta.v1.Status',
+      'k8s.io.apimachinery.pkg.runtime.Unknown',
+    ];
 const order = [];
 const included = new Set();
 const queue = [...ROOTS];
@@ -174,16 +229,36 @@ while (queue.length) {
 }
 
 // Go types with their own JSON form (decode.ts converts them): their Go fields do not match the message.
-const SPECIAL = new Set(['k8s.io.apimachinery.pkg.apis.meta.v1.Time', 'k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime',
-  'k8s.io.apimachinery.pkg.api.resource.Quantity', 'k8s.io.api.authorization.v1.ExtraValue', 'k8s.io.api.authentication.v1.ExtraValue']);
-const GROUPS = { core: '', apps: 'apps', batch: 'batch', coordination: 'coordination.k8s.io', rbac: 'rbac.authorization.k8s.io',
-  events: 'events.k8s.io', policy: 'policy', authorization: 'authorization.k8s.io', authentication: 'authentication.k8s.io',
-  networking: 'networking.k8s.io', scheduling: 'scheduling.k8s.io', autoscaling: 'autoscaling' };
+const SPECIAL = new Set([
+  'k8s.io.apimachinery.pkg.apis.meta.v1.Time',
+  'k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime',
+  'k8s.io.apimachinery.pkg.api.resource.Quantity',
+  'k8s.io.api.authorization.v1.ExtraValue',
+  'k8s.io.api.authentication.v1.ExtraValue',
+]);
+const GROUPS = {
+  core: '',
+  apps: 'apps',
+  batch: 'batch',
+  coordination: 'coordination.k8s.io',
+  rbac: 'rbac.authorization.k8s.io',
+  events: 'events.k8s.io',
+  policy: 'policy',
+  authorization: 'authorization.k8s.io',
+  authentication: 'authentication.k8s.io',
+  networking: 'networking.k8s.io',
+  scheduling: 'scheduling.k8s.io',
+  autoscaling: 'autoscaling',
+};
 const kinds = [];
 for (const root of ROOTS) {
   const m = /^k8s\.io\.api\.([a-z]+)\.(v[0-9a-z]+)\.([A-Za-z]+)$/.exec(root);
-  if (m) kinds.push(`  ${JSON.stringify(`${GROUPS[m[1]] ? `${GROUPS[m[1]]}/` : ''}${m[2]}/${m[3]}`)}: ${JSON.stringify(root)},`);
-  else if (root.endsWith('meta.v1.DeleteOptions')) kinds.push(`  "meta.k8s.io/v1/DeleteOptions": ${JSON.stringify(root)},`);
+  if (m)
+    kinds.push(
+      `  ${JSON.stringify(`${GROUPS[m[1]] ? `${GROUPS[m[1]]}/` : ''}${m[2]}/${m[3]}`)}: ${JSON.stringify(root)},`,
+    );
+  else if (root.endsWith('meta.v1.DeleteOptions'))
+    kinds.push(`  "meta.k8s.io/v1/DeleteOptions": ${JSON.stringify(root)},`);
 }
 const warnings = [];
 const out = new Map(); // pkg → lines
@@ -193,11 +268,14 @@ for (const name of order) {
   if (!goFields && !SPECIAL.has(name)) warnings.push(`no Go struct for ${name}`);
   const lines = [];
   for (const f of m.desc.field) {
-    const entry = f.typeName && m.desc.nestedType.find((n) => `${name}.${n.name}` === f.typeName.replace(/^\./, '') && n.options?.mapEntry);
+    const entry =
+      f.typeName &&
+      m.desc.nestedType.find((n) => `${name}.${n.name}` === f.typeName.replace(/^\./, '') && n.options?.mapEntry);
     let type;
     let flags = '';
     if (entry) {
-      const key = entry.field.find((x) => x.number === 1), value = entry.field.find((x) => x.number === 2);
+      const key = entry.field.find((x) => x.number === 1),
+        value = entry.field.find((x) => x.number === 2);
       if (fieldType(key) !== 'string') throw new Error(`non-string map key in ${name}.${f.name}`);
       type = `map<${fieldType(value)}>`;
     } else {
@@ -218,14 +296,21 @@ for (const name of order) {
       if (plain && g.kind === K.Ptr) flags += 'p';
       else if (plain && !opts.includes('omitempty')) flags += 'k';
     }
-    const tail = json !== f.name ? `, ${JSON.stringify(flags)}, ${JSON.stringify(json)}` : flags ? `, ${JSON.stringify(flags)}` : '';
+    const tail =
+      json !== f.name
+        ? `, ${JSON.stringify(flags)}, ${JSON.stringify(json)}`
+        : flags
+          ? `, ${JSON.stringify(flags)}`
+          : '';
     lines.push(`    [${JSON.stringify(f.name)}, ${f.number}, ${JSON.stringify(type)}${tail}],`);
   }
   if (!out.has(m.pkg)) out.set(m.pkg, []);
   out.get(m.pkg).push(`   ${JSON.stringify(m.name)}: [\n${lines.join('\n')}\n   ],`);
 }
 for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
-const body = [...out.entries()].map(([pkg, msgs]) => `  ${JSON.stringify(pkg)}: {\n${msgs.join('\n')}\n  },`).join('\n');
+const body = [...out.entries()]
+  .map(([pkg, msgs]) => `  ${JSON.stringify(pkg)}: {\n${msgs.join('\n')}\n  },`)
+  .join('\n');
 process.stdout.write(`// Generated by generate-schema.mjs from the protobuf descriptors and Go struct tags in ${process.argv[2].split('/').pop()}.
 // Do not edit. Each field: [name, field number, type, flags, JSON name when not the name]; flags: r repeated,
 // i inlined in the parent's JSON (Go ",inline"), p a Go pointer (kept when zero), k a Go value without omitempty
