@@ -1,3 +1,5 @@
+import { queryBool } from '../api/query-params.js';
+
 /**
  * What a request asks to do, in RBAC's terms (k8s.io/apiserver's RequestInfoFactory): for /api and /apis paths a
  * verb (from the method, with list/watch/deletecollection when no name is given), API group and version, namespace,
@@ -49,14 +51,6 @@ function exactName(fieldSelector: string | null): string | undefined {
   return found;
 }
 
-/** Go's strconv.ParseBool, falling back as RequestInfoFactory does: an unparsable value other than false/0 means watch. */
-function isWatch(value: string | null): boolean {
-  if (value === null || value === '') return false;
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
-  return value.toLowerCase() !== 'false' && value !== '0';
-}
-
 export function requestAttributes(method: string, rawUrl: string): RequestAttributes {
   const url = new URL(rawUrl, 'http://localhost');
   const info: RequestAttributes = {
@@ -101,7 +95,7 @@ export function requestAttributes(method: string, rawUrl: string): RequestAttrib
   let name = rest[1] ?? '';
   const subresource = rest.length >= 3 && verb !== 'proxy' ? rest[2]! : '';
   if (name === '' && verb === 'get') {
-    verb = isWatch(url.searchParams.get('watch')) ? 'watch' : 'list';
+    verb = queryBool(url.searchParams.getAll('watch')) ? 'watch' : 'list';
     name = exactName(url.searchParams.get('fieldSelector')) ?? '';
   }
   if (name === '' && verb === 'delete') verb = 'deletecollection';

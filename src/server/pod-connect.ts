@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { ApiError, Errors } from '../api/errors.js';
+import { queryBool } from '../api/query-params.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { Cluster } from '../cluster/cluster.js';
 import type { ExecTarget, KubeletConnector, LogLine } from '../kubelet/connector.js';
@@ -22,8 +23,7 @@ function one(query: Query, key: string): string | undefined {
 }
 
 function flag(query: Query, key: string): boolean {
-  const v = one(query, key);
-  return v === 'true' || v === '1';
+  return queryBool(query[key]);
 }
 
 function containerNames(pod: KubeObject, lists: string[]): string[] {
@@ -202,7 +202,7 @@ export class ExecServer {
     if (nodeName(pod) === '') throw Errors.badRequest(`pod ${name} does not have a host assigned`);
     const command = params.getAll('command');
     if (command.length === 0) throw Errors.badRequest('you must specify at least 1 command');
-    const wants = (key: string): boolean => params.get(key) === 'true' || params.get(key) === '1';
+    const wants = (key: string): boolean => queryBool(params.getAll(key));
     const stdin = wants('stdin');
     const tty = wants('tty');
     if (!stdin && !wants('stdout') && !wants('stderr'))

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ApiError, Errors } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from '../api/patch.js';
+import { optionalQueryBool, queryBool } from '../api/query-params.js';
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { Cluster } from '../cluster/cluster.js';
@@ -48,8 +49,7 @@ function one(query: Query, key: string): string | undefined {
 }
 
 function boolParam(query: Query, key: string): boolean {
-  const v = one(query, key);
-  return v === 'true' || v === '1';
+  return queryBool(query[key]);
 }
 
 function intParam(query: Query, key: string): number | undefined {
@@ -245,8 +245,8 @@ export class ResourceHandler {
       result.gracePeriodSeconds = grace;
     }
     if (policy) result.propagationPolicy = policy as DeleteOptions['propagationPolicy'];
-    const orphan = one(query, 'orphanDependents') ?? options.orphanDependents;
-    if (orphan !== undefined) result.orphanDependents = orphan === true || orphan === 'true';
+    const orphan = optionalQueryBool(query.orphanDependents) ?? options.orphanDependents;
+    if (orphan !== undefined) result.orphanDependents = orphan === true;
     if (isPlainObject(options.preconditions)) {
       const pre = options.preconditions;
       result.preconditions = {};

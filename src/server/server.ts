@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { WebSocketServer } from 'ws';
 import { rfc3339, parseDuration } from '../clock/clock.js';
 import { ApiError, Errors } from '../api/errors.js';
+import { queryBool } from '../api/query-params.js';
 import { isPlainObject } from '../api/types.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { MAX_BODY_BYTES, parseJson } from './body.js';
@@ -301,7 +302,7 @@ function attachWebSockets(
         );
       }
       const query: Record<string, string> = Object.fromEntries(url.searchParams.entries());
-      const isWatch = target.watchPath || query.watch === 'true' || query.watch === '1';
+      const isWatch = target.watchPath || queryBool(url.searchParams.getAll('watch'));
       if (!isWatch || (target.name !== undefined && !target.watchPath)) {
         return reject(socket, Errors.badRequest(`upgrade to WebSocket is supported for watch requests only`));
       }
