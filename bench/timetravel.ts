@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { startSimulator } from '../src/cluster/simulator.js';
 import { DEFAULT_VIRTUAL_START } from '../src/cluster/cluster.js';
 import { Resources } from '../src/client/client.js';
-import { InProcessClient } from '../src/client/in-process.js';
+import { InProcessClient } from '../src/cluster/in-process-client.js';
 import type { KubeObject } from '../src/api/types.js';
 
 interface Options {

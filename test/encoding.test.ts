@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { Cluster } from '../src/cluster/cluster.js';
-import { jsonOf, listBody, splicedJson } from '../src/server/encoding.js';
+import { jsonOf, listBody, splicedJson } from '../src/storage/encoding.js';
 import { compactObject, isInterned } from '../src/storage/compact.js';
 import type { KubeObject } from '../src/api/types.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../src/api/types.js';
 import { Resources } from '../src/client/client.js';
-import { InProcessClient } from '../src/client/in-process.js';
+import { InProcessClient } from '../src/cluster/in-process-client.js';
 import { Cluster } from '../src/cluster/cluster.js';
 import { AGGREGATE_MESSAGE_PREFIX, EventRecorder } from '../src/runtime/events.js';
 

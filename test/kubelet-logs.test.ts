@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { LogLine } from '../src/kubelet/connector.js';
+import type { LogLine } from '../src/api/kubelet-connector.js';
 import { LogStore } from '../src/kubelet/logs.js';
 
 const texts = (lines: LogLine[]): string[] => lines.map((l) => l.text);

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Cluster } from '../src/cluster/cluster.js';
-import { arrayBody, listJson, STREAMED_LIST_ITEMS } from '../src/server/encoding.js';
+import { arrayBody, listJson, STREAMED_LIST_ITEMS } from '../src/storage/encoding.js';
 import { tableOf } from '../src/server/table.js';
 import { buildServer } from '../src/server/server.js';
 import { httpWatch } from './helpers/watch.js';

@@ -4,7 +4,7 @@ import { selectorFromObject } from '../src/api/selectors.js';
 import type { KubeObject } from '../src/api/types.js';
 import { rfc3339 } from '../src/clock/clock.js';
 import { childSelector, planClaims } from '../src/controllers/claims.js';
-import { isPodActive } from '../src/controllers/pod-util.js';
+import { isPodActive } from '../src/api/pod-util.js';
 import { podsPerNode, podsToDelete, rankPodsForDeletion } from '../src/controllers/pod-ranking.js';
 import { OwnedPodTally, summarizePods } from '../src/controllers/owned-pods.js';
 import {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { htmlReport } from '../src/scenario/html.js';
-import { evaluateJsonPath, toJsonPathPlus } from '../src/scenario/jsonpath.js';
+import { evaluateJsonPath, toJsonPathPlus } from '../src/api/jsonpath.js';
 import { splitArgs } from '../src/scenario/kubectl.js';
 import { loadScenario, parseScenario, ScenarioError } from '../src/scenario/loader.js';
 import { replayReport, scenarioReport } from '../src/scenario/report.js';

@@ -4,7 +4,7 @@ import { ApiError } from '../src/api/errors.js';
 import { parseFieldSelector, parseLabelSelector } from '../src/api/selectors.js';
 import type { KubeObject } from '../src/api/types.js';
 import { Resources } from '../src/client/client.js';
-import { InProcessClient } from '../src/client/in-process.js';
+import { InProcessClient } from '../src/cluster/in-process-client.js';
 import { startSimulator } from '../src/cluster/simulator.js';
 import type { StoreEvent, WatchEventType } from '../src/storage/watch.js';
 

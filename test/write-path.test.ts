@@ -5,7 +5,7 @@ import { leavesOf, managedFieldsAfterUpdate, toFieldsV1, type WriteContext } fro
 import { schemaNameForKind } from '../src/api/schema/schema.js';
 import type { KubeObject } from '../src/api/types.js';
 import { Cluster } from '../src/cluster/cluster.js';
-import { listJson, STREAMED_LIST_ITEMS } from '../src/server/encoding.js';
+import { listJson, STREAMED_LIST_ITEMS } from '../src/storage/encoding.js';
 import { buildServer } from '../src/server/server.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { KubeObject, OwnerReference } from '../api/types.js';
 import type { Informer } from '../client/informer.js';
 import type { Expectations } from '../runtime/expectations.js';
-import { isTerminating } from './pod-util.js';
+import { isTerminating } from '../api/pod-util.js';
 
 /**
  * Controller owner references, shared by the workload controllers (StatefulSet, DaemonSet, Job, CronJob and

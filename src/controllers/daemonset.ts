@@ -19,7 +19,7 @@ import {
   templatePatch,
 } from './history.js';
 import { ignoreNotFound } from './namespace.js';
-import { fitsNodeAffinity, nodeTaints, targetNodeName, untoleratedTaint, type Toleration } from './node-fit.js';
+import { fitsNodeAffinity, nodeTaints, targetNodeName, untoleratedTaint, type Toleration } from '../api/node-fit.js';
 import {
   creationTime,
   isPodAvailable,
@@ -28,7 +28,7 @@ import {
   isTerminating,
   msUntilAvailable,
   podPhase,
-} from './pod-util.js';
+} from '../api/pod-util.js';
 
 export const TEMPLATE_GENERATION_LABEL = 'pod-template-generation';
 

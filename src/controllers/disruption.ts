@@ -21,7 +21,7 @@ import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileR
 import type { EventType } from '../runtime/events.js';
 import { controllerOf } from './controller-ref.js';
 import { ignoreNotFound } from './namespace.js';
-import { isPodReady, isTerminal, isTerminating, podCondition } from './pod-util.js';
+import { isPodReady, isTerminal, isTerminating, podCondition } from '../api/pod-util.js';
 
 type Obj = Record<string, unknown>;
 

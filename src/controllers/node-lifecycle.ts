@@ -6,9 +6,9 @@ import { cacheKey } from '../client/informer.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { tolerationsOf } from '../scheduler/plugins.js';
-import { nodeTaints as taintsOf, tolerates, type Taint } from './node-fit.js';
+import { nodeTaints as taintsOf, tolerates, type Taint } from '../api/node-fit.js';
 import { ignoreNotFound } from './namespace.js';
-import { podNodeName as nodeOf } from './pod-util.js';
+import { podNodeName as nodeOf } from '../api/pod-util.js';
 
 type Obj = Record<string, unknown>;
 

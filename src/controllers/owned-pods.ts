@@ -12,7 +12,7 @@ import {
   type PodRank,
   type RankedPod,
 } from './pod-ranking.js';
-import { isPodActive, isPodReady, podCondition } from './pod-util.js';
+import { isPodActive, isPodReady, podCondition } from '../api/pod-util.js';
 
 /**
  * What a ReplicaSet's sync needs to know of its pods: how many it owns, how many carry the template's labels, how

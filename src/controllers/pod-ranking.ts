@@ -1,5 +1,5 @@
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import { containerStatuses, creationTime, isPodActive, isPodReady, podCondition, podPhase } from './pod-util.js';
+import { containerStatuses, creationTime, isPodActive, isPodReady, podCondition, podPhase } from '../api/pod-util.js';
 
 /**
  * Which pods a ReplicaSet gives up first when it has too many (controller.ActivePodsWithRanks, as

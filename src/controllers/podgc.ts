@@ -5,7 +5,7 @@ import { cacheKey } from '../client/informer.js';
 import { setPodCondition } from '../registry/pod-subresources.js';
 import { ReconcileLoop, type Controller, type ControllerContext } from '../runtime/controller.js';
 import { ignoreNotFound } from './namespace.js';
-import { podNodeName as nodeOf } from './pod-util.js';
+import { podNodeName as nodeOf } from '../api/pod-util.js';
 
 type Obj = Record<string, unknown>;
 

@@ -10,7 +10,7 @@ import { Expectations } from '../runtime/expectations.js';
 import { controlledBy, controllerOf, indexByController, newControllerRef } from './controller-ref.js';
 import { ignoreNotFound } from './namespace.js';
 import { applyClaims, childSelector, planClaims } from './claims.js';
-import { isPodActive } from './pod-util.js';
+import { isPodActive } from '../api/pod-util.js';
 import { mattersToReplicaSet, OwnedPodTally, type PodSource, type PodSummary } from './owned-pods.js';
 import { TurnBatch } from './turn-batch.js';
 

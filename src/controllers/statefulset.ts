@@ -21,7 +21,7 @@ import {
   templatePatch,
 } from './history.js';
 import { ignoreNotFound } from './namespace.js';
-import { isPodAvailable, isRunningAndReady, isTerminating, msUntilAvailable, podPhase } from './pod-util.js';
+import { isPodAvailable, isRunningAndReady, isTerminating, msUntilAvailable, podPhase } from '../api/pod-util.js';
 
 export const POD_NAME_LABEL = 'statefulset.kubernetes.io/pod-name';
 export const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { parseDuration, type Clock } from '../clock/clock.js';
-import type { ExecStreams } from './connector.js';
+import type { ExecStreams } from '../api/kubelet-connector.js';
 import type { VirtualFs } from './volumes.js';
 
 /**

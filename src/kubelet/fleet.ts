@@ -5,7 +5,7 @@ import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { ignoreNotFound } from '../controllers/namespace.js';
-import { isTerminal, podNodeName as podNode } from '../controllers/pod-util.js';
+import { isTerminal, podNodeName as podNode } from '../api/pod-util.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';
 import {
@@ -17,7 +17,7 @@ import {
   type ActionName,
   type ActionResult,
 } from './actions.js';
-import type { ExecTarget, KubeletConnector, LogSource } from './connector.js';
+import type { ExecTarget, KubeletConnector, LogSource } from '../api/kubelet-connector.js';
 import { runInContainer } from './exec-shell.js';
 import { LogStore } from './logs.js';
 import { nodeIP, nodeLabels, nodeManifest, nodeStatus, PodCidrs, PodIps, type NodeProfile } from './node.js';

@@ -1,5 +1,5 @@
 import { flattenString, sharedText } from '../storage/compact.js';
-import type { LogLine, LogSource } from './connector.js';
+import type { LogLine, LogSource } from '../api/kubelet-connector.js';
 
 /**
  * Container logs, as the container runtime keeps them: one file per container instance (the restart count

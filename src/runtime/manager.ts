@@ -1,5 +1,5 @@
 import type { Cluster } from '../cluster/cluster.js';
-import { InProcessClient } from '../client/in-process.js';
+import { InProcessClient } from '../cluster/in-process-client.js';
 import { SharedInformers } from '../client/informer.js';
 import { groupVersion, type KindInfo } from '../registry/types.js';
 import type { Controller, ControllerContext, ResourceInfo } from './controller.js';

@@ -1,7 +1,7 @@
 import { ApiError } from '../api/errors.js';
 import { parseLabelSelector } from '../api/selectors.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
-import { evaluateJsonPath, renderValue } from './jsonpath.js';
+import { evaluateJsonPath, renderValue } from '../api/jsonpath.js';
 import { objectKey, type History, type HistoryEvent } from './history.js';
 import type { ApiResource, ApiResources } from './resources.js';
 import type { ScenarioTarget } from './target.js';

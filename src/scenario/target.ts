@@ -12,7 +12,7 @@ import {
   type HttpTransport,
 } from '../client/http.js';
 import type { Connection } from '../client/kubeconfig.js';
-import { InProcessClient } from '../client/in-process.js';
+import { InProcessClient } from '../cluster/in-process-client.js';
 import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
 import type { LogFn } from '../runtime/manager.js';

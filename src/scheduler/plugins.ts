@@ -1,13 +1,6 @@
 import { parseMilli } from '../api/quantity.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import {
-  nodeTaints,
-  termMatches,
-  tolerates,
-  untoleratedTaint,
-  type Taint,
-  type Toleration,
-} from '../controllers/node-fit.js';
+import { nodeTaints, termMatches, tolerates, untoleratedTaint, type Taint, type Toleration } from '../api/node-fit.js';
 
 /**
  * The default scheduler's filter and score plugins, as pure functions over a pod and a node's accounting
@@ -111,7 +104,7 @@ export function allocatableOf(node: KubeObject): Resources {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// taints, tolerations, node affinity: the rules node-fit.ts shares with the DaemonSet controller
+// taints, tolerations, node affinity: the rules api/node-fit.ts shares with the DaemonSet controller
 
 export function tolerationsOf(pod: KubeObject): Toleration[] {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};

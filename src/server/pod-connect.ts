@@ -6,7 +6,7 @@ import { ApiError, Errors } from '../api/errors.js';
 import { queryBool } from '../api/query-params.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { Cluster } from '../cluster/cluster.js';
-import type { ExecTarget, KubeletConnector, LogLine } from '../kubelet/connector.js';
+import type { ExecTarget, KubeletConnector, LogLine } from '../api/kubelet-connector.js';
 import type { KindInfo } from '../registry/types.js';
 
 /**

@@ -12,7 +12,7 @@ import { Discovery, KUBERNETES_VERSION } from './discovery.js';
 import { parseMediaTypes } from './negotiation.js';
 import { OpenApi } from './openapi.js';
 import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPTED, OpenApiV2 } from './openapi-v2.js';
-import type { KubeletConnector } from '../kubelet/connector.js';
+import type { KubeletConnector } from '../api/kubelet-connector.js';
 import type { ApiAuth } from '../auth/api-auth.js';
 import { ExecServer } from './pod-connect.js';
 import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources.js';

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { KubeObject } from '../api/types.js';
 import { ageOf } from '../registry/printers.js';
 import type { KindInfo, TableColumn } from '../registry/types.js';
-import { arrayBody } from './encoding.js';
+import { arrayBody } from '../storage/encoding.js';
 
 /** Server-side printing: meta.k8s.io/v1 Table objects, which is all kubectl 1.32 prints from. */
 const nameColumn: TableColumn = {

@@ -4,7 +4,7 @@ import { wallClock, type TimerHandle } from '../clock/clock.js';
 import type { Status } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
 import type { StoreEvent, WatchEventType, WatchSink } from '../storage/watch.js';
-import { listedJsonOf } from './encoding.js';
+import { listedJsonOf } from '../storage/encoding.js';
 
 /** A watcher whose unsent output passes this many bytes is too slow: it is disconnected, memory stays bounded. */
 export const SLOW_WATCHER_LIMIT_BYTES = 16 * 1024 * 1024;

@@ -3,7 +3,7 @@ import { open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import type { KubeObject } from '../api/types.js';
-import { listedJsonOf } from '../server/encoding.js';
+import { listedJsonOf } from './encoding.js';
 import type { MemoryStore } from './memory-store.js';
 import { fsyncDir } from './wal.js';
 

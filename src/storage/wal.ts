@@ -13,7 +13,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as zlib from 'node:zlib';
 import type { KubeObject } from '../api/types.js';
-import { jsonOf } from '../server/encoding.js';
+import { jsonOf } from './encoding.js';
 import type { StoreEvent } from './watch.js';
 
 /**

@@ -3,7 +3,7 @@ import { deploymentStatus } from './model.js';
 import { deploymentComplete, replicaSetFailure, rolloutStatus } from './progress.js';
 import { actualReplicaCount, filterActive } from './replicasets.js';
 import { cleanup, syncRevision, type DeploymentPlan, type Planner } from './sync.js';
-import { podPhase } from '../pod-util.js';
+import { podPhase } from '../../api/pod-util.js';
 
 /**
  * A Recreate step (pkg/controller/deployment/recreate.go): scale every old ReplicaSet to 0; wait until no old pod

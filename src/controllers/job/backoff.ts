@@ -1,5 +1,5 @@
 import type { KubeObject } from '../../api/types.js';
-import { containerStatuses, creationTime, podCondition } from '../pod-util.js';
+import { containerStatuses, creationTime, podCondition } from '../../api/pod-util.js';
 
 /**
  * Pod failure back-off (pkg/controller/job/backoff_utils.go): after a pod fails, the replacement waits

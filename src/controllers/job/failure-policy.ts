@@ -1,5 +1,5 @@
 import { isPlainObject, type KubeObject } from '../../api/types.js';
-import { containerStatuses, podConditions } from '../pod-util.js';
+import { containerStatuses, podConditions } from '../../api/pod-util.js';
 
 /**
  * spec.podFailurePolicy (pkg/controller/job/pod_failure_policy.go): the first rule matching a failed pod

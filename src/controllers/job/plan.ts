@@ -1,6 +1,6 @@
 import { rfc3339 } from '../../clock/clock.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
-import { containerStatuses, isPodActive, isPodReady, isTerminal, isTerminating, podPhase } from '../pod-util.js';
+import { containerStatuses, isPodActive, isPodReady, isTerminal, isTerminating, podPhase } from '../../api/pod-util.js';
 import { nextBackoffRecord, remainingBackoffMs, type BackoffRecord } from './backoff.js';
 import { matchPodFailurePolicy } from './failure-policy.js';
 import { formatIndexes, parseIndexes, podIndex } from './indexes.js';

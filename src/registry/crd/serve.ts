@@ -1,6 +1,6 @@
 import { ApiError } from '../../api/errors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
-import { evaluateJsonPath } from '../../scenario/jsonpath.js';
+import { evaluateJsonPath } from '../../api/jsonpath.js';
 import type { MemoryStore } from '../../storage/memory-store.js';
 import type { GenericStore } from '../generic-store.js';
 import { field, humanDuration } from '../printers.js';

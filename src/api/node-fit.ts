@@ -1,4 +1,4 @@
-import { isPlainObject, type KubeObject } from '../api/types.js';
+import { isPlainObject, type KubeObject } from './types.js';
 
 /**
  * Whether a pod fits a node by the rules the DaemonSet controller checks before making a pod for it

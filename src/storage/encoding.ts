@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { stringify as toYaml } from 'yaml';
 import type { KubeObject } from '../api/types.js';
-import { flattenString, isInterned } from '../storage/compact.js';
+import { flattenString, isInterned } from './compact.js';
 
 /**
  * Serialise once: stored objects never change after they are written, so their JSON text is cached beside

@@ -1,4 +1,4 @@
-import type { KubeObject } from '../api/types.js';
+import type { KubeObject } from './types.js';
 
 /**
  * What the API server asks of a node's kubelet, as kube-apiserver proxies pods/log and pods/exec to port

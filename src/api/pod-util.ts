@@ -1,4 +1,4 @@
-import { isPlainObject, type KubeObject } from '../api/types.js';
+import { isPlainObject, type KubeObject } from './types.js';
 
 /**
  * Pod state as controllers read it (k8s.io/kubernetes/pkg/api/v1/pod and controller utils): phase, readiness,

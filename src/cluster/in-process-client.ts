@@ -1,12 +1,12 @@
 import { Errors } from '../api/errors.js';
 import type { PatchType } from '../api/patch.js';
 import type { KubeObject } from '../api/types.js';
-import type { Cluster } from '../cluster/cluster.js';
+import type { Cluster } from './cluster.js';
 import type { DeleteOptions, KubeList } from '../registry/generic-store.js';
 import { scaleOf, writeScale } from '../registry/scale.js';
 import type { KindInfo } from '../registry/types.js';
 import type { StoreEvent, WatchEventType } from '../storage/watch.js';
-import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, WatchOptions } from './client.js';
+import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, WatchOptions } from '../client/client.js';
 
 /**
  * The client for controllers running inside the simulator: the same generic store the HTTP server uses, so
