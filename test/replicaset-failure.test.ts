@@ -4,6 +4,7 @@ import { ApiError } from '../src/api/errors.js';
 import type { KubeObject } from '../src/api/types.js';
 import { Resources, type KubeClient } from '../src/client/client.js';
 import { Cluster } from '../src/cluster/cluster.js';
+import { controllerHost } from '../src/cluster/controller-host.js';
 import { deploymentController } from '../src/controllers/deployment/controller.js';
 import { replicaSetController } from '../src/controllers/replicaset.js';
 import { ControllerManager } from '../src/runtime/manager.js';
@@ -14,7 +15,7 @@ import { ControllerManager } from '../src/runtime/manager.js';
 test('pods the API refuses: ReplicaFailure on the ReplicaSet and its Deployment, FailedCreate events, then recovery', async (t) => {
   const cluster = await Cluster.start({ clock: 'virtual', seed: 3 });
   const clock = cluster.virtualClock!;
-  const manager = new ControllerManager(cluster, () => undefined);
+  const manager = new ControllerManager(controllerHost(cluster), () => undefined);
   let refuse = true;
   const real = manager.client;
   const client: KubeClient = Object.create(real) as KubeClient;

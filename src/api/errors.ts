@@ -71,6 +71,16 @@ export class ApiError extends Error {
   }
 }
 
+/** The call's result, or undefined when what it acted on is gone (a 404): a delete or status write racing a delete. */
+export async function ignoreNotFound<T>(p: Promise<T>): Promise<T | undefined> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 404) return undefined;
+    throw err;
+  }
+}
+
 /** "configmaps" for the core group, "deployments.apps" for others: how Kubernetes names a resource in messages. */
 export function qualifiedResource(gr: GroupResource): string {
   return gr.group ? `${gr.resource}.${gr.group}` : gr.resource;

@@ -37,6 +37,12 @@ export function nodeTaints(node: KubeObject): Taint[] {
   return Array.isArray(t) ? t : [];
 }
 
+/** The pod's spec.tolerations (the well-formed entries). */
+export function tolerationsOf(pod: KubeObject): Toleration[] {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  return Array.isArray(spec.tolerations) ? ((spec.tolerations as unknown[]).filter(isPlainObject) as Toleration[]) : [];
+}
+
 /** v1 Toleration.ToleratesTaint. */
 export function tolerates(toleration: Toleration, taint: Taint): boolean {
   if (toleration.effect && toleration.effect !== taint.effect) return false;

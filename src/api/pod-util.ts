@@ -24,6 +24,25 @@ export interface ContainerStatus {
   };
 }
 
+/** Sets (or replaces) a pod condition, moving lastTransitionTime only when the status changes. */
+export function setPodCondition(
+  status: Record<string, unknown>,
+  condition: Record<string, unknown>,
+  now: string,
+): void {
+  const conditions = Array.isArray(status.conditions) ? [...(status.conditions as Array<Record<string, unknown>>)] : [];
+  const i = conditions.findIndex((c) => c.type === condition.type);
+  const previous = i >= 0 ? conditions[i] : undefined;
+  const next: Record<string, unknown> = {
+    ...condition,
+    lastProbeTime: null,
+    lastTransitionTime: previous && previous.status === condition.status ? previous.lastTransitionTime : now,
+  };
+  if (i >= 0) conditions[i] = next;
+  else conditions.push(next);
+  status.conditions = conditions;
+}
+
 function status(pod: KubeObject): Record<string, unknown> {
   return isPlainObject(pod.status) ? pod.status : {};
 }

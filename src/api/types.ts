@@ -33,6 +33,29 @@ export interface KubeObject {
   [field: string]: unknown;
 }
 
+/** A list as the API answers it (metav1.List of one kind). */
+export interface KubeList {
+  apiVersion: string;
+  kind: string;
+  metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number };
+  items: KubeObject[];
+}
+
+/** metav1.Preconditions: a write or delete goes ahead only on this uid and/or resourceVersion. */
+export interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/** metav1.DeleteOptions, as a delete request carries them. */
+export interface DeleteOptions {
+  gracePeriodSeconds?: number;
+  propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
+  orphanDependents?: boolean;
+  preconditions?: Preconditions;
+  dryRun?: boolean;
+}
+
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -1,37 +1,15 @@
 import type { IncomingMessage } from 'node:http';
 import { Errors } from '../api/errors.js';
-import type { Cluster } from '../cluster/cluster.js';
 import type { KubeObject } from '../api/types.js';
-import { resourceKey, type KindInfo } from '../registry/types.js';
 import { checkRbacWrite } from './escalation.js';
 import { forbidden, UnionAuthorizer, type Authorizer } from './authorizer.js';
 import { bootstrapClusterRoleBindings, bootstrapClusterRoles } from './bootstrap-policy.js';
 import { impersonate } from './impersonation.js';
-import { RbacAuthorizer } from './rbac.js';
+import { RbacAuthorizer, type PolicySource } from './rbac.js';
 import { requestAttributes } from './request-info.js';
-import { ISSUER, serviceAccountTokens, type ServiceAccountTokens } from './service-account-tokens.js';
+import type { Requester, TokenReviewResult } from './requester.js';
+import { ISSUER, type ServiceAccountTokens } from './service-account-tokens.js';
 import { ALL_UNAUTHENTICATED, ANONYMOUS_USER, withAuthenticatedGroup, type UserInfo } from './user.js';
-
-/** Who a request acts as and the evaluator that judged it: what access reviews answer from. */
-export interface Requester {
-  user: UserInfo;
-  authorizer: Authorizer;
-  /**
-   * Checks the object a write of theirs is about to store (after defaults and validation): RBAC's escalation
-   * prevention for Roles, ClusterRoles and bindings. Throws the 403 to answer.
-   */
-  admit?(info: KindInfo, obj: KubeObject, old: KubeObject | undefined): void;
-  /** The authenticator that identified them, for TokenReview: checks a token aimed at `audiences`. */
-  reviewToken?(token: string, audiences: readonly string[]): TokenReviewResult;
-}
-
-/** A TokenReview's answer (TokenReviewStatus): who the token is, for which audiences, or why it is not. */
-export interface TokenReviewResult {
-  authenticated: boolean;
-  user?: UserInfo;
-  audiences?: string[];
-  error?: string;
-}
 
 const requesters = new WeakMap<IncomingMessage, Requester>();
 
@@ -90,6 +68,23 @@ function protocolToken(req: IncomingMessage): string | undefined {
 }
 
 /**
+ * What ApiAuth needs of the cluster it guards (cluster/auth-backend.ts makes one): the RBAC objects as they
+ * change, the ServiceAccount token issuer that TokenRequest signs with, and a way to create the default policy.
+ */
+export interface AuthBackend {
+  readonly policy: PolicySource;
+  readonly tokens: ServiceAccountTokens;
+  /** Creates a bootstrap ClusterRole or ClusterRoleBinding unless one of its name is stored. */
+  ensure(resource: 'clusterroles' | 'clusterrolebindings', obj: KubeObject): void;
+}
+
+/** Creates the default ClusterRoles and bindings that are missing (a restart with --data keeps the ones there). */
+function bootstrapPolicy(backend: AuthBackend): void {
+  for (const obj of bootstrapClusterRoles) backend.ensure('clusterroles', obj);
+  for (const obj of bootstrapClusterRoleBindings) backend.ensure('clusterrolebindings', obj);
+}
+
+/**
  * `sim serve --auth`: authentication (static tokens, ServiceAccount tokens), impersonation and RBAC authorization
  * for every HTTP request, in kube-apiserver's order — 401 before anything else, then 403 before routing.
  */
@@ -99,27 +94,13 @@ export class ApiAuth {
   private readonly tokens: ServiceAccountTokens;
 
   constructor(
-    private readonly cluster: Cluster,
+    backend: AuthBackend,
     private readonly staticTokens: ReadonlyMap<string, UserInfo>,
   ) {
-    this.bootstrapPolicy();
-    this.rbac = new RbacAuthorizer(cluster.store);
+    bootstrapPolicy(backend);
+    this.rbac = new RbacAuthorizer(backend.policy);
     this.authorizer = new UnionAuthorizer(this.rbac);
-    this.tokens = serviceAccountTokens(cluster.api);
-  }
-
-  /** Creates the default ClusterRoles and bindings that are missing (a restart with --data keeps the ones there). */
-  private bootstrapPolicy(): void {
-    for (const [resource, objects] of [
-      ['clusterroles', bootstrapClusterRoles],
-      ['clusterrolebindings', bootstrapClusterRoleBindings],
-    ] as const) {
-      const info = this.cluster.kind('rbac.authorization.k8s.io', 'v1', resource);
-      for (const obj of objects) {
-        if (!this.cluster.store.get(resourceKey(info), undefined, obj.metadata.name!))
-          this.cluster.api.create(info, undefined, structuredClone(obj));
-      }
-    }
+    this.tokens = backend.tokens;
   }
 
   /** The Authorization header's bearer token, then a WebSocket's token subprotocol (kube-apiserver's order). */

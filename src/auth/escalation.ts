@@ -1,6 +1,6 @@
 import { Errors, type ApiError } from '../api/errors.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import type { Requester } from './api-auth.js';
+import type { Requester } from './requester.js';
 import type { PolicyRule } from './authorizer.js';
 import { policyRules } from './rbac.js';
 import type { RequestAttributes } from './request-info.js';

@@ -1,6 +1,4 @@
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import type { MemoryStore } from '../storage/memory-store.js';
-import type { StoreEvent } from '../storage/watch.js';
 import type { Authorizer, Decision, NonResourceRule, PolicyRule, ResourceRule, RulesResult } from './authorizer.js';
 import type { RequestAttributes } from './request-info.js';
 import type { UserInfo } from './user.js';
@@ -153,6 +151,22 @@ class MultiIndex {
   }
 }
 
+/** A change to a stored object, as the store reports it (storage's StoreEvent is one). */
+export interface PolicyChange {
+  type: string;
+  object: KubeObject;
+  prevObject?: KubeObject;
+}
+
+/**
+ * Where RBAC reads its objects (the store is one): every object of a table, then each change as it is written.
+ * Tables are named as the store names them (`rbac.authorization.k8s.io/roles`).
+ */
+export interface PolicySource {
+  all(table: string): readonly KubeObject[];
+  onChange(listener: (table: string, event: PolicyChange) => void): void;
+}
+
 /**
  * RBAC over Roles, ClusterRoles, RoleBindings and ClusterRoleBindings, read from a cache the store keeps current
  * (every write calls back synchronously). Bindings are indexed by subject, so a request looks at the bindings
@@ -168,7 +182,7 @@ export class RbacAuthorizer implements Authorizer {
   /** `namespace|subject key` → `namespace/name` of RoleBindings. */
   private readonly roleBindingsBySubject = new MultiIndex();
 
-  constructor(store: MemoryStore) {
+  constructor(store: PolicySource) {
     for (const obj of store.all(KEYS.roles))
       this.roles.set(`${obj.metadata.namespace}/${obj.metadata.name}`, policyRules(obj));
     for (const obj of store.all(KEYS.clusterRoles)) this.clusterRoles.set(obj.metadata.name!, policyRules(obj));
@@ -177,7 +191,7 @@ export class RbacAuthorizer implements Authorizer {
     store.onChange((key, event) => this.apply(key, event));
   }
 
-  private apply(key: string, event: StoreEvent): void {
+  private apply(key: string, event: PolicyChange): void {
     const obj = event.object;
     const gone = event.type === 'DELETED';
     switch (key) {

@@ -9,25 +9,21 @@ import {
 } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { rfc3339 } from '../clock/clock.js';
-import { Errors, FieldErrors } from '../api/errors.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import type { GenericStore } from '../registry/generic-store.js';
-import { resourceKey, type KindInfo } from '../registry/types.js';
+import type { Clock } from '../clock/clock.js';
+import type { SeededRandom } from '../clock/random.js';
 import { serviceAccountGroups, serviceAccountUsername, type UserInfo } from './user.js';
 
 /** kubeadm's --service-account-issuer; --api-audiences defaults to it, so it is also the audience tokens get. */
 export const ISSUER = 'https://kubernetes.default.svc.cluster.local';
-const DEFAULT_EXPIRATION_SECONDS = 3600;
-const MIN_EXPIRATION_SECONDS = 600;
 
 /** A Pod, Secret or Node a token is bound to: the token dies with it (deleted, or recreated with another uid). */
-interface BoundObject {
+export interface BoundObject {
   name: string;
   uid: string;
 }
 
-type BoundKind = 'pod' | 'secret' | 'node';
+export type BoundKind = 'pod' | 'secret' | 'node';
 
 interface Claims {
   aud: string[];
@@ -46,7 +42,21 @@ interface Claims {
   };
 }
 
-const BOUND_RESOURCES: Record<BoundKind, string> = { pod: 'pods', secret: 'secrets', node: 'nodes' };
+export const BOUND_RESOURCES = { pod: 'pods', secret: 'secrets', node: 'nodes' } as const;
+
+/**
+ * What tokens are issued and checked against (kube's ServiceAccountTokenGetter; the registry makes one): the
+ * current object of a kind a token names, cluster time, and the seeded RNG for token ids.
+ */
+export interface TokenObjects {
+  readonly clock: Clock;
+  readonly random: SeededRandom;
+  get(
+    resource: 'serviceaccounts' | (typeof BOUND_RESOURCES)[BoundKind],
+    namespace: string | undefined,
+    name: string,
+  ): KubeObject | undefined;
+}
 
 const base64url = (data: Buffer | string): string => Buffer.from(data).toString('base64url');
 
@@ -58,7 +68,7 @@ const base64url = (data: Buffer | string): string => Buffer.from(data).toString(
 export class ServiceAccountTokens {
   private keys?: { privateKey: KeyObject; publicKey: KeyObject; kid: string };
 
-  constructor(private readonly api: GenericStore) {}
+  constructor(private readonly objects: TokenObjects) {}
 
   private keyPair(): { privateKey: KeyObject; publicKey: KeyObject; kid: string } {
     if (!this.keys) this.keys = withKid(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey);
@@ -86,7 +96,7 @@ export class ServiceAccountTokens {
     bound: Partial<Record<BoundKind, BoundObject>> = {},
   ): { token: string; expiresAt: number } {
     const { privateKey, kid } = this.keyPair();
-    const now = Math.floor(this.api.ctx.clock.now() / 1000);
+    const now = Math.floor(this.objects.clock.now() / 1000);
     const namespace = serviceAccount.metadata.namespace!;
     const name = serviceAccount.metadata.name!;
     const claims: Claims = {
@@ -95,7 +105,7 @@ export class ServiceAccountTokens {
       iat: now,
       nbf: now,
       iss: ISSUER,
-      jti: this.api.ctx.random.uuid(),
+      jti: this.objects.random.uuid(),
       sub: serviceAccountUsername(namespace, name),
       'kubernetes.io': { namespace, serviceaccount: { name, uid: serviceAccount.metadata.uid ?? '' }, ...bound },
     };
@@ -135,7 +145,7 @@ export class ServiceAccountTokens {
       return {
         error: `token audiences ${goQuote(tokenAudiences)} is invalid for the target audiences ${goQuote(audiences)}`,
       };
-    const now = this.api.ctx.clock.now() / 1000;
+    const now = this.objects.clock.now() / 1000;
     if (typeof claims.nbf === 'number' && now + LEEWAY_SECONDS < claims.nbf)
       return { error: 'service account token is not valid yet' };
     if (typeof claims.exp === 'number' && now - LEEWAY_SECONDS > claims.exp)
@@ -145,7 +155,7 @@ export class ServiceAccountTokens {
     const k8s: Record<string, unknown> = isPlainObject(claims['kubernetes.io']) ? claims['kubernetes.io'] : {};
     const namespace = typeof k8s.namespace === 'string' ? k8s.namespace : '';
     const account = ref(k8s.serviceaccount);
-    const current = this.lookup('serviceaccounts', namespace, account.name);
+    const current = this.objects.get('serviceaccounts', namespace, account.name);
     if (!current) return { error: `serviceaccounts ${JSON.stringify(account.name)} not found` };
     if (current.metadata.uid !== account.uid)
       return { error: `service account UID (${current.metadata.uid ?? ''}) does not match claim (${account.uid})` };
@@ -159,7 +169,7 @@ export class ServiceAccountTokens {
       ['node', pod || k8s.node === undefined ? undefined : ref(k8s.node)],
     ] as const) {
       if (!bound) continue;
-      const obj = this.lookup(BOUND_RESOURCES[kind], kind === 'node' ? undefined : namespace, bound.name);
+      const obj = this.objects.get(BOUND_RESOURCES[kind], kind === 'node' ? undefined : namespace, bound.name);
       if (!obj || deletedBefore(obj, now - LEEWAY_SECONDS))
         return { error: 'service account token has been invalidated' };
       if (obj.metadata.uid !== bound.uid)
@@ -186,11 +196,6 @@ export class ServiceAccountTokens {
     };
     if (Object.keys(extra).length > 0) user.extra = extra;
     return { user, audiences: granted };
-  }
-
-  private lookup(resource: string, namespace: string | undefined, name: string): KubeObject | undefined {
-    const info = this.api.registry.lookup('', 'v1', resource);
-    return info ? this.api.store.get(resourceKey(info), namespace, name) : undefined;
   }
 }
 
@@ -234,139 +239,4 @@ function withKid(privateKey: KeyObject): { privateKey: KeyObject; publicKey: Key
       .digest(),
   );
   return { privateKey, publicKey, kid };
-}
-
-const issuers = new WeakMap<GenericStore, ServiceAccountTokens>();
-
-/** The token issuer of a cluster (one per store, made on first use). */
-export function serviceAccountTokens(api: GenericStore): ServiceAccountTokens {
-  let tokens = issuers.get(api);
-  if (!tokens) issuers.set(api, (tokens = new ServiceAccountTokens(api)));
-  return tokens;
-}
-
-/** TokenRequest's spec.boundObjectRef: the Pod (running as this ServiceAccount), Secret or Node the token dies with. */
-function boundObject(
-  api: GenericStore,
-  saName: string,
-  namespace: string | undefined,
-  ref: Record<string, unknown>,
-): Partial<Record<BoundKind, BoundObject>> {
-  const kind = String(ref.kind ?? '');
-  const apiVersion = String(ref.apiVersion ?? '');
-  const name = String(ref.name ?? '');
-  const kinds: Record<string, BoundKind> = { Pod: 'pod', Secret: 'secret', Node: 'node' };
-  const bound = kinds[kind];
-  if (!bound || apiVersion.includes('/')) {
-    const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : '';
-    const version = apiVersion.includes('/') ? apiVersion.split('/')[1] : apiVersion;
-    throw Errors.badRequest(`cannot bind token to object of type ${group}/${version}, Kind=${kind}`);
-  }
-  const info = api.registry.lookup('', 'v1', BOUND_RESOURCES[bound])!;
-  const obj = api.store.get(resourceKey(info), bound === 'node' ? undefined : namespace, name);
-  if (!obj) throw Errors.notFound({ group: '', resource: BOUND_RESOURCES[bound] }, name);
-  if (bound === 'pod' && (obj.spec as { serviceAccountName?: unknown } | undefined)?.serviceAccountName !== saName) {
-    throw Errors.badRequest(
-      `cannot bind token for serviceaccount ${JSON.stringify(saName)} to pod running with different serviceaccount name.`,
-    );
-  }
-  const uid = obj.metadata.uid ?? '';
-  if (typeof ref.uid === 'string' && ref.uid !== '' && ref.uid !== uid) {
-    throw Errors.conflict(
-      { group: '', resource: kind },
-      name,
-      `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`,
-    );
-  }
-  const result: Partial<Record<BoundKind, BoundObject>> = { [bound]: { name, uid } };
-  // A pod-bound token also names the pod's node (ServiceAccountTokenPodNodeInfo).
-  const nodeName = bound === 'pod' ? (obj.spec as { nodeName?: unknown } | undefined)?.nodeName : undefined;
-  if (typeof nodeName === 'string' && nodeName !== '') {
-    const node = api.store.get(resourceKey(api.registry.lookup('', 'v1', 'nodes')!), undefined, nodeName);
-    if (node) result.node = { name: nodeName, uid: node.metadata.uid ?? '' };
-  }
-  return result;
-}
-
-/**
- * POST serviceaccounts/NAME/token (TokenRequest, authentication.k8s.io/v1), in TokenREST.Create's order: the
- * names in the body must match the URL, the ServiceAccount must exist, then spec.expirationSeconds (default 1 h)
- * must be at least 10 minutes; spec.audiences default to the API server's; spec.boundObjectRef ties the token
- * to a Pod, Secret or Node.
- */
-export function createServiceAccountToken(
-  api: GenericStore,
-  info: KindInfo,
-  namespace: string | undefined,
-  name: string,
-  body: unknown,
-  options: { dryRun?: boolean },
-): KubeObject {
-  if (!isPlainObject(body)) throw Errors.badRequest("Object 'TokenRequest' is not a JSON object");
-  if (body.kind !== undefined && body.kind !== 'TokenRequest')
-    throw Errors.badRequest(
-      `the body of a serviceaccounts/token request must be a TokenRequest, not ${String(body.kind)}`,
-    );
-  const spec = isPlainObject(body.spec) ? body.spec : {};
-  const meta = isPlainObject(body.metadata) ? body.metadata : {};
-  if (typeof meta.name === 'string' && meta.name !== '' && meta.name !== name) {
-    throw Errors.invalid('authentication.k8s.io', 'TokenRequest', name, [
-      FieldErrors.invalid('metadata.name', meta.name, 'must match the service account name if specified'),
-    ]);
-  }
-  if (typeof meta.namespace === 'string' && meta.namespace !== '' && meta.namespace !== namespace) {
-    throw Errors.invalid('authentication.k8s.io', 'TokenRequest', name, [
-      FieldErrors.invalid(
-        'metadata.namespace',
-        meta.namespace,
-        'must match the service account namespace if specified',
-      ),
-    ]);
-  }
-  const serviceAccount = api.store.get(resourceKey(info), namespace, name);
-  if (!serviceAccount) throw Errors.notFound({ group: '', resource: 'serviceaccounts' }, name);
-  // SetDefaults_TokenRequestSpec: an unset expirationSeconds is an hour (an explicit 0 is invalid).
-  const expirationSeconds =
-    spec.expirationSeconds === undefined || spec.expirationSeconds === null
-      ? DEFAULT_EXPIRATION_SECONDS
-      : spec.expirationSeconds;
-  if (typeof expirationSeconds !== 'number' || !Number.isInteger(expirationSeconds))
-    throw Errors.badRequest('spec.expirationSeconds must be an integer');
-  const audiences = Array.isArray(spec.audiences) && spec.audiences.length > 0 ? spec.audiences : [ISSUER];
-  if (!audiences.every((a): a is string => typeof a === 'string'))
-    throw Errors.badRequest('spec.audiences must be a list of strings');
-  const causes = [];
-  if (expirationSeconds < MIN_EXPIRATION_SECONDS)
-    causes.push(
-      FieldErrors.invalid(
-        'spec.expirationSeconds',
-        expirationSeconds,
-        'may not specify a duration less than 10 minutes',
-      ),
-    );
-  if (expirationSeconds > 2 ** 32)
-    causes.push(
-      FieldErrors.invalid(
-        'spec.expirationSeconds',
-        expirationSeconds,
-        'may not specify a duration larger than 2^32 seconds',
-      ),
-    );
-  if (causes.length > 0) throw Errors.invalid('authentication.k8s.io', 'TokenRequest', '', causes);
-  const bound = isPlainObject(spec.boundObjectRef) ? boundObject(api, name, namespace, spec.boundObjectRef) : {};
-  const now = api.ctx.clock.now();
-  const { token, expiresAt } = options.dryRun
-    ? { token: '', expiresAt: now + expirationSeconds * 1000 }
-    : serviceAccountTokens(api).issue(serviceAccount, audiences, expirationSeconds, bound);
-  return {
-    kind: 'TokenRequest',
-    apiVersion: 'authentication.k8s.io/v1',
-    metadata: { name, namespace, creationTimestamp: rfc3339(now) },
-    spec: {
-      audiences,
-      expirationSeconds,
-      boundObjectRef: isPlainObject(spec.boundObjectRef) ? spec.boundObjectRef : null,
-    },
-    status: { token, expirationTimestamp: rfc3339(expiresAt) },
-  };
 }

@@ -10,9 +10,9 @@ import { defaultProfile, loadNodeProfile, parseCapacity } from '../kubelet/node.
 import { loadStageFile } from '../kubelet/stages.js';
 import { buildServer } from '../server/server.js';
 import { ApiAuth } from '../auth/api-auth.js';
-import { serviceAccountTokens } from '../auth/service-account-tokens.js';
 import { loadTokenFile } from '../auth/token-file.js';
 import type { UserInfo } from '../auth/user.js';
+import { authBackend } from '../cluster/auth-backend.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { kubeconfigYaml } from '../client/kubeconfig.js';
 import { Logger, type LogLevel } from './logger.js';
@@ -99,8 +99,9 @@ function serveSecurity(cluster: Cluster, options: ServeOptions, log: Logger): Se
   const adminToken = randomBytes(32).toString('base64url');
   tokens.set(adminToken, { username: ADMIN_USER, groups: ['system:masters'] });
   // With --data the ServiceAccount signing key is kept beside the CA, so issued tokens outlive a restart.
-  if (options.data !== undefined) serviceAccountTokens(cluster.api).useKeyFile(join(tlsDir(options.data), 'sa.key'));
-  return { auth: new ApiAuth(cluster, tokens), adminToken };
+  const backend = authBackend(cluster);
+  if (options.data !== undefined) backend.tokens.useKeyFile(join(tlsDir(options.data), 'sa.key'));
+  return { auth: new ApiAuth(backend, tokens), adminToken };
 }
 
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */

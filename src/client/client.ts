@@ -1,6 +1,5 @@
 import type { PatchType } from '../api/patch.js';
-import type { KubeObject } from '../api/types.js';
-import type { DeleteOptions, KubeList } from '../registry/generic-store.js';
+import type { KubeObject, DeleteOptions, KubeList } from '../api/types.js';
 
 /** A resource as the API addresses it. */
 export interface Gvr {

@@ -1,7 +1,6 @@
 import { ApiError } from '../api/errors.js';
 import { PATCH_CONTENT_TYPES, type PatchType } from '../api/patch.js';
-import { isPlainObject, type KubeObject } from '../api/types.js';
-import type { DeleteOptions, KubeList } from '../registry/generic-store.js';
+import { isPlainObject, type KubeObject, type DeleteOptions, type KubeList } from '../api/types.js';
 import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, WatchOptions } from './client.js';
 import type { Connection } from './kubeconfig.js';
 import { LineSplitter } from './watch-lines.js';

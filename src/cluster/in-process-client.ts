@@ -1,8 +1,7 @@
 import { Errors } from '../api/errors.js';
 import type { PatchType } from '../api/patch.js';
-import type { KubeObject } from '../api/types.js';
+import type { KubeObject, DeleteOptions, KubeList } from '../api/types.js';
 import type { Cluster } from './cluster.js';
-import type { DeleteOptions, KubeList } from '../registry/generic-store.js';
 import { scaleOf, writeScale } from '../registry/scale.js';
 import type { KindInfo } from '../registry/types.js';
 import type { StoreEvent, WatchEventType } from '../storage/watch.js';

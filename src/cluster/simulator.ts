@@ -4,8 +4,12 @@ import { defaultProfile } from '../kubelet/node.js';
 import { defaultStages } from '../kubelet/stages.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { ControllerManager, selectControllers, type LogFn } from '../runtime/manager.js';
-import type { ServerOptions } from '../server/server.js';
+import type { FastifyInstance } from 'fastify';
+import type { KubeClient } from '../client/client.js';
+import { buildServer, type ServerOptions } from '../server/server.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
+import { controllerHost } from './controller-host.js';
+import { InProcessClient } from './in-process-client.js';
 
 export interface SimulatorOptions extends ClusterOptions {
   /** Controllers to run, kube-controller-manager style ('*', 'name', '-name'); default '*'. */
@@ -24,6 +28,10 @@ export interface Simulator {
   controllers: ControllerManager;
   /** What buildServer needs from the components (e.g. the simulated kubelets): `buildServer(cluster, {...sim.serverOptions, ...})`. */
   serverOptions: Partial<ServerOptions>;
+  /** The cluster's HTTP face with its components (not listening): buildServer with serverOptions and these. */
+  buildServer(options?: ServerOptions): FastifyInstance;
+  /** A new in-process client of the cluster, as a controller of its own would have. */
+  client(): KubeClient;
   /** Stops every component and closes the cluster (watches, data file). */
   close(): Promise<void>;
 }
@@ -38,18 +46,19 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const log: LogFn = options.log ?? (() => undefined);
   const selected = selectControllers(options.controllers ?? '*', CONTROLLER_NAMES);
   const cluster = await Cluster.start(options);
-  const controllers = new ControllerManager(cluster, log);
+  const host = controllerHost(cluster);
+  const controllers = new ControllerManager(host, log);
   cluster.onClose(() => controllers.stop());
   await controllers.start(controllerFactories, selected);
   const serverOptions: Partial<ServerOptions> = {};
   // The scheduler and the kubelets are components of their own (own client and informers), as in a cluster.
   if (options.scheduler ?? (options.nodes ?? 0) > 0) {
-    const scheduler = new ControllerManager(cluster, log);
+    const scheduler = new ControllerManager(host, log);
     cluster.onClose(() => scheduler.stop());
     await scheduler.start(new Map([['scheduler', (ctx) => new Scheduler(ctx)]]), new Set(['scheduler']));
   }
   if ((options.nodes ?? 0) > 0) {
-    const kubelets = new ControllerManager(cluster, log);
+    const kubelets = new ControllerManager(host, log);
     const fleet = new KubeletFleet(kubelets.context, {
       nodes: options.nodes!,
       profile: options.kubelet?.profile ?? defaultProfile(),
@@ -61,5 +70,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     await kubelets.start(new Map([['kubelet', () => fleet]]), new Set(['kubelet']));
     serverOptions.kubelet = fleet;
   }
-  return { cluster, controllers, serverOptions, close: () => cluster.close() };
+  return {
+    cluster,
+    controllers,
+    serverOptions,
+    buildServer: (extra = {}) => buildServer(cluster, { ...serverOptions, ...extra }),
+    client: () => new InProcessClient(cluster),
+    close: () => cluster.close(),
+  };
 }

@@ -4,7 +4,7 @@ import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources, type Gvr } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { ReconcileLoop, type Controller, type ControllerContext } from '../runtime/controller.js';
-import { ignoreNotFound } from './namespace.js';
+import { ignoreNotFound } from '../api/errors.js';
 
 /** The seed article's annotation: a ConfigMap names the pods to restart when its data changes. */
 export const POD_DELETE_SELECTOR = 'k8spatterns.io/podDeleteSelector';

@@ -1,4 +1,4 @@
-import { ApiError } from '../api/errors.js';
+import { ApiError, ignoreNotFound } from '../api/errors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
@@ -18,7 +18,6 @@ import {
   revisionsToTruncate,
   templatePatch,
 } from './history.js';
-import { ignoreNotFound } from './namespace.js';
 import { fitsNodeAffinity, nodeTaints, targetNodeName, untoleratedTaint, type Toleration } from '../api/node-fit.js';
 import {
   creationTime,

@@ -1,5 +1,5 @@
 import { rfc3339 } from '../clock/clock.js';
-import { ApiError } from '../api/errors.js';
+import { ApiError, ignoreNotFound } from '../api/errors.js';
 import { goLabelSelectorString, selectorFromObject, LabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
 import { Resources, type Gvr } from '../client/client.js';
@@ -15,13 +15,11 @@ import {
   DISRUPTION_ALLOWED,
   SYNC_FAILED,
   type PdbStatus,
-} from '../registry/builtin/policy.js';
-import { setPodCondition } from '../registry/pod-subresources.js';
+} from '../api/pdb.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import type { EventType } from '../runtime/events.js';
 import { controllerOf } from './controller-ref.js';
-import { ignoreNotFound } from './namespace.js';
-import { isPodReady, isTerminal, isTerminating, podCondition } from '../api/pod-util.js';
+import { isPodReady, isTerminal, isTerminating, podCondition, setPodCondition } from '../api/pod-util.js';
 
 type Obj = Record<string, unknown>;
 

@@ -1,8 +1,7 @@
-import { ApiError } from '../api/errors.js';
+import { ApiError, ignoreNotFound } from '../api/errors.js';
 import { deepEqual, type KubeObject, type OwnerReference } from '../api/types.js';
 import type { Informer } from '../client/informer.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ResourceInfo } from '../runtime/controller.js';
-import { ignoreNotFound } from './namespace.js';
 
 const ORPHAN = 'orphan';
 const FOREGROUND = 'foregroundDeletion';

@@ -1,5 +1,5 @@
 import { rfc3339 } from '../clock/clock.js';
-import { ApiError } from '../api/errors.js';
+import { ignoreNotFound } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
@@ -101,13 +101,4 @@ export function namespaceController(ctx: ControllerContext): Controller {
 function remainingGraceMs(obj: KubeObject, now: number): number {
   const at = obj.metadata.deletionTimestamp ? Date.parse(obj.metadata.deletionTimestamp) : NaN;
   return Number.isNaN(at) ? 0 : Math.max(0, at - now);
-}
-
-export async function ignoreNotFound<T>(p: Promise<T>): Promise<T | undefined> {
-  try {
-    return await p;
-  } catch (err) {
-    if (err instanceof ApiError && err.code === 404) return undefined;
-    throw err;
-  }
 }

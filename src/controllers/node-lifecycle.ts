@@ -1,14 +1,11 @@
 import { rfc3339 } from '../clock/clock.js';
-import { ApiError } from '../api/errors.js';
+import { ApiError, ignoreNotFound } from '../api/errors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { cacheKey } from '../client/informer.js';
-import { setPodCondition } from '../registry/pod-subresources.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
-import { tolerationsOf } from '../scheduler/plugins.js';
-import { nodeTaints as taintsOf, tolerates, type Taint } from '../api/node-fit.js';
-import { ignoreNotFound } from './namespace.js';
-import { podNodeName as nodeOf } from '../api/pod-util.js';
+import { nodeTaints as taintsOf, tolerates, type Taint, tolerationsOf } from '../api/node-fit.js';
+import { podNodeName as nodeOf, setPodCondition } from '../api/pod-util.js';
 
 type Obj = Record<string, unknown>;
 

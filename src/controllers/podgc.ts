@@ -2,10 +2,9 @@ import { rfc3339 } from '../clock/clock.js';
 import { deepCopy, isPlainObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { cacheKey } from '../client/informer.js';
-import { setPodCondition } from '../registry/pod-subresources.js';
 import { ReconcileLoop, type Controller, type ControllerContext } from '../runtime/controller.js';
-import { ignoreNotFound } from './namespace.js';
-import { podNodeName as nodeOf } from '../api/pod-util.js';
+import { podNodeName as nodeOf, setPodCondition } from '../api/pod-util.js';
+import { ignoreNotFound } from '../api/errors.js';
 
 type Obj = Record<string, unknown>;
 

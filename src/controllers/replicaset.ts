@@ -1,5 +1,5 @@
 import { rfc3339 } from '../clock/clock.js';
-import { ApiError } from '../api/errors.js';
+import { ApiError, ignoreNotFound } from '../api/errors.js';
 import { selectorFromObject, type LabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
 import { Resources } from '../client/client.js';
@@ -8,7 +8,6 @@ import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileR
 import type { EventRecorder } from '../runtime/events.js';
 import { Expectations } from '../runtime/expectations.js';
 import { controlledBy, controllerOf, indexByController, newControllerRef } from './controller-ref.js';
-import { ignoreNotFound } from './namespace.js';
 import { applyClaims, childSelector, planClaims } from './claims.js';
 import { isPodActive } from '../api/pod-util.js';
 import { mattersToReplicaSet, OwnedPodTally, type PodSource, type PodSummary } from './owned-pods.js';

@@ -1,4 +1,4 @@
-import { ApiError } from '../api/errors.js';
+import { ApiError, ignoreNotFound } from '../api/errors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
@@ -20,7 +20,6 @@ import {
   templateOfRevision,
   templatePatch,
 } from './history.js';
-import { ignoreNotFound } from './namespace.js';
 import { isPodAvailable, isRunningAndReady, isTerminating, msUntilAvailable, podPhase } from '../api/pod-util.js';
 
 export const POD_NAME_LABEL = 'statefulset.kubernetes.io/pod-name';

@@ -2,7 +2,7 @@ import { isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { isJobFinished, jobFinishTime } from './job/plan.js';
-import { ignoreNotFound } from './namespace.js';
+import { ignoreNotFound } from '../api/errors.js';
 
 /**
  * Milliseconds until a finished Job with spec.ttlSecondsAfterFinished expires: ≤ 0 means delete it now,

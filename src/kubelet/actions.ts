@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { rfc3339 } from '../clock/clock.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import { setPodCondition } from '../registry/pod-subresources.js';
 import { SharedTable, sharedText as shared } from '../storage/compact.js';
+import { setPodCondition } from '../api/pod-util.js';
 
 /**
  * The kubelet's built-in status transitions, one per action a stage may name. Each is a pure function of the

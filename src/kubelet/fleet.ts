@@ -1,10 +1,9 @@
 import { rfc3339, rfc3339Micro, type TimerHandle } from '../clock/clock.js';
-import { ApiError } from '../api/errors.js';
+import { ApiError, ignoreNotFound } from '../api/errors.js';
 import { applyMergePatch } from '../api/patch.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
-import { ignoreNotFound } from '../controllers/namespace.js';
 import { isTerminal, podNodeName as podNode } from '../api/pod-util.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';

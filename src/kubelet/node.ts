@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { rfc3339 } from '../clock/clock.js';
 import type { SeededRandom } from '../clock/random.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
-import { KUBERNETES_VERSION } from '../server/discovery.js';
+import { KUBERNETES_VERSION } from '../api/version.js';
 
 /**
  * What a simulated node looks like: its Node object at registration and the status its kubelet reports.

@@ -2,7 +2,15 @@ import { rfc3339 } from '../clock/clock.js';
 import { ApiError, Errors, FieldErrors, type StatusCause, type Status } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type PatchType } from '../api/patch.js';
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
-import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
+import {
+  deepCopy,
+  deepEqual,
+  isPlainObject,
+  type DeleteOptions,
+  type KubeList,
+  type KubeObject,
+  type Preconditions,
+} from '../api/types.js';
 import { validateObjectMeta } from '../api/validation.js';
 import { managedFieldsAfterUpdate, serverSideApply, type WriteContext } from '../api/managed-fields.js';
 import {
@@ -13,10 +21,10 @@ import {
   type FieldValidation,
 } from '../api/schema/field-validation.js';
 import { schemaNameForKind } from '../api/schema/schema.js';
-import type { MemoryStore, Preconditions } from '../storage/memory-store.js';
+import type { MemoryStore } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
 import type { Registry } from './registry.js';
-import type { Requester } from '../auth/api-auth.js';
+import type { Requester } from '../auth/requester.js';
 import { groupVersion, resourceKey, type KindInfo, type Strategy, type StrategyContext } from './types.js';
 
 export interface ListQuery {
@@ -24,13 +32,6 @@ export interface ListQuery {
   fieldSelector?: string;
   limit?: number;
   continue?: string;
-}
-
-export interface KubeList {
-  apiVersion: string;
-  kind: string;
-  metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number };
-  items: KubeObject[];
 }
 
 export interface WriteOptions {
@@ -53,14 +54,6 @@ export interface WriteOptions {
   takeBody?: boolean;
   /** Who sent the request, with --auth (access reviews answer for them). */
   requester?: Requester;
-}
-
-export interface DeleteOptions {
-  gracePeriodSeconds?: number;
-  propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
-  orphanDependents?: boolean;
-  preconditions?: Preconditions;
-  dryRun?: boolean;
 }
 
 export interface DeleteResult {

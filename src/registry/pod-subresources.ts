@@ -1,9 +1,10 @@
 import { rfc3339 } from '../clock/clock.js';
 import { ApiError, Errors, FieldErrors, type Status, type StatusCause } from '../api/errors.js';
 import { selectorFromObject } from '../api/selectors.js';
-import { isPlainObject, type KubeObject } from '../api/types.js';
-import { orderedStatus, pdbSpec, pdbStatus, withDisruptionAllowedCondition, type PdbStatus } from './builtin/policy.js';
-import type { DeleteOptions, GenericStore } from './generic-store.js';
+import { orderedStatus, pdbSpec, pdbStatus, withDisruptionAllowedCondition, type PdbStatus } from '../api/pdb.js';
+import { setPodCondition } from '../api/pod-util.js';
+import { isPlainObject, type KubeObject, type DeleteOptions } from '../api/types.js';
+import type { GenericStore } from './generic-store.js';
 import { resourceKey, type KindInfo } from './types.js';
 
 type Obj = Record<string, unknown>;
@@ -11,21 +12,6 @@ type Obj = Record<string, unknown>;
 /** The Status a successful create of pods/binding or pods/eviction answers with. */
 function created(): Status {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 };
-}
-
-/** Sets (or replaces) a pod condition, moving lastTransitionTime only when the status changes. */
-export function setPodCondition(status: Obj, condition: Obj, now: string): void {
-  const conditions = Array.isArray(status.conditions) ? [...(status.conditions as Obj[])] : [];
-  const i = conditions.findIndex((c) => c.type === condition.type);
-  const previous = i >= 0 ? conditions[i] : undefined;
-  const next: Obj = {
-    ...condition,
-    lastProbeTime: null,
-    lastTransitionTime: previous && previous.status === condition.status ? previous.lastTransitionTime : now,
-  };
-  if (i >= 0) conditions[i] = next;
-  else conditions.push(next);
-  status.conditions = conditions;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { KubeObject } from '../api/types.js';
 import type { NameRule } from '../api/validation.js';
 import type { Status } from '../api/errors.js';
 import type { GenericStore } from './generic-store.js';
-import type { Requester } from '../auth/api-auth.js';
+import type { Requester } from '../auth/requester.js';
 
 /** What a strategy may use besides the object: cluster time, the seeded RNG, and allocators. */
 export interface StrategyContext {

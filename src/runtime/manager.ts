@@ -1,8 +1,8 @@
-import type { Cluster } from '../cluster/cluster.js';
-import { InProcessClient } from '../cluster/in-process-client.js';
+import type { Clock } from '../clock/clock.js';
+import type { SeededRandom } from '../clock/random.js';
+import type { KubeClient } from '../client/client.js';
 import { SharedInformers } from '../client/informer.js';
-import { groupVersion, type KindInfo } from '../registry/types.js';
-import type { Controller, ControllerContext, ResourceInfo } from './controller.js';
+import type { ApiResources, Controller, ControllerContext } from './controller.js';
 import { EventRecorder } from './events.js';
 
 export type ControllerFactory = (ctx: ControllerContext) => Controller;
@@ -29,42 +29,37 @@ export function selectControllers(spec: string, known: readonly string[]): Set<s
   return selected;
 }
 
-/** Starts the selected controllers against a cluster through the in-process client and shared informers. */
+/**
+ * What a ControllerManager runs against (cluster/controller-host.ts makes one of a Cluster): a client of its own
+ * for each manager, as every component of a cluster has, the kinds served, time and randomness.
+ */
+export interface ControllerHost {
+  client(): KubeClient;
+  readonly resources: ApiResources;
+  readonly clock: Clock;
+  readonly random: SeededRandom;
+}
+
+/** Starts the selected controllers against a cluster through a client of their own and shared informers. */
 export class ControllerManager {
-  readonly client: InProcessClient;
+  readonly client: KubeClient;
   readonly informers: SharedInformers;
   readonly context: ControllerContext;
   private readonly controllers: Controller[] = [];
 
-  constructor(
-    private readonly cluster: Cluster,
-    log: LogFn,
-  ) {
-    this.client = new InProcessClient(cluster);
-    this.informers = new SharedInformers(this.client, cluster.clock);
+  constructor(host: ControllerHost, log: LogFn) {
+    this.client = host.client();
+    this.informers = new SharedInformers(this.client, host.clock);
     const recorders = new Map<string, EventRecorder>();
-    const toInfo = (k: KindInfo): ResourceInfo => ({
-      gvr: { group: k.group, version: k.version, resource: k.resource },
-      apiVersion: groupVersion(k),
-      kind: k.kind,
-      namespaced: k.namespaced,
-    });
     this.context = {
-      resources: {
-        all: () => cluster.registry.kinds().map(toInfo),
-        byKind: (apiVersion, kind) => {
-          const k = cluster.registry.byGroupVersionKind(apiVersion, kind);
-          return k ? toInfo(k) : undefined;
-        },
-        onChange: (fn) => cluster.registry.onChange(fn),
-      },
+      resources: host.resources,
       client: this.client,
       informers: this.informers,
-      clock: cluster.clock,
-      random: cluster.random,
+      clock: host.clock,
+      random: host.random,
       recorder: (component) => {
         let r = recorders.get(component);
-        if (!r) recorders.set(component, (r = new EventRecorder(this.client, cluster.clock, component)));
+        if (!r) recorders.set(component, (r = new EventRecorder(this.client, host.clock, component)));
         return r;
       },
       log,
@@ -84,10 +79,5 @@ export class ControllerManager {
 
   names(): string[] {
     return this.controllers.map((c) => c.name);
-  }
-
-  /** Lets a virtual clock know when controllers still have work. */
-  watchIdle(isIdle: () => boolean): void {
-    this.cluster.virtualClock?.addIdleCheck(isIdle);
   }
 }

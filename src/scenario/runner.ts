@@ -4,10 +4,8 @@ import { parse as parseYaml } from 'yaml';
 import { ApiError } from '../api/errors.js';
 import type { PatchType } from '../api/patch.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
 import { errorOf, resourcePath } from '../client/http.js';
 import type { Connection } from '../client/kubeconfig.js';
-import type { LogFn } from '../runtime/manager.js';
 import {
   evaluateAssertion,
   evaluateState,
@@ -21,7 +19,7 @@ import { DEFAULT_HISTORY_EXCLUDE, History } from './history.js';
 import { findKubectl, runKubectl, splitArgs } from './kubectl.js';
 import { manifestObjects, parseManifests, ScenarioError, type LoadedScenario } from './loader.js';
 import { ApiResources, type ApiResource } from './resources.js';
-import { durationMs, embeddedTarget, remoteTarget, wallSleep, type ScenarioTarget } from './target.js';
+import { durationMs, embeddedTarget, remoteTarget, wallSleep, type LogFn, type ScenarioTarget } from './target.js';
 import {
   ACTIONS,
   type Action,
@@ -164,7 +162,7 @@ const EXIT_CODE_SETTING = 'kube-sim.dev/exit-code';
 export async function runScenario(loaded: LoadedScenario, options: RunOptions = {}): Promise<RunResult> {
   const scenario = loaded.scenario;
   const seed = options.seed ?? scenario.seed ?? 1;
-  const startTime = scenario.startTime ? Date.parse(scenario.startTime) : DEFAULT_VIRTUAL_START;
+  const startTime = scenario.startTime ? Date.parse(scenario.startTime) : undefined;
   const target: ScenarioTarget = options.server
     ? await remoteTarget(options.server)
     : await embeddedTarget({

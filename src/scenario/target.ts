@@ -12,11 +12,10 @@ import {
   type HttpTransport,
 } from '../client/http.js';
 import type { Connection } from '../client/kubeconfig.js';
-import { InProcessClient } from '../cluster/in-process-client.js';
 import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
-import type { LogFn } from '../runtime/manager.js';
-import { buildServer } from '../server/server.js';
+
+export type LogFn = NonNullable<SimulatorOptions['log']>;
 
 /**
  * The cluster a scenario runs against. Embedded: a fresh simulator on a virtual clock in this process,
@@ -74,9 +73,9 @@ export async function embeddedTarget(options: EmbeddedOptions): Promise<Scenario
   const sim: Simulator = await startSimulator(simOptions);
   const clock = sim.cluster.virtualClock!;
   let address = '127.0.0.1:0';
-  const app = buildServer(sim.cluster, { ...sim.serverOptions, advertiseAddress: () => address });
+  const app = sim.buildServer({ advertiseAddress: () => address });
   let url: Promise<string> | undefined;
-  const client = new InProcessClient(sim.cluster);
+  const client = sim.client();
   return {
     mode: 'embedded',
     client,

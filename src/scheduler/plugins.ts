@@ -1,6 +1,14 @@
 import { parseMilli } from '../api/quantity.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import { nodeTaints, termMatches, tolerates, untoleratedTaint, type Taint, type Toleration } from '../api/node-fit.js';
+import {
+  nodeTaints,
+  termMatches,
+  tolerates,
+  tolerationsOf,
+  untoleratedTaint,
+  type Taint,
+  type Toleration,
+} from '../api/node-fit.js';
 
 /**
  * The default scheduler's filter and score plugins, as pure functions over a pod and a node's accounting
@@ -105,11 +113,6 @@ export function allocatableOf(node: KubeObject): Resources {
 
 // ---------------------------------------------------------------------------------------------------------
 // taints, tolerations, node affinity: the rules api/node-fit.ts shares with the DaemonSet controller
-
-export function tolerationsOf(pod: KubeObject): Toleration[] {
-  const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  return Array.isArray(spec.tolerations) ? ((spec.tolerations as unknown[]).filter(isPlainObject) as Toleration[]) : [];
-}
 
 /** What the filters read from a pod, extracted once per scheduling attempt rather than once per node. */
 export interface PodFilter {

@@ -3,8 +3,7 @@ import { ApiError } from '../api/errors.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources as Gvrs } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
-import { isTerminal, podNodeName } from '../api/pod-util.js';
-import { setPodCondition } from '../registry/pod-subresources.js';
+import { isTerminal, podNodeName, setPodCondition } from '../api/pod-util.js';
 import { flattenString, SharedTable } from '../storage/compact.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import {

@@ -6,8 +6,6 @@ import { groupVersion, type KindInfo } from '../registry/types.js';
  * Discovery documents, derived from the registry table and rebuilt only when the set of kinds changes:
  * the legacy APIVersions/APIGroupList/APIResourceList and the aggregated APIGroupDiscoveryList kubectl asks for first.
  */
-export const KUBERNETES_VERSION = { major: '1', minor: '32', gitVersion: 'v1.32.0' };
-
 const STANDARD_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
 export interface Subresource {

@@ -4,7 +4,7 @@ import type protobufjs from 'protobufjs';
 import { stringify as yamlStringify } from 'yaml';
 import { isPlainObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
-import { KUBERNETES_VERSION } from './discovery.js';
+import { KUBERNETES_VERSION } from '../api/version.js';
 import type { OpenApi } from './openapi.js';
 
 /**

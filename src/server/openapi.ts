@@ -9,7 +9,8 @@ import {
 } from '../api/schema/schema.js';
 import type { Registry } from '../registry/registry.js';
 import { groupVersion, type KindInfo } from '../registry/types.js';
-import { KUBERNETES_VERSION, subresourcesOf } from './discovery.js';
+import { KUBERNETES_VERSION } from '../api/version.js';
+import { subresourcesOf } from './discovery.js';
 
 /**
  * OpenAPI v3, derived from the registry and the built-in schemas: the index at /openapi/v3 and one document per

@@ -5,7 +5,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { ApiError, Errors } from '../api/errors.js';
 import { queryBool } from '../api/query-params.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import type { Cluster } from '../cluster/cluster.js';
+import type { ServedCluster } from './served-cluster.js';
 import type { ExecTarget, KubeletConnector, LogLine } from '../api/kubelet-connector.js';
 import type { KindInfo } from '../registry/types.js';
 
@@ -90,7 +90,7 @@ function nonNegative(query: Query, key: string): number | undefined {
 
 /** GET pods/NAME/log: the container's lines as text/plain; with follow=true a chunked stream until it exits. */
 export function podLog(
-  cluster: Cluster,
+  cluster: ServedCluster,
   kubelet: KubeletConnector | undefined,
   info: KindInfo,
   namespace: string | undefined,
@@ -181,7 +181,7 @@ export class ExecServer {
   });
 
   constructor(
-    private readonly cluster: Cluster,
+    private readonly cluster: ServedCluster,
     private readonly kubelet: KubeletConnector | undefined,
   ) {}
 

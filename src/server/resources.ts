@@ -6,9 +6,9 @@ import { ApiError, Errors } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from '../api/patch.js';
 import { optionalQueryBool, queryBool } from '../api/query-params.js';
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
-import { isPlainObject, type KubeObject } from '../api/types.js';
-import type { Cluster } from '../cluster/cluster.js';
-import type { DeleteOptions, ListQuery, WatchQuery, WriteOptions } from '../registry/generic-store.js';
+import { isPlainObject, type KubeObject, type DeleteOptions } from '../api/types.js';
+import type { ServedCluster } from './served-cluster.js';
+import type { ListQuery, WatchQuery, WriteOptions } from '../registry/generic-store.js';
 import { defaultFieldManager } from '../api/managed-fields.js';
 import { parseFieldValidation } from '../api/schema/field-validation.js';
 import { scaleOf, writeScale } from '../registry/scale.js';
@@ -75,7 +75,7 @@ function checkPathName(name: string): void {
 
 /** Segments after /api/v1 or /apis/GROUP/VERSION, resolved against the registry as kube-apiserver routes them. */
 export function resolveTarget(
-  cluster: Cluster,
+  cluster: ServedCluster,
   group: string,
   version: string,
   segments: string[],
@@ -103,7 +103,7 @@ export function resolveTarget(
 /** The REST verbs for one resource request; every answer and error is JSON (or YAML) as kube-apiserver gives it. */
 export class ResourceHandler {
   constructor(
-    private readonly cluster: Cluster,
+    private readonly cluster: ServedCluster,
     private readonly kubelet?: KubeletConnector,
   ) {}
 

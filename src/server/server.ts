@@ -6,9 +6,10 @@ import { rfc3339, parseDuration } from '../clock/clock.js';
 import { ApiError, Errors } from '../api/errors.js';
 import { queryBool } from '../api/query-params.js';
 import { isPlainObject } from '../api/types.js';
-import type { Cluster } from '../cluster/cluster.js';
+import type { ServedCluster } from './served-cluster.js';
 import { MAX_BODY_BYTES, parseJson } from './body.js';
-import { Discovery, KUBERNETES_VERSION } from './discovery.js';
+import { KUBERNETES_VERSION } from '../api/version.js';
+import { Discovery } from './discovery.js';
 import { parseMediaTypes } from './negotiation.js';
 import { OpenApi } from './openapi.js';
 import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPTED, OpenApiV2 } from './openapi-v2.js';
@@ -89,7 +90,7 @@ function pathSegments(path: string): string[] {
  * The HTTP face of a cluster: Kubernetes REST and watch routes derived from the registry, discovery, OpenAPI,
  * /version and health, and the simulator's own /sim/v1 controls. Returns a fastify instance (not listening).
  */
-export function buildServer(cluster: Cluster, options: ServerOptions = {}): FastifyInstance {
+export function buildServer(cluster: ServedCluster, options: ServerOptions = {}): FastifyInstance {
   const app = Fastify({
     logger: false,
     bodyLimit: MAX_BODY_BYTES,
@@ -233,7 +234,7 @@ export function buildServer(cluster: Cluster, options: ServerOptions = {}): Fast
 }
 
 /** Simulator controls under /sim/v1 (not a Kubernetes group): the clock and node faults. */
-function registerSimRoutes(app: FastifyInstance, cluster: Cluster, kubelet: KubeletConnector | undefined): void {
+function registerSimRoutes(app: FastifyInstance, cluster: ServedCluster, kubelet: KubeletConnector | undefined): void {
   for (const action of ['fail', 'recover'] as const) {
     app.post(`/sim/v1/nodes/:name/${action}`, async (request, reply) => {
       const name = (request.params as { name: string }).name;
@@ -273,7 +274,7 @@ function registerSimRoutes(app: FastifyInstance, cluster: Cluster, kubelet: Kube
 /** Watches over WebSocket on the same URLs as HTTP watches, and pods/exec. */
 function attachWebSockets(
   app: FastifyInstance,
-  cluster: Cluster,
+  cluster: ServedCluster,
   resources: ResourceHandler,
   exec: ExecServer,
   auth: ApiAuth | undefined,

@@ -1,6 +1,6 @@
 import { Errors, type GroupResource } from '../api/errors.js';
 import type { FieldSelector, LabelSelector } from '../api/selectors.js';
-import { deepEqual, type KubeObject } from '../api/types.js';
+import { deepEqual, type KubeObject, type Preconditions } from '../api/types.js';
 import { compactObject } from './compact.js';
 import { SortedKeys } from './sorted-keys.js';
 import { StoreEvent, WatchHub, type FieldsOf, type Watch, type WatchFilter, type WatchSink } from './watch.js';
@@ -19,11 +19,6 @@ export interface ResourceSpec {
   fieldsOf: FieldsOf;
   /** Objects of this resource share their alike parts (compactObject); others only get their strings flattened. */
   shareParts?: boolean;
-}
-
-export interface Preconditions {
-  uid?: string;
-  resourceVersion?: string;
 }
 
 export interface ListOptions {

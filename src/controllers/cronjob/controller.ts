@@ -1,4 +1,4 @@
-import { ApiError } from '../../api/errors.js';
+import { ApiError, ignoreNotFound } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import { Resources } from '../../client/client.js';
 import {
@@ -8,7 +8,6 @@ import {
   type ReconcileResult,
 } from '../../runtime/controller.js';
 import { controlledBy, indexByController, ownerKey } from '../controller-ref.js';
-import { ignoreNotFound } from '../namespace.js';
 import { cronJobStatus, cronStatusChanged, planCronJob, withCreatedJob } from './plan.js';
 
 /**

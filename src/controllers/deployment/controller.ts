@@ -1,4 +1,4 @@
-import { ApiError } from '../../api/errors.js';
+import { ApiError, ignoreNotFound } from '../../api/errors.js';
 import { selectorFromObject, type LabelSelector } from '../../api/selectors.js';
 import { deepCopy, deepEqual, type KubeObject, type OwnerReference } from '../../api/types.js';
 import { Resources } from '../../client/client.js';
@@ -10,7 +10,6 @@ import {
 } from '../../runtime/controller.js';
 import { applyClaims, childSelector, planClaims } from '../claims.js';
 import { controlledBy, controllerOf, indexByController, newControllerRef } from '../controller-ref.js';
-import { ignoreNotFound } from '../namespace.js';
 import { deploymentSpec, deploymentStatus, hasProgressDeadline, templateOf } from './model.js';
 import { planDeployment } from './plan.js';
 import { newCondition, PROGRESSING, Reasons, setCondition } from './progress.js';

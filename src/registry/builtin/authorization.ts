@@ -1,6 +1,6 @@
 import { Errors, FieldErrors, type StatusCause } from '../../api/errors.js';
 import { isPlainObject, type KubeObject } from '../../api/types.js';
-import type { Requester } from '../../auth/api-auth.js';
+import type { Requester } from '../../auth/requester.js';
 import { alwaysAllow, type Authorizer } from '../../auth/authorizer.js';
 import type { RequestAttributes } from '../../auth/request-info.js';
 import { ISSUER } from '../../auth/service-account-tokens.js';

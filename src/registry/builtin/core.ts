@@ -1,5 +1,5 @@
 import { FieldErrors, type StatusCause } from '../../api/errors.js';
-import { createServiceAccountToken } from '../../auth/service-account-tokens.js';
+import { createServiceAccountToken } from '../serviceaccount-token.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
 import { checkConfigMapKey } from '../../api/validation.js';
 import { ageOf, col, field, num, orNone, str } from '../printers.js';

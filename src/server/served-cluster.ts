@@ -1,0 +1,16 @@
+import type { Clock, VirtualClock } from '../clock/clock.js';
+import type { GenericStore } from '../registry/generic-store.js';
+import type { Registry } from '../registry/registry.js';
+
+/** What the HTTP server serves (cluster/Cluster is one): the table of kinds, the generic store, time, durability. */
+export interface ServedCluster {
+  readonly registry: Registry;
+  readonly api: GenericStore;
+  readonly clock: Clock;
+  /** The clock when it is virtual, for /sim/v1/clock. */
+  readonly virtualClock: VirtualClock | undefined;
+  /** The store's latest revision: the resourceVersion of a list and of a watch's bookmarks. */
+  readonly store: { readonly currentRevision: number };
+  /** With --data, resolves once every change up to `revision` (default: the latest) is on disk; else undefined. */
+  durable(revision?: number): Promise<void> | undefined;
+}
