@@ -26,6 +26,18 @@ import { containerFs, volumeError } from '../src/kubelet/volumes.js';
 // without a server, on a fixed virtual clock.
 const T0 = Date.UTC(2025, 0, 1);
 const S = 1000;
+
+/** An exec's stdin that holds `text` and then ends. */
+function once(text: string): { read(): Promise<Uint8Array | undefined> } {
+  let left: Uint8Array | undefined = Buffer.from(text);
+  return {
+    read: async () => {
+      const chunk = left;
+      left = undefined;
+      return chunk;
+    },
+  };
+}
 type Obj = Record<string, unknown>;
 
 function pod(
@@ -477,9 +489,9 @@ describe('environment, volumes and the exec shell', () => {
         fs,
         clock,
         io: {
-          stdout: (t) => (out += t),
-          stderr: (t) => (err += t),
-          readStdin: stdin === undefined ? undefined : async () => stdin,
+          stdout: (t) => void (out += Buffer.from(t).toString()),
+          stderr: (t) => void (err += Buffer.from(t).toString()),
+          ...(stdin === undefined ? {} : { stdin: once(stdin) }),
           closed: new Promise(() => undefined),
         },
       });

@@ -34,16 +34,24 @@ export interface LogSource {
 
 /** The process side of an exec: bytes in and out, and the exit code when it is done. */
 export interface ExecStreams {
-  stdout(text: string): void;
-  stderr(text: string): void;
-  /** Standard input, when the client sent stdin=true; resolves to the text read until the client closed it. */
-  readStdin?(): Promise<string>;
-  /** With a terminal (tty=true): each chunk of keystrokes as it arrives. */
-  onStdin?(listener: (chunk: string) => void): void;
+  /** Output; a returned promise asks the process to wait before writing more (the client reads slowly). */
+  stdout(data: string | Uint8Array): void | Promise<void>;
+  stderr(data: string | Uint8Array): void | Promise<void>;
+  /** Standard input when the client sent stdin=true: chunks as they arrive, until the client closes it. */
+  stdin?: ExecInput;
   /** The client asked for a terminal: one output stream, keystrokes in raw mode. */
   tty?: boolean;
   /** Resolves when the client goes away, so long-running commands (sleep) can stop. */
   closed: Promise<void>;
+}
+
+/** An exec's standard input as the client sends it. */
+export interface ExecInput {
+  /**
+   * The next chunk, waiting for one; undefined once the client has closed its stdin (v5.channel.k8s.io's close
+   * signal, SPDY's half-close) or gone away. Over v4.channel.k8s.io stdin ends only with the connection.
+   */
+  read(): Promise<Uint8Array | undefined>;
 }
 
 export interface ExecTarget {

@@ -1,7 +1,11 @@
 import { posix } from 'node:path';
 import { parseDuration, type Clock } from '../clock/clock.js';
 import type { ExecStreams } from '../api/kubelet-connector.js';
-import type { VirtualFs } from './volumes.js';
+import type { ContainerFs } from './filesystem.js';
+import { tar } from './shell/commands/tar.js';
+import { test } from './shell/commands/test.js';
+import { Reader, type ByteSource, type Writer } from './shell/io.js';
+import type { Proc, Utility } from './shell/proc.js';
 
 /**
  * The tiny shell `kubectl exec` reaches in a simulated container: the environment the container started with,
@@ -10,7 +14,7 @@ import type { VirtualFs } from './volumes.js';
  */
 export interface ShellContext {
   env: Map<string, string>;
-  fs: VirtualFs;
+  fs: ContainerFs;
   clock: Clock;
   io: ExecStreams;
 }
@@ -19,7 +23,12 @@ interface Io {
   out(text: string): void;
   err(text: string): void;
   stdin(): Promise<string>;
+  /** The raw input, for the commands that read it as a stream. */
+  reader?: Reader;
 }
+
+/** Commands that read and write bytes as streams. */
+const UTILITIES: Record<string, Utility> = { tar, test, '[': test };
 
 type Builtin = (args: string[], io: Io, shell: Shell) => Promise<number> | number;
 
@@ -101,9 +110,9 @@ const BUILTINS: Record<string, Builtin> = {
     let code = 0;
     for (const file of args) {
       const path = posix.resolve('/', file);
-      const content = shell.ctx.fs.read(path);
-      if (content !== undefined) io.out(content);
-      else if (shell.ctx.fs.isDir(path)) {
+      const st = shell.ctx.fs.stat(path);
+      if (st?.kind === 'file') io.out(shell.ctx.fs.read(path).toString('utf8'));
+      else if (st?.kind === 'dir') {
         io.err(`cat: ${file}: Is a directory\n`);
         code = 1;
       } else {
@@ -120,7 +129,7 @@ const BUILTINS: Record<string, Builtin> = {
     let code = 0;
     targets.forEach((target, i) => {
       const path = posix.resolve('/', target);
-      if (shell.ctx.fs.read(path) !== undefined) io.out(`${target}\n`);
+      if (shell.ctx.fs.stat(path)?.kind === 'file') io.out(`${target}\n`);
       else if (shell.ctx.fs.isDir(path)) {
         if (targets.length > 1) io.out(`${i > 0 ? '\n' : ''}${target}:\n`);
         const names = shell.ctx.fs.list(path);
@@ -214,7 +223,10 @@ export class Shell {
   }
 
   hostname(): string {
-    return (this.ctx.fs.read('/etc/hostname') ?? this.env.get('HOSTNAME') ?? '').trim();
+    const st = this.ctx.fs.stat('/etc/hostname');
+    return (
+      st?.kind === 'file' ? this.ctx.fs.read('/etc/hostname').toString('utf8') : (this.env.get('HOSTNAME') ?? '')
+    ).trim();
   }
 
   /** Runs one command (argv as exec gives it). */
@@ -230,11 +242,46 @@ export class Shell {
 
   private rootIo(): Io {
     let stdin: Promise<string> | undefined;
+    const input = this.ctx.io.stdin;
+    const reader = new Reader(input ? { read: () => input.read() } : undefined);
     return {
-      out: (t) => this.ctx.io.stdout(t),
-      err: (t) => this.ctx.io.stderr(t),
-      stdin: () => (stdin ??= this.ctx.io.readStdin ? this.ctx.io.readStdin() : Promise.resolve('')),
+      out: (t) => void this.ctx.io.stdout(t),
+      err: (t) => void this.ctx.io.stderr(t),
+      stdin: () => (stdin ??= reader.all().then((b) => b.toString('utf8'))),
+      reader,
     };
+  }
+
+  private utility(run: Utility, argv: string[], io: Io): Promise<number> | number {
+    const writer = (write: (t: string) => void, root: (d: string | Uint8Array) => void | Promise<void>): Writer => ({
+      write: (d) => (io.reader ? root(d) : write(typeof d === 'string' ? d : Buffer.from(d).toString('utf8'))),
+    });
+    const source: ByteSource = { read: async () => (io.reader ? io.reader.chunk() : undefined) };
+    const stdin =
+      io.reader ??
+      new Reader({
+        read: async () => {
+          const text = await io.stdin();
+          source.read = async () => undefined;
+          return text === '' ? undefined : Buffer.from(text);
+        },
+      });
+    const abort = new AbortController();
+    void this.ctx.io.closed.then(() => abort.abort());
+    const proc: Proc = {
+      argv,
+      stdin,
+      stdout: writer(io.out, (d) => this.ctx.io.stdout(d)),
+      stderr: writer(io.err, (d) => this.ctx.io.stderr(d)),
+      env: this.env,
+      cwd: '/',
+      fs: this.ctx.fs,
+      clock: this.ctx.clock,
+      signal: abort.signal,
+      run: (a) => this.exec(a, io),
+      hostname: () => this.hostname(),
+    };
+    return run(proc);
   }
 
   private async exec(argv: string[], io: Io): Promise<number> {
@@ -244,10 +291,18 @@ export class Shell {
     if (SHELLS.has(name)) {
       const c = args.indexOf('-c');
       if (c >= 0) return this.script(args[c + 1] ?? '', io);
-      if (this.ctx.io.tty && this.ctx.io.onStdin) return this.interactive(this.ctx.io.onStdin);
+      const input = this.ctx.io.stdin;
+      if (this.ctx.io.tty && input)
+        return this.interactive((listener) => {
+          void (async () => {
+            for (let chunk = await input.read(); chunk !== undefined; chunk = await input.read())
+              listener(Buffer.from(chunk).toString('utf8'));
+          })();
+        });
       return this.script(await io.stdin(), io);
     }
     if (name === 'exit') throw new ExitSignal(args[0] === undefined ? this.lastCode : Number(args[0]) & 255);
+    if (Object.hasOwn(UTILITIES, name)) return this.utility(UTILITIES[name]!, [name, ...args], io);
     const builtin = Object.hasOwn(BUILTINS, name) ? BUILTINS[name] : undefined;
     if (!builtin) {
       io.err(`${cmd}: command not found\n`);
@@ -261,7 +316,7 @@ export class Shell {
    * Ctrl-D or `exit` to leave), each line run as a script; output newlines become CR LF, as a pty does.
    */
   private interactive(onStdin: (listener: (chunk: string) => void) => void): Promise<number> {
-    const write = (text: string): void => this.ctx.io.stdout(text.replace(/\r?\n/g, '\r\n'));
+    const write = (text: string): void => void this.ctx.io.stdout(text.replace(/\r?\n/g, '\r\n'));
     const io: Io = { out: write, err: write, stdin: () => Promise.resolve('') };
     const prompt = (): void => write('# ');
     let line = '';
@@ -300,11 +355,11 @@ export class Shell {
           } else if (c === '\u007f' || c === '\b') {
             if (line.length > 0) {
               line = line.slice(0, -1);
-              this.ctx.io.stdout('\b \b');
+              void this.ctx.io.stdout('\b \b');
             }
           } else if (c >= ' ') {
             line += c;
-            this.ctx.io.stdout(c);
+            void this.ctx.io.stdout(c);
           }
         }
       });

@@ -18,6 +18,7 @@ import {
 } from './actions.js';
 import type { ExecTarget, KubeletConnector, LogSource } from '../api/kubelet-connector.js';
 import { runInContainer } from './exec-shell.js';
+import { ContainerDisks } from './filesystem.js';
 import { LogStore } from './logs.js';
 import { nodeIP, nodeLabels, nodeManifest, nodeStatus, PodCidrs, PodIps, type NodeProfile } from './node.js';
 import { resolveEnv, type EnvSources } from './pod-env.js';
@@ -219,6 +220,8 @@ export class KubeletFleet implements Controller, KubeletConnector {
   private readonly services: Informer;
   private readonly loop: ReconcileLoop;
   private readonly logStore = new LogStore();
+  /** What containers wrote (exec, kubectl cp) and their pods' emptyDirs. */
+  private readonly disks = new ContainerDisks();
   private readonly cidrs: PodCidrs;
   /** The resourceVersion this kubelet last wrote per pod: the cache is stale until it catches up. */
   private readonly written = new Map<string, number>();
@@ -546,6 +549,7 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const key = cacheKey(pod);
     this.releaseIP(key);
     this.logStore.remove(pod.metadata.uid ?? '');
+    this.disks.remove(pod.metadata.uid ?? '');
     this.written.delete(key);
     this.firstSeen.delete(key);
     this.done.delete(key);
@@ -859,8 +863,15 @@ export class KubeletFleet implements Controller, KubeletConnector {
       if ('env' in resolved) env = new Map(resolved.env);
     }
     const clock = this.ctx.clock;
+    const instance = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
     return {
-      run: (command, io) => runInContainer(command, { env, fs: containerFs(pod, spec, sources), clock, io }),
+      run: (command, io) =>
+        runInContainer(command, {
+          env,
+          fs: containerFs(pod, spec, sources, () => clock.now(), { disks: this.disks, instance }),
+          clock,
+          io,
+        }),
     };
   }
 }

@@ -1,54 +1,15 @@
-import { posix } from 'node:path';
+import { parseMilli } from '../api/quantity.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
+import { ContainerFs, FsLayer, type ContainerDisks } from './filesystem.js';
 import { dataOf, downwardField, type EnvSources } from './pod-env.js';
 
 /**
  * What a container sees of its filesystem: the volumes it mounts, read from the current ConfigMaps and
- * Secrets (a mounted ConfigMap shows its latest data, as the kubelet's sync of configMap volumes does), and the
- * files every container gets (/etc/hostname, /etc/hosts, /etc/resolv.conf). Built when an exec runs.
+ * Secrets (a mounted ConfigMap shows its latest data, as the kubelet's sync of configMap volumes does), emptyDirs,
+ * and the files every container gets (/etc/hostname, /etc/hosts, /etc/resolv.conf). Built when an exec runs, over
+ * the container's writable layer (filesystem.ts).
  */
 type Obj = Record<string, unknown>;
-
-export class VirtualFs {
-  private readonly files = new Map<string, string>();
-  private readonly dirs = new Set<string>(['/']);
-
-  addFile(path: string, content: string): void {
-    const p = posix.normalize(path);
-    this.files.set(p, content);
-    for (let d = posix.dirname(p); ; d = posix.dirname(d)) {
-      this.dirs.add(d);
-      if (d === '/') break;
-    }
-  }
-
-  addDir(path: string): void {
-    const p = posix.normalize(path);
-    for (let d = p; ; d = posix.dirname(d)) {
-      this.dirs.add(d);
-      if (d === '/') break;
-    }
-  }
-
-  read(path: string): string | undefined {
-    return this.files.get(posix.normalize(path));
-  }
-
-  isDir(path: string): boolean {
-    return this.dirs.has(posix.normalize(path));
-  }
-
-  /** Names directly inside a directory, sorted. */
-  list(path: string): string[] {
-    const dir = posix.normalize(path);
-    const prefix = dir === '/' ? '/' : `${dir}/`;
-    const names = new Set<string>();
-    for (const p of [...this.files.keys(), ...this.dirs]) {
-      if (p !== dir && p.startsWith(prefix)) names.add(p.slice(prefix.length).split('/')[0]!);
-    }
-    return [...names].sort();
-  }
-}
 
 interface VolumeSource {
   /** relative path → content; undefined when the source is missing (and not optional) */
@@ -141,24 +102,29 @@ export function volumeError(pod: KubeObject, sources: EnvSources): { volume: str
   return undefined;
 }
 
-/** The filesystem of one container of the pod, as of now. */
-export function containerFs(pod: KubeObject, container: Obj, sources: EnvSources): VirtualFs {
-  const fs = new VirtualFs();
-  const name = pod.metadata.name ?? '';
-  const spec = isPlainObject(pod.spec) ? pod.spec : {};
-  const hostname = typeof spec.hostname === 'string' && spec.hostname ? spec.hostname : name;
-  const status = isPlainObject(pod.status) ? pod.status : {};
-  const namespace = pod.metadata.namespace ?? 'default';
-  fs.addFile('/etc/hostname', `${hostname}\n`);
-  fs.addFile(
-    '/etc/hosts',
-    `# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${typeof status.podIP === 'string' ? status.podIP : ''}\t${hostname}\n`,
-  );
-  fs.addFile(
-    '/etc/resolv.conf',
-    `search ${namespace}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n`,
-  );
-  for (const d of ['/bin', '/dev', '/home', '/proc', '/root', '/tmp', '/usr', '/var']) fs.addDir(d);
+/** Where the container's own writes live: the kubelet's disks, and which container instance this is. */
+export interface ContainerStorage {
+  disks: ContainerDisks;
+  /** The container's restart count: a restarted container starts from a fresh writable layer. */
+  instance: number;
+}
+
+/**
+ * The filesystem of one container of the pod, as of now. With `storage`, what the container wrote before (and its
+ * pod's emptyDirs) is there; without, it starts empty.
+ */
+export function containerFs(
+  pod: KubeObject,
+  container: Obj,
+  sources: EnvSources,
+  now: () => number = () => 0,
+  storage?: ContainerStorage,
+): ContainerFs {
+  const uid = pod.metadata.uid ?? '';
+  const created = storage?.disks.layer(uid, String(container.name ?? ''), storage.instance);
+  const root = created?.layer ?? new FsLayer(false);
+  const fs = new ContainerFs(root, now);
+  if (!created || created.fresh) baseFiles(fs, pod);
   const volumes = new Map(volumesOf(pod).map((v) => [String(v.name), v]));
   for (const mount of Array.isArray(container.volumeMounts)
     ? (container.volumeMounts.filter(isPlainObject) as Obj[])
@@ -166,16 +132,48 @@ export function containerFs(pod: KubeObject, container: Obj, sources: EnvSources
     const mountPath = String(mount.mountPath ?? '');
     if (!mountPath.startsWith('/')) continue;
     const volume = volumes.get(String(mount.name));
+    if (volume && isPlainObject(volume.emptyDir)) {
+      const limit = parseMilli(volume.emptyDir.sizeLimit);
+      fs.mount(
+        mountPath,
+        storage
+          ? storage.disks.emptyDir(uid, String(volume.name), limit === undefined ? undefined : Math.floor(limit / 1000))
+          : new FsLayer(false),
+      );
+      continue;
+    }
     const files = volume ? volumeSource(volume, pod, sources)?.files() : undefined;
     const subPath = typeof mount.subPath === 'string' && mount.subPath !== '' ? mount.subPath : undefined;
     if (subPath !== undefined) {
       const content = files instanceof Map ? files.get(subPath) : undefined;
-      if (content !== undefined) fs.addFile(mountPath, content);
+      if (content !== undefined) fs.mountFile(mountPath, content);
       continue;
     }
-    fs.addDir(mountPath);
-    if (files === undefined || typeof files === 'string') continue;
-    for (const [rel, content] of files) fs.addFile(posix.join(mountPath, rel), content);
+    // ConfigMap, Secret, downward API and projected volumes are read-only, as the kubelet mounts them.
+    const layer = new FsLayer(true);
+    if (files instanceof Map) for (const [rel, content] of files) ContainerFs.fill(layer, rel, content);
+    fs.mount(mountPath, layer);
   }
   return fs;
+}
+
+/** What every container starts with: the files the kubelet writes for it and the usual directories. */
+function baseFiles(fs: ContainerFs, pod: KubeObject): void {
+  const name = pod.metadata.name ?? '';
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  const hostname = typeof spec.hostname === 'string' && spec.hostname ? spec.hostname : name;
+  const status = isPlainObject(pod.status) ? pod.status : {};
+  const namespace = pod.metadata.namespace ?? 'default';
+  for (const d of ['/bin', '/dev', '/etc', '/home', '/proc', '/root', '/tmp', '/usr', '/var'])
+    fs.mkdir(d, { parents: true });
+  fs.write('/etc/hostname', `${hostname}\n`);
+  fs.write(
+    '/etc/hosts',
+    `# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${typeof status.podIP === 'string' ? status.podIP : ''}\t${hostname}\n`,
+  );
+  fs.write(
+    '/etc/resolv.conf',
+    `search ${namespace}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n`,
+  );
+  fs.chmod('/tmp', 0o1777);
 }

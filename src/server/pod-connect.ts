@@ -8,6 +8,7 @@ import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { ServedCluster } from './served-cluster.js';
 import type { ExecTarget, KubeletConnector, LogLine } from '../api/kubelet-connector.js';
 import type { KindInfo } from '../registry/types.js';
+import { ExecInputQueue } from './exec-input.js';
 
 /**
  * The connect subresources of pods: pods/log (plain text, streamed with follow=true) and pods/exec (WebSocket,
@@ -235,52 +236,39 @@ export class ExecServer {
 
   private async run(ws: WebSocket, target: ExecTarget, command: string[], stdin: boolean, tty: boolean): Promise<void> {
     const v5 = ws.protocol === 'v5.channel.k8s.io';
-    const frame = (channel: number, data: string | Buffer): void => {
-      if (ws.readyState === ws.OPEN)
-        ws.send(Buffer.concat([Buffer.from([channel]), typeof data === 'string' ? Buffer.from(data) : data]));
+    /** Sends one frame; past a megabyte not yet sent, the promise holds the writer until the client reads. */
+    const frame = (channel: number, data: string | Uint8Array): void | Promise<void> => {
+      if (ws.readyState !== ws.OPEN) return;
+      const payload = Buffer.concat([Buffer.from([channel]), typeof data === 'string' ? Buffer.from(data) : data]);
+      if (ws.bufferedAmount < 1024 * 1024) return ws.send(payload);
+      return new Promise<void>((resolve) => ws.send(payload, () => resolve()));
     };
-    let input = '';
-    let stdinClosed = !stdin;
-    const listeners: Array<(chunk: string) => void> = [];
-    const stdinWaiters: Array<() => void> = [];
-    const closeStdin = (): void => {
-      stdinClosed = true;
-      for (const w of stdinWaiters.splice(0)) w();
-    };
+    const input = stdin ? new ExecInputQueue({ pause: () => ws.pause(), resume: () => ws.resume() }) : undefined;
     let onClosed!: () => void;
     const closed = new Promise<void>((resolve) => (onClosed = resolve));
     ws.on('close', () => {
-      closeStdin();
+      input?.end();
       onClosed();
     });
     ws.on('message', (data: RawData) => {
       const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
       if (buf.length === 0) return;
       const channel = buf[0]!;
-      if (channel === 0) {
-        const chunk = buf.subarray(1).toString('utf8');
-        input += chunk;
-        for (const l of listeners) l(chunk);
-      } else if (channel === 255 && v5 && buf[1] === 0) closeStdin(); // v5: the client closed its stdin
+      if (channel === 0) input?.push(buf.subarray(1));
+      else if (channel === 255 && v5 && buf[1] === 0) input?.end(); // v5: the client closed its stdin
     });
     let code: number;
     try {
       code = await target.run(command, {
-        stdout: (text) => frame(1, text),
+        stdout: (data) => frame(1, data),
         // A terminal has one output stream.
-        stderr: (text) => frame(tty ? 1 : 2, text),
+        stderr: (data) => frame(tty ? 1 : 2, data),
         tty,
-        onStdin: stdin ? (l) => listeners.push(l) : undefined,
-        readStdin: stdin
-          ? () =>
-              stdinClosed
-                ? Promise.resolve(input)
-                : new Promise<string>((resolve) => stdinWaiters.push(() => resolve(input)))
-          : undefined,
+        ...(input ? { stdin: input } : {}),
         closed,
       });
     } catch (err) {
-      frame(
+      void frame(
         3,
         JSON.stringify({
           metadata: {},
@@ -293,7 +281,7 @@ export class ExecServer {
       ws.close(1000);
       return;
     }
-    frame(3, JSON.stringify(exitStatus(command, code)));
+    void frame(3, JSON.stringify(exitStatus(command, code)));
     ws.close(1000);
   }
 
