@@ -357,6 +357,60 @@ ${extra}`;
     assert.deepEqual(entries[0]!.fieldsV1, { 'f:data': { 'f:x': {} }, 'f:metadata': { 'f:labels': { 'f:team': {} } } });
   });
 
+  it('client-side apply, then diff and apply --server-side with a change: kubectl takes over what it applied and keeps last-applied-configuration in step', async () => {
+    const manifest = (mode: string): string =>
+      file(
+        'upgraded.yaml',
+        `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: upgraded\n  namespace: cmds\n  labels: {team: a}\ndata:\n  mode: ${mode}\n  size: small\n`,
+      );
+    const path = '/api/v1/namespaces/cmds/configmaps/upgraded';
+    const lastApplied = (obj: Obj): Record<string, unknown> => {
+      const text = obj.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration'];
+      assert.ok(text?.endsWith('}\n'), `last-applied-configuration: ${text}`);
+      return JSON.parse(text ?? '') as Record<string, unknown>;
+    };
+    assert.equal(await ok(['apply', '-f', manifest('one')]), 'configmap/upgraded created\n');
+
+    const diff = await run(['diff', '--server-side', '-f', manifest('two')]);
+    assert.equal(diff.code, 1, `kubectl diff --server-side exited ${diff.code}: ${diff.stderr}`);
+    assert.equal(diff.stderr, '', 'no conflict, no "keeps changing" retries');
+    assert.match(diff.stdout, /^-\s+mode: one$/m);
+    assert.match(diff.stdout, /^\+\s+mode: two$/m);
+    assert.deepEqual((await api.get(path)).data, { mode: 'one', size: 'small' }, 'diff changes nothing');
+
+    assert.equal(
+      await ok(['apply', '--server-side', '-f', manifest('two')]),
+      'configmap/upgraded serverside-applied\n',
+    );
+    let live = await api.get(path);
+    assert.deepEqual(live.data, { mode: 'two', size: 'small' });
+    assert.deepEqual(live.metadata.labels, { team: 'a' });
+    assert.deepEqual(lastApplied(live).data, { mode: 'two', size: 'small' }, 'the annotation follows the apply');
+    const owners = (obj: Obj, field: string): string[] =>
+      (obj.metadata.managedFields as Array<{ manager: string; operation: string; fieldsV1: Record<string, unknown> }>)
+        .filter((e) => field in ((e.fieldsV1['f:data'] as Record<string, unknown> | undefined) ?? {}))
+        .map((e) => `${e.manager}/${e.operation}`);
+    assert.deepEqual(owners(live, 'f:mode'), ['kubectl/Apply']);
+
+    // Client-side apply again diffs against the annotation the server-side apply wrote.
+    assert.equal(await ok(['apply', '-f', manifest('three')]), 'configmap/upgraded configured\n');
+    live = await api.get(path);
+    assert.deepEqual(live.data, { mode: 'three', size: 'small' });
+    assert.deepEqual(lastApplied(live).data, { mode: 'three', size: 'small' });
+
+    // A field another manager changed since it was last applied still conflicts, and only that one is named.
+    await ok(['patch', 'cm', 'upgraded', '-n', 'cmds', '--type=merge', '-p', '{"data":{"size":"large"}}']);
+    const conflict = await run(['apply', '--server-side', '-f', manifest('four')]);
+    assert.equal(conflict.code, 1, conflict.stderr);
+    assert.match(
+      conflict.stderr,
+      /^error: Apply failed with 1 conflict: conflict with "kubectl-patch" using v1: \.data\.size$/m,
+    );
+    live = await api.get(path);
+    assert.deepEqual(live.data, { mode: 'three', size: 'large' }, 'a refused apply changes nothing');
+    assert.deepEqual(lastApplied(live).data, { mode: 'three', size: 'small' });
+  });
+
   it('patch: strategic by merge key, $patch: delete, --type=merge and --type=json', async () => {
     await ok([
       'patch',
@@ -686,9 +740,18 @@ ${extra}`;
       'edited',
       'diff changes nothing',
     );
+    // The live values already: a server-side diff changes only last-applied-configuration (settings was applied
+    // client-side), which kube-apiserver rewrites to every configuration kubectl applies server-side.
     const same = await run(['diff', '-f', manifest('edited'), '--server-side']);
-    assert.equal(same.code, 0, `${same.stdout}${same.stderr}`);
-    assert.equal(same.stdout, '');
+    assert.equal(same.code, 1, `${same.stdout}${same.stderr}`);
+    assert.equal(same.stderr, '');
+    assert.deepEqual(
+      same.stdout.split('\n').filter((l) => /^[-+](?![-+]{2} )/.test(l)),
+      [
+        '-      {"apiVersion":"v1","data":{"mode":"slow"},"kind":"ConfigMap","metadata":{"annotations":{},"name":"settings","namespace":"cmds"}}',
+        '+      {"apiVersion":"v1","data":{"mode":"edited"},"kind":"ConfigMap","metadata":{"annotations":{"owner":"b"},"labels":{"tier":"frontend"},"name":"settings","namespace":"cmds"}}',
+      ],
+    );
   });
 
   it('auth can-i [--list] and auth whoami', async () => {

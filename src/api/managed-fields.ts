@@ -1,4 +1,4 @@
-import { ApiError } from './errors.js';
+import { ApiError, type StatusDetails } from './errors.js';
 import type { FieldPatchMeta } from './schema/patch-meta.js';
 import { typeInfo, type Shape, type TypeInfo } from './schema/schema.js';
 import { deepEqual, freezeShared, isPlainObject, type KubeObject } from './types.js';
@@ -564,7 +564,7 @@ export function serverSideApply(
   const inScope = (e: ManagedFieldsEntry): boolean => (scope === 'status') === (e.subresource === 'status');
 
   // Conflicts: applied values that differ from live values owned by another manager.
-  const conflicts: Array<{ manager: string; apiVersion: string; path: string }> = [];
+  const conflicts: ApplyConflict[] = [];
   for (const e of entries) {
     if (isMine(e) || !inScope(e)) continue;
     for (const path of fromFieldsV1(e.fieldsV1)) {
@@ -575,19 +575,20 @@ export function serverSideApply(
         conflicts.push({ manager: e.manager, apiVersion: e.apiVersion, path });
     }
   }
-  if (conflicts.length > 0 && !force) throw conflictError(conflicts, gr, name);
+  if (conflicts.length > 0 && !force) throw new ApplyConflicts(conflicts, gr, name);
 
-  // Merge, then remove what this manager applied before and no longer does (unless another manager owns it).
+  // Merge, then remove what this manager applied before and no longer does, as structured-merge-diff's prune: a
+  // field (a map, a list item: all of it) goes unless a field at or below it is still owned, by another manager
+  // or by this apply.
   const root = rootNode(ctx.typeName);
   let object = (live ? mergeApplied(live, applied, root) : structuredClone(applied)) as KubeObject;
   const previous = entries.find(isMine);
   if (previous && live) {
-    const others = entries.filter((e) => !isMine(e) && inScope(e)).flatMap((e) => [...fromFieldsV1(e.fieldsV1)]);
-    const removed = [...fromFieldsV1(previous.fieldsV1)].filter(
-      (p) =>
-        !appliedLeaves.has(p) &&
-        !others.some((o) => o === p || o.startsWith(`${p.endsWith(`${SEP}.`) ? p.slice(0, -2) : p}${SEP}`)),
-    );
+    const lastSet = fromFieldsV1(previous.fieldsV1);
+    const held = new Set<string>();
+    for (const e of entries) if (!isMine(e) && inScope(e)) for (const p of fromFieldsV1(e.fieldsV1)) holdPath(held, p);
+    for (const p of appliedLeaves.keys()) holdPath(held, p);
+    const removed = [...lastSet].filter((p) => !held.has(nodeOf(p)));
     for (const path of removed.sort((a, b) => a.length - b.length))
       object = removePath(object, path.split(SEP)) as KubeObject;
   }
@@ -599,12 +600,56 @@ export function serverSideApply(
   return { object, managedFields: managed };
 }
 
-function conflictError(
-  conflicts: Array<{ manager: string; apiVersion: string; path: string }>,
+/** The node a path names: a `.` path is the map or list item it is a member of. */
+function nodeOf(path: string): string {
+  return path.endsWith(`${SEP}.`) ? path.slice(0, -2) : path;
+}
+
+/** Adds the node of `path` and every node above it to `held`. */
+function holdPath(held: Set<string>, path: string): void {
+  for (let i = path.indexOf(SEP); i >= 0; i = path.indexOf(SEP, i + 1)) held.add(path.slice(0, i));
+  held.add(nodeOf(path));
+}
+
+/** A field another manager owns with another value than the one applied (its path as fieldsV1 elements). */
+export interface ApplyConflict {
+  manager: string;
+  apiVersion: string;
+  path: string;
+}
+
+/** The 409 of an apply that would change fields other managers own, with the conflicts it names. */
+export class ApplyConflicts extends ApiError {
+  constructor(
+    readonly conflicts: readonly ApplyConflict[],
+    gr: { group: string; resource: string },
+    name: string,
+  ) {
+    const { message, details } = describeConflicts(conflicts, gr, name);
+    super(409, 'Conflict', message, details);
+  }
+}
+
+/**
+ * The fields of an applied configuration `config` (e.g. a client-side apply's last-applied-configuration) whose
+ * value in `live` is the same: what structured-merge-diff's Compare leaves of the configuration's field set once
+ * the modified, added and removed fields are taken out.
+ */
+export function appliedFieldsMatching(config: KubeObject, live: KubeObject, ctx: WriteContext): Set<string> {
+  const scope = scopeOf(ctx);
+  const liveLeaves = leavesOf(live, ctx.typeName, scope, ctx.hasStatus);
+  const matching = new Set<string>();
+  for (const [path, value] of computeLeaves(config, ctx.typeName, scope, ctx.hasStatus, true))
+    if (liveLeaves.has(path) && (value === undefined || deepEqual(value, liveLeaves.get(path)))) matching.add(path);
+  return matching;
+}
+
+function describeConflicts(
+  conflicts: readonly ApplyConflict[],
   gr: { group: string; resource: string },
   name: string,
-): ApiError {
-  const byManager = new Map<string, Array<{ apiVersion: string; path: string }>>();
+): { message: string; details: StatusDetails } {
+  const byManager = new Map<string, ApplyConflict[]>();
   for (const c of conflicts) {
     const list = byManager.get(c.manager) ?? [];
     list.push(c);
@@ -633,7 +678,7 @@ function conflictError(
       field: renderPath(c.path),
     })),
   };
-  return new ApiError(409, 'Conflict', message, details);
+  return { message, details };
 }
 
 function mergeApplied(live: unknown, applied: unknown, node: Node): unknown {

@@ -12,7 +12,8 @@ import {
   type Preconditions,
 } from '../api/types.js';
 import { validateObjectMeta } from '../api/validation.js';
-import { managedFieldsAfterUpdate, serverSideApply, type WriteContext } from '../api/managed-fields.js';
+import { applyAfterClientSideApply } from '../api/last-applied.js';
+import { managedFieldsAfterUpdate, type WriteContext } from '../api/managed-fields.js';
 import {
   pruneUnknownFields,
   strictDecodingMessage,
@@ -286,7 +287,7 @@ export class GenericStore {
     const exists = this.store.get(resourceKey(info), scoped(info, namespace), name) !== undefined;
     if (!exists) {
       if (options.subresource) throw Errors.notFound(info, name);
-      const result = serverSideApply(undefined, applied, ctx, options.force === true, info, name);
+      const result = applyAfterClientSideApply(undefined, applied, body, ctx, options.force === true, info, name);
       const created = this.createDecoded(info, result.object, options, () => result.managedFields);
       options.created = true;
       return created;
@@ -298,7 +299,7 @@ export class GenericStore {
       name,
       {},
       (current) => {
-        const result = serverSideApply(current, applied, ctx, options.force === true, info, name);
+        const result = applyAfterClientSideApply(current, applied, body, ctx, options.force === true, info, name);
         managed = result.managedFields;
         return this.decodeBody(info, namespace, result.object);
       },

@@ -1,3 +1,4 @@
+import { LAST_APPLIED } from '../../api/last-applied.js';
 import type { KubeObject } from '../../api/types.js';
 import { maxSurge } from './fenceposts.js';
 import { deploymentSpec } from './model.js';
@@ -11,7 +12,6 @@ export const REVISION = 'deployment.kubernetes.io/revision';
 export const REVISION_HISTORY = 'deployment.kubernetes.io/revision-history';
 export const DESIRED_REPLICAS = 'deployment.kubernetes.io/desired-replicas';
 export const MAX_REPLICAS = 'deployment.kubernetes.io/max-replicas';
-export const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 export const ROLLBACK_TO = 'deprecated.deployment.rollback.to';
 /** How long the revision-history annotation may grow (kube-controller-manager's default). */
 export const MAX_REVISION_HISTORY_CHARS = 2000;
