@@ -251,15 +251,18 @@ export class GenericStore {
     body: unknown,
     options: WriteOptions,
   ): KubeObject {
-    if (!isPlainObject(body))
-      throw Errors.badRequest('error decoding YAML: the applied configuration must be an object');
-    const gv = groupVersion(info);
-    if (!body.apiVersion || !body.kind) {
+    // kube-apiserver decodes the body into a map with sigs.k8s.io/yaml (so `null` or nothing is an empty one), then
+    // its field manager insists on the resource's group, version and kind.
+    if (body !== null && body !== undefined && !isPlainObject(body))
       throw Errors.badRequest(
-        `invalid object type: /, Kind=: apiVersion and kind must be set in the applied configuration`,
+        `error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal ${goJsonType(body)} into Go value of type map[string]interface {}`,
       );
-    }
-    const applied = this.decodeBody(info, namespace, body);
+    const config = isPlainObject(body) ? body : {};
+    const gvk = appliedGroupVersionKind(config);
+    if (gvk !== `${info.group}/${info.version}, Kind=${info.kind}`)
+      throw Errors.badRequest(`invalid object type: ${gvk}`);
+    const gv = groupVersion(info);
+    const applied = this.decodeBody(info, namespace, config);
     if (applied.metadata.name !== undefined && applied.metadata.name !== name) {
       throw Errors.badRequest(
         `the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`,
@@ -287,7 +290,7 @@ export class GenericStore {
     const exists = this.store.get(resourceKey(info), scoped(info, namespace), name) !== undefined;
     if (!exists) {
       if (options.subresource) throw Errors.notFound(info, name);
-      const result = applyAfterClientSideApply(undefined, applied, body, ctx, options.force === true, info, name);
+      const result = applyAfterClientSideApply(undefined, applied, config, ctx, options.force === true, info, name);
       const created = this.createDecoded(info, result.object, options, () => result.managedFields);
       options.created = true;
       return created;
@@ -299,7 +302,7 @@ export class GenericStore {
       name,
       {},
       (current) => {
-        const result = applyAfterClientSideApply(current, applied, body, ctx, options.force === true, info, name);
+        const result = applyAfterClientSideApply(current, applied, config, ctx, options.force === true, info, name);
         managed = result.managedFields;
         return this.decodeBody(info, namespace, result.object);
       },
@@ -690,6 +693,22 @@ function noNewFinalizers(obj: KubeObject, old: KubeObject): StatusCause[] {
       `no new finalizers can be added if the object is being deleted, found new finalizers ${list}`,
     ),
   ];
+}
+
+/** How Go's encoding/json names a JSON value's type in its "cannot unmarshal" errors. */
+function goJsonType(value: unknown): string {
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'boolean') return 'bool';
+  return typeof value === 'number' ? 'number' : 'string';
+}
+
+/** An applied configuration's GroupVersionKind as Go prints it (`apps/v1, Kind=Deployment`; `/, Kind=` for none). */
+function appliedGroupVersionKind(config: Record<string, unknown>): string {
+  const apiVersion = typeof config.apiVersion === 'string' ? config.apiVersion : '';
+  const kind = typeof config.kind === 'string' ? config.kind : '';
+  const parts = apiVersion === '' ? ['', ''] : apiVersion.split('/');
+  const [group, version] = parts.length === 1 ? ['', parts[0]] : parts.length === 2 ? parts : ['', ''];
+  return `${group}/${version}, Kind=${kind}`;
 }
 
 function applyPatch(type: PatchType, current: KubeObject, patch: unknown, typeName: string | undefined): unknown {
