@@ -554,3 +554,43 @@ spec:
   const firstHour = Math.ceil((start + 1) / 3_600_000) * 3_600_000;
   assert.deepEqual(ticks, Array.from({ length: 24 }, (_, i) => `tick-${(firstHour + i * 3_600_000) / 60000}`).sort());
 });
+
+test("a created workload's status is Go's zero status, as kube-apiserver answers: {} or its fields without omitempty at 0", async (t) => {
+  const server = await serverFor(t, ['--controllers', '-*', ...NO_NODES]);
+  const api = new Api(server.url);
+  const template = { metadata: { labels: { app: 'z' } }, spec: { containers: [{ name: 'c', image: 'i' }] } };
+  const workload = { selector: { matchLabels: { app: 'z' } }, template };
+  const created = async (path: string, kind: string, spec: unknown): Promise<unknown> =>
+    (await api.create(path, { kind, metadata: { name: 'zero' }, spec })).status;
+  assert.deepEqual(await created('/apis/apps/v1/namespaces/default/deployments', 'Deployment', workload), {});
+  assert.deepEqual(await created('/apis/apps/v1/namespaces/default/replicasets', 'ReplicaSet', workload), {
+    replicas: 0,
+  });
+  assert.deepEqual(
+    await created('/apis/apps/v1/namespaces/default/statefulsets', 'StatefulSet', { ...workload, serviceName: 'z' }),
+    { replicas: 0, availableReplicas: 0 },
+  );
+  assert.deepEqual(await created('/apis/apps/v1/namespaces/default/daemonsets', 'DaemonSet', workload), {
+    currentNumberScheduled: 0,
+    numberMisscheduled: 0,
+    desiredNumberScheduled: 0,
+    numberReady: 0,
+  });
+  const job = { template: { spec: { ...template.spec, restartPolicy: 'Never' } } };
+  assert.deepEqual(await created('/apis/batch/v1/namespaces/default/jobs', 'Job', job), {});
+  assert.deepEqual(
+    await created('/apis/batch/v1/namespaces/default/cronjobs', 'CronJob', {
+      schedule: '@daily',
+      jobTemplate: { spec: job },
+    }),
+    {},
+  );
+  // A status sent with the create is dropped all the same.
+  const sent = await api.create('/apis/apps/v1/namespaces/default/deployments', {
+    kind: 'Deployment',
+    metadata: { name: 'sent' },
+    spec: workload,
+    status: { replicas: 7 },
+  });
+  assert.deepEqual(sent.status, {});
+});

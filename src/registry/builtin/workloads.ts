@@ -19,6 +19,17 @@ function defaultTemplate(template: unknown): void {
   if (!isPlainObject(template.metadata)) template.metadata = {};
 }
 
+/**
+ * A new workload's status, as kube-apiserver answers a create: the JSON of Go's zero status struct, whose fields
+ * without omitempty are there as 0 (a client reading status.readyReplicas before the controller's first write
+ * finds the status, not nothing).
+ */
+function zeroStatus(status: Obj): (obj: KubeObject) => void {
+  return (obj) => {
+    obj.status = { ...status };
+  };
+}
+
 /** Checks shared by workloads: a selector that is not empty and that the template's labels satisfy. */
 function validateSelectorAndTemplate(obj: KubeObject, templatePath: string, restartPolicies: string[]): StatusCause[] {
   const s = isPlainObject(obj.spec) ? obj.spec : {};
@@ -95,6 +106,7 @@ function wideTemplateColumns(templatePath: string, withSelector: boolean): Table
 const replicasScale = { specReplicasPath: 'spec.replicas', statusReplicasPath: 'status.replicas' };
 
 const deploymentStrategy: Strategy = {
+  prepareForCreate: zeroStatus({}),
   defaults(obj) {
     const s = spec(obj);
     s.replicas ??= 1;
@@ -205,6 +217,7 @@ const replicasets: KindInfo = {
   strategy: {
     // ValidateReplicaSetStatusUpdate: ObjectMeta update rules and the status, not the spec.
     statusValidation: 'metadata',
+    prepareForCreate: zeroStatus({ replicas: 0 }),
     defaults(obj) {
       spec(obj).replicas ??= 1;
       defaultTemplate(spec(obj).template);
@@ -243,6 +256,7 @@ const statefulsets: KindInfo = {
   strategy: {
     // ValidateStatefulSetStatusUpdate: ObjectMeta update rules and the status, not the spec.
     statusValidation: 'metadata',
+    prepareForCreate: zeroStatus({ replicas: 0, availableReplicas: 0 }),
     defaults(obj) {
       const s = spec(obj);
       s.replicas ??= 1;
@@ -326,6 +340,12 @@ const daemonsets: KindInfo = {
   strategy: {
     // ValidateDaemonSetStatusUpdate: ObjectMeta update rules and the status, not the spec.
     statusValidation: 'metadata',
+    prepareForCreate: zeroStatus({
+      currentNumberScheduled: 0,
+      numberMisscheduled: 0,
+      desiredNumberScheduled: 0,
+      numberReady: 0,
+    }),
     defaults(obj) {
       const s = spec(obj);
       const us = (isPlainObject(s.updateStrategy) ? s.updateStrategy : (s.updateStrategy = {})) as Obj;
@@ -467,6 +487,7 @@ const jobs: KindInfo = {
       defaultTemplate(s.template);
     },
     prepareForCreate(obj) {
+      obj.status = {};
       const s = spec(obj);
       if (s.manualSelector === true) return;
       const uid = obj.metadata.uid!;
@@ -547,6 +568,7 @@ const cronjobs: KindInfo = {
   strategy: {
     // cronJobStatusStrategy validates nothing: no spec check on a status write.
     statusValidation: 'metadata',
+    prepareForCreate: zeroStatus({}),
     defaults(obj) {
       const s = spec(obj);
       s.concurrencyPolicy ??= 'Allow';
