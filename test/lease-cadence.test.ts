@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LEASE_RENEW_MS, nextBeatDue } from '../src/kubelet/fleet.js';
+import { LEASE_RENEW_MS, nextBeatDue } from '../src/kubelet/node-agent.js';
 
 test('kubelets registered together renew their Leases spread over the 10 s period, not in one burst', () => {
   const now = 1_000_000;

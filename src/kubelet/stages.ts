@@ -8,7 +8,10 @@ import { ACTION_NAMES, crashLoopDelayMs, type ActionName } from './actions.js';
 /**
  * Pod lifecycle as data, after kwok's Stage resources: each stage is a selector over the pod's current state,
  * a delay, and what happens next (a built-in status action, a status patch, events, log lines, deletion).
- * The pod is the state: the engine keeps no state machine, it only asks which stage applies now and when.
+ * There is no state machine: which stage applies, and when, is a function of the pod, its settings and the clock,
+ * and of two things the pod cannot say, which the kubelet keeps in its record of the pod (pod-record.ts) and passes
+ * in as the StageContext: when a stage timed from its first match first matched, and which stages already ran
+ * on the pod as it stands without changing it.
  *
  *   apiVersion: kube-sim.dev/v1alpha1
  *   kind: Stage
@@ -74,9 +77,9 @@ export interface StageContext {
   now: number;
   /** Pod annotation, else node annotation, else the server-wide default for this key. */
   setting(key: string): string | undefined;
-  /** When this pod was first seen matching the stage (for stages without `since`). */
+  /** When this pod was first seen matching the stage in its current state (for stages without `since`). */
   firstSeen(stage: string): number;
-  /** Stages already applied to this very version of the pod without changing it (Kill): not applied again. */
+  /** Stages already applied to the pod as it stands without changing it (Kill's SIGTERM): not applied again. */
   done?(stage: string): boolean;
 }
 

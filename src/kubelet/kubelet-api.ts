@@ -1,0 +1,119 @@
+import { ApiError } from '../api/errors.js';
+import { isPlainObject, type KubeObject } from '../api/types.js';
+import type { Clock } from '../clock/clock.js';
+import { podNodeName as podNode } from '../api/pod-util.js';
+import { envAnnotation } from './actions.js';
+import type { ExecTarget, LogSource } from '../api/kubelet-connector.js';
+import { runInContainer } from './exec-shell.js';
+import type { ContainerDisks } from './filesystem.js';
+import type { LogStore } from './logs.js';
+import type { NodeAgent } from './node-agent.js';
+import { resolveEnv, type EnvSources } from './pod-env.js';
+import { containerSpecs } from './stage-pass.js';
+import { containerFs } from './volumes.js';
+
+/**
+ * The kubelet's own API (port 10250), as kube-apiserver reaches it for pods/log and pods/exec: a container's log
+ * instances from the log store, a process in the container's environment and files. A node that is failed or gone
+ * refuses the connection, as a real kubelet's would.
+ */
+type Obj = Record<string, unknown>;
+
+function kubeletError(message: string): ApiError {
+  return new ApiError(400, 'BadRequest', message);
+}
+
+function containerStatus(pod: KubeObject, name: string): Obj | undefined {
+  const status = isPlainObject(pod.status) ? pod.status : {};
+  for (const list of ['containerStatuses', 'initContainerStatuses', 'ephemeralContainerStatuses']) {
+    const found = (Array.isArray(status[list]) ? (status[list] as Obj[]) : []).find((cs) => cs.name === name);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** What the kubelet's API reads: the node agents, the log store, the containers' disks, a pod's environment, the clock. */
+export interface KubeletApiSources {
+  agent(node: string): NodeAgent | undefined;
+  logs: LogStore;
+  disks: ContainerDisks;
+  env(node: string): EnvSources;
+  clock: Clock;
+}
+
+export class KubeletApi {
+  constructor(private readonly sources: KubeletApiSources) {}
+
+  private reachable(pod: KubeObject, path: string): NodeAgent {
+    const agent = this.sources.agent(podNode(pod));
+    if (!agent?.up) {
+      const host = agent?.ip ?? podNode(pod);
+      throw new ApiError(
+        500,
+        'InternalError',
+        `Get "https://${host}:10250/${path}": dial tcp ${host}:10250: connect: connection refused`,
+      );
+    }
+    return agent;
+  }
+
+  /** kubelet's validateContainerLogStatus: which instance's logs, or why there are none. */
+  logs(pod: KubeObject, container: string, previous: boolean): LogSource {
+    this.reachable(pod, `containerLogs/${pod.metadata.namespace}/${pod.metadata.name}/${container}`);
+    const name = pod.metadata.name ?? '';
+    const cs = containerStatus(pod, container);
+    const state = isPlainObject(cs?.state) ? cs.state : {};
+    const last = isPlainObject(cs?.lastState) ? cs.lastState : {};
+    const restarts = typeof cs?.restartCount === 'number' ? cs.restartCount : 0;
+    const uid = pod.metadata.uid ?? '';
+    const waiting = isPlainObject(state.waiting) ? state.waiting : undefined;
+    const store = this.sources.logs;
+    if (previous) {
+      if (!isPlainObject(last.terminated))
+        throw kubeletError(`previous terminated container "${container}" in pod "${name}" not found`);
+      return store.source(uid, container, waiting ? restarts : restarts - 1);
+    }
+    if (isPlainObject(state.running) || isPlainObject(state.terminated) || isPlainObject(last.terminated))
+      return store.source(uid, container, restarts);
+    const reason = waiting && typeof waiting.reason === 'string' ? waiting.reason : 'ContainerCreating';
+    if (reason === 'ErrImagePull')
+      throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: image can't be pulled`);
+    if (reason === 'ImagePullBackOff')
+      throw kubeletError(
+        `container "${container}" in pod "${name}" is waiting to start: trying and failing to pull image`,
+      );
+    throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: ${reason}`);
+  }
+
+  /** A process in a running container: the environment it started with, its mounted files. */
+  exec(pod: KubeObject, container: string): ExecTarget {
+    this.reachable(pod, `exec/${pod.metadata.namespace}/${pod.metadata.name}/${container}`);
+    const cs = containerStatus(pod, container);
+    if (!cs || !isPlainObject(cs.state) || !isPlainObject(cs.state.running)) {
+      throw new ApiError(500, 'InternalError', `container not found ("${container}")`);
+    }
+    const spec = containerSpecs(pod).find((c) => c.name === container) ?? { name: container };
+    const sources = this.sources.env(podNode(pod));
+    let env: Map<string, string>;
+    try {
+      env = new Map(
+        Object.entries(
+          JSON.parse(pod.metadata.annotations?.[envAnnotation(container)] ?? 'null') as Record<string, string>,
+        ),
+      );
+    } catch {
+      env = new Map();
+    }
+    if (env.size === 0) {
+      const resolved = resolveEnv(pod, spec, sources);
+      if ('env' in resolved) env = new Map(resolved.env);
+    }
+    const clock = this.sources.clock;
+    const instance = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
+    const storage = { disks: this.sources.disks, instance };
+    return {
+      run: (command, io) =>
+        runInContainer(command, { env, fs: containerFs(pod, spec, sources, () => clock.now(), storage), clock, io }),
+    };
+  }
+}

@@ -1,0 +1,390 @@
+import { rfc3339Micro, type TimerHandle } from '../clock/clock.js';
+import { ApiError } from '../api/errors.js';
+import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
+import { Resources } from '../client/client.js';
+import type { Informer } from '../client/informer.js';
+import type { ControllerContext } from '../runtime/controller.js';
+import { EventRecorder } from '../runtime/events.js';
+import { nodeIP, nodeLabels, nodeManifest, nodeStatus, type NodeProfile } from './node.js';
+import { PodCidrs, PodIps } from './pod-ips.js';
+
+/**
+ * The node side of every simulated kubelet (kwok's node and node-lease controllers): registers node-1 … node-N and
+ * adopts any other Node (a manifest applied later gets a kubelet just the same), gives each a pod CIDR, renews its
+ * Lease every 10 s and posts its status when it changed (or every 5 min), reports cordons, and takes node faults
+ * (/sim/v1/nodes/NAME/fail|recover). A deleted Node's kubelet stops.
+ */
+type Obj = Record<string, unknown>;
+
+/** How often a kubelet renews its Lease (kubelet: 0.25 × leaseDurationSeconds 40). */
+export const LEASE_RENEW_MS = 10_000;
+export const LEASE_DURATION_SECONDS = 40;
+/** How often a kubelet posts an unchanged node status (nodeStatusReportFrequency). */
+export const STATUS_REPORT_MS = 5 * 60_000;
+const NODE_LEASE_NAMESPACE = 'kube-node-lease';
+
+/**
+ * When a kubelet's next heartbeat is due. The first one after registration comes a fraction of the period
+ * later, the fraction fixed by the node's name: nodes registered together (sim serve --nodes 5000) then renew
+ * spread over the period instead of 5,000 Lease updates in one burst every 10 s. After that, every period
+ * from the last due time (not from when the beat ran), so a busy server delays single beats but never the
+ * cadence; a beat more than a period late skips to the next due time.
+ */
+export function nextBeatDue(name: string, previous: number | undefined, now: number): number {
+  if (previous === undefined) return now + Math.max(1, Math.ceil(LEASE_RENEW_MS * (1 - spreadOf(name))));
+  let due = previous + LEASE_RENEW_MS;
+  while (due <= now) due += LEASE_RENEW_MS;
+  return due;
+}
+
+/** A fraction in [0, 1) from a name (FNV-1a): stable across restarts, no draw from the seeded RNG. */
+function spreadOf(name: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) / 2 ** 32;
+}
+
+/** The Lease a kubelet creates for its Node (owned by it, so that it goes with the Node). */
+function leaseManifest(name: string, node: KubeObject, renewTime: string): KubeObject {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name,
+      namespace: NODE_LEASE_NAMESPACE,
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid! }],
+    },
+    spec: { holderIdentity: name, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime },
+  };
+}
+
+/** The last Lease seen, renewed now (kubelet's lease controller: a copy of its latest Lease with a new renewTime). */
+function renewed(lease: KubeObject, holder: string, renewTime: string): KubeObject {
+  return {
+    ...lease,
+    spec: { ...(lease.spec as Obj), holderIdentity: holder, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime },
+  };
+}
+
+/** One simulated node's kubelet, as the pod worker and the kubelet's API see it. */
+export interface NodeAgent {
+  readonly name: string;
+  /** The node's InternalIP (the pods' hostIP). */
+  readonly ip: string;
+  /** Pod IPs of the node's /24. */
+  readonly ips: PodIps;
+  readonly recorder: EventRecorder;
+  /** False while the node is failed (/sim/v1/nodes/NAME/fail) or its kubelet stopped: its pods do not progress. */
+  readonly up: boolean;
+}
+
+/** A kubelet's own state: its node, its heartbeat timer, what it last renewed and reported. */
+class Agent implements NodeAgent {
+  ips: PodIps;
+  failed = false;
+  stopped = false;
+  timer?: TimerHandle;
+  /** The timer's callback, made once: a heartbeat is armed 26,000 times a virtual day (3 nodes). */
+  readonly beat: () => void;
+  /** Cluster time the next heartbeat is due: beats keep a fixed rate, so one that ran late does not delay the rest. */
+  nextBeat?: number;
+  lease?: KubeObject;
+  lastReport = 0;
+  /** The Node object (and address) whose computed status was found unchanged: no need to compute it again. */
+  statusCheckedFor?: { node: KubeObject; ip: string };
+  schedulable: boolean;
+  /** Settles once the node is registered (labels, pod CIDR) and, when the kubelets run, has posted its status. */
+  registered: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly name: string,
+    readonly ip: string,
+    cidr: string | undefined,
+    readonly recorder: EventRecorder,
+    schedulable: boolean,
+    heartbeat: (agent: Agent) => Promise<void>,
+  ) {
+    this.ips = new PodIps(cidr);
+    this.schedulable = schedulable;
+    this.beat = () => void heartbeat(this);
+  }
+
+  get up(): boolean {
+    return !this.failed && !this.stopped;
+  }
+}
+
+/** What the pod worker does when a node comes and goes. */
+export interface NodeAgentHooks {
+  /** A kubelet took charge of a node, before it registers: pods already there with an IP keep it. */
+  adopted(agent: NodeAgent): void;
+  /** A kubelet registered, or recovered: its pods are looked at again. */
+  ready(node: string): void;
+}
+
+export interface NodeAgentOptions {
+  /** node-1 … node-N are registered at start (existing Nodes are adopted as they are). */
+  nodes: number;
+  profile: NodeProfile;
+  /** Pod CIDRs per node are /24s of this range. */
+  clusterCidr: string;
+}
+
+/** Every simulated node's kubelet, node side (as kwok simulates a cluster's nodes from one process). */
+export class NodeAgents {
+  private readonly agents = new Map<string, Agent>();
+  private readonly cidrs: PodCidrs;
+  private nextIndex: number;
+  private running = false;
+
+  constructor(
+    private readonly ctx: ControllerContext,
+    private readonly nodes: Informer,
+    private readonly options: NodeAgentOptions,
+    private readonly hooks: NodeAgentHooks,
+  ) {
+    this.cidrs = new PodCidrs(options.clusterCidr);
+    this.nextIndex = options.nodes;
+    nodes.addEventHandler({
+      add: (node) => this.adopt(node),
+      update: (_old, node) => this.nodeUpdated(node),
+      delete: (node) => this.release(node),
+    });
+  }
+
+  /** The node's kubelet, if the node has one. */
+  get(name: string): NodeAgent | undefined {
+    return this.agents.get(name);
+  }
+
+  /**
+   * Registers node-1 … node-N and posts the first status of every node adopted so far (the informers have
+   * synced): registration finishes before the server answers its first request.
+   */
+  async start(): Promise<void> {
+    // Nodes adopted while the informers synced have registered but not beaten yet.
+    const early = [...this.agents.values()];
+    this.running = true;
+    for (let i = 1; i <= this.options.nodes; i++) {
+      const name = `node-${i}`;
+      let node = this.nodes.get(undefined, name);
+      if (!node) {
+        try {
+          node = await this.ctx.client.create(
+            Resources.nodes,
+            undefined,
+            nodeManifest(name, i - 1, this.options.profile),
+          );
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 409)) throw err;
+          node = await this.ctx.client.get(Resources.nodes, undefined, name);
+        }
+      }
+      this.adopt(node);
+    }
+    await Promise.all(
+      early.map(async (a) => {
+        await a.registered;
+        await this.heartbeat(a);
+      }),
+    );
+    await Promise.all([...this.agents.values()].map((a) => a.registered));
+  }
+
+  stop(): void {
+    this.running = false;
+    for (const agent of this.agents.values()) {
+      agent.stopped = true;
+      agent.timer?.cancel();
+    }
+  }
+
+  /** Stops a node's kubelet (no heartbeats, its pods stop progressing); false when there is no such node. */
+  failNode(name: string): boolean {
+    const agent = this.agents.get(name);
+    if (!agent) return false;
+    agent.failed = true;
+    agent.timer?.cancel();
+    return true;
+  }
+
+  /** Restarts a failed kubelet; false when there is no such node. */
+  recoverNode(name: string): boolean {
+    const agent = this.agents.get(name);
+    if (!agent) return false;
+    if (!agent.failed) return true;
+    agent.failed = false;
+    agent.lastReport = 0;
+    const node = this.nodes.get(undefined, name);
+    if (node) agent.recorder.event(node, 'Normal', 'Starting', 'Starting kubelet.');
+    void this.heartbeat(agent);
+    this.hooks.ready(name);
+    return true;
+  }
+
+  private indexOf(name: string): number {
+    const m = /^node-(\d+)$/.exec(name);
+    if (m && Number(m[1]) >= 1 && Number(m[1]) <= this.options.nodes) return Number(m[1]) - 1;
+    return this.nextIndex++;
+  }
+
+  /** A kubelet takes charge of a Node: default labels, a pod CIDR, then its first heartbeat. */
+  private adopt(node: KubeObject): void {
+    const name = node.metadata.name!;
+    if (this.agents.has(name) || node.metadata.deletionTimestamp) return;
+    const index = this.indexOf(name);
+    const status = isPlainObject(node.status) ? node.status : {};
+    const addresses = Array.isArray(status.addresses) ? (status.addresses as Obj[]) : [];
+    const ip = String(addresses.find((a) => a.type === 'InternalIP')?.address ?? nodeIP(index));
+    const spec = isPlainObject(node.spec) ? node.spec : {};
+    let cidr = typeof spec.podCIDR === 'string' ? spec.podCIDR : undefined;
+    if (cidr) this.cidrs.reserve(cidr);
+    const patch: Obj = {};
+    const labels = nodeLabels(name, index, this.options.profile);
+    const missing = Object.fromEntries(Object.entries(labels).filter(([k]) => node.metadata.labels?.[k] === undefined));
+    if (Object.keys(missing).length > 0) patch.metadata = { labels: missing };
+    if (!cidr) {
+      cidr = this.cidrs.allocate();
+      if (cidr) patch.spec = { podCIDR: cidr, podCIDRs: [cidr] };
+      else
+        this.ctx.log(
+          'warn',
+          `kubelet ${name}: the cluster CIDR ${this.options.clusterCidr} has no /24 left; its pods get no IP (use --cluster-cidr with a larger range)`,
+        );
+    }
+    const agent = new Agent(
+      name,
+      ip,
+      cidr,
+      new EventRecorder(this.ctx.client, this.ctx.clock, 'kubelet', name),
+      spec.unschedulable !== true,
+      (a) => this.heartbeat(a),
+    );
+    this.agents.set(name, agent);
+    this.hooks.adopted(agent);
+    const running = this.running;
+    agent.registered = (async () => {
+      try {
+        if (Object.keys(patch).length > 0)
+          await this.ctx.client.patch(Resources.nodes, undefined, name, 'merge', patch);
+      } catch (err) {
+        this.ctx.log('warn', `kubelet ${name}: cannot register: ${(err as Error).message}`);
+      }
+      agent.recorder.event(node, 'Normal', 'Starting', 'Starting kubelet.');
+      if (running) await this.heartbeat(agent);
+      this.hooks.ready(name);
+    })();
+  }
+
+  /** A kubelet reports its node turning (un)schedulable, as kubelet does on cordon and uncordon. */
+  private nodeUpdated(node: KubeObject): void {
+    const agent = this.agents.get(node.metadata.name!);
+    if (!agent) return this.adopt(node);
+    const schedulable = (node.spec as Obj | undefined)?.unschedulable !== true;
+    if (schedulable !== agent.schedulable && !agent.failed) {
+      agent.schedulable = schedulable;
+      const condition = schedulable ? 'NodeSchedulable' : 'NodeNotSchedulable';
+      agent.recorder.event(node, 'Normal', condition, `Node ${agent.name} status is now: ${condition}`);
+    }
+  }
+
+  private release(node: KubeObject): void {
+    const agent = this.agents.get(node.metadata.name!);
+    if (!agent) return;
+    agent.stopped = true;
+    agent.timer?.cancel();
+    this.agents.delete(agent.name);
+    const cidr = (node.spec as Obj | undefined)?.podCIDR;
+    if (typeof cidr === 'string') this.cidrs.release(cidr);
+  }
+
+  /** Renews the Lease, posts the node status when it changed (or every 5 min), and schedules the next beat. */
+  private async heartbeat(agent: Agent): Promise<void> {
+    agent.timer?.cancel();
+    if (!agent.up) return;
+    try {
+      await this.renewLease(agent);
+      // Most beats only renew: the status check is made here, without a call that awaits.
+      if (this.statusDue(agent)) await this.postStatus(agent);
+    } catch (err) {
+      if (!(err instanceof ApiError && (err.code === 404 || err.code === 409)))
+        this.ctx.log('warn', `kubelet ${agent.name}: heartbeat: ${(err as Error).message}`);
+    }
+    if (!agent.up || !this.running) return;
+    const now = this.ctx.clock.now();
+    agent.nextBeat = nextBeatDue(agent.name, agent.nextBeat, now);
+    agent.timer = this.ctx.clock.setTimer(agent.nextBeat - now, agent.beat);
+  }
+
+  private async renewLease(agent: Agent): Promise<void> {
+    const node = this.nodes.get(undefined, agent.name);
+    if (!node) return;
+    const renewTime = rfc3339Micro(this.ctx.clock.now());
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        if (!agent.lease) {
+          try {
+            agent.lease = await this.ctx.client.get(Resources.leases, NODE_LEASE_NAMESPACE, agent.name);
+          } catch (err) {
+            if (!(err instanceof ApiError && err.code === 404)) throw err;
+            agent.lease = await this.ctx.client.create(
+              Resources.leases,
+              NODE_LEASE_NAMESPACE,
+              leaseManifest(agent.name, node, renewTime),
+            );
+            return;
+          }
+        }
+        agent.lease = await this.ctx.client.update(Resources.leases, renewed(agent.lease, agent.name, renewTime));
+        return;
+      } catch (err) {
+        agent.lease = undefined;
+        if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) throw err;
+      }
+    }
+  }
+
+  /**
+   * Whether the node status may need a write: the status is a function of the stored Node and the address
+   * (heartbeat times aside), so while neither moved since it was last found or written unchanged, only the
+   * periodic report is (time travel beats 26,000 times a virtual day).
+   */
+  private statusDue(agent: Agent): boolean {
+    const checked = agent.statusCheckedFor;
+    if (checked === undefined || checked.ip !== agent.ip || this.ctx.clock.now() - agent.lastReport >= STATUS_REPORT_MS)
+      return true;
+    return checked.node !== this.nodes.get(undefined, agent.name);
+  }
+
+  private async postStatus(agent: Agent): Promise<void> {
+    const node = this.nodes.get(undefined, agent.name);
+    if (!node) return;
+    const now = this.ctx.clock.now();
+    const status = nodeStatus(node, agent.ip, this.options.profile, now, this.ctx.random);
+    const strip = (s: unknown): unknown => {
+      if (!isPlainObject(s)) return s;
+      const conditions = Array.isArray(s.conditions)
+        ? (s.conditions as Obj[]).map(({ lastHeartbeatTime: _h, ...c }) => c)
+        : s.conditions;
+      return { ...s, conditions };
+    };
+    const changed = !deepEqual(strip(status), strip(node.status));
+    if (!changed && now - agent.lastReport < STATUS_REPORT_MS) {
+      agent.statusCheckedFor = { node, ip: agent.ip };
+      return;
+    }
+    const wasReady = (
+      Array.isArray((node.status as Obj | undefined)?.conditions) ? ((node.status as Obj).conditions as Obj[]) : []
+    ).some((c) => c.type === 'Ready' && c.status === 'True');
+    const written = await this.ctx.client.updateStatus(Resources.nodes, { ...node, status });
+    agent.lastReport = now;
+    // The Node as written is this status: the informer delivers this same object, so the next beats need not
+    // compute the status again to find it unchanged.
+    agent.statusCheckedFor = { node: written, ip: agent.ip };
+    if (!wasReady) {
+      for (const reason of ['NodeHasSufficientMemory', 'NodeHasNoDiskPressure', 'NodeHasSufficientPID', 'NodeReady']) {
+        agent.recorder.event(node, 'Normal', reason, `Node ${agent.name} status is now: ${reason}`);
+      }
+    }
+  }
+}

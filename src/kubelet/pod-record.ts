@@ -1,0 +1,138 @@
+import { deepEqual, type KubeObject } from '../api/types.js';
+
+/**
+ * What the kubelet remembers about one of its pods beyond the pod itself: one record per pod, changed only by the
+ * transitions below. The stage engine decides from the pod, its settings and the clock (stages.ts); the record
+ * holds the four things the pod cannot tell it:
+ *
+ * - its own last write: until the informer has caught up with it, the cached pod is older than the kubelet knows;
+ * - when each stage timed from its first match (a delay without a `since` timestamp: the stop delay) first matched
+ *   the pod in its current state;
+ * - the stages it applied without changing the pod (Kill's SIGTERM, a FailedMount), with the pod as they left it, so
+ *   that they are not applied twice;
+ * - the pod IP it handed out, also before the status carrying it is written.
+ *
+ * A pass that fails to write (a 409 the work queue retries) is no transition: the record stays as it was, so the
+ * retry finds the stop delay already running.
+ */
+export class PodRecord {
+  /** The IP handed out to the pod from its node's range. */
+  private heldIP: string | undefined;
+  /**
+   * What it remembers of the pod's stages, while it remembers any: a pod in steady state holds only its IP, and a
+   * record of two members is as small as an object gets (150,000 of them in a dense cluster).
+   */
+  private stages: StageMemory | undefined;
+
+  /**
+   * Sees the pod as the cache holds it: false while that is older than the kubelet's own last write (the write's
+   * event brings the pod back); the first version as new ends the wait.
+   */
+  caughtUp(pod: KubeObject): boolean {
+    const memory = this.stages;
+    if (memory?.ownWrite === undefined) return true;
+    if (Number(pod.metadata.resourceVersion) < memory.ownWrite) return false;
+    memory.ownWrite = undefined;
+    this.forgetIfEmpty();
+    return true;
+  }
+
+  /** When the stage first matched the pod in its current state: the first ask records `now`. */
+  firstMatched(stage: string, now: number): number {
+    const anchors = (this.memory().anchors ??= new Map());
+    const at = anchors.get(stage);
+    if (at !== undefined) return at;
+    anchors.set(stage, now);
+    return now;
+  }
+
+  /**
+   * The stages already applied to the pod as it now stands without changing it: while it is the version they left,
+   * or others' writes left its status and deletion as they were (a label, a finalizer removed: the kubelet sent its
+   * SIGTERM for that deletion already).
+   */
+  appliedWithoutChange(pod: KubeObject): ReadonlySet<string> {
+    const applied = this.stages?.applied;
+    if (applied === undefined) return NONE;
+    const same =
+      applied.pod.metadata.resourceVersion === pod.metadata.resourceVersion ||
+      (applied.pod.metadata.deletionTimestamp === pod.metadata.deletionTimestamp &&
+        deepEqual(applied.pod.status, pod.status));
+    return same ? applied.stages : NONE;
+  }
+
+  /**
+   * A pass wrote the pod: it is in a new state, whose stages are first seen from now, and the cache is stale until
+   * it holds `written`. `unchanged`: the pass's last stages, which changed nothing on the pod written.
+   */
+  wrote(written: KubeObject, unchanged: ReadonlySet<string>): void {
+    this.stages = { ownWrite: Number(written.metadata.resourceVersion), anchors: undefined, applied: undefined };
+    this.remember(written, unchanged);
+  }
+
+  /**
+   * A pass changed nothing (Kill: a SIGTERM has no status of its own). The pod's state is the one it was, so its
+   * delays keep running: another writer's label meanwhile must not start the stop delay over.
+   */
+  wroteNothing(pod: KubeObject, unchanged: ReadonlySet<string>): void {
+    this.remember(pod, unchanged);
+  }
+
+  /**
+   * A ConfigMap or Secret the pod reads changed: a stage that could not change the pod before (a FailedMount) may
+   * now, so none counts as applied.
+   */
+  inputsChanged(): void {
+    if (this.stages) this.stages.applied = undefined;
+    this.forgetIfEmpty();
+  }
+
+  /** The IP handed out to the pod, if any. */
+  get ip(): string | undefined {
+    return this.heldIP;
+  }
+
+  /** The pod holds this IP (handed out now, or found in its status after a restart of the server). */
+  holdIP(ip: string): void {
+    this.heldIP = ip;
+  }
+
+  /** The pod gives its IP back (it has ended); returns the IP to free, if it held one. */
+  releaseIP(): string | undefined {
+    const ip = this.heldIP;
+    this.heldIP = undefined;
+    return ip;
+  }
+
+  /** Nothing remembered: the record can go (it starts afresh if the pod changes again). */
+  get empty(): boolean {
+    return this.heldIP === undefined && this.stages === undefined;
+  }
+
+  private memory(): StageMemory {
+    return (this.stages ??= { ownWrite: undefined, anchors: undefined, applied: undefined });
+  }
+
+  private remember(pod: KubeObject, unchanged: ReadonlySet<string>): void {
+    if (unchanged.size > 0) this.memory().applied = { pod, stages: unchanged };
+    else if (this.stages) this.stages.applied = undefined;
+    this.forgetIfEmpty();
+  }
+
+  private forgetIfEmpty(): void {
+    const memory = this.stages;
+    if (memory && memory.ownWrite === undefined && memory.anchors === undefined && memory.applied === undefined)
+      this.stages = undefined;
+  }
+}
+
+interface StageMemory {
+  /** The resourceVersion of the kubelet's last write, until the cache holds a version as new. */
+  ownWrite: number | undefined;
+  /** Per stage timed from its first match: when it first matched the pod in its current state. */
+  anchors: Map<string, number> | undefined;
+  /** Stages applied without changing the pod, and the pod as they left it. */
+  applied: { pod: KubeObject; stages: ReadonlySet<string> } | undefined;
+}
+
+const NONE: ReadonlySet<string> = new Set();

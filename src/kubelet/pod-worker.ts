@@ -1,0 +1,296 @@
+import { ApiError, ignoreNotFound } from '../api/errors.js';
+import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
+import { Resources } from '../client/client.js';
+import { cacheKey, type Informer } from '../client/informer.js';
+import { podNodeName as podNode } from '../api/pod-util.js';
+import { ReconcileLoop, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
+import type { ActionContext, ActionLog } from './actions.js';
+import type { ContainerDisks } from './filesystem.js';
+import type { LogStore } from './logs.js';
+import type { NodeAgent } from './node-agent.js';
+import { resolveEnv, type EnvSources } from './pod-env.js';
+import { keepPodIP, podIPFor, releasePodIP } from './pod-ips.js';
+import { PodRecord } from './pod-record.js';
+import { annotationChanges, containerSpecs, planPass, type PassEnv, type StageStep } from './stage-pass.js';
+import type { Stage } from './stages.js';
+import { volumeError } from './volumes.js';
+
+/**
+ * The pod side of every simulated kubelet (kwok's pod controller): each bound pod of a node with a kubelet goes
+ * through the lifecycle stages, one reconcile per pod key with its delays on the clock, its status written through
+ * the status subresource. What it remembers of a pod between reconciles is the pod's PodRecord, nothing else.
+ */
+type Obj = Record<string, unknown>;
+
+/** ConfigMaps and Secrets a pod reads (env, envFrom, volumes): what must wake it when they change. */
+function referencesOf(pod: KubeObject, kind: 'configMap' | 'secret'): string[] {
+  const ns = pod.metadata.namespace ?? '';
+  const names = new Set<string>();
+  for (const c of containerSpecs(pod)) {
+    for (const e of Array.isArray(c.env) ? (c.env as unknown[]) : []) {
+      const from = isPlainObject(e) && isPlainObject(e.valueFrom) ? e.valueFrom : undefined;
+      const ref = from?.[kind === 'configMap' ? 'configMapKeyRef' : 'secretKeyRef'];
+      if (isPlainObject(ref) && typeof ref.name === 'string') names.add(ref.name);
+    }
+    for (const e of Array.isArray(c.envFrom) ? (c.envFrom as unknown[]) : []) {
+      const ref = isPlainObject(e) ? e[kind === 'configMap' ? 'configMapRef' : 'secretRef'] : undefined;
+      if (isPlainObject(ref) && typeof ref.name === 'string') names.add(ref.name);
+    }
+  }
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  for (const v of Array.isArray(spec.volumes) ? (spec.volumes as unknown[]) : []) {
+    if (!isPlainObject(v)) continue;
+    const direct = v[kind];
+    if (isPlainObject(direct)) names.add(String(kind === 'secret' ? direct.secretName : direct.name));
+    const projected =
+      isPlainObject(v.projected) && Array.isArray(v.projected.sources) ? (v.projected.sources as unknown[]) : [];
+    for (const s of projected) if (isPlainObject(s) && isPlainObject(s[kind])) names.add(String((s[kind] as Obj).name));
+  }
+  return [...names].map((n) => `${ns}/${n}`);
+}
+
+/**
+ * The references of a pod spec, kept per spec object: the informer indexes a pod before and after every update,
+ * and nearly every pod update is a status write whose stored object shares the spec of the one before (a pod
+ * went through this walk ~14 times, for ~7 status writes).
+ */
+const referencesBySpec = new WeakMap<object, { ns: string; configMap: string[]; secret: string[] }>();
+
+function references(pod: KubeObject, kind: 'configMap' | 'secret'): string[] {
+  const spec = pod.spec;
+  if (!isPlainObject(spec)) return referencesOf(pod, kind);
+  const ns = pod.metadata.namespace ?? '';
+  let refs = referencesBySpec.get(spec);
+  if (!refs || refs.ns !== ns)
+    referencesBySpec.set(
+      spec,
+      (refs = { ns, configMap: referencesOf(pod, 'configMap'), secret: referencesOf(pod, 'secret') }),
+    );
+  return refs[kind];
+}
+
+export interface PodWorkerOptions {
+  stages: readonly Stage[];
+  /** Server-wide values of the kube-sim.dev/* settings (startup-delay, ready-delay, duration, exit-code). */
+  settings: Readonly<Record<string, string>>;
+}
+
+/** What the pod worker reads besides the pods: the node agents, the nodes, a pod's environment; the runtime's logs and disks. */
+export interface PodWorkerSources {
+  agent(node: string): NodeAgent | undefined;
+  nodes: Informer;
+  configmaps: Informer;
+  secrets: Informer;
+  env(node: string): EnvSources;
+  logs: LogStore;
+  disks: ContainerDisks;
+}
+
+export class PodWorker {
+  readonly loop: ReconcileLoop;
+  private readonly pods: Informer;
+  /** Per pod key: what the kubelet remembers of the pod (made on first need, dropped when it holds nothing). */
+  private readonly records = new Map<string, PodRecord>();
+
+  constructor(
+    private readonly ctx: ControllerContext,
+    private readonly options: PodWorkerOptions,
+    private readonly sources: PodWorkerSources,
+  ) {
+    this.pods = ctx.informers.for(Resources.pods);
+    this.loop = new ReconcileLoop('kubelet', ctx, (key) => this.reconcile(key), 4);
+    this.pods.addIndex('kubelet-node', (p) => (podNode(p) ? [podNode(p)] : []));
+    this.pods.addIndex('kubelet-configmaps', (p) => references(p, 'configMap'));
+    this.pods.addIndex('kubelet-secrets', (p) => references(p, 'secret'));
+    this.pods.addEventHandler({
+      add: (pod) => this.podChanged(pod),
+      update: (_old, pod) => this.podChanged(pod),
+      delete: (pod) => this.podGone(pod),
+    });
+    const wake = (index: string) => (obj: KubeObject) => {
+      for (const pod of this.pods.byIndex(index, cacheKey(obj))) {
+        const key = cacheKey(pod);
+        this.records.get(key)?.inputsChanged();
+        this.loop.queue.add(key);
+      }
+    };
+    for (const [informer, index] of [
+      [sources.configmaps, 'kubelet-configmaps'],
+      [sources.secrets, 'kubelet-secrets'],
+    ] as const) {
+      informer.addEventHandler({ add: wake(index), update: (_o, n) => wake(index)(n), delete: wake(index) });
+    }
+  }
+
+  get informer(): Informer {
+    return this.pods;
+  }
+
+  /** A node's kubelet took charge: the pods already running there with an IP keep it. */
+  nodeAdopted(agent: NodeAgent): void {
+    for (const pod of this.pods.byIndex('kubelet-node', agent.name)) {
+      const key = cacheKey(pod);
+      const record = this.record(key);
+      keepPodIP(pod, record, agent.ips);
+      this.settle(key, record);
+    }
+  }
+
+  /** A node's kubelet registered or recovered: its pods are looked at again. */
+  nodeReady(node: string): void {
+    for (const pod of this.pods.byIndex('kubelet-node', node)) this.loop.queue.add(cacheKey(pod));
+  }
+
+  private record(key: string): PodRecord {
+    let record = this.records.get(key);
+    if (!record) this.records.set(key, (record = new PodRecord()));
+    return record;
+  }
+
+  /** Drops a record that holds nothing (most pods in steady state hold only their IP). */
+  private settle(key: string, record: PodRecord): void {
+    if (record.empty) this.records.delete(key);
+  }
+
+  private podChanged(pod: KubeObject): void {
+    const node = podNode(pod);
+    if (node === '') return;
+    const key = cacheKey(pod);
+    // A pod already running (after a restart with --data) keeps its IP: nobody else may get it.
+    const ip = isPlainObject(pod.status) ? pod.status.podIP : undefined;
+    if (typeof ip === 'string' && ip !== '' && this.records.get(key)?.ip === undefined) {
+      const agent = this.sources.agent(node);
+      if (agent) {
+        const record = this.record(key);
+        keepPodIP(pod, record, agent.ips);
+        this.settle(key, record);
+      }
+    }
+    this.loop.queue.add(key);
+  }
+
+  private podGone(pod: KubeObject): void {
+    const key = cacheKey(pod);
+    const record = this.records.get(key);
+    if (record) releasePodIP(record, this.sources.agent(podNode(pod))?.ips);
+    this.records.delete(key);
+    this.sources.logs.remove(pod.metadata.uid ?? '');
+    this.sources.disks.remove(pod.metadata.uid ?? '');
+  }
+
+  private setting(pod: KubeObject, key: string): string | undefined {
+    return (
+      pod.metadata.annotations?.[key] ??
+      this.sources.nodes.get(undefined, podNode(pod))?.metadata.annotations?.[key] ??
+      this.options.settings[key]
+    );
+  }
+
+  private async reconcile(key: string): Promise<ReconcileResult | void> {
+    const slash = key.indexOf('/');
+    const pod = this.pods.get(key.slice(0, slash), key.slice(slash + 1));
+    if (!pod) return;
+    const agent = this.sources.agent(podNode(pod));
+    if (!agent?.up) return;
+    const record = this.record(key);
+    try {
+      return await this.pass(pod, agent, record);
+    } finally {
+      this.settle(key, record);
+    }
+  }
+
+  private async pass(pod: KubeObject, agent: NodeAgent, record: PodRecord): Promise<ReconcileResult | void> {
+    // Our own write has not reached the cache yet: its event will bring us back.
+    if (!record.caughtUp(pod)) return;
+    const now = this.ctx.clock.now();
+    const plan = planPass(this.options.stages, pod, record, this.passEnv(agent, record, now));
+    if (plan.kind === 'idle') return;
+    if (plan.kind === 'wait') return { requeueAfterMs: plan.waitMs };
+    const { steps, unchanged } = plan;
+
+    let current: KubeObject;
+    try {
+      current = await this.publish(pod, plan.pod, steps);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 404) return; // deleted meanwhile: its DELETED event cleans up
+      throw err;
+    }
+    const wrote = current !== pod;
+    if (wrote) record.wrote(current, unchanged);
+    else record.wroteNothing(pod, unchanged);
+
+    // Every stage's events and log lines, in the order the stages ran.
+    const uid = pod.metadata.uid ?? '';
+    for (const step of steps) {
+      for (const e of step.events) agent.recorder.event(current, e.type, e.reason, e.message, e.fieldPath);
+      this.writeLogs(uid, step.logs, now);
+    }
+    const phase = isPlainObject(current.status) ? current.status.phase : undefined;
+    if (phase === 'Succeeded' || phase === 'Failed') releasePodIP(record, agent.ips);
+    if (steps[steps.length - 1]!.stage.next.delete) {
+      await ignoreNotFound(
+        this.ctx.client.delete(Resources.pods, pod.metadata.namespace, pod.metadata.name!, {
+          gracePeriodSeconds: 0,
+          preconditions: { uid: pod.metadata.uid! },
+        }),
+      );
+      return;
+    }
+    // A pass that wrote nothing (Kill) brings no event back: look for the next stage now.
+    if (!wrote) return { requeueAfterMs: 0 };
+  }
+
+  private passEnv(agent: NodeAgent, record: PodRecord, now: number): PassEnv {
+    return {
+      now,
+      setting: (pod, key) => this.setting(pod, key),
+      nodeName: agent.name,
+      hostIP: agent.ip,
+      actions: (pod) => this.actionContext(pod, agent, record, now),
+    };
+  }
+
+  private actionContext(pod: KubeObject, agent: NodeAgent, record: PodRecord, now: number): ActionContext {
+    const sources = this.sources.env(agent.name);
+    return {
+      now,
+      hostIP: agent.ip,
+      podIP: (p) => podIPFor(p, record, agent.ips),
+      setting: (k) => this.setting(pod, k),
+      resolveEnv: (p, c) => resolveEnv(p, c, sources),
+      volumeError: (p) => volumeError(p, sources),
+      containerID: () => {
+        // One flat string (join), not a rope of nine pieces: every container status keeps it.
+        const parts = ['containerd://'];
+        for (let i = 0; i < 8; i++) parts.push(this.ctx.random.nextUint32().toString(16).padStart(8, '0'));
+        return parts.join('');
+      },
+    };
+  }
+
+  /**
+   * Writes what a pass made of the pod: its status, with the annotations riding on the status write
+   * (pods/status keeps them, as podStatusStrategy), or the annotations alone as a merge patch. The pod as
+   * it was when nothing changed.
+   */
+  private async publish(pod: KubeObject, state: KubeObject, steps: readonly StageStep[]): Promise<KubeObject> {
+    if (state === pod) return pod;
+    if (!deepEqual(state.status, pod.status))
+      return this.ctx.client.updateStatus(Resources.pods, { ...pod, metadata: state.metadata, status: state.status });
+    const changed = annotationChanges(pod, steps);
+    if (Object.keys(changed).length === 0) return pod;
+    return this.ctx.client.patch(Resources.pods, pod.metadata.namespace, pod.metadata.name!, 'merge', {
+      metadata: { annotations: changed, resourceVersion: pod.metadata.resourceVersion },
+    });
+  }
+
+  private writeLogs(uid: string, logs: ActionLog[], at: number): void {
+    const store = this.sources.logs;
+    for (const log of logs) {
+      if (log.start !== undefined) store.start(uid, log.container, log.start);
+      for (const line of log.lines) store.write(uid, log.container, at, line);
+      if (log.end) store.end(uid, log.container);
+    }
+  }
+}
