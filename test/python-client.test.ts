@@ -123,6 +123,25 @@ describe('the official Python client (python3-kubernetes) against sim serve', ()
     assert.ok(seen.timedOut.seconds >= 0.9, `the watch ended after ${seen.timedOut.seconds} s, before its timeout`);
   });
 
+  it('discovery through the typed APIs (/version/, /api/, /apis/ with their trailing slash) and the dynamic client', async (t) => {
+    if (missing) return t.skip(missing);
+    const seen = await python<{
+      version: string;
+      coreVersions: string[];
+      groups: string[];
+      appsPreferred: string;
+      appsResources: string[];
+      dynamic: { patched: Record<string, string>; listed: string[]; watched: string[][] };
+    }>(t, 'discovery', 'py-discovery');
+    const version = await api.get('/version');
+    assert.equal(seen.version, (version as unknown as { gitVersion: string }).gitVersion);
+    assert.deepEqual(seen.coreVersions, ['v1']);
+    assert.ok(seen.groups.includes('apps') && seen.groups.includes('batch'), seen.groups.join());
+    assert.equal(seen.appsPreferred, 'apps/v1');
+    assert.ok(seen.appsResources.includes('deployments/scale'), seen.appsResources.join());
+    assert.deepEqual(seen.dynamic, { patched: { a: '1', b: '2' }, listed: ['dyn'], watched: [['ADDED', 'dyn']] });
+  });
+
   it('utils.create_from_yaml of a multi-document file creates every object; again, FailToCreateError holds a 409 AlreadyExists for each', async (t) => {
     if (missing) return t.skip(missing);
     const file = join(dirname(kubeconfig), 'app.yaml');

@@ -130,20 +130,21 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
     void reply.code(200).header('content-type', contentType).send(text);
   };
 
-  app.get('/version', (_req, reply) =>
-    json(
-      reply,
-      JSON.stringify({
-        ...KUBERNETES_VERSION,
-        gitCommit: '0000000000000000000000000000000000000000',
-        gitTreeState: 'clean',
-        buildDate: '2024-12-11T18:00:00Z',
-        goVersion: 'go1.23.4',
-        compiler: 'gc',
-        platform: 'linux/amd64',
-      }),
-    ),
-  );
+  for (const path of ['/version', '/version/'])
+    app.get(path, (_req, reply) =>
+      json(
+        reply,
+        JSON.stringify({
+          ...KUBERNETES_VERSION,
+          gitCommit: '0000000000000000000000000000000000000000',
+          gitTreeState: 'clean',
+          buildDate: '2024-12-11T18:00:00Z',
+          goVersion: 'go1.23.4',
+          compiler: 'gc',
+          platform: 'linux/amd64',
+        }),
+      ),
+    );
   for (const path of ['/healthz', '/livez', '/readyz'])
     app.get(path, (_req, reply) => void reply.code(200).header('content-type', 'text/plain; charset=utf-8').send('ok'));
 
@@ -171,8 +172,10 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
     }
     return json(reply, legacy ? discovery.apiVersions() : discovery.apiGroupList());
   };
-  app.get('/api', discoveryRoute(true));
-  app.get('/apis', discoveryRoute(false));
+  // go-restful serves a WebService's root route with a trailing slash too: the Python client asks for /version/,
+  // /api/ and /apis/.
+  for (const path of ['/api', '/api/']) app.get(path, discoveryRoute(true));
+  for (const path of ['/apis', '/apis/']) app.get(path, discoveryRoute(false));
 
   // kubectl 1.27 and 1.28 ask for protobuf (and send If-None-Match with the ETag they have cached).
   app.get('/openapi/v2', (request, reply) => {

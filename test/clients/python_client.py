@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from kubernetes import client, config, utils, watch
+from kubernetes import client, config, dynamic, utils, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
@@ -191,7 +191,34 @@ def errors(core, ns, _args):
     return out
 
 
+def discovery(core, ns, _args):
+    # The typed discovery calls ask for /version/, /api/ and /apis/ (a trailing slash, which go-restful allows).
+    out = {
+        "version": client.VersionApi().get_code().git_version,
+        "coreVersions": client.CoreApi().get_api_versions().versions,
+        "groups": [g.name for g in client.ApisApi().get_api_versions().groups],
+        "appsPreferred": client.AppsApi().get_api_group().preferred_version.group_version,
+        "appsResources": [r.name for r in client.AppsV1Api().get_api_resources().resources],
+    }
+    # The dynamic client finds kinds through discovery, then reads and writes as any other.
+    dyn = dynamic.DynamicClient(client.ApiClient())
+    config_maps = dyn.resources.get(api_version="v1", kind="ConfigMap")
+    config_maps.create(
+        body={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dyn", "namespace": ns}, "data": {"a": "1"}}
+    )
+    patched = config_maps.patch(
+        body={"data": {"b": "2"}}, name="dyn", namespace=ns, content_type="application/merge-patch+json"
+    )
+    out["dynamic"] = {
+        "patched": dict(patched.data),
+        "listed": [c.metadata.name for c in config_maps.get(namespace=ns).items],
+        "watched": [[e["type"], e["object"].metadata.name] for e in config_maps.watch(namespace=ns, timeout=1)],
+    }
+    return out
+
+
 MODES = {
+    "discovery": discovery,
     "watch": watch_namespaces,
     "create-from-yaml": create_from_yaml,
     "exec": exec_streams,
