@@ -123,6 +123,21 @@ describe('the official Python client (python3-kubernetes) against sim serve', ()
     assert.ok(seen.timedOut.seconds >= 0.9, `the watch ended after ${seen.timedOut.seconds} s, before its timeout`);
   });
 
+  it('a watch from a resourceVersion older than the watch history: ApiException 410 "Expired: too old resource version"', async (t) => {
+    if (missing) return t.skip(missing);
+    const small = await startServer(['--watch-history', '10']);
+    t.after(() => small.stop());
+    await new Api(small.url).namespace('py-expired');
+    const seen = await runClientScript<{ status: number; reason: string; from: string }>(PYTHON, [
+      join(CLIENT_SCRIPTS, 'python_client.py'),
+      'watch-expired',
+      writeKubeconfig(small.url),
+      'py-expired',
+    ]);
+    assert.equal(seen.status, 410, JSON.stringify(seen));
+    assert.match(seen.reason, new RegExp(`^Expired: too old resource version: ${seen.from} \\(\\d+\\)$`));
+  });
+
   it('discovery through the typed APIs (/version/, /api/, /apis/ with their trailing slash) and the dynamic client', async (t) => {
     if (missing) return t.skip(missing);
     const seen = await python<{

@@ -90,6 +90,18 @@ def watch_namespaces(core, ns, _args):
     }
 
 
+def watch_expired(core, ns, _args):
+    # Past the server's watch history (sim serve --watch-history 10): Watch retries once on 410, then raises.
+    rv = core.list_namespaced_config_map(ns).metadata.resource_version
+    for i in range(30):
+        core.create_namespaced_config_map(ns, {"metadata": {"name": f"c{i}"}})
+    try:
+        events = [e["type"] for e in watch.Watch().stream(core.list_namespaced_config_map, ns, resource_version=rv)]
+        return {"events": events}
+    except ApiException as e:
+        return {"status": e.status, "reason": e.reason, "from": rv}
+
+
 def create_from_yaml(core, ns, args):
     api = client.ApiClient()
     created = utils.create_from_yaml(api, args[0])
@@ -220,6 +232,7 @@ def discovery(core, ns, _args):
 MODES = {
     "discovery": discovery,
     "watch": watch_namespaces,
+    "watch-expired": watch_expired,
     "create-from-yaml": create_from_yaml,
     "exec": exec_streams,
     "exec-stdin": exec_stdin,
