@@ -515,7 +515,7 @@ describe('environment, volumes and the exec shell', () => {
         // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script, expanded by the exec shell
         'echo "$MESSAGE, ${HOSTNAME}" && false || echo fallback; printenv | grep -c MESSAGE; exit 4',
       ]),
-      { code: 4, out: 'Hello, web\nfallback\nMESSAGE=Hello\n', err: '' },
+      { code: 4, out: 'Hello, web\nfallback\n1\n', err: '' },
     );
     assert.deepEqual(await run(['frobnicate', '--now']), {
       code: 127,

@@ -111,9 +111,16 @@ export class KubeletApi {
     const clock = this.sources.clock;
     const instance = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
     const storage = { disks: this.sources.disks, instance };
+    const started = Date.parse(String(cs.state.running.startedAt));
     return {
       run: (command, io) =>
-        runInContainer(command, { env, fs: containerFs(pod, spec, sources, () => clock.now(), storage), clock, io }),
+        runInContainer(command, {
+          env,
+          fs: containerFs(pod, spec, sources, () => clock.now(), storage),
+          clock,
+          io,
+          ...(Number.isNaN(started) ? {} : { startedAt: started }),
+        }),
     };
   }
 }

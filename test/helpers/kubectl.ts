@@ -191,9 +191,14 @@ export class KubectlProcess {
   }
 }
 
-/** Starts `kubectl --server URL ...args` in the background; stop it with `stop()` (do so in t.after). */
-export function spawnKubectl(server: string, args: string[], binary = KUBECTL): KubectlProcess {
+/**
+ * Starts `kubectl --server URL ...args` in the background; stop it with `stop()` (do so in t.after). With
+ * `stdin`, its standard input is a pipe the test writes to (`child.stdin`).
+ */
+export function spawnKubectl(server: string, args: string[], binary = KUBECTL, stdin = false): KubectlProcess {
   return new KubectlProcess(
-    track(spawn(binary, ['--server', server, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] })),
+    track(
+      spawn(binary, ['--server', server, ...args], { env: env(), stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] }),
+    ),
   );
 }

@@ -15,6 +15,8 @@ export interface Proc {
   cwd: string;
   fs: ContainerFs;
   clock: Clock;
+  /** When the container started (cluster time), if known. */
+  startedAt?: number;
   /** Aborted when the command is interrupted (Ctrl-C on a terminal) or the client goes away. */
   signal: AbortSignal;
   /** Runs another command with this one's streams (`env CMD`, `sh -c`, `timeout`); resolves to its exit code. */
@@ -44,6 +46,7 @@ export function describe(err: unknown, path: string, quote = false): string {
 /** Sleeps on the cluster clock; ends early (false) when the command is interrupted. */
 export function sleepOn(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false);
+  if (ms <= 0) return Promise.resolve(true);
   return new Promise((resolve) => {
     const onAbort = (): void => {
       timer.cancel();

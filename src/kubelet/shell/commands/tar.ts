@@ -113,7 +113,8 @@ function parseArgs(args: string[]): TarOptions | string {
 
 /** Member names as GNU tar stores them: relative, without leading `/` or `../`. */
 function memberName(path: string): { name: string; stripped?: string } {
-  let name = posix.normalize(path);
+  let name = path.replace(/\/+/g, '/');
+  if (name.length > 1) name = name.replace(/\/$/, '');
   let stripped: string | undefined;
   const lead = /^(\/|(\.\.\/)+|\.\.$)+/.exec(name);
   if (lead) {
@@ -201,7 +202,7 @@ async function create(p: Proc, o: TarOptions, cwd: string): Promise<number> {
       const dirName = member.name === '.' ? './' : `${member.name}/`;
       pack.entry({ ...header, name: dirName, type: 'directory' });
       if (o.verbose) await (o.file === '-' || o.file === undefined ? p.stderr : p.stdout).write(`${dirName}\n`);
-      for (const child of p.fs.list(path)) await add(posix.join(path, child), posix.join(name, child));
+      for (const child of p.fs.list(path)) await add(posix.join(path, child), `${name.replace(/\/+$/, '')}/${child}`);
     } else {
       const data = p.fs.read(path);
       pack.entry({ ...header, name: member.name, type: 'file', size: data.length }, data);
@@ -271,6 +272,9 @@ async function extract(p: Proc, o: TarOptions, cwd: string): Promise<number> {
     ex.on('finish', resolve);
     ex.on('error', reject);
   });
+  // a broken archive fails both the entries' iteration and `done`: the first is answered, the second must not
+  // become an unhandled rejection
+  done.catch(() => undefined);
   ex.end(archive);
   let warnedSlash = false;
   try {
@@ -279,7 +283,6 @@ async function extract(p: Proc, o: TarOptions, cwd: string): Promise<number> {
       const parts: Buffer[] = [];
       for await (const chunk of entry) parts.push(chunk as Buffer);
       const member = memberName(header.name.replace(/\/+$/, ''));
-      if (member.name === '.' && header.type === 'directory') continue;
       if (!selected(member.name)) continue;
       if (member.stripped && !warnedSlash) {
         warnedSlash = true;
@@ -300,6 +303,7 @@ async function extract(p: Proc, o: TarOptions, cwd: string): Promise<number> {
         failed = true;
         continue;
       }
+      if (member.name === '.' && header.type === 'directory') continue;
       if (o.toStdout) {
         if (kind === 'file') await p.stdout.write(Buffer.concat(parts));
         continue;
@@ -326,6 +330,7 @@ async function extract(p: Proc, o: TarOptions, cwd: string): Promise<number> {
     }
     await done;
   } catch {
+    ex.destroy();
     await p.stderr.write(
       'tar: This does not look like a tar archive\ntar: Exiting with failure status due to previous errors\n',
     );
