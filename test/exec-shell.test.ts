@@ -336,6 +336,18 @@ describe('the exec shell', () => {
     assert.equal(await s.done, 5);
   });
 
+  test('any command on a terminal: CR LF output and canonical input that Ctrl-D ends', async () => {
+    const keys = new Keyboard();
+    const s = start(['cat'], { stdin: keys, tty: true });
+    keys.type('abc\r');
+    await s.until('abc\r\nabc\r\n');
+    keys.type('\x04');
+    assert.equal(await s.done, 0);
+    const ls = start(['ls', '/'], { tty: true, stdin: new Keyboard() });
+    assert.equal(await ls.done, 0);
+    assert.equal(ls.out(), 'etc\r\nroot\r\ntmp\r\n');
+  });
+
   test('the client going away stops what runs', async () => {
     let gone!: () => void;
     const closed = new Promise<void>((resolve) => (gone = resolve));

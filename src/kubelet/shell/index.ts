@@ -9,7 +9,7 @@ import { tar } from './commands/tar.js';
 import { test } from './commands/test.js';
 import { TEXT_UTILITIES } from './commands/text.js';
 import { readAndRun, runShell, Shell, type Machine, type Streams } from './interpreter.js';
-import { Reader, type Writer } from './io.js';
+import { Reader } from './io.js';
 import type { Utility } from './proc.js';
 import { Terminal } from './terminal.js';
 
@@ -59,10 +59,22 @@ export async function runCommand(argv: string[], ctx: ShellContext): Promise<num
   const interactive =
     ctx.io.tty === true && SHELLS.has(name) && !argv.slice(1).some((a) => a === '-c' || !a.startsWith('-'));
   if (interactive) return terminalSession(shell, ctx);
-  const out: Writer = { write: (d) => ctx.io.stdout(d) };
-  const err: Writer = { write: (d) => ctx.io.stderr(d) };
-  const input = ctx.io.stdin;
-  const io: Streams = { in: new Reader(input ? { read: () => input.read() } : undefined), out, err };
+  let io: Streams;
+  let term: Terminal | undefined;
+  if (ctx.io.tty) {
+    // any command on a terminal: CR LF output, canonical input, Ctrl-C interrupts it
+    term = new Terminal(ctx.io.stdin, (text) => ctx.io.stdout(text));
+    io = { in: term.input, out: term.out, err: term.out };
+    shell.signal = AbortSignal.any([closed.signal, term.startCommand()]);
+  } else {
+    const input = ctx.io.stdin;
+    io = {
+      in: new Reader(input ? { read: () => input.read() } : undefined),
+      out: { write: (d) => ctx.io.stdout(d) },
+      err: { write: (d) => ctx.io.stderr(d) },
+    };
+  }
+  const err = io.err;
   try {
     if (argv.length === 0) return 0;
     if (SHELLS.has(name)) {

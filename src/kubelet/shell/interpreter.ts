@@ -102,6 +102,8 @@ export class Shell {
   private jobs: Array<Promise<number>> = [];
   private lastJob = '';
   private readonly pid: number;
+  /** Cluster time the shell started ($SECONDS counts from it). */
+  private startedAt: number;
   private static nextPid = 7;
 
   constructor(
@@ -116,6 +118,7 @@ export class Shell {
     this.vars.set('PWD', this.cwd);
     this.signal = signal;
     this.pid = Shell.nextPid++;
+    this.startedAt = machine.clock.now();
   }
 
   /** A subshell: a copy of everything; what it changes stays in it. */
@@ -131,6 +134,7 @@ export class Shell {
     s.cwd = this.cwd;
     s.options = { ...this.options };
     s.traps = new Map(this.traps);
+    s.startedAt = this.startedAt;
     return s;
   }
 
@@ -767,8 +771,7 @@ export class Shell {
       default:
         if (/^\d+$/.test(name)) return this.positional[Number(name) - 1];
         if (name === 'PWD') return this.cwd;
-        if (name === 'RANDOM') return String((this.steps * 1103515245 + 12345) & 0x7fff);
-        if (name === 'SECONDS') return String(Math.floor(this.machine.clock.now() / 1000));
+        if (name === 'SECONDS') return String(Math.floor((this.machine.clock.now() - this.startedAt) / 1000));
         return this.vars.get(name);
     }
   }
