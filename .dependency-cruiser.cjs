@@ -50,7 +50,6 @@ const layers = {
  */
 const pending = [
   { from: 'kubelet', to: 'src/storage/compact.ts', until: 'issue 19 part 2: the kubelet stops interning its own objects' },
-  { from: 'scheduler', to: 'src/storage/compact.ts', until: 'issue 19 part 3: interning only in the store' },
 ];
 const pendingFor = (layer) => pending.filter((p) => p.from === layer).map((p) => `|${p.to.replaceAll('.', '\\.')}$`);
 

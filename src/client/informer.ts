@@ -11,10 +11,25 @@ export interface EventHandlers {
 
 export type IndexFunc = (obj: KubeObject) => readonly string[];
 
+/**
+ * A view an informer keeps current with its cache, as client-go keeps its indexers: told of every change to the
+ * cache (a list, a watch event, a relist's deletions) as it is made, before any event handler runs, so that what it
+ * derives is never behind the objects the handlers and reconciles read. `old` and `next` are the cached versions
+ * before and after (undefined: absent); objects are shared, never to be changed.
+ */
+export interface CacheIndex {
+  changed(key: string, old: KubeObject | undefined, next: KubeObject | undefined): void;
+}
+
 const NAMESPACE_INDEX = 'namespace';
 
+/**
+ * `namespace/name` (or the name of a cluster-scoped object): the key of the cache and of what components keep
+ * per object. Joined rather than concatenated, so that it is one flat string: a concatenation is a rope that keeps
+ * its pieces, and maps hash and compare a flat key faster.
+ */
 export function cacheKey(obj: KubeObject): string {
-  return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name!;
+  return obj.metadata.namespace ? [obj.metadata.namespace, obj.metadata.name].join('/') : obj.metadata.name!;
 }
 
 /**
@@ -26,6 +41,7 @@ export class Informer {
   private readonly cache = new Map<string, KubeObject>();
   private readonly handlers: EventHandlers[] = [];
   private readonly indexers = new Map<string, { fn: IndexFunc; index: Map<string, Set<string>> }>();
+  private readonly cacheIndexes: CacheIndex[] = [];
   private lastResourceVersion = '0';
   private stopped = true;
   private synced = false;
@@ -59,6 +75,12 @@ export class Informer {
     for (const [key, obj] of this.cache) for (const value of fn(obj)) addTo(index, value, key);
   }
 
+  /** Keeps `index` current with the cache from now on (it is first told of every object cached already). */
+  addCacheIndex(index: CacheIndex): void {
+    this.cacheIndexes.push(index);
+    for (const [key, obj] of this.cache) index.changed(key, undefined, obj);
+  }
+
   byIndex(name: string, value: string): KubeObject[] {
     const keys = this.indexers.get(name)?.index.get(value);
     if (!keys) return [];
@@ -71,7 +93,7 @@ export class Informer {
   }
 
   get(namespace: string | undefined, name: string): KubeObject | undefined {
-    return this.cache.get(namespace ? `${namespace}/${name}` : name);
+    return this.cache.get(namespace ? [namespace, name].join('/') : name);
   }
 
   list(): KubeObject[] {
@@ -178,6 +200,7 @@ export class Informer {
   }
 
   private reindex(key: string, old: KubeObject | undefined, next: KubeObject | undefined): void {
+    for (const index of this.cacheIndexes) index.changed(key, old, next);
     for (const { fn, index } of this.indexers.values()) {
       const before = old ? fn(old) : NO_VALUES;
       const after = next ? fn(next) : NO_VALUES;

@@ -13,6 +13,11 @@ export interface Clock {
   now(): number;
   /** Runs fn once, delayMs of this clock's time from now. */
   setTimer(delayMs: number, fn: () => void): TimerHandle;
+  /**
+   * A virtual clock's: time does not move on while `isIdle` says work is still due (see VirtualClock). A real
+   * clock has none, since its time moves on anyway. Returns a function that removes the check.
+   */
+  addIdleCheck?(isIdle: () => boolean): () => void;
 }
 
 export class RealClock implements Clock {

@@ -3,7 +3,7 @@ import { ApiError, ignoreNotFound } from '../api/errors.js';
 import { goLabelSelectorString, selectorFromObject, LabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
 import { Resources, type Gvr } from '../client/client.js';
-import { cacheKey } from '../client/informer.js';
+import { cacheKey, type CacheIndex } from '../client/informer.js';
 import {
   conditionsAreUpToDate,
   orderedStatus,
@@ -316,15 +316,36 @@ class BudgetEntry {
 }
 
 /**
- * Which budgets cover which pods, and each budget's counts, kept up to date from pod and budget events so that
- * neither a pod event nor a budget sync walks a list of pods: a pod is matched against the budgets of its
- * namespace when it appears or its labels change, a namespace's pods are matched once when a budget appears or
- * its selector changes, and a sync reads counts (and the few pods in disruptedPods).
+ * Which budgets cover which pods, and each budget's counts, kept up to date so that neither a pod event nor a
+ * budget sync walks a list of pods: an index of the pod informer (addCacheIndex), which matches a pod against the
+ * budgets of its namespace when it appears or its labels change, while budget events match a namespace's pods once
+ * when a budget appears or its selector changes; a sync reads counts (and the few pods in disruptedPods).
+ * `budgetsChanged` is told the budgets whose pods or counts a pod change moved, `multipleBudgets` of a pod that
+ * came to be covered by more than one (kube's MultiplePodDisruptionBudgets warning names the first).
  */
-class BudgetIndex {
+class BudgetIndex implements CacheIndex {
   private readonly budgets = new Map<string, BudgetEntry>();
   private readonly byNamespace = new Map<string, Set<string>>();
   private readonly ofPod = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly budgetsChanged: (budgetKeys: Iterable<string>) => void,
+    private readonly multipleBudgets: (pod: KubeObject, chosen: string) => void,
+  ) {}
+
+  changed(key: string, old: KubeObject | undefined, pod: KubeObject | undefined): void {
+    const obj = (pod ?? old)!;
+    // Namespaces without budgets (most pods) cost one lookup.
+    if (!this.covers(obj.metadata.namespace!, key)) return;
+    if (pod && old && sameLabels(old, pod)) {
+      this.budgetsChanged(this.podUpdated(key, pod));
+      return;
+    }
+    const { before, after } = this.podChanged(key, pod);
+    this.budgetsChanged(before);
+    this.budgetsChanged(after);
+    if (pod && after.length > 1 && !deepEqual(before, after)) this.multipleBudgets(pod, after[0]!);
+  }
 
   /** Records a budget, matching its namespace's pods when it is new or its selector changed. */
   setBudget(pdb: KubeObject, namespacePods: () => readonly KubeObject[]): void {
@@ -354,12 +375,12 @@ class BudgetIndex {
   }
 
   /** Whether a pod could be covered: its namespace has budgets, or it was covered before. */
-  covers(namespace: string, podKey: string): boolean {
+  private covers(namespace: string, podKey: string): boolean {
     return this.byNamespace.has(namespace) || this.ofPod.has(podKey);
   }
 
   /** Matches a pod again (undefined: it is gone); returns the budgets that covered it before and after. */
-  podChanged(key: string, pod: KubeObject | undefined): { before: string[]; after: string[] } {
+  private podChanged(key: string, pod: KubeObject | undefined): { before: string[]; after: string[] } {
     const before = [...(this.ofPod.get(key) ?? [])];
     for (const b of before) this.unlink(b, key);
     if (pod) {
@@ -371,7 +392,7 @@ class BudgetIndex {
   }
 
   /** A covered pod whose labels did not change: returns the budgets to sync when what they count changed. */
-  podUpdated(key: string, pod: KubeObject): ReadonlySet<string> {
+  private podUpdated(key: string, pod: KubeObject): ReadonlySet<string> {
     const budgets = this.ofPod.get(key);
     if (!budgets) return EMPTY;
     const facts = factsOf(pod);
@@ -448,9 +469,21 @@ export function disruptionController(ctx: ControllerContext): Controller {
   const deployments = ctx.informers.for(Resources.deployments);
   const statefulSets = ctx.informers.for(Resources.statefulsets);
   const recorder = ctx.recorder('controllermanager');
-  const index = new BudgetIndex();
   const loop = new ReconcileLoop('disruption', ctx, reconcile);
   const staleLoop = new ReconcileLoop('disruption-stale-pods', ctx, clearStaleCondition);
+  const index = new BudgetIndex(
+    (budgetKeys) => {
+      for (const k of budgetKeys) loop.queue.add(k);
+    },
+    (pod, chosen) =>
+      recorder.event(
+        pod,
+        'Warning',
+        'MultiplePodDisruptionBudgets',
+        `Pod "${pod.metadata.namespace}"/"${pod.metadata.name}" matches multiple PodDisruptionBudgets.  Chose "${chosen.slice(chosen.indexOf('/') + 1)}" arbitrarily.`,
+      ),
+  );
+  pods.addCacheIndex(index);
 
   pdbs.addEventHandler({
     add: (pdb) => {
@@ -464,41 +497,12 @@ export function disruptionController(ctx: ControllerContext): Controller {
     delete: (pdb) => index.removeBudget(cacheKey(pdb)),
   });
 
-  const enqueueAll = (keys: Iterable<string>): void => {
-    for (const k of keys) loop.queue.add(k);
+  /** A pod whose DisruptionTarget=True no deletion follows is looked at again when it goes stale. */
+  const watchStale = (pod: KubeObject): void => {
+    const wait = staleDisruptionIn(pod, ctx.clock.now());
+    if (wait !== undefined) staleLoop.queue.addAfter(cacheKey(pod), wait);
   };
-  const podEvent = (old: KubeObject | undefined, pod: KubeObject | undefined): void => {
-    const obj = (pod ?? old)!;
-    const key = cacheKey(obj);
-    // Namespaces without budgets (most pods) cost one lookup.
-    if (index.covers(obj.metadata.namespace!, key)) {
-      if (pod && old && sameLabels(old, pod)) {
-        enqueueAll(index.podUpdated(key, pod));
-      } else {
-        const { before, after } = index.podChanged(key, pod);
-        enqueueAll(before);
-        enqueueAll(after);
-        if (pod && after.length > 1 && !deepEqual(before, after)) {
-          const first = after[0]!.slice(after[0]!.indexOf('/') + 1);
-          recorder.event(
-            pod,
-            'Warning',
-            'MultiplePodDisruptionBudgets',
-            `Pod "${pod.metadata.namespace}"/"${pod.metadata.name}" matches multiple PodDisruptionBudgets.  Chose "${first}" arbitrarily.`,
-          );
-        }
-      }
-    }
-    if (pod) {
-      const wait = staleDisruptionIn(pod, ctx.clock.now());
-      if (wait !== undefined) staleLoop.queue.addAfter(key, wait);
-    }
-  };
-  pods.addEventHandler({
-    add: (pod) => podEvent(undefined, pod),
-    update: (old, pod) => podEvent(old, pod),
-    delete: (pod) => podEvent(pod, undefined),
-  });
+  pods.addEventHandler({ add: watchStale, update: (_old, pod) => watchStale(pod) });
 
   /** The finders of disruption.go, in its order: a Deployment through its ReplicaSet, a lone ReplicaSet, a StatefulSet, any scale. */
   const findScale: ScaleFinder = (ref, namespace) => {

@@ -1,4 +1,5 @@
 import { deepEqual, type KubeObject } from '../api/types.js';
+import type { CacheIndex } from '../client/informer.js';
 import type { ChildSelector } from './claims.js';
 import { controllerOf } from './controller-ref.js';
 import {
@@ -306,5 +307,32 @@ export class OwnedPodTally implements PodSummary {
     const out: KubeObject[] = [];
     for (const key of this.strayKeys) out.push(this.entries.get(key)!.pod);
     return out;
+  }
+}
+
+/**
+ * Every ReplicaSet's tally, by its uid: an index of the pod informer (addCacheIndex), so that each pod change marks
+ * the pod in the tallies of its old and new controllers as the cache takes it, before any handler runs.
+ */
+export class OwnedPodTallies implements CacheIndex {
+  private readonly tallies = new Map<string, OwnedPodTally>();
+
+  changed(key: string, old: KubeObject | undefined, next: KubeObject | undefined): void {
+    const before = old && controllerOf(old)?.uid;
+    const after = next && controllerOf(next)?.uid;
+    if (before !== undefined) this.tallies.get(before)?.touch(key);
+    if (after !== undefined && after !== before) this.tallies.get(after)?.touch(key);
+  }
+
+  /** The tally of the ReplicaSet with this uid, made on first use (its first refresh counts every pod it controls). */
+  of(ownerUid: string): OwnedPodTally {
+    let tally = this.tallies.get(ownerUid);
+    if (!tally) this.tallies.set(ownerUid, (tally = new OwnedPodTally(ownerUid)));
+    return tally;
+  }
+
+  /** Drops a deleted ReplicaSet's tally. */
+  forget(ownerUid: string): void {
+    this.tallies.delete(ownerUid);
   }
 }

@@ -10,8 +10,13 @@ import { Expectations } from '../runtime/expectations.js';
 import { controlledBy, controllerOf, indexByController, newControllerRef } from './controller-ref.js';
 import { applyClaims, childSelector, planClaims } from './claims.js';
 import { isPodActive } from '../api/pod-util.js';
-import { mattersToReplicaSet, OwnedPodTally, type PodSource, type PodSummary } from './owned-pods.js';
-import { TurnBatch } from './turn-batch.js';
+import {
+  mattersToReplicaSet,
+  OwnedPodTallies,
+  type OwnedPodTally,
+  type PodSource,
+  type PodSummary,
+} from './owned-pods.js';
 
 /**
  * The ReplicaSet controller (pkg/controller/replicaset): keeps `spec.replicas` pods from the template, owning
@@ -221,8 +226,7 @@ export function replicaSetController(ctx: ControllerContext): Controller {
   const pods = ctx.informers.for(Resources.pods);
   const recorder: EventRecorder = ctx.recorder('replicaset-controller');
   const expectations = new Expectations(ctx.clock);
-  const loop = new ReconcileLoop('replicaset', ctx, reconcile, 5);
-  const batch = new TurnBatch(loop.queue, ctx.clock);
+  const loop = new ReconcileLoop('replicaset', ctx, reconcile, 5, { batchTurns: 4 });
   const selectors = new WeakMap<KubeObject, LabelSelector>();
 
   indexByController(pods);
@@ -267,8 +271,9 @@ export function replicaSetController(ctx: ControllerContext): Controller {
       return s !== undefined && !s.empty && s.matches(pod.metadata.labels);
     });
 
-  /** Each ReplicaSet's pods, counted as pod events come (keyed by ReplicaSet uid). */
-  const tallies = new Map<string, OwnedPodTally>();
+  /** Each ReplicaSet's pods, counted as the pod cache changes (keyed by ReplicaSet uid). */
+  const tallies = new OwnedPodTallies();
+  pods.addCacheIndex(tallies);
   const podSource: PodSource = {
     get: (key) => {
       const slash = key.indexOf('/');
@@ -276,48 +281,38 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     },
     controlledKeys: (uid) => controlledBy(pods, uid).map(cacheKey),
   };
-  /** A pod event concerns the tallies of its old and new controllers. */
-  const touch = (...versions: KubeObject[]): void => {
-    for (const pod of versions) {
-      const ref = controllerOf(pod);
-      if (ref) tallies.get(ref.uid)?.touch(cacheKey(pod));
-    }
-  };
-
   const podDeleted = (pod: KubeObject): void => {
     const rs = resolve(pod.metadata.namespace, controllerOf(pod));
     if (!rs) return;
     expectations.deletionObserved(keyOf(rs), pod.metadata.uid!);
-    batch.add(keyOf(rs));
+    loop.queue.add(keyOf(rs));
   };
 
   replicaSets.addEventHandler({
-    add: (rs) => batch.add(keyOf(rs)),
-    update: (_old, rs) => batch.add(keyOf(rs)),
+    add: (rs) => loop.queue.add(keyOf(rs)),
+    update: (_old, rs) => loop.queue.add(keyOf(rs)),
     delete: (rs) => {
       expectations.forget(keyOf(rs));
-      tallies.delete(rs.metadata.uid!);
-      batch.add(keyOf(rs));
+      tallies.forget(rs.metadata.uid!);
+      loop.queue.add(keyOf(rs));
     },
   });
 
   pods.addEventHandler({
     add: (pod) => {
-      touch(pod);
       if (pod.metadata.deletionTimestamp) return podDeleted(pod);
       const ref = controllerOf(pod);
       if (ref) {
         const rs = resolve(pod.metadata.namespace, ref);
         if (!rs) return;
         expectations.creationObserved(keyOf(rs));
-        batch.add(keyOf(rs));
+        loop.queue.add(keyOf(rs));
         return;
       }
-      for (const rs of matchingReplicaSets(pod)) batch.add(keyOf(rs));
+      for (const rs of matchingReplicaSets(pod)) loop.queue.add(keyOf(rs));
     },
     update: (old, pod) => {
       if (old.metadata.resourceVersion === pod.metadata.resourceVersion) return;
-      touch(old, pod);
       // Scheduling and container states move a pod many times; a ReplicaSet only counts active, ready (since
       // when) and labels, and claims by owner and labels. Other updates would make it sync to no effect.
       if (!mattersToReplicaSet(old, pod)) return;
@@ -332,19 +327,16 @@ export function replicaSetController(ctx: ControllerContext): Controller {
       const refChanged = ref?.uid !== oldRef?.uid;
       if (refChanged && oldRef) {
         const oldRs = resolve(old.metadata.namespace, oldRef);
-        if (oldRs) batch.add(keyOf(oldRs));
+        if (oldRs) loop.queue.add(keyOf(oldRs));
       }
       if (ref) {
         const rs = resolve(pod.metadata.namespace, ref);
-        if (rs) batch.add(keyOf(rs));
+        if (rs) loop.queue.add(keyOf(rs));
         return;
       }
-      if (labelsChanged || refChanged) for (const rs of matchingReplicaSets(pod)) batch.add(keyOf(rs));
+      if (labelsChanged || refChanged) for (const rs of matchingReplicaSets(pod)) loop.queue.add(keyOf(rs));
     },
-    delete: (pod) => {
-      touch(pod);
-      podDeleted(pod);
-    },
+    delete: (pod) => podDeleted(pod),
   });
 
   async function reconcile(key: string): Promise<ReconcileResult | void> {
@@ -421,9 +413,7 @@ export function replicaSetController(ctx: ControllerContext): Controller {
 
   /** The tally of a ReplicaSet's pods, brought up to date. */
   function tallyOf(rs: KubeObject, selector: LabelSelector): OwnedPodTally {
-    const uid = rs.metadata.uid!;
-    let tally = tallies.get(uid);
-    if (!tally) tallies.set(uid, (tally = new OwnedPodTally(uid)));
+    const tally = tallies.of(rs.metadata.uid!);
     tally.refresh(podSource, childSelector(selector), templateLabels(rs));
     return tally;
   }

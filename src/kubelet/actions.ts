@@ -107,21 +107,23 @@ function mapShared(list: Obj[], fn: (item: Obj) => Obj): Obj[] {
   return out ?? list;
 }
 
-/** Whether a condition as setPodCondition would write it is the one the status holds (same members, same order). */
+/**
+ * Whether the status holds the condition setPodCondition would write: the same members with the same values, in
+ * whatever order (JSON readers do not see the order), lastProbeTime null and a lastTransitionTime to keep.
+ */
 function sameCondition(status: Obj, condition: Obj): boolean {
   const conditions = Array.isArray(status.conditions) ? (status.conditions as Obj[]) : [];
   const previous = conditions.find((c) => c.type === condition.type);
   // Same status: setPodCondition would keep its lastTransitionTime.
   if (!previous || previous.status !== condition.status || previous.lastProbeTime !== null) return false;
-  const keys = Object.keys(previous);
-  const want = Object.keys(condition);
-  if (
-    keys.length !== want.length + 2 ||
-    keys[want.length] !== 'lastProbeTime' ||
-    keys[want.length + 1] !== 'lastTransitionTime'
-  )
-    return false;
-  return want.every((k, i) => keys[i] === k && previous[k] === condition[k]);
+  if (!('lastTransitionTime' in previous)) return false;
+  let members = 0;
+  for (const k in previous) {
+    if (k === 'lastProbeTime' || k === 'lastTransitionTime') continue;
+    if (!Object.hasOwn(condition, k) || previous[k] !== condition[k]) return false;
+    members++;
+  }
+  return members === Object.keys(condition).length;
 }
 
 /** setPodCondition that keeps the condition (and the conditions array) when it would write the same one. */

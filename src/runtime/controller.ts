@@ -1,10 +1,10 @@
 import { ApiError } from '../api/errors.js';
-import { VirtualClock, type Clock } from '../clock/clock.js';
+import type { Clock } from '../clock/clock.js';
 import type { SeededRandom } from '../clock/random.js';
 import type { Gvr, KubeClient } from '../client/client.js';
 import type { SharedInformers } from '../client/informer.js';
 import type { EventRecorder } from './events.js';
-import { WorkQueue } from './work-queue.js';
+import { WorkQueue, type WorkQueueOptions } from './work-queue.js';
 
 /** What a reconcile asks for: look again after a while, or retry with backoff; nothing means done. */
 export interface ReconcileResult {
@@ -58,9 +58,10 @@ export class ReconcileLoop {
     private readonly ctx: ControllerContext,
     private readonly reconcile: (key: string) => Promise<ReconcileResult | void>,
     private readonly workers = 1,
+    queueOptions: WorkQueueOptions = {},
   ) {
-    this.queue = new WorkQueue(ctx.clock);
-    if (ctx.clock instanceof VirtualClock) ctx.clock.addIdleCheck(() => !this.running || this.idle);
+    this.queue = new WorkQueue(ctx.clock, queueOptions);
+    ctx.clock.addIdleCheck?.(() => !this.running || this.idle);
   }
 
   /** True while keys wait or a reconcile runs (a virtual clock waits for this before moving on). */

@@ -1,5 +1,22 @@
 import type { Clock, TimerHandle } from '../clock/clock.js';
 
+export interface WorkQueueOptions {
+  /** The first retry's delay after a failure (doubled each further failure); default 5 ms. */
+  baseDelayMs?: number;
+  /** The longest retry delay; default 1000 s. */
+  maxDelayMs?: number;
+  /**
+   * Keys added are queued this many event-loop turns after the first of them came, not at once (default 0: at
+   * once). In-process watch deliveries are microtasks, so a parked worker would otherwise reconcile after every
+   * single event: a ReplicaSet whose pods turn ready one by one would sync, write its status and scale its
+   * Deployment one pod at a time. A kube-controller-manager sync takes API round trips and sees the events that
+   * came meanwhile; a few turns do the same here without a timer, so a quiet loop still turns in microseconds.
+   * Reconciles stay level-based: only how many events one covers changes. (BENCHMARKS.md, "Deployment rollouts",
+   * has the counts that chose 4.)
+   */
+  batchTurns?: number;
+}
+
 /**
  * A keyed work queue with client-go's guarantees: a key waiting is queued once however often it is added;
  * a key being processed is never handed to a second worker, and if it was added meanwhile it comes back
@@ -14,23 +31,55 @@ export class WorkQueue {
   private readonly delayed = new Map<string, { at: number; timer: TimerHandle }>();
   private waiters: Array<(key: string | undefined) => void> = [];
   private shuttingDown = false;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly batchTurns: number;
+  /** Keys added while a batch is open (batchTurns), queued together when it closes. */
+  private readonly batch = new Set<string>();
+  private turnsLeft = 0;
 
   constructor(
     private readonly clock: Clock,
-    private readonly baseDelayMs = 5,
-    private readonly maxDelayMs = 1_000_000,
-  ) {}
+    options: WorkQueueOptions = {},
+  ) {
+    this.baseDelayMs = options.baseDelayMs ?? 5;
+    this.maxDelayMs = options.maxDelayMs ?? 1_000_000;
+    this.batchTurns = options.batchTurns ?? 0;
+  }
 
   get length(): number {
     return this.queue.length - this.head;
   }
 
-  /** Nothing waiting and nothing in a worker's hands (delayed keys do not count: they are timers). */
+  /**
+   * Nothing waiting (queued or in an open batch) and nothing in a worker's hands (delayed keys do not count: they
+   * are timers).
+   */
   get idle(): boolean {
-    return this.length === 0 && this.processing.size === 0;
+    return this.length === 0 && this.processing.size === 0 && this.batch.size === 0;
   }
 
   add(key: string): void {
+    if (this.batchTurns === 0) return this.enqueue(key);
+    if (this.shuttingDown) return;
+    const opening = this.batch.size === 0;
+    this.batch.add(key);
+    if (!opening) return;
+    this.turnsLeft = this.batchTurns;
+    setImmediate(this.turn);
+  }
+
+  private readonly turn = (): void => {
+    if (--this.turnsLeft > 0) {
+      setImmediate(this.turn);
+      return;
+    }
+    for (const key of this.batch) this.enqueue(key);
+    this.batch.clear();
+  };
+
+  /** Queues a key now (a batch closing, a delay over, a key added while it was processed). */
+  private enqueue(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
     if (this.processing.has(key)) return;
@@ -45,14 +94,14 @@ export class WorkQueue {
   /** Adds the key after a delay; an earlier pending delay for the same key wins. */
   addAfter(key: string, delayMs: number): void {
     if (this.shuttingDown) return;
-    if (delayMs <= 0) return this.add(key);
+    if (delayMs <= 0) return this.enqueue(key);
     const at = this.clock.now() + delayMs;
     const existing = this.delayed.get(key);
     if (existing && existing.at <= at) return;
     existing?.timer.cancel();
     const timer = this.clock.setTimer(delayMs, () => {
       this.delayed.delete(key);
-      this.add(key);
+      this.enqueue(key);
     });
     this.delayed.set(key, { at, timer });
   }
@@ -91,12 +140,13 @@ export class WorkQueue {
     this.processing.delete(key);
     if (this.dirty.has(key)) {
       this.dirty.delete(key);
-      this.add(key);
+      this.enqueue(key);
     }
   }
 
   shutDown(): void {
     this.shuttingDown = true;
+    this.batch.clear();
     for (const { timer } of this.delayed.values()) timer.cancel();
     this.delayed.clear();
     for (const w of this.waiters.splice(0)) w(undefined);

@@ -4,7 +4,6 @@ import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources as Gvrs } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { isTerminal, podNodeName, setPodCondition } from '../api/pod-util.js';
-import { flattenString, SharedTable } from '../storage/compact.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import {
   allocatableOf,
@@ -31,15 +30,23 @@ function count(map: Map<string, Map<string, number>>, owner: string, key: string
 }
 
 /**
- * One shared PodRequest per distinct request: every pod of a template asks the same, and the accounting keeps a
- * request per assigned pod (an object and a Map each). Shared requests are only read.
+ * Requests by the part of the spec they were read from: the containers when nothing else counts (no init
+ * containers, no overhead), else the whole spec. The accounting keeps a request per assigned pod (an object and a
+ * Map each), and the pods of a template share their containers in the cache (the store keeps one copy of the parts
+ * its objects have alike), so they share one request too. Requests are only read.
  */
-const sharedRequests = new SharedTable<PodRequest>();
+const requests = new WeakMap<object, PodRequest>();
 
-function sharedRequest(request: PodRequest): PodRequest {
-  let key = `${request.nonZeroCpu} ${request.nonZeroMemory}`;
-  for (const [name, milli] of request.resources) key += ` ${name}=${milli}`;
-  return sharedRequests.get(key, () => request);
+function requestOf(pod: KubeObject): PodRequest {
+  const spec = isPlainObject(pod.spec) ? pod.spec : undefined;
+  if (!spec) return podRequest(pod);
+  const source =
+    spec.initContainers === undefined && spec.overhead === undefined && Array.isArray(spec.containers)
+      ? spec.containers
+      : spec;
+  let request = requests.get(source);
+  if (!request) requests.set(source, (request = podRequest(pod)));
+  return request;
 }
 
 export const SCHEDULER_NAME = 'default-scheduler';
@@ -144,9 +151,7 @@ export class Scheduler implements Controller {
     if (node === undefined || request === undefined) return;
     const s = this.state(node);
     const zone = s?.node.metadata.labels?.[ZONE_LABEL];
-    // The key is kept as long as the pod: one flat string, not the rope cacheKey built.
-    flattenString(key);
-    this.accounted.set(key, { node, request: sharedRequest(request), owner, zone });
+    this.accounted.set(key, { node, request, owner, zone });
     if (owner) {
       count(this.ownerNodes, owner, node, 1);
       if (zone !== undefined) count(this.ownerZones, owner, zone, 1);
@@ -181,7 +186,7 @@ export class Scheduler implements Controller {
       const wasCounted = this.accounted.has(key);
       if (terminal) this.account(key, undefined, undefined);
       else if (!wasCounted || this.accounted.get(key)!.node !== node)
-        this.account(key, node, podRequest(pod), ownerUid(pod));
+        this.account(key, node, requestOf(pod), ownerUid(pod));
       if (terminal && wasCounted) this.wakeUnschedulable();
       return;
     }
@@ -287,7 +292,7 @@ export class Scheduler implements Controller {
     const slash = key.indexOf('/');
     const pod = this.pods.get(key.slice(0, slash), key.slice(slash + 1));
     if (!pod || !this.isPending(pod) || this.assumed.has(key)) return;
-    const request = podRequest(pod);
+    const request = requestOf(pod);
     const prepared = podFilter(pod);
     const order = this.nodeOrder();
     const want = feasibleNodesToFind(order.length);

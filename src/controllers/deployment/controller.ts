@@ -14,7 +14,6 @@ import { deploymentSpec, deploymentStatus, hasProgressDeadline, templateOf } fro
 import { planDeployment } from './plan.js';
 import { newCondition, PROGRESSING, Reasons, setCondition } from './progress.js';
 import { equalIgnoreHash } from './replicasets.js';
-import { TurnBatch } from '../turn-batch.js';
 import type { DeploymentPlan, ReplicaSetWrite } from './sync.js';
 
 const ORPHAN_INDEX = 'orphan-by-namespace';
@@ -30,8 +29,7 @@ export function deploymentController(ctx: ControllerContext): Controller {
   const replicaSets = ctx.informers.for(Resources.replicasets);
   const pods = ctx.informers.for(Resources.pods);
   const recorder = ctx.recorder('deployment-controller');
-  const loop = new ReconcileLoop('deployment', ctx, reconcile, 5);
-  const batch = new TurnBatch(loop.queue, ctx.clock);
+  const loop = new ReconcileLoop('deployment', ctx, reconcile, 5, { batchTurns: 4 });
   const selectors = new WeakMap<KubeObject, LabelSelector | null>();
 
   indexByController(replicaSets);
@@ -70,19 +68,19 @@ export function deploymentController(ctx: ControllerContext): Controller {
 
   const enqueueOwner = (obj: KubeObject): void => {
     const d = resolve(obj.metadata.namespace, controllerOf(obj));
-    if (d) batch.add(keyOf(d));
+    if (d) loop.queue.add(keyOf(d));
   };
 
   deployments.addEventHandler({
-    add: (d) => batch.add(keyOf(d)),
-    update: (_old, d) => batch.add(keyOf(d)),
-    delete: (d) => batch.add(keyOf(d)),
+    add: (d) => loop.queue.add(keyOf(d)),
+    update: (_old, d) => loop.queue.add(keyOf(d)),
+    delete: (d) => loop.queue.add(keyOf(d)),
   });
 
   replicaSets.addEventHandler({
     add: (rs) => {
       if (controllerOf(rs)) return enqueueOwner(rs);
-      for (const d of matching(rs)) batch.add(keyOf(d));
+      for (const d of matching(rs)) loop.queue.add(keyOf(d));
     },
     update: (old, rs) => {
       if (old.metadata.resourceVersion === rs.metadata.resourceVersion) return;
@@ -92,7 +90,7 @@ export function deploymentController(ctx: ControllerContext): Controller {
       if (refChanged && oldRef) enqueueOwner(old);
       if (ref) return enqueueOwner(rs);
       if (refChanged || !deepEqual(old.metadata.labels ?? {}, rs.metadata.labels ?? {}))
-        for (const d of matching(rs)) batch.add(keyOf(d));
+        for (const d of matching(rs)) loop.queue.add(keyOf(d));
     },
     delete: (rs) => enqueueOwner(rs),
   });
@@ -105,7 +103,7 @@ export function deploymentController(ctx: ControllerContext): Controller {
       const rs = replicaSets.get(pod.metadata.namespace, ref.name);
       if (!rs || rs.metadata.uid !== ref.uid) return;
       const d = resolve(rs.metadata.namespace, controllerOf(rs));
-      if (d && deploymentSpec(d).strategy.type === 'Recreate') batch.add(keyOf(d));
+      if (d && deploymentSpec(d).strategy.type === 'Recreate') loop.queue.add(keyOf(d));
     },
   });
 
