@@ -49,11 +49,13 @@ export class ApiError extends Error {
     this.name = 'ApiError';
   }
 
-  /** Conflicts and timeouts are worth retrying; everything else is the caller's to fix. */
-  get retryable(): boolean {
-    return (
-      (this.code === 409 && this.reason === 'Conflict') || this.code === 429 || this.code === 500 || this.code === 504
-    );
+  /**
+   * The request itself is wrong (400 BadRequest, 422 Invalid): sent again unchanged, it gets the same answer, so a
+   * reconcile that got this is not retried until what it reads changes. Everything else may pass on a retry: a
+   * conflict or a timeout, and also a 403 or 404 (quota freed, a namespace created, a cache catching up).
+   */
+  get terminal(): boolean {
+    return this.code === 400 || this.code === 422;
   }
 
   toStatus(): Status {

@@ -6,10 +6,9 @@ import type { SharedInformers } from '../client/informer.js';
 import type { EventRecorder } from './events.js';
 import { WorkQueue, type WorkQueueOptions } from './work-queue.js';
 
-/** What a reconcile asks for: look again after a while, or retry with backoff; nothing means done. */
+/** What a reconcile asks for: look again after a while; nothing means done (until what it reads changes). */
 export interface ReconcileResult {
   requeueAfterMs?: number;
-  requeue?: boolean;
 }
 
 /** What the API serves, as discovery would tell an out-of-process controller. */
@@ -45,7 +44,8 @@ export interface Controller {
 /**
  * Runs a reconcile function over a work queue: handlers only enqueue keys, the reconcile re-reads the
  * cache and is safe to run any number of times. One switch decides what happens next: an error retries
- * with backoff (conflicts included, as real controllers do), requeueAfter schedules a look on the clock,
+ * with backoff (conflicts included, as real controllers do) unless it is terminal (the API refused the
+ * request itself: the key waits for the next change instead), requeueAfter schedules a look on the clock,
  * anything else forgets the key's failures.
  */
 export class ReconcileLoop {
@@ -87,16 +87,18 @@ export class ReconcileLoop {
       this.active++;
       try {
         const result = await this.reconcile(key);
-        if (result?.requeue) this.queue.addRateLimited(key);
-        else {
-          this.queue.forget(key);
-          if (result?.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
-        }
+        this.queue.forget(key);
+        if (result?.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
       } catch (err) {
-        const conflict = err instanceof ApiError && err.code === 409;
-        if (!conflict)
-          this.ctx.log('warn', `${this.name}: reconcile ${key}: ${err instanceof Error ? err.message : String(err)}`);
-        this.queue.addRateLimited(key);
+        const message = err instanceof Error ? err.message : String(err);
+        if (err instanceof ApiError && err.terminal) {
+          this.ctx.log('warn', `${this.name}: reconcile ${key}: ${message} (not retried until it changes)`);
+          this.queue.forget(key);
+        } else {
+          if (!(err instanceof ApiError && err.code === 409))
+            this.ctx.log('warn', `${this.name}: reconcile ${key}: ${message}`);
+          this.queue.addRateLimited(key);
+        }
       } finally {
         this.active--;
         this.queue.done(key);

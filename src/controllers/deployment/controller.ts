@@ -155,8 +155,7 @@ export function deploymentController(ctx: ControllerContext): Controller {
       podsOf: (uid) => controlledBy(pods, uid),
       now: ctx.clock.now(),
     });
-    const result = await apply(d, plan);
-    if (result) return result;
+    await apply(d, plan);
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
   }
 
@@ -166,11 +165,8 @@ export function deploymentController(ctx: ControllerContext): Controller {
    * the ReplicaSet controller's status writes. Each carries the resourceVersion it was decided on: a stale one
    * fails with a conflict and the next sync plans again.
    */
-  async function apply(d: KubeObject, plan: DeploymentPlan): Promise<ReconcileResult | void> {
-    if (plan.create) {
-      const outcome = await createReplicaSet(d, plan.create);
-      if (outcome) return outcome;
-    }
+  async function apply(d: KubeObject, plan: DeploymentPlan): Promise<void> {
+    if (plan.create) await createReplicaSet(d, plan.create);
     const writes: Array<Promise<unknown>> = [];
     for (const write of plan.updates) {
       writes.push(
@@ -198,11 +194,10 @@ export function deploymentController(ctx: ControllerContext): Controller {
    * cache is behind: look again. If it is taken by anything else, the hash collided: bump status.collisionCount so
    * the next sync hashes to another name. Any other failure is reported on the Progressing condition.
    */
-  async function createReplicaSet(d: KubeObject, write: ReplicaSetWrite): Promise<ReconcileResult | void> {
+  async function createReplicaSet(d: KubeObject, write: ReplicaSetWrite): Promise<void> {
     try {
       await ctx.client.create(Resources.replicasets, d.metadata.namespace, write.rs);
       for (const e of write.events) recorder.event(d, e.type, e.reason, e.message);
-      return undefined;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       if (err.code === 409 && err.reason === 'AlreadyExists') {
@@ -214,7 +209,7 @@ export function deploymentController(ctx: ControllerContext): Controller {
           controllerOf(existing)?.uid === d.metadata.uid &&
           equalIgnoreHash(templateOf(d), templateOf(existing))
         )
-          return { requeue: true };
+          throw err; // the cache is behind: retried once it has the ReplicaSet
         const status = deploymentStatus(d);
         await ctx.client.updateStatus(Resources.deployments, {
           ...d,
@@ -224,7 +219,7 @@ export function deploymentController(ctx: ControllerContext): Controller {
           'info',
           `deployment ${d.metadata.namespace}/${d.metadata.name}: hash collision on ${write.rs.metadata.name}, collisionCount now ${(status.collisionCount ?? 0) + 1}`,
         );
-        return { requeue: true };
+        throw err; // retried, to hash to another name
       }
       if ((err.details?.causes ?? []).some((c) => c.reason === 'NamespaceTerminating')) throw err;
       const message = `Failed to create new replica set "${write.rs.metadata.name}": ${err.message}`;
