@@ -41,7 +41,7 @@ export class ApiError extends Error {
     readonly details?: StatusDetails,
   ) {
     // A client error (4xx) is an answer, not a fault: in-process controllers meet thousands of NotFound and
-    // Conflict errors, and capturing the stack cost ~5 µs each. Server errors keep theirs (the server logs it).
+    // Conflict errors, and capturing a stack is costly. Server errors keep theirs (the server logs it).
     const stackTraceLimit = Error.stackTraceLimit;
     if (code < 500) Error.stackTraceLimit = 0;
     super(message);

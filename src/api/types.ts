@@ -68,7 +68,7 @@ const IMMUTABLE = Symbol('kube-sim.immutable');
 /**
  * Freezes a value that many objects share (the interned nodes of managedFields tries), and marks it so that deep
  * copies share it too: without the mark, every copy of a stored Pod (status writes copy its metadata) made the
- * Pod's own copy of the trie again, ~1.8 KB a Pod. The mark is a non-enumerable symbol, which neither JSON,
+ * Pod's own copy of the trie again. The mark is a non-enumerable symbol, which neither JSON,
  * Object.keys nor spreads see.
  */
 export function freezeShared<T extends object>(value: T): T {

@@ -8,19 +8,18 @@ import { wallClock, type TimerHandle } from '../clock/clock.js';
  *
  * A burst of work (150,000 pods created, each written four times by its kubelet, with its events) leaves the
  * old generation fragmented: V8's full GCs free the dead objects but move only a few MB of live ones, so most
- * pages stay half empty and mapped. With 5,000 nodes and 150,000 pods that was ~570 MiB of a 1.9 GiB RSS. V8's
+ * pages stay half empty and mapped, a good part of the RSS of a dense cluster (BENCHMARKS.md, density). V8's
  * memory reducer would compact once allocation slows down, but the kubelets' Lease renewals (500 a second)
  * keep it from ever seeing a quiet heap. So: when the event loop has been mostly idle for two checks and the
  * old space has grown by a quarter (and 64 MiB) since the last time, one full GC that compacts every page, then
  * compaction goes back to V8's own choice. How much of the old space is garbage or holes is only known after a
  * GC, hence growth as the sign. It pauses the server once after each burst that grew the heap (a steady load
- * does not), for about twice a plain full GC: 1.1 s with 30,000 pods, 7.8 s with 150,000 (~930 MiB of heap; two
- * plain full GCs took 4.1 s) on the 2-core benchmark machine.
+ * does not), for about twice a plain full GC (README's `--no-idle-compaction` gives the pauses measured).
  *
  * Real time, not the cluster's Clock: this is about the process, which is as busy under a virtual clock.
  */
 const CHECK_MS = 5_000;
-/** Event-loop utilisation under which the server counts as quiet (5,000 nodes' Leases and status: ~0.1). */
+/** Event-loop utilisation under which the server counts as quiet (thousands of nodes' Leases and status stay below). */
 const QUIET_UTILIZATION = 0.25;
 const MIN_GROWTH_BYTES = 64 * 1024 * 1024;
 const MIN_GROWTH_SHARE = 0.25;

@@ -128,7 +128,7 @@ program
       .default('warn'),
   )
   .action(async (files: string[], opts) => {
-    // Loaded only for this command: the scenario modules (ajv, jsonpath) would cost sim serve's start-up ~70 ms.
+    // Loaded only for this command: sim serve's start-up would pay for the scenario modules (ajv, jsonpath).
     const { replay } = await import('./replay.js');
     await replay(files, opts);
   });

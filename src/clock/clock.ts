@@ -43,7 +43,7 @@ export class RealClock implements Clock {
 /** Wall-clock time for network deadlines (watch timeouts, slow clients), which are not cluster time. */
 export const wallClock: Clock = new RealClock();
 
-/** A pending timer is its own handle: one object a timer (~31,000 a virtual day of three nodes). */
+/** A pending timer is its own handle: one object a timer (a virtual day of a few nodes fires tens of thousands). */
 class VirtualTimer implements TimerHandle {
   cancelled = false;
 
@@ -68,7 +68,7 @@ function turnEventLoop(): Promise<void> {
 
 /**
  * Resolves once the microtasks have run out: a nextTick queued from a microtask runs only after Node has run
- * every microtask, those queued meanwhile included. No event-loop turn (~1.3 us each on this machine, ~0.5 us this).
+ * every microtask, those queued meanwhile included, at a fraction of the cost of an event-loop turn.
  */
 function drainMicrotasks(): Promise<void> {
   return new Promise((resolve) => queueMicrotask(() => process.nextTick(resolve)));
@@ -150,7 +150,7 @@ export class VirtualClock implements Clock {
    * when no tracked work runs and no timer is due at the current time. A timer's work is mostly promise chains
    * (in-process writes, watch deliveries, reconciles), so the microtasks are run out first; work that waits on I/O
    * (the write-ahead log) or yields to the loop (a work queue with keys left) keeps its idle check false meanwhile,
-   * and then whole event-loop turns follow until it is idle. A virtual day of three nodes fires ~31,000 timers:
+   * and then whole event-loop turns follow until it is idle. A virtual day fires tens of thousands of timers:
    * one loop, no settling call of its own (a promise and a frame each), and a turn only when work needs one.
    */
   private async advanceNow(target: number): Promise<void> {
@@ -230,14 +230,14 @@ export class VirtualClock implements Clock {
 
 /*
  * Timestamps and uids are kept in every stored object, so they are built with join(), which makes one flat
- * string: `replace` and `+` make V8 rope strings that keep their pieces (a uid from slices took ~450 bytes
- * instead of ~56; 150,000 pods and their events hold over a million such strings).
+ * string: `replace` and `+` make V8 rope strings that keep their pieces (a uid from slices took several times
+ * its flat size, and a dense cluster's pods and events hold over a million such strings).
  */
 
 /*
  * Timestamps are made arithmetically from a remembered day ("2026-11-30T") and tables of two- and three-digit
- * texts: Date's toISOString took ~0.6 us a call, and a time-travel day stamps ~26,000 Lease renewals, each at a
- * different millisecond. The last text is remembered too: a reconcile stamps conditions, events and managed
+ * texts: Date's toISOString is slow for what a time-travel day asks of it, tens of thousands of Lease renewals,
+ * each at a different millisecond. The last text is remembered too: a reconcile stamps conditions, events and managed
  * fields with one clock reading, and stored objects then share one string.
  */
 const DAY_MS = 86_400_000;

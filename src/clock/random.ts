@@ -60,7 +60,7 @@ export class SeededRandom {
     const b = (this.nextUint32() & 0xffff0fff) | 0x4000; // version 4
     const c = (this.nextUint32() & 0x3fffffff) | 0x80000000; // variant 10
     const d = this.nextUint32();
-    // Two hex digits a byte from a table: toString(16) of a word above 2^31 (a heap number) was ~0.5-1 us each.
+    // Two hex digits a byte from a table: toString(16) of a word above 2^31 (a heap number) is slow.
     // join() gives one flat string (see rfc3339 in clock.ts): every object keeps its uid.
     return [
       word(a),

@@ -15,7 +15,7 @@ export class EventExpiry {
    * The FIFO, as parallel arrays (one entry per write: a dense cluster has hundreds of thousands): the expiry
    * instant and the write's resourceVersion (packed arrays of doubles), and the event's namespace and name (the
    * stored event's own strings, shared by all its versions), plus the resource when more than one is tracked.
-   * An object per entry took ~90 bytes with its boxed number; this takes ~32 and holds no version of the event
+   * An object per entry took three times the memory with its boxed number; this holds no version of the event
    * (holding the written object itself kept every rewrite of a repeating event alive for the whole TTL).
    */
   private readonly at: number[] = [];

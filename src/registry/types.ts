@@ -100,8 +100,8 @@ export interface KindInfo {
   /** Of those, the ones worth an index (asked on hot paths, e.g. spec.nodeName). */
   indexedFields?: string[];
   /**
-   * Its stored objects share the parts they have alike (src/storage/compact.ts): worth its CPU (tens of µs a
-   * write) only for kinds a cluster holds by the hundred thousand and whose objects repeat each other, Pods and
+   * Its stored objects share the parts they have alike (src/storage/compact.ts): worth its CPU only for kinds a
+   * cluster holds by the hundred thousand and whose objects repeat each other, Pods and
    * Events; every other kind's objects only get their strings flattened.
    */
   shareParts?: boolean;

@@ -19,11 +19,11 @@ export const SPAM_REFILL_MS = 300_000;
  * groupcache's lru.Cache for the correlator: keys (KeyHash digests) in use order in a Map, each with a slot, a small
  * integer that indexes the correlator's columns (an array per field) where a record object per key would be.
  * Slots are 0, 1, 2, ... until `max` keys, then the least recently used key is dropped and its slot is the new
- * key's. Columns hold numbers unboxed and need no object header: ~100 bytes a pod less than a record per key
- * (measured: a pod's kubelet events make seven keys).
+ * key's. Columns hold numbers unboxed and need no object header, less memory than a record per key (a pod's
+ * kubelet events make seven keys).
  * Evicting through entries().next() steps over the holes V8 leaves at the front of a Map until it rebuilds the
- * table (~3-6 us once full); a list entry per key, or one iterator kept for the map's life, evicts in ~1 us but
- * costs heap (~40 bytes a key; a kept iterator holds on to outgrown tables), measured as not worth it here.
+ * table; a list entry per key, or one iterator kept for the map's life, evicts faster but costs heap (a kept
+ * iterator holds on to outgrown tables), measured as not worth it here.
  */
 class LruSlots {
   private readonly slots = new Map<number, number>();
@@ -69,7 +69,7 @@ class LruSlots {
 
 /**
  * A 53-bit hash of a correlator key's fields, which the LRUs hold instead of the key string: a number (one
- * 16-byte heap number) rather than ~100-200 characters, which 5,000 kubelet recorders kept at ~1.9 KB a pod.
+ * 16-byte heap number) rather than 100-200 characters, which thousands of kubelet recorders kept for every pod.
  * Two 32-bit lanes, each a multiply-rotate step per UTF-16 unit (a bijection of the lane's state, so keys of one
  * length that differ in one unit keep different lanes up to the final cut to 53 bits) and a separator after each field that no unit can equal (so fields
  * cannot run into each other, which the old \0-joined strings could); then both lanes mixed into each other.
@@ -170,8 +170,8 @@ export class EventCorrelator {
   /**
    * EventAggregate's records: per key, the distinct messages of similar events in the current window, in
    * insertion order, and when the last came. Nearly every aggregate only ever sees one message (a kubelet's
-   * Pulled/Created/Started for one pod), so a Set is made from the second on (a Set for each of 3 aggregates a
-   * pod was ~470 bytes a pod in a dense cluster).
+   * Pulled/Created/Started for one pod), so a Set is made from the second on (a Set's table is large even for
+   * one member, and a dense cluster has three aggregates a pod).
    */
   private readonly aggregates = new LruSlots(LRU_ENTRIES);
   private readonly firstMessage: (string | undefined)[] = [];

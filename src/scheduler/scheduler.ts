@@ -90,8 +90,8 @@ export class Scheduler implements Controller {
   /**
    * Of those, the ones waiting for a cluster change (kube-scheduler's unschedulablePods): a change moves them to
    * the queue after their back-off and they leave this set, so the next change does not move them again until
-   * they have failed once more. Moving every unschedulable pod on every pod deletion was O(pending × deletions):
-   * 7 million moves in a 10,000-pod rolling update.
+   * they have failed once more. Moving every unschedulable pod on every pod deletion was O(pending × deletions),
+   * millions of moves in a large rolling update.
    */
   private readonly parked = new Set<string>();
   private readonly recorder;

@@ -3,8 +3,8 @@
  * object bigger than its content:
  *
  * - Strings built with `+`, template literals, `replace` and the like are V8 "rope" strings: a tree of pieces,
- *   32 bytes a node, that keeps every piece alive. A pod and its events, written by the kubelet and controllers
- *   in-process, held ~100 of them (about 3 KB a pod). Converting a rope to a number makes V8 flatten it in place
+ *   32 bytes a node, that keeps every piece alive; a pod and its events, written by the kubelet and controllers
+ *   in-process, held about a hundred of them. Converting a rope to a number makes V8 flatten it in place
  *   (its first piece becomes the flat text, the second the empty string, as the flatstr package does), and the
  *   next young-generation GC then drops the rope node: what stays is one flat string.
  * - Objects repeat parts of each other: every Pod of a template has the same containers and tolerations, the
@@ -176,7 +176,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * The interned nodes last stored at each place (a member name, or an array member's name and index), with their
  * member names. The objects written one after another are alike (a template's pods, the conditions of pods
  * started in the same second), so a node lately stored at a place is often the twin of the next one there: a
- * member-by-member comparison finds it without building and hashing a key (about 0.9 µs a node). A few per
+ * member-by-member comparison finds it without building and hashing a key, most of interning's cost. A few per
  * place, since writes of different stages interleave (a pod's binding, its kubelet's first and second status).
  * Bounded like the table; a stale entry only misses.
  */

@@ -13,8 +13,8 @@ export function jsonOf(obj: object): string {
   let text = jsonCache.get(obj);
   if (text === undefined) {
     text = splicedJson(obj);
-    // Cached: one flat string, as JSON.stringify makes (a rope would keep its ~60 pieces and ~2 KB of string
-    // nodes a pod alive, and be walked again by every use).
+    // Cached: one flat string, as JSON.stringify makes (a rope would keep its dozens of pieces and their string
+    // nodes alive, and be walked again by every use).
     flattenString(text);
     jsonCache.set(obj, text);
   }
@@ -185,8 +185,8 @@ export function listBody(head: ListHead, items: readonly KubeObject[]): Buffer |
 
 /**
  * A list's items (and a snapshot's objects) are serialised without filling the per-object cache: a full list of
- * 150,000 pods (or kubectl walking them 500 at a time for `-o json`) would otherwise keep 470 MiB of JSON alive
- * for as long as the pods live. Text cached by a get or a watch is reused, and so is that of interned parts
+ * a dense cluster's pods (or kubectl walking them 500 at a time for `-o json`) would otherwise keep the JSON of
+ * every pod alive for as long as the pods live. Text cached by a get or a watch is reused, and so is that of interned parts
  * (shared by many objects: their text is cached whoever asks).
  */
 export function listedJsonOf(obj: object): string {
@@ -206,8 +206,8 @@ export function arrayBody<T>(
 ): Buffer | Readable {
   if (items.length > STREAMED_LIST_ITEMS) return new ListStream(opening, items, textOf, closing);
   const texts = new Array<string>(items.length);
-  // Exactly the bytes needed: reserving 3 a character (UTF-8's worst case) made a 100-pod list take 900 KB of
-  // memory outside the heap for 300 KB of JSON, freed only by a later GC.
+  // Exactly the bytes needed: reserving 3 a character (UTF-8's worst case) made a list take three times its size
+  // in memory outside the heap, freed only by a later GC.
   let bytes = Buffer.byteLength(opening) + Buffer.byteLength(closing) + Math.max(0, items.length - 1);
   for (let i = 0; i < items.length; i++) bytes += Buffer.byteLength((texts[i] = textOf(items[i]!)));
   const body = Buffer.allocUnsafe(bytes);

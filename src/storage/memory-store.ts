@@ -126,7 +126,7 @@ class ResourceTable {
 
 /**
  * The keys of one index entry. Most entries hold a few keys (the 3 or 4 events of a pod, indexed by
- * involvedObject.uid), and a Set's hash table takes ~300 bytes even for three: so one key is kept as the string,
+ * involvedObject.uid), and a Set's hash table is large even for three: so one key is kept as the string,
  * up to SMALL_KEYS as an array, more as a Set.
  */
 type Keys = string | string[] | Set<string>;

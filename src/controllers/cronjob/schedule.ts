@@ -3,7 +3,7 @@ import type { CronExpression, CronExpressionParser as Parser } from 'cron-parser
 
 let parser: typeof Parser | undefined;
 
-/** cron-parser, loaded with the first schedule parsed: a server without CronJobs does not pay ~30 ms at start for it. */
+/** cron-parser, loaded with the first schedule parsed: a server without CronJobs does not pay its loading at start. */
 function cronParser(): typeof Parser {
   parser ??= (createRequire(import.meta.url)('cron-parser') as { CronExpressionParser: typeof Parser })
     .CronExpressionParser;
@@ -157,8 +157,8 @@ const DAY_MINUTES = 1440;
 
 /**
  * Schedules that fire on every day of every month in UTC (hourly, daily, every N minutes: most CronJobs),
- * answered by arithmetic on the expression's minutes and hours. cron-parser steps through luxon dates and took
- * ~200 µs an answer; with every day matching, the day-of-month / day-of-week rule (either or both) cannot matter.
+ * answered by arithmetic on the expression's minutes and hours, since cron-parser steps through luxon dates, far
+ * slower; with every day matching, the day-of-month / day-of-week rule (either or both) cannot matter.
  */
 function everyDayInUtc(expression: CronExpression, zone: string): Schedule | undefined {
   const f = expression.fields;

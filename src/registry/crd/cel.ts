@@ -21,8 +21,8 @@ type Cel = typeof import('@bufbuild/cel');
 let cel: { lib: Cel; env: ReturnType<Cel['celEnv']> } | undefined;
 
 /**
- * @bufbuild/cel, loaded when a rule is first compiled: loading it takes ~100 ms, which every `sim serve` start
- * would pay although most clusters have no CRD with rules. Its CommonJS build can be required synchronously,
+ * @bufbuild/cel, loaded when a rule is first compiled: every `sim serve` start would pay for loading it although
+ * most clusters have no CRD with rules. Its CommonJS build can be required synchronously,
  * as validation is.
  */
 function loadCel(): NonNullable<typeof cel> {

@@ -37,7 +37,7 @@ let compiled: Compiled | undefined;
 /** protobufjs types for the schema, built on first use (a few milliseconds) rather than at every server start. */
 function schema(): Compiled {
   if (compiled) return compiled;
-  // protobufjs itself is loaded here too: most sessions never send protobuf, and loading it cost every start ~35 ms.
+  // protobufjs itself is loaded here too: most sessions never send protobuf, and every start would pay its loading.
   const protobuf = createRequire(import.meta.url)('protobufjs/light.js') as Protobuf;
   const root = new protobuf.Root();
   const fields = new Map<string, readonly FieldSpec[]>();
