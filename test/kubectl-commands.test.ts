@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, chmodSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -765,6 +766,89 @@ ${extra}`;
     // kubectl 1.27 asks for SelfSubjectReview in v1beta1 or v1alpha1 only; kube-sim serves v1 (GA since 1.28).
     if (kubectlClientMinor() >= 28)
       assert.match(await ok(['auth', 'whoami']), /^ATTRIBUTE\s+VALUE\nUsername\s+kubernetes-admin\n/);
+  });
+
+  it('exec: stdout, stderr and the exit code, stdin with -i (SPDY before 1.30, WebSocket after)', async () => {
+    await ok(['run', 'shell', '-n', 'cmds', '--image=busybox', '--', 'sleep', '3600']);
+    await ok(['wait', '--for=condition=Ready', 'pod/shell', '-n', 'cmds', '--timeout=30s']);
+    assert.equal(await ok(['exec', 'shell', '-n', 'cmds', '--', 'echo', 'hello', 'world']), 'hello world\n');
+    const failed = await run(['exec', 'shell', '-n', 'cmds', '--', 'cat', '/etc/hostname', '/nope']);
+    assert.equal(failed.code, 1, failed.stderr);
+    assert.equal(failed.stdout, 'shell\n');
+    assert.equal(failed.stderr, 'cat: /nope: No such file or directory\ncommand terminated with exit code 1\n');
+    const script = await run(['exec', 'shell', '-n', 'cmds', '--', 'sh', '-c', 'echo $HOSTNAME; exit 3']);
+    assert.equal(script.code, 3, script.stderr);
+    assert.equal(script.stdout, 'shell\n');
+    assert.equal(script.stderr, 'command terminated with exit code 3\n');
+    const missing = await run(['exec', 'shell', '-n', 'cmds', '--', 'frobnicate']);
+    assert.equal(missing.code, 127);
+    assert.match(missing.stderr, /frobnicate: command not found\ncommand terminated with exit code 127\n$/);
+    // stdin: what kubectl reads goes to the process, and its end reaches it.
+    const text = 'first line\nsecond line, ünïcödé\n';
+    assert.equal(await ok(['exec', '-i', 'shell', '-n', 'cmds', '--', 'cat'], { input: text }), text);
+    const lines = await run(['exec', '-i', 'shell', '-n', 'cmds', '--', 'sh'], {
+      input: 'echo one\necho two\nexit 5\n',
+    });
+    assert.equal(lines.code, 5, lines.stderr);
+    assert.equal(lines.stdout, 'one\ntwo\n');
+    // The API server's checks come first, as a Status.
+    const wrong = await run(['exec', 'shell', '-n', 'cmds', '-c', 'nope', '--', 'true']);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /Error from server \(BadRequest\): container nope is not valid for pod shell/);
+  });
+
+  it("attach: a running container's output as it is written, until the container exits", async () => {
+    await ok([
+      'apply',
+      '-f',
+      file(
+        'attached.yaml',
+        'apiVersion: v1\nkind: Pod\nmetadata: {name: attached, namespace: cmds, annotations: {kube-sim.dev/stop-delay: 1s}}\nspec: {containers: [{name: main, image: busybox}]}\n',
+      ),
+    ]);
+    await ok(['wait', '--for=condition=Ready', 'pod/attached', '-n', 'cmds', '--timeout=30s']);
+    const attach = spawnKubectl(server.url, ['attach', 'attached', '-n', 'cmds', '-v=6'], KUBECTL);
+    try {
+      // -v=6 logs the upgrade's answer: from then on the container's output reaches kubectl.
+      await attach.untilStderr((log) => /\/attach\?.*101 Switching Protocols/.test(log), 'the attach to be upgraded');
+      // Deleting the pod stops the container: what it writes meanwhile is what attach shows, then it ends.
+      await ok(['delete', 'pod', 'attached', '-n', 'cmds', '--wait=false']);
+      assert.equal(await attach.exited, 0, attach.stderr);
+      assert.equal(
+        attach.stdout,
+        '[kube-sim] container main received SIGTERM\n[kube-sim] container main exited with code 0\n',
+      );
+    } finally {
+      await attach.stop();
+    }
+    const none = await run(['attach', 'attached', '-n', 'cmds']);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /pods "attached" not found/);
+  });
+
+  it('port-forward: kubectl listens; nothing listens in the simulated pod, so the connection is refused as containerd refuses it', async () => {
+    const forward = spawnKubectl(server.url, ['port-forward', 'pod/shell', '-n', 'cmds', ':8080'], KUBECTL);
+    try {
+      await forward.until((out) => /Forwarding from 127\.0\.0\.1:\d+ -> 8080\n/.test(out), 'the local listener');
+      const port = Number(/Forwarding from 127\.0\.0\.1:(\d+)/.exec(forward.stdout)![1]);
+      const received = await new Promise<string>((resolve) => {
+        let data = '';
+        const socket = connect(port, '127.0.0.1');
+        socket.setEncoding('utf8').on('data', (chunk: string) => (data += chunk));
+        socket.on('error', () => resolve(data));
+        socket.on('close', () => resolve(data));
+      });
+      assert.equal(received, '', 'the forwarded connection closes without data');
+      // kubectl reports the kubelet's error and, as it does on a real cluster, gives up on the pod.
+      assert.equal(await forward.exited, 1);
+      assert.match(
+        forward.stderr,
+        /an error occurred forwarding \d+ -> 8080: error forwarding port 8080 to pod [0-9a-f]{64}, uid : failed to execute portforward in network namespace \\?"\/var\/run\/netns\/cni-[0-9a-f-]{36}\\?": failed to connect to localhost:8080 inside namespace \\?"[0-9a-f]{64}\\?", IPv4: dial tcp4 127\.0\.0\.1:8080: connect: connection refused IPv6 dial tcp6 \[::1\]:8080: connect: connection refused/,
+      );
+      assert.match(forward.stderr, /error: lost connection to pod\n$/);
+    } finally {
+      await forward.stop();
+    }
   });
 
   it('scale and kubectl proxy in front of the simulator', async () => {

@@ -176,19 +176,17 @@ describe('nodes, scheduler and kubelets with kubectl', { skip: missing }, () => 
     assert.equal(script.code, 3);
     assert.equal(script.stdout, `${name}\nmessage\n`);
     if (existsSync(KUBECTL_129)) {
-      // kubectl before 1.30 only speaks SPDY: a clear 400 Status instead of a hang.
+      // kubectl before 1.30 speaks SPDY/3.1: the same session, the same output and exit code.
       const home = mkdtempSync(join(tmpdir(), 'kube-sim-kubectl129-'));
       try {
-        const old = spawnSync(KUBECTL_129, ['--server', server.url, 'exec', name, '--', 'true'], {
-          encoding: 'utf8',
-          timeout: 20_000,
-          env: { ...process.env, KUBECONFIG: '/dev/null', HOME: home },
-        });
-        assert.equal(old.status, 1);
-        assert.match(
-          old.stderr,
-          /Error from server \(BadRequest\): kube-sim serves exec over WebSocket only \(subprotocols v5\.channel\.k8s\.io, v4\.channel\.k8s\.io\); the SPDY\/3\.1 upgrade is not supported/,
+        const old = spawnSync(
+          KUBECTL_129,
+          ['--server', server.url, 'exec', name, '--', 'sh', '-c', 'echo $HOSTNAME; ls /etc/config; exit 3'],
+          { encoding: 'utf8', timeout: 20_000, env: { ...process.env, KUBECONFIG: '/dev/null', HOME: home } },
         );
+        assert.equal(old.status, 3, old.stderr);
+        assert.equal(old.stdout, `${name}\nmessage\n`);
+        assert.match(old.stderr, /command terminated with exit code 3/);
       } finally {
         rmSync(home, { recursive: true, force: true });
       }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
@@ -9,6 +9,8 @@ import { parse as parseYaml } from 'yaml';
 import WebSocket from 'ws';
 import { kubectl, skipWithoutKubectl } from './helpers/kubectl.js';
 import { serverFor, startServer } from './helpers/server.js';
+
+const KUBECTL_129 = '/usr/lib/google-cloud-sdk/bin/kubectl.1.29';
 
 interface Kubeconfig {
   clusters: Array<{
@@ -103,6 +105,17 @@ test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/wat
   await run(['run', 'tls-pod', '--image=busybox', '--restart=Never']);
   await run(['wait', '--for=condition=Ready', 'pod/tls-pod', '--timeout=30s']);
   assert.equal(await run(['exec', 'tls-pod', '--', 'echo', 'over', 'tls']), 'over tls\n');
+  // exec over SPDY/3.1 (kubectl before 1.30) over TLS, the CA verified the same way.
+  if (existsSync(KUBECTL_129)) {
+    const spdy = await kubectl(undefined, ['exec', '-i', 'tls-pod', '--', 'cat'], {
+      env,
+      binary: KUBECTL_129,
+      input: 'spdy over tls\n',
+      timeoutMs: 30_000,
+    });
+    assert.equal(spdy.code, 0, spdy.stderr);
+    assert.equal(spdy.stdout, 'spdy over tls\n');
+  }
 
   // A WebSocket watch over wss:// verified against the CA.
   const ws = new WebSocket(

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { KubeObject } from './types.js';
 
 /**
@@ -10,6 +11,10 @@ export interface KubeletConnector {
   logs(pod: KubeObject, container: string, previous: boolean): LogSource;
   /** Checks the container can be exec'd into now and returns the process to run. */
   exec(pod: KubeObject, container: string): ExecTarget;
+  /** Checks the container is running and returns a way onto its main process's streams. */
+  attach(pod: KubeObject, container: string): AttachTarget;
+  /** Checks the pod's sandbox runs and returns a way into its network namespace. */
+  portForward(pod: KubeObject): PortForwardTarget;
   /** Stops a node's kubelet (no heartbeats, its pods stop progressing); false when there is no such node. */
   failNode(name: string): boolean;
   /** Restarts a stopped kubelet; false when there is no such node. */
@@ -56,4 +61,17 @@ export interface ExecInput {
 
 export interface ExecTarget {
   run(command: string[], streams: ExecStreams): Promise<number>;
+}
+
+export interface AttachTarget {
+  /** Streams the process's output from now on; resolves when it exits or the client goes away. */
+  run(streams: ExecStreams): Promise<void>;
+}
+
+export interface PortForwardTarget {
+  /**
+   * Connects `stream` to `port` inside the pod; resolves when that connection is over, rejects with kubelet's message
+   * (`error forwarding port 80 to pod …`) when it cannot be made.
+   */
+  forward(port: number, stream: Duplex): Promise<void>;
 }

@@ -2,7 +2,13 @@ import { isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import type { Informer } from '../client/informer.js';
 import type { Controller, ControllerContext } from '../runtime/controller.js';
-import type { ExecTarget, KubeletConnector, LogSource } from '../api/kubelet-connector.js';
+import type {
+  AttachTarget,
+  ExecTarget,
+  KubeletConnector,
+  LogSource,
+  PortForwardTarget,
+} from '../api/kubelet-connector.js';
 import { ContainerDisks } from './filesystem.js';
 import { KubeletApi } from './kubelet-api.js';
 import { LogStore } from './logs.js';
@@ -29,7 +35,7 @@ export interface KubeletOptions {
  * - the node agents (node-agent.ts): registration, Lease, node status, node faults;
  * - the pod worker (pod-worker.ts): the stage engine's reconcile of each bound pod, with one record per pod of what
  *   it remembers (pod-record.ts) and the pods' IPs (pod-ips.ts);
- * - the kubelet's API (kubelet-api.ts): pods/log and pods/exec, answered from the log store, the containers' disks
+ * - the kubelet's API (kubelet-api.ts): pods/log, pods/exec, pods/attach and pods/portforward, answered from the log store, the containers' disks
   and the pod.
  * It talks to the API only through the client and informers, as a real kubelet would.
  */
@@ -89,6 +95,14 @@ export class KubeletFleet implements Controller, KubeletConnector {
 
   exec(pod: KubeObject, container: string): ExecTarget {
     return this.api.exec(pod, container);
+  }
+
+  attach(pod: KubeObject, container: string): AttachTarget {
+    return this.api.attach(pod, container);
+  }
+
+  portForward(pod: KubeObject): PortForwardTarget {
+    return this.api.portForward(pod);
   }
 
   failNode(name: string): boolean {

@@ -3,18 +3,20 @@ import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { Clock } from '../clock/clock.js';
 import { podNodeName as podNode } from '../api/pod-util.js';
 import { envAnnotation } from './actions.js';
-import type { ExecTarget, LogSource } from '../api/kubelet-connector.js';
+import type { AttachTarget, ExecTarget, LogSource, PortForwardTarget } from '../api/kubelet-connector.js';
 import { runInContainer } from './exec-shell.js';
 import type { ContainerDisks } from './filesystem.js';
 import type { LogStore } from './logs.js';
 import type { NodeAgent } from './node-agent.js';
 import { resolveEnv, type EnvSources } from './pod-env.js';
 import { containerSpecs } from './stage-pass.js';
+import { attachToLog, portForwardInto } from './streaming.js';
 import { containerFs } from './volumes.js';
 
 /**
- * The kubelet's own API (port 10250), as kube-apiserver reaches it for pods/log and pods/exec: a container's log
- * instances from the log store, a process in the container's environment and files. A node that is failed or gone
+ * The kubelet's own API (port 10250), as kube-apiserver reaches it for pods/log, exec, attach and portforward: a
+ * container's log instances from the log store, a process in the container's environment and files, the main
+ * process's output, the pod's network namespace. A node that is failed or gone
  * refuses the connection, as a real kubelet's would.
  */
 type Obj = Record<string, unknown>;
@@ -85,13 +87,33 @@ export class KubeletApi {
     throw kubeletError(`container "${container}" in pod "${name}" is waiting to start: ${reason}`);
   }
 
-  /** A process in a running container: the environment it started with, its mounted files. */
-  exec(pod: KubeObject, container: string): ExecTarget {
-    this.reachable(pod, `exec/${pod.metadata.namespace}/${pod.metadata.name}/${container}`);
+  /** The status of a container that is running now; anything else is kubelet's `container not found`. */
+  private running(pod: KubeObject, container: string): Obj {
     const cs = containerStatus(pod, container);
     if (!cs || !isPlainObject(cs.state) || !isPlainObject(cs.state.running)) {
       throw new ApiError(500, 'InternalError', `container not found ("${container}")`);
     }
+    return cs;
+  }
+
+  /** The running container's main process: what it writes from now on. */
+  attach(pod: KubeObject, container: string): AttachTarget {
+    this.reachable(pod, `attach/${pod.metadata.namespace}/${pod.metadata.name}/${container}`);
+    const cs = this.running(pod, container);
+    const restarts = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
+    return attachToLog(this.sources.logs.source(pod.metadata.uid ?? '', container, restarts));
+  }
+
+  /** The pod's network namespace. */
+  portForward(pod: KubeObject): PortForwardTarget {
+    this.reachable(pod, `portForward/${pod.metadata.namespace}/${pod.metadata.name}`);
+    return portForwardInto(pod);
+  }
+
+  /** A process in a running container: the environment it started with, its mounted files. */
+  exec(pod: KubeObject, container: string): ExecTarget {
+    this.reachable(pod, `exec/${pod.metadata.namespace}/${pod.metadata.name}/${container}`);
+    const cs = this.running(pod, container);
     const spec = containerSpecs(pod).find((c) => c.name === container) ?? { name: container };
     const sources = this.sources.env(podNode(pod));
     let env: Map<string, string>;
@@ -111,7 +133,8 @@ export class KubeletApi {
     const clock = this.sources.clock;
     const instance = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
     const storage = { disks: this.sources.disks, instance };
-    const started = Date.parse(String(cs.state.running.startedAt));
+    const running = (cs.state as { running: Obj }).running;
+    const started = Date.parse(String(running.startedAt));
     return {
       run: (command, io) =>
         runInContainer(command, {

@@ -1,19 +1,32 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { createWebSocketStream, WebSocketServer } from 'ws';
 import { ApiError, Errors } from '../api/errors.js';
 import { queryBool } from '../api/query-params.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import type { ServedCluster } from './served-cluster.js';
-import type { ExecTarget, KubeletConnector, LogLine } from '../api/kubelet-connector.js';
+import type { KubeletConnector, LogLine, PortForwardTarget } from '../api/kubelet-connector.js';
 import type { KindInfo } from '../registry/types.js';
-import { ExecInputQueue } from './exec-input.js';
+import { PORT_FORWARD_PROTOCOL, PORT_FORWARD_TUNNEL_PROTOCOL, servePortForward } from './port-forward.js';
+import {
+  internalErrorStatus,
+  SPDY_PROTOCOLS,
+  serveOverSpdy,
+  serveOverWebSocket,
+  WEBSOCKET_PROTOCOLS,
+  type ContainerProcess,
+  type SessionStatus,
+  type StreamOptions,
+} from './remote-command.js';
+import type { ServedCluster } from './served-cluster.js';
+import { SpdyConnection, type StreamHandler } from './spdy.js';
 
 /**
- * The connect subresources of pods: pods/log (plain text, streamed with follow=true) and pods/exec (WebSocket,
- * the v5.channel.k8s.io / v4.channel.k8s.io subprotocols kubectl 1.30+ speaks). The API server checks the
- * request against the pod, as kube-apiserver's LogLocation/ExecLocation do, then hands it to the node's kubelet.
+ * The connect subresources of pods: pods/log (plain text, streamed with follow=true), and pods/exec, pods/attach and
+ * pods/portforward over an upgraded connection: WebSocket (kubectl 1.30+) or SPDY/3.1 (kubectl 1.27-1.29, and
+ * client-go tools before 1.30). The API server checks the request against the pod, as kube-apiserver's
+ * LogLocation/ExecLocation/AttachLocation/PortForwardLocation do, then hands it to the node's kubelet, whose
+ * streaming server negotiates the protocol.
  */
 
 type Query = Record<string, string | string[] | undefined>;
@@ -157,10 +170,8 @@ export function podLog(
   res.on('close', finish);
 }
 
-const SUBPROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
-
 /** The Status an exec ends with on the error channel (kubelet's remotecommand v4+ protocol). */
-export function exitStatus(command: readonly string[], code: number): Record<string, unknown> {
+export function exitStatus(command: readonly string[], code: number): SessionStatus {
   if (code === 0) return { metadata: {}, status: 'Success' };
   return {
     metadata: {},
@@ -171,23 +182,49 @@ export function exitStatus(command: readonly string[], code: number): Record<str
   };
 }
 
+const SUCCESS: SessionStatus = { metadata: {}, status: 'Success' };
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The connect subresources served over an upgraded connection. */
+export type ConnectSubresource = 'exec' | 'attach' | 'portforward';
+
+/** What the kubelet was asked for: a session with a process in a container, or port-forwarding into the pod. */
+type Connect =
+  | { kind: 'command'; options: StreamOptions; process: ContainerProcess }
+  | { kind: 'portforward'; target: PortForwardTarget };
+
+type Reject = (err: ApiError, contentType?: string) => void;
+
 /**
- * Serves exec upgrades. Validation happens before the handshake so that errors reach kubectl as a Status
- * (kubectl falls back from WebSocket to SPDY on any non-101 answer, and prints the Status of the second try).
+ * Serves exec, attach and port-forward upgrades. Validation happens before the handshake so that errors reach the
+ * client as a Status (kubectl 1.30+ falls back from WebSocket to SPDY on any non-101 answer, and prints the Status of
+ * the second try).
  */
-export class ExecServer {
+export class PodConnect {
   private readonly wss = new WebSocketServer({
     noServer: true,
-    handleProtocols: (protocols) => SUBPROTOCOLS.find((p) => protocols.has(p)) ?? false,
+    handleProtocols: (protocols) => WEBSOCKET_PROTOCOLS.find((p) => protocols.has(p)) ?? false,
   });
+  /**
+   * Port-forward's tunnel. Its subprotocol has a '/', which is no RFC 7230 token and which ws refuses to parse: the
+   * protocol is checked here, taken off the request, and put back on the answer.
+   */
+  private readonly tunnels = new WebSocketServer({ noServer: true }).on('headers', (headers: string[]) =>
+    headers.push(`Sec-WebSocket-Protocol: ${PORT_FORWARD_TUNNEL_PROTOCOL}`),
+  );
+  private readonly spdy = new Set<SpdyConnection>();
 
   constructor(
     private readonly cluster: ServedCluster,
     private readonly kubelet: KubeletConnector | undefined,
   ) {}
 
-  /** Handles one upgrade request for pods/NAME/exec; `reject` writes an HTTP error answer on the socket. */
+  /** Handles one upgrade request for pods/NAME/{exec,attach,portforward}; `reject` writes an HTTP error answer. */
   upgrade(
+    subresource: ConnectSubresource,
     info: KindInfo,
     namespace: string | undefined,
     name: string,
@@ -195,98 +232,160 @@ export class ExecServer {
     req: IncomingMessage,
     socket: Duplex,
     head: Buffer,
-    reject: (err: ApiError, contentType?: string) => void,
+    reject: Reject,
   ): void {
     const pod = this.cluster.api.get(info, namespace, name);
-    const params = url.searchParams;
-    const container = resolveContainer(pod, params.get('container') ?? undefined);
-    if (nodeName(pod) === '') throw Errors.badRequest(`pod ${name} does not have a host assigned`);
-    const command = params.getAll('command');
-    if (command.length === 0) throw Errors.badRequest('you must specify at least 1 command');
-    const wants = (key: string): boolean => queryBool(params.getAll(key));
-    const stdin = wants('stdin');
-    const tty = wants('tty');
-    if (!stdin && !wants('stdout') && !wants('stderr'))
-      throw Errors.badRequest('you must specify at least one of stdin, stdout, stderr');
-    if (!this.kubelet) throw kubeletUnreachable(pod, `exec/${namespace}/${name}/${container}`);
-    let target: ExecTarget;
+    let connect: Connect;
     try {
-      target = this.kubelet.exec(pod, container);
+      connect = this.connect(subresource, pod, url.searchParams);
     } catch (err) {
       // The kubelet's own refusals come back as plain text, which kubectl shows as "unable to upgrade connection: …".
       if (err instanceof ApiError && err.code === 500) return reject(err, 'text/plain');
       throw err;
     }
     const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
-    if (upgrade !== 'websocket') {
-      throw Errors.badRequest(
-        `kube-sim serves exec over WebSocket only (subprotocols ${SUBPROTOCOLS.join(', ')}); the ${req.headers.upgrade ?? 'HTTP'} upgrade is not supported: use kubectl 1.30 or newer`,
-      );
+    if (upgrade === 'websocket') return this.webSocket(connect, subresource, req, socket, head);
+    this.spdyUpgrade(connect, req, socket, head, reject);
+  }
+
+  /** The API server's checks, then the kubelet's: what to connect the client to. */
+  private connect(subresource: ConnectSubresource, pod: KubeObject, params: URLSearchParams): Connect {
+    const name = pod.metadata.name ?? '';
+    const namespace = pod.metadata.namespace ?? '';
+    if (subresource === 'portforward') {
+      if (nodeName(pod) === '') throw Errors.badRequest(`pod ${name} does not have a host assigned`);
+      if (!this.kubelet) throw kubeletUnreachable(pod, `portForward/${namespace}/${name}`);
+      return { kind: 'portforward', target: this.kubelet.portForward(pod) };
     }
+    const container = resolveContainer(pod, params.get('container') ?? undefined);
+    if (nodeName(pod) === '') throw Errors.badRequest(`pod ${name} does not have a host assigned`);
+    const command = params.getAll('command');
+    if (subresource === 'exec' && command.length === 0) throw Errors.badRequest('you must specify at least 1 command');
+    const wants = (key: string): boolean => queryBool(params.getAll(key));
+    const options: StreamOptions = {
+      stdin: wants('stdin'),
+      stdout: wants('stdout'),
+      stderr: wants('stderr'),
+      tty: wants('tty'),
+    };
+    if (!options.stdin && !options.stdout && !options.stderr)
+      throw Errors.badRequest('you must specify at least one of stdin, stdout, stderr');
+    if (!this.kubelet) throw kubeletUnreachable(pod, `${subresource}/${namespace}/${name}/${container}`);
+    if (subresource === 'attach') {
+      const target = this.kubelet.attach(pod, container);
+      return {
+        kind: 'command',
+        options,
+        process: {
+          run: async (streams) => {
+            await target.run(streams);
+            return 0;
+          },
+          // kubelet's ServeAttach: Success however the process ended.
+          status: () => SUCCESS,
+          failure: (err) => internalErrorStatus(`error attaching to container: ${errorText(err)}`),
+        },
+      };
+    }
+    const target = this.kubelet.exec(pod, container);
+    return {
+      kind: 'command',
+      options,
+      process: {
+        run: (streams) => target.run(command, streams),
+        status: (code) => exitStatus(command, code),
+        failure: (err) => internalErrorStatus(`error executing command in container: ${errorText(err)}`),
+      },
+    };
+  }
+
+  private webSocket(
+    connect: Connect,
+    subresource: ConnectSubresource,
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+  ): void {
+    const supported = connect.kind === 'portforward' ? [PORT_FORWARD_TUNNEL_PROTOCOL] : WEBSOCKET_PROTOCOLS;
     const offered = String(req.headers['sec-websocket-protocol'] ?? '')
       .split(',')
       .map((p) => p.trim());
-    if (!SUBPROTOCOLS.some((p) => offered.includes(p))) {
+    if (!supported.some((p) => offered.includes(p))) {
       throw Errors.badRequest(
-        `none of the offered subprotocols [${offered.filter((p) => p).join(', ')}] is supported: use ${SUBPROTOCOLS.join(' or ')}`,
+        `none of the offered subprotocols [${offered.filter((p) => p).join(', ')}] is supported for ${subresource}: use ${supported.join(' or ')}`,
       );
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => void this.run(ws, target, command, stdin, tty));
-  }
-
-  private async run(ws: WebSocket, target: ExecTarget, command: string[], stdin: boolean, tty: boolean): Promise<void> {
-    const v5 = ws.protocol === 'v5.channel.k8s.io';
-    /** Sends one frame; past a megabyte not yet sent, the promise holds the writer until the client reads. */
-    const frame = (channel: number, data: string | Uint8Array): void | Promise<void> => {
-      if (ws.readyState !== ws.OPEN) return;
-      const payload = Buffer.concat([Buffer.from([channel]), typeof data === 'string' ? Buffer.from(data) : data]);
-      if (ws.bufferedAmount < 1024 * 1024) return ws.send(payload);
-      return new Promise<void>((resolve) => ws.send(payload, () => resolve()));
-    };
-    const input = stdin ? new ExecInputQueue({ pause: () => ws.pause(), resume: () => ws.resume() }) : undefined;
-    let onClosed!: () => void;
-    const closed = new Promise<void>((resolve) => (onClosed = resolve));
-    ws.on('close', () => {
-      input?.end();
-      onClosed();
-    });
-    ws.on('message', (data: RawData) => {
-      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-      if (buf.length === 0) return;
-      const channel = buf[0]!;
-      if (channel === 0) input?.push(buf.subarray(1));
-      else if (channel === 255 && v5 && buf[1] === 0) input?.end(); // v5: the client closed its stdin
-    });
-    let code: number;
-    try {
-      code = await target.run(command, {
-        stdout: (data) => frame(1, data),
-        // A terminal has one output stream.
-        stderr: (data) => frame(tty ? 1 : 2, data),
-        tty,
-        ...(input ? { stdin: input } : {}),
-        closed,
-      });
-    } catch (err) {
-      void frame(
-        3,
-        JSON.stringify({
-          metadata: {},
-          status: 'Failure',
-          message: err instanceof Error ? err.message : String(err),
-          reason: 'InternalError',
-          code: 500,
-        }),
-      );
-      ws.close(1000);
+    if (connect.kind === 'command') {
+      this.wss.handleUpgrade(req, socket, head, (ws) => void serveOverWebSocket(ws, connect.options, connect.process));
       return;
     }
-    void frame(3, JSON.stringify(exitStatus(command, code)));
-    ws.close(1000);
+    delete req.headers['sec-websocket-protocol'];
+    this.tunnels.handleUpgrade(req, socket, head, (ws) => {
+      // SPDY frames in binary messages: the same port-forward server, over the WebSocket as a byte stream.
+      const tunnel = createWebSocketStream(ws);
+      servePortForward((handler) => this.spdyConnection(tunnel, handler, Buffer.alloc(0)), connect.target);
+    });
+  }
+
+  /** kubelet's streaming server over SPDY: httpstream.Handshake, then spdy's UpgradeResponse. */
+  private spdyUpgrade(connect: Connect, req: IncomingMessage, socket: Duplex, head: Buffer, reject: Reject): void {
+    const supported = connect.kind === 'portforward' ? [PORT_FORWARD_PROTOCOL] : SPDY_PROTOCOLS;
+    const offered = (req.headersDistinct['x-stream-protocol-version'] ?? [])
+      .flatMap((h) => h.split(','))
+      .map((p) => p.trim())
+      .filter((p) => p !== '');
+    const text = (code: number, reason: string, message: string): void =>
+      reject(new ApiError(code, reason, message), 'text/plain');
+    if (offered.length === 0)
+      return text(400, 'BadRequest', 'unable to upgrade: X-Stream-Protocol-Version is required');
+    const protocol = offered.find((p) => supported.includes(p));
+    if (!protocol) {
+      return text(
+        403,
+        'Forbidden',
+        `unable to upgrade: unable to negotiate protocol: client supports [${offered.join(' ')}], server accepts [${supported.join(' ')}]`,
+      );
+    }
+    const connection = String(req.headers.connection ?? '').toLowerCase();
+    const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
+    if (!connection.includes('upgrade') || !upgrade.includes('spdy/3.1')) {
+      return text(400, 'BadRequest', `unable to upgrade: missing upgrade headers in request: ${goHeaders(req)}`);
+    }
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: ${protocol}\r\n\r\n`,
+    );
+    const accept = (handler: StreamHandler): SpdyConnection => this.spdyConnection(socket, handler, head);
+    if (connect.kind === 'portforward') servePortForward(accept, connect.target);
+    else serveOverSpdy(accept, protocol, connect.options, connect.process);
+  }
+
+  private spdyConnection(socket: Duplex, handler: StreamHandler, head: Buffer): SpdyConnection {
+    const connection = new SpdyConnection(socket, handler, head);
+    this.spdy.add(connection);
+    connection.onClose(() => this.spdy.delete(connection));
+    return connection;
   }
 
   close(): void {
-    for (const client of this.wss.clients) client.terminate();
-    this.wss.close();
+    for (const server of [this.wss, this.tunnels]) {
+      for (const client of server.clients) client.terminate();
+      server.close();
+    }
+    for (const connection of [...this.spdy]) connection.destroy();
   }
+}
+
+/** A request's headers as Go's %#v prints an http.Header: canonical names, sorted, each with its values. */
+function goHeaders(req: IncomingMessage): string {
+  const canonical = (name: string): string =>
+    name
+      .split('-')
+      .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+      .join('-');
+  const entries = Object.entries(req.headersDistinct)
+    .filter(([name]) => name !== 'host')
+    .map(([name, values]) => [canonical(name), values ?? []] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const quote = (s: string): string => JSON.stringify(s);
+  return `http.Header{${entries.map(([name, values]) => `${quote(name)}:[]string{${values.map(quote).join(', ')}}`).join(', ')}}`;
 }

@@ -161,7 +161,11 @@ export class ResourceHandler {
       if (method !== 'GET') throw Errors.methodNotAllowed();
       return podLog(this.cluster, this.kubelet, info, namespace, name, query, reply);
     }
-    if (info.resource === 'pods' && subresource === 'exec') throw Errors.badRequest('Upgrade request required');
+    if (
+      info.resource === 'pods' &&
+      (subresource === 'exec' || subresource === 'attach' || subresource === 'portforward')
+    )
+      throw Errors.badRequest('Upgrade request required');
     const status =
       subresource === 'status' ? ('status' as const) : subresource === 'finalize' ? ('finalize' as const) : undefined;
     if (status === 'finalize' && method !== 'PUT') throw Errors.methodNotAllowed();

@@ -15,7 +15,7 @@ import { OpenApi } from './openapi.js';
 import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPTED, OpenApiV2 } from './openapi-v2.js';
 import type { KubeletConnector } from '../api/kubelet-connector.js';
 import type { ApiAuth } from '../auth/api-auth.js';
-import { ExecServer } from './pod-connect.js';
+import { PodConnect } from './pod-connect.js';
 import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources.js';
 
 export interface ServerOptions {
@@ -232,7 +232,7 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
   app.route({ method: [...methods], url: '/apis/*', handler: (req, reply) => handleApi(req, reply, false) });
 
   registerSimRoutes(app, cluster, options.kubelet);
-  attachWebSockets(app, cluster, resources, new ExecServer(cluster, options.kubelet), auth);
+  attachWebSockets(app, cluster, resources, new PodConnect(cluster, options.kubelet), auth);
   return app;
 }
 
@@ -274,12 +274,12 @@ function registerSimRoutes(app: FastifyInstance, cluster: ServedCluster, kubelet
   });
 }
 
-/** Watches over WebSocket on the same URLs as HTTP watches, and pods/exec. */
+/** Watches over WebSocket on the same URLs as HTTP watches, and pods/exec, pods/attach and pods/portforward. */
 function attachWebSockets(
   app: FastifyInstance,
   cluster: ServedCluster,
   resources: ResourceHandler,
-  exec: ExecServer,
+  connect: PodConnect,
   auth: ApiAuth | undefined,
 ): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
@@ -300,8 +300,13 @@ function attachWebSockets(
       else if (segments[0] === 'apis' && segments.length >= 4)
         target = resolveTarget(cluster, segments[1]!, segments[2]!, segments.slice(3));
       if (!target) return reject(socket, Errors.pathNotFound());
-      if (target.subresource === 'exec' && target.info.resource === 'pods' && target.name !== undefined) {
-        return exec.upgrade(target.info, target.namespace, target.name, url, req, socket, head, (err, type) =>
+      const sub = target.subresource;
+      if (
+        (sub === 'exec' || sub === 'attach' || sub === 'portforward') &&
+        target.info.resource === 'pods' &&
+        target.name
+      ) {
+        return connect.upgrade(sub, target.info, target.namespace, target.name, url, req, socket, head, (err, type) =>
           reject(socket, err, type),
         );
       }
@@ -318,7 +323,7 @@ function attachWebSockets(
   });
   // preClose, not onClose: fastify's own onClose waits for every socket to end, upgraded ones included.
   app.addHook('preClose', (done) => {
-    exec.close();
+    connect.close();
     for (const client of wss.clients) client.terminate();
     wss.close(() => done());
   });

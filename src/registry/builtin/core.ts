@@ -122,8 +122,10 @@ const pods: KindInfo = {
   extraSubresources: [
     { name: 'binding', kind: 'Binding', verbs: ['create'], create: bindPod },
     { name: 'eviction', kind: 'Eviction', group: 'policy', version: 'v1', verbs: ['create'], create: evictPod },
+    { name: 'attach', kind: 'PodAttachOptions', verbs: ['create', 'get'] },
     { name: 'exec', kind: 'PodExecOptions', verbs: ['create', 'get'] },
     { name: 'log', kind: 'Pod', verbs: ['get'] },
+    { name: 'portforward', kind: 'PodPortForwardOptions', verbs: ['create', 'get'] },
   ],
   strategy: {
     defaults(obj) {

@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto';
+import type { KubeObject } from '../api/types.js';
+import type { AttachTarget, LogSource, PortForwardTarget } from '../api/kubelet-connector.js';
+
+/**
+ * The container runtime's side of attach and port-forward for a simulated pod. A simulated container's main
+ * process is its log: attaching streams the lines it writes from then on, until it exits. Nothing listens on a
+ * simulated pod's ports, so every forwarded connection is refused, with the message containerd gives for a port
+ * nobody listens on.
+ */
+
+/** Attaches to the container instance whose log is `source`. */
+export function attachToLog(source: LogSource): AttachTarget {
+  return {
+    run: (io) =>
+      new Promise<void>((resolve) => {
+        const follow = source.follow;
+        if (!follow) return resolve();
+        // A terminal turns each newline into CR LF (onlcr).
+        const newline = io.tty ? '\r\n' : '\n';
+        let stop: (() => void) | undefined;
+        const done = (): void => {
+          stop?.();
+          resolve();
+        };
+        stop = follow((line) => io.stdout(`${line.text}${newline}`), done);
+        void io.closed.then(done);
+      }),
+  };
+}
+
+/** The pod sandbox's id (64 hex digits, as containerd's), derived from the pod's uid. */
+function sandboxId(pod: KubeObject): string {
+  return createHash('sha256')
+    .update(`sandbox/${pod.metadata.uid ?? ''}`)
+    .digest('hex');
+}
+
+/** The pod's network namespace, where containerd connects forwarded connections to localhost:PORT. */
+export function portForwardInto(pod: KubeObject): PortForwardTarget {
+  const sandbox = sandboxId(pod);
+  const h = createHash('sha256')
+    .update(`netns/${pod.metadata.uid ?? ''}`)
+    .digest('hex');
+  const netns = `/var/run/netns/cni-${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+  return {
+    forward: (port) =>
+      Promise.reject(
+        new Error(
+          `error forwarding port ${port} to pod ${sandbox}, uid : failed to execute portforward in network namespace "${netns}": failed to connect to localhost:${port} inside namespace "${sandbox}", IPv4: dial tcp4 127.0.0.1:${port}: connect: connection refused IPv6 dial tcp6 [::1]:${port}: connect: connection refused `,
+        ),
+      ),
+  };
+}
