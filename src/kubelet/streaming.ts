@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KubeObject } from '../api/types.js';
-import type { AttachTarget, LogSource, PortForwardTarget } from '../api/kubelet-connector.js';
+import type { AttachTarget, ExecInput, LogSource, PortForwardTarget } from '../api/kubelet-connector.js';
 
 /**
  * The container runtime's side of attach and port-forward for a simulated pod. A simulated container's main
@@ -25,8 +25,18 @@ export function attachToLog(source: LogSource): AttachTarget {
         };
         stop = follow((line) => io.stdout(`${line.text}${newline}`), done);
         void io.closed.then(done);
+        // The simulated process reads no input: what the client types is taken and dropped, so that unread stdin
+        // never holds the connection back.
+        void drain(io.stdin);
       }),
   };
+}
+
+async function drain(input: ExecInput | undefined): Promise<void> {
+  if (!input) return;
+  for (let chunk = await input.read(); chunk !== undefined; chunk = await input.read()) {
+    // dropped
+  }
 }
 
 /** The pod sandbox's id (64 hex digits, as containerd's), derived from the pod's uid. */

@@ -166,8 +166,15 @@ export function serveOverWebSocket(ws: WebSocket, options: StreamOptions, proces
     else if (channel === Channel.Resize) resizes(session, buf.subarray(1));
     else if (channel === Channel.Close && v5 && buf[1] === Channel.Stdin) session.stdinEnd();
   });
-  return session.run(process);
+  // client-go's WebSocket executor before its readyChan fix (kubectl 1.30-1.32 at least) starts reading before it has
+  // made its streams and drops what arrives for a stream not made yet ("Unknown stream id 1, discarding message",
+  // then "closed all streams"): output sent right behind the 101 can be lost. On a real cluster the API server's hop
+  // to the kubelet gives the client that moment; here the process starts a moment later.
+  return new Promise<void>((resolve) => wallClock.setTimer(STREAM_SETUP_MS, resolve)).then(() => session.run(process));
 }
+
+/** How long a WebSocket session waits before its process starts (a round trip to a kubelet, on a real cluster). */
+const STREAM_SETUP_MS = 10;
 
 /** Writes to a stream; when the socket is behind, the promise holds the writer until it drains. */
 function send(stream: SpdyStream | undefined, data: Uint8Array): void | Promise<void> {
