@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { rfc3339 } from '../clock/clock.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
-import { SharedTable, sharedText as shared } from '../storage/compact.js';
 import { setPodCondition } from '../api/pod-util.js';
 
 /**
@@ -139,9 +138,81 @@ function state(cs: Obj): Obj {
   return isPlainObject(cs.state) ? cs.state : {};
 }
 
+type ContainerList = 'containers' | 'initContainers';
+
+/** The container of that name in the pod's spec, and which list holds it. */
+function specOf(pod: KubeObject, name: string): { c: Obj; list: ContainerList } | undefined {
+  for (const list of ['initContainers', 'containers'] as const) {
+    const c = containersOf(pod, list).find((x) => x.name === name);
+    if (c) return { c, list };
+  }
+  return undefined;
+}
+
+/**
+ * What the kubelet writes about a container that follows from its spec alone: its field path, image reference and
+ * digest, the pull, create and start event messages, the log line of its first start.
+ */
+interface ContainerTexts {
+  fieldPath: string;
+  image: string;
+  imageID: string;
+  pullMessages: readonly string[];
+  created: string;
+  started: string;
+  firstStartLine: string;
+}
+
+/**
+ * Made once per spec object, per list (the same spec may sit in either): the pods of a template share their
+ * container specs (the store keeps one copy of identical parts, and informers hand out the stored objects), so their
+ * statuses, events and logs hold one copy of each text as well, and an image is hashed once, not at every start.
+ */
+const textsBySpec: Record<ContainerList, WeakMap<object, ContainerTexts>> = {
+  containers: new WeakMap(),
+  initContainers: new WeakMap(),
+};
+
+function textsOf(c: Obj, list: ContainerList): ContainerTexts {
+  let texts = textsBySpec[list].get(c);
+  if (texts) return texts;
+  const name = String(c.name);
+  const image = String(c.image);
+  const normalized = normalizeImage(image);
+  const repo = normalized.includes('@')
+    ? normalized.slice(0, normalized.indexOf('@'))
+    : normalized.slice(0, normalized.lastIndexOf(':'));
+  texts = {
+    fieldPath: flat('spec.', list, '{', name, '}'),
+    image: normalized,
+    imageID: flat(repo, '@sha256:', createHash('sha256').update(normalized).digest('hex')),
+    pullMessages:
+      c.imagePullPolicy === 'Always'
+        ? [
+            flat('Pulling image "', image, '"'),
+            flat('Successfully pulled image "', image, '" in 0s (0s including waiting). Image size: 0 bytes.'),
+          ]
+        : [flat('Container image "', image, '" already present on machine')],
+    created: flat('Created container: ', name),
+    started: flat('Started container ', name),
+    firstStartLine: startLine(c, 0),
+  };
+  textsBySpec[list].set(c, texts);
+  return texts;
+}
+
+/** The field path of a pod's container in its events: spec.containers{app}. */
 function fieldPath(pod: KubeObject, name: string): string {
-  const init = containersOf(pod, 'initContainers').some((c) => c.name === name);
-  return shared(`spec.${init ? 'initContainers' : 'containers'}{${name}}`);
+  const spec = specOf(pod, name);
+  return spec ? textsOf(spec.c, spec.list).fieldPath : flat('spec.containers{', name, '}');
+}
+
+/**
+ * One flat string of the parts. A log line lives as long as its pod; built with `+` or a template it is a V8 rope,
+ * a tree of its pieces that keeps each of them (32 bytes a node), where a join makes one string.
+ */
+function flat(...parts: Array<string | number>): string {
+  return parts.join('');
 }
 
 /** The image reference as containerd reports it: docker.io/library/nginx:latest for "nginx". */
@@ -154,19 +225,6 @@ export function normalizeImage(image: string): string {
   const lastSegment = ref.slice(ref.lastIndexOf('/') + 1);
   if (!ref.includes('@') && !lastSegment.includes(':')) ref = `${ref}:latest`;
   return ref;
-}
-
-/** Image → its digest reference, so a container start hashes an image once, not every time. */
-const imageIDs = new SharedTable<string>();
-
-function imageID(image: string): string {
-  return imageIDs.get(image, () => {
-    const normalized = normalizeImage(image);
-    const repo = normalized.includes('@')
-      ? normalized.slice(0, normalized.indexOf('@'))
-      : normalized.slice(0, normalized.lastIndexOf(':'));
-    return shared(`${repo}@sha256:${createHash('sha256').update(normalized).digest('hex')}`);
-  });
 }
 
 /** Go's time.Duration formatting for whole seconds: 10s, 1m20s, 5m0s. */
@@ -248,8 +306,26 @@ function sortConditions(status: Obj): void {
   status.conditions = [...conditions].sort((a, b) => rank(a) - rank(b));
 }
 
-function startLines(pod: KubeObject, c: Obj, restartCount: number, env: Array<[string, string]>): string[] {
-  const lines = [`[kube-sim] container ${String(c.name)} started (image ${String(c.image)}, restart ${restartCount})`];
+function startLine(c: Obj, restartCount: number): string {
+  return flat(
+    '[kube-sim] container ',
+    String(c.name),
+    ' started (image ',
+    String(c.image),
+    ', restart ',
+    restartCount,
+    ')',
+  );
+}
+
+function startLines(
+  pod: KubeObject,
+  c: Obj,
+  texts: ContainerTexts,
+  restartCount: number,
+  env: Array<[string, string]>,
+): string[] {
+  const lines = [restartCount === 0 ? texts.firstStartLine : startLine(c, restartCount)];
   const asked = pod.metadata.annotations?.[LOG_ANNOTATION];
   if (asked) {
     const vars = new Map(env);
@@ -258,27 +334,15 @@ function startLines(pod: KubeObject, c: Obj, restartCount: number, env: Array<[s
   return lines;
 }
 
-function pullEvents(c: Obj, path: string): ActionEvent[] {
-  const image = String(c.image);
-  if (c.imagePullPolicy === 'Always') {
+function pullEvents(texts: ContainerTexts): ActionEvent[] {
+  const [first, second] = texts.pullMessages;
+  const fieldPath = texts.fieldPath;
+  if (second !== undefined)
     return [
-      { type: 'Normal', reason: 'Pulling', message: shared(`Pulling image "${image}"`), fieldPath: path },
-      {
-        type: 'Normal',
-        reason: 'Pulled',
-        message: shared(`Successfully pulled image "${image}" in 0s (0s including waiting). Image size: 0 bytes.`),
-        fieldPath: path,
-      },
+      { type: 'Normal', reason: 'Pulling', message: first!, fieldPath },
+      { type: 'Normal', reason: 'Pulled', message: second, fieldPath },
     ];
-  }
-  return [
-    {
-      type: 'Normal',
-      reason: 'Pulled',
-      message: shared(`Container image "${image}" already present on machine`),
-      fieldPath: path,
-    },
-  ];
+  return [{ type: 'Normal', reason: 'Pulled', message: first!, fieldPath }];
 }
 
 interface Started {
@@ -292,19 +356,21 @@ interface Started {
 function startContainer(
   pod: KubeObject,
   c: Obj,
+  list: ContainerList,
   previous: Obj | undefined,
   restartCount: number,
   ctx: ActionContext,
   now: string,
 ): Started {
-  const path = fieldPath(pod, String(c.name));
+  const texts = textsOf(c, list);
+  const path = texts.fieldPath;
   const resolved = ctx.resolveEnv(pod, c);
   const lastState = previous && isPlainObject(previous.lastState) ? previous.lastState : {};
   if ('error' in resolved) {
     return {
       status: { ...waitingStatus(c, 'CreateContainerConfigError', resolved.error), restartCount, lastState },
       events: [
-        ...pullEvents(c, path),
+        ...pullEvents(texts),
         { type: 'Warning', reason: 'Failed', message: `Error: ${resolved.error}`, fieldPath: path },
       ],
       logs: [],
@@ -313,8 +379,8 @@ function startContainer(
   return {
     status: {
       containerID: ctx.containerID(),
-      image: shared(normalizeImage(String(c.image))),
-      imageID: imageID(String(c.image)),
+      image: texts.image,
+      imageID: texts.imageID,
       lastState,
       name: c.name,
       ready: false,
@@ -323,11 +389,13 @@ function startContainer(
       state: { running: { startedAt: now } },
     },
     events: [
-      ...pullEvents(c, path),
-      { type: 'Normal', reason: 'Created', message: shared(`Created container: ${String(c.name)}`), fieldPath: path },
-      { type: 'Normal', reason: 'Started', message: shared(`Started container ${String(c.name)}`), fieldPath: path },
+      ...pullEvents(texts),
+      { type: 'Normal', reason: 'Created', message: texts.created, fieldPath: path },
+      { type: 'Normal', reason: 'Started', message: texts.started, fieldPath: path },
     ],
-    logs: [{ container: String(c.name), start: restartCount, lines: startLines(pod, c, restartCount, resolved.env) }],
+    logs: [
+      { container: String(c.name), start: restartCount, lines: startLines(pod, c, texts, restartCount, resolved.env) },
+    ],
     env: resolved.env,
   };
 }
@@ -447,13 +515,13 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
       const prior = priorInits.get(String(c.name));
       if (prior && isPlainObject(state(prior).terminated)) return prior;
       if (blocked) return prior ?? waitingStatus(c, 'PodInitializing');
-      const started = startContainer(withIP, c, undefined, 0, ctx, now);
+      const started = startContainer(withIP, c, 'initContainers', undefined, 0, ctx, now);
       if (!started.env) blocked = true;
       result.events.push(...started.events);
       for (const log of started.logs)
         result.logs.push({
           ...log,
-          lines: [...log.lines, `[kube-sim] container ${String(c.name)} exited with code 0`],
+          lines: [...log.lines, flat('[kube-sim] container ', String(c.name), ' exited with code 0')],
           end: true,
         });
       return started.env ? terminate(started.status, 0, now) : started.status;
@@ -466,7 +534,7 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
       const prior = previous.get(String(c.name));
       if (prior && isPlainObject(state(prior).running)) return prior;
       const restartCount = typeof prior?.restartCount === 'number' ? prior.restartCount : 0;
-      const started = startContainer(withIP, c, prior, restartCount, ctx, now);
+      const started = startContainer(withIP, c, 'containers', prior, restartCount, ctx, now);
       result.events.push(...started.events);
       result.logs.push(...started.logs);
       if (started.env)
@@ -520,7 +588,15 @@ function exit(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): Act
     logs.push({
       container: String(cs.name),
       end: true,
-      lines: [`[kube-sim] container ${String(cs.name)} exited with code ${code}${reason ? ` (${reason})` : ''}`],
+      lines: [
+        flat(
+          '[kube-sim] container ',
+          String(cs.name),
+          ' exited with code ',
+          code,
+          reason ? flat(' (', reason, ')') : '',
+        ),
+      ],
     });
     return terminate(cs, code, now, reason);
   });
@@ -582,7 +658,7 @@ function restart(pod: KubeObject, ctx: ActionContext): ActionResult {
     if (waitingReason !== 'CrashLoopBackOff' && !wantsRestart(policy, cs)) return cs;
     const last = isPlainObject(terminated) ? { terminated } : isPlainObject(cs.lastState) ? cs.lastState : {};
     const restarts = (typeof cs.restartCount === 'number' ? cs.restartCount : 0) + 1;
-    const started = startContainer(pod, c, { ...cs, lastState: last }, restarts, ctx, now);
+    const started = startContainer(pod, c, 'containers', { ...cs, lastState: last }, restarts, ctx, now);
     result.events.push(...started.events);
     result.logs.push(...started.logs);
     if (started.env)
@@ -609,7 +685,7 @@ function kill(pod: KubeObject): ActionResult {
     });
     result.logs.push({
       container: String(cs.name),
-      lines: [`[kube-sim] container ${String(cs.name)} received SIGTERM`],
+      lines: [flat('[kube-sim] container ', String(cs.name), ' received SIGTERM')],
     });
   }
   return result;
@@ -628,7 +704,7 @@ function stop(pod: KubeObject, ctx: ActionContext): ActionResult {
       logs.push({
         container: String(cs.name),
         end: true,
-        lines: [`[kube-sim] container ${String(cs.name)} exited with code 0`],
+        lines: [flat('[kube-sim] container ', String(cs.name), ' exited with code 0')],
       });
     const stopped = terminate(
       cs,
@@ -664,7 +740,7 @@ function failPod(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): 
       logs.push({
         container: String(cs.name),
         end: true,
-        lines: [`[kube-sim] container ${String(cs.name)} killed: ${reason}`],
+        lines: [flat('[kube-sim] container ', String(cs.name), ' killed: ', reason)],
       });
     return terminate(cs, 137, now, 'Error');
   });

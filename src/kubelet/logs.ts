@@ -1,4 +1,3 @@
-import { flattenString, sharedText } from '../storage/compact.js';
 import type { LogLine, LogSource } from '../api/kubelet-connector.js';
 
 /**
@@ -8,7 +7,8 @@ import type { LogLine, LogSource } from '../api/kubelet-connector.js';
  * previous instances are kept (pods/log asks for no other).
  *
  * Kept compactly, since a dense cluster holds one record per pod: most pods have one container that never
- * restarted and wrote one line, the same line as every pod of its template.
+ * restarted and wrote one line (the kubelet's actions make that line once per container spec, so the pods of a
+ * template hold one copy of it).
  */
 interface Follower {
   onLine(line: LogLine): void;
@@ -58,9 +58,6 @@ class Instance implements LogSource {
   }
 }
 
-/** Lines up to this long are shared between pods (see LogStore.write). */
-const SHARED_LINE_CHARS = 200;
-
 /** An instance that never had lines (a container whose logs were lost with a restart of the server). */
 const EMPTY: LogSource = { lines: () => [] };
 
@@ -94,11 +91,7 @@ export class LogStore {
   write(uid: string, container: string, at: number, text: string): void {
     let current = this.current(uid, container);
     if (!current) this.add(uid, (current = new Instance(container, 0)), () => true);
-    // Lines are kept as long as the pod: one copy of a short line that pods repeat (the lifecycle lines). A long
-    // line is the pod's own (its kube-sim.dev/log text expanded with its name and IP): the shared table would only
-    // churn, and keep it after the pod is gone.
-    if (text.length > SHARED_LINE_CHARS) flattenString(text);
-    current.write({ at, text: text.length <= SHARED_LINE_CHARS ? sharedText(text) : text });
+    current.write({ at, text });
   }
 
   end(uid: string, container: string): void {

@@ -25,40 +25,6 @@ export function flattenString(text: string): void {
 }
 
 /**
- * A table of values shared by key (one copy of what many stored things repeat), of at most 10,000 entries: it starts
- * afresh when full, so that it stays small whatever the keys. Sharing through it is an optimisation, never a
- * requirement: forgetting costs one more copy, or computing a value again.
- */
-export class SharedTable<V> {
-  private readonly entries = new Map<string, V>();
-
-  constructor(private readonly max = 10_000) {}
-
-  /** The value shared under `key`, made (and kept) on first use. */
-  get(key: string, make: () => V): V {
-    const known = this.entries.get(key);
-    if (known !== undefined) return known;
-    if (this.entries.size >= this.max) this.entries.clear();
-    const value = make();
-    this.entries.set(key, value);
-    return value;
-  }
-}
-
-const sharedTexts = new SharedTable<string>();
-
-/**
- * One shared copy of a text that many stored things repeat (a template's image, image id, field paths, event
- * messages and log lines: 150,000 copies each in a dense cluster), flat.
- */
-export function sharedText(text: string): string {
-  return sharedTexts.get(text, () => {
-    flattenString(text);
-    return text;
-  });
-}
-
-/**
  * Interned nodes by content key. The key names each member and its value: a primitive by its text, an object by
  * the id of its interned node, so that a node can only be interned once all of its children are. Past a budget of
  * key characters the table starts afresh (nodes already shared stay shared, and keep their ids): sharing is an
