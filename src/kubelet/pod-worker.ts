@@ -147,9 +147,12 @@ export class PodWorker {
     return record;
   }
 
-  /** Drops a record that holds nothing (most pods in steady state hold only their IP). */
+  /**
+   * Drops a record that holds nothing (most pods in steady state hold only their IP), unless the key has another by
+   * now: the pod went while its pass ran, and a pod of the same name came (a StatefulSet's).
+   */
   private settle(key: string, record: PodRecord): void {
-    if (record.empty) this.records.delete(key);
+    if (record.empty && this.records.get(key) === record) this.records.delete(key);
   }
 
   private podChanged(pod: KubeObject): void {
