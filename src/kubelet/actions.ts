@@ -209,7 +209,7 @@ function fieldPath(pod: KubeObject, name: string): string {
 
 /**
  * One flat string of the parts. A log line lives as long as its pod; built with `+` or a template it is a V8 rope,
- * a tree of its pieces that keeps each of them (32 bytes a node), where a join makes one string.
+ * a tree of its pieces that keeps each of them, where a join makes one string.
  */
 function flat(...parts: Array<string | number>): string {
   return parts.join('');

@@ -19,7 +19,7 @@ class Instance implements LogSource {
   /** One line, or several (a Map and an array of a pod's lines each cost more than the line itself). */
   private kept?: LogLine | LogLine[];
   ended = false;
-  /** Made on the first `logs -f`: most instances are never followed, and 150,000 pods would hold as many empty Sets. */
+  /** Made on the first `logs -f`: most instances are never followed, and every pod of a dense cluster would hold an empty Set. */
   private followers?: Set<Follower>;
 
   constructor(

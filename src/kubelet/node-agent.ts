@@ -84,7 +84,7 @@ class Agent implements NodeAgent {
   failed = false;
   stopped = false;
   timer?: TimerHandle;
-  /** The timer's callback, made once: a heartbeat is armed 26,000 times a virtual day (3 nodes). */
+  /** The timer's callback, made once: a heartbeat is armed every 10 s of cluster time, for as long as the node lives. */
   readonly beat: () => void;
   /** Cluster time the next heartbeat is due: beats keep a fixed rate, so one that ran late does not delay the rest. */
   nextBeat?: number;
@@ -347,7 +347,7 @@ export class NodeAgents {
   /**
    * Whether the node status may need a write: the status is a function of the stored Node and the address
    * (heartbeat times aside), so while neither moved since it was last found or written unchanged, only the
-   * periodic report is (time travel beats 26,000 times a virtual day).
+   * periodic report is (a beat comes every 10 s of cluster time, and time travel runs through days of it).
    */
   private statusDue(agent: Agent): boolean {
     const checked = agent.statusCheckedFor;

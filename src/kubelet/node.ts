@@ -211,7 +211,7 @@ export function nodeStatus(node: KubeObject, ip: string, profile: NodeProfile, n
 
 /**
  * The stored value when the computed one equals it: a report that changes only heartbeat times then shares the
- * rest with the stored Node, which the store's write neither copies nor walks again (864 reports a virtual day).
+ * rest with the stored Node, which the store's write neither copies nor walks again.
  */
 function kept<T>(computed: T, stored: unknown): T {
   return deepEqual(computed, stored) ? (stored as T) : computed;

@@ -20,7 +20,7 @@ export class PodRecord {
   private heldIP: string | undefined;
   /**
    * What it remembers of the pod's stages, while it remembers any: a pod in steady state holds only its IP, and a
-   * record of two members is as small as an object gets (150,000 of them in a dense cluster).
+   * record of two members costs no more than the IP alone did (one record a pod of a dense cluster).
    */
   private stages: StageMemory | undefined;
 
