@@ -255,9 +255,7 @@ spec:
     assert.deepEqual(result.succeeded, { stdout: 'shell\n', returncode: 0 });
   });
 
-  it('exec with stdin fed line by line: each line runs as it arrives, and exit ends the session with its code', {
-    todo: "waits for the shell helper's exec shell that runs stdin line by line",
-  }, async (t) => {
+  it('exec with stdin fed line by line: each line runs as it arrives, and exit ends the session with its code', async (t) => {
     if (missing) return t.skip(missing);
     const result = await python<{
       answers: Array<{ line: string; stdout: string; stderr: string }>;

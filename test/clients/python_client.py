@@ -167,10 +167,18 @@ def exec_stdin(core, ns, _args):
         resp.write_stdin(line + "\n")
         out, err = "", ""
         deadline = time.monotonic() + (5 if waiting else 0)
-        while time.monotonic() < deadline and not (out or err) and resp.is_open():
-            resp.update(timeout=0.2)
-            out += resp.read_stdout() if resp.peek_stdout() else ""
-            err += resp.read_stderr() if resp.peek_stderr() else ""
+        quiet_since = None
+        # Until the line's answer has come and nothing more for 0.5 s (its commands may answer frame by frame).
+        while time.monotonic() < deadline and resp.is_open():
+            resp.update(timeout=0.1)
+            more = (resp.read_stdout() if resp.peek_stdout() else "", resp.read_stderr() if resp.peek_stderr() else "")
+            out, err = out + more[0], err + more[1]
+            if any(more):
+                quiet_since = None
+            elif out or err:
+                quiet_since = quiet_since or time.monotonic()
+                if time.monotonic() - quiet_since >= 0.5:
+                    break
         answers.append({"line": line, "stdout": out, "stderr": err})
         waiting = waiting and bool(out or err)
     resp.write_stdin("exit 4\n")
