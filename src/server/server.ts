@@ -8,6 +8,14 @@ import { queryBool } from '../api/query-params.js';
 import { isPlainObject } from '../api/types.js';
 import type { ServedCluster } from './served-cluster.js';
 import { MAX_BODY_BYTES, parseJson } from './body.js';
+import {
+  answerClientError,
+  guardWebSocket,
+  limitSlowClients,
+  onUpgrade,
+  rejectUpgrade,
+  statusText,
+} from './connections.js';
 import { KUBERNETES_VERSION } from '../api/version.js';
 import { Discovery } from './discovery.js';
 import { parseMediaTypes } from './negotiation.js';
@@ -32,6 +40,7 @@ export interface ServerOptions {
 
 /** Writes a Status as the body, with its code. */
 function sendError(reply: FastifyReply, err: ApiError): void {
+  reply.raw.statusMessage = statusText(err.code);
   void reply.code(err.code).header('content-type', 'application/json').send(JSON.stringify(err.toStatus()));
 }
 
@@ -99,9 +108,12 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
     forceCloseConnections: true,
     // Errors fastify raises before routing (a malformed %-escape in the URL) get a Status like every other error.
     frameworkErrors: (err, _request, reply) => sendError(reply, toApiError(err)),
+    // Requests that cannot even be parsed get Go's answer, not fastify's JSON.
+    clientErrorHandler: answerClientError,
     // An https server is an http one to every route and upgrade handler here; only fastify's types tell them apart.
     ...(options.https ? { https: options.https } : {}),
   }) as FastifyInstance;
+  limitSlowClients(app.server);
   const discovery = new Discovery(cluster.registry, options.advertiseAddress ?? (() => '127.0.0.1:8080'));
   const openapi = new OpenApi(cluster.registry);
   const openapiV2 = new OpenApiV2(cluster.registry, openapi);
@@ -232,7 +244,7 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
   app.route({ method: [...methods], url: '/apis/*', handler: (req, reply) => handleApi(req, reply, false) });
 
   registerSimRoutes(app, cluster, options.kubelet);
-  attachWebSockets(app, cluster, resources, new PodConnect(cluster, options.kubelet), auth);
+  attachWebSockets(app, cluster, resources, new PodConnect(cluster, options.kubelet), auth, options.logger);
   return app;
 }
 
@@ -281,46 +293,63 @@ function attachWebSockets(
   resources: ResourceHandler,
   connect: PodConnect,
   auth: ApiAuth | undefined,
+  logger: ((line: string) => void) | undefined,
 ): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
-  const reject = (socket: Duplex, err: ApiError, contentType = 'application/json'): void => {
-    const body = contentType === 'application/json' ? JSON.stringify(err.toStatus()) : err.message;
-    socket.end(
-      `HTTP/1.1 ${err.code} ${err.reason}\r\ncontent-type: ${contentType}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  const reject = (socket: Duplex, err: ApiError, contentType = 'application/json'): void =>
+    rejectUpgrade(
+      socket,
+      err.code,
+      contentType,
+      contentType === 'application/json' ? JSON.stringify(err.toStatus()) : err.message,
     );
-  };
-  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    try {
-      auth?.check(req);
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      const segments = pathSegments(url.pathname);
-      let target: ResourceTarget | undefined;
-      if (segments[0] === 'api' && segments.length >= 3)
-        target = resolveTarget(cluster, '', segments[1]!, segments.slice(2));
-      else if (segments[0] === 'apis' && segments.length >= 4)
-        target = resolveTarget(cluster, segments[1]!, segments[2]!, segments.slice(3));
-      if (!target) return reject(socket, Errors.pathNotFound());
-      const sub = target.subresource;
-      if (
-        (sub === 'exec' || sub === 'attach' || sub === 'portforward') &&
-        target.info.resource === 'pods' &&
-        target.name
-      ) {
-        return connect.upgrade(sub, target.info, target.namespace, target.name, url, req, socket, head, (err, type) =>
-          reject(socket, err, type),
-        );
+  onUpgrade(
+    app.server,
+    (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      try {
+        auth?.check(req);
+        const url = new URL(req.url ?? '/', 'http://localhost');
+        const segments = pathSegments(url.pathname);
+        let target: ResourceTarget | undefined;
+        if (segments[0] === 'api' && segments.length >= 3)
+          target = resolveTarget(cluster, '', segments[1]!, segments.slice(2));
+        else if (segments[0] === 'apis' && segments.length >= 4)
+          target = resolveTarget(cluster, segments[1]!, segments[2]!, segments.slice(3));
+        if (!target) return reject(socket, Errors.pathNotFound());
+        const sub = target.subresource;
+        if (
+          (sub === 'exec' || sub === 'attach' || sub === 'portforward') &&
+          target.info.resource === 'pods' &&
+          target.name
+        ) {
+          return connect.upgrade(sub, target.info, target.namespace, target.name, url, req, socket, head, (err, type) =>
+            reject(socket, err, type),
+          );
+        }
+        const query: Record<string, string> = Object.fromEntries(url.searchParams.entries());
+        const isWatch = target.watchPath || queryBool(url.searchParams.getAll('watch'));
+        if (!isWatch || (target.name !== undefined && !target.watchPath)) {
+          return reject(socket, Errors.badRequest(`upgrade to WebSocket is supported for watch requests only`));
+        }
+        resources.checkWatch(target, query);
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          guardWebSocket(ws);
+          try {
+            resources.watchWebSocket(target!, query, req.headers.accept, ws);
+          } catch (err) {
+            // The 101 is out: a failure now can only close the WebSocket (1011: internal error).
+            logger?.(
+              `internal error in a WebSocket watch: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+            );
+            ws.close(1011);
+          }
+        });
+      } catch (err) {
+        reject(socket, toApiError(err));
       }
-      const query: Record<string, string> = Object.fromEntries(url.searchParams.entries());
-      const isWatch = target.watchPath || queryBool(url.searchParams.getAll('watch'));
-      if (!isWatch || (target.name !== undefined && !target.watchPath)) {
-        return reject(socket, Errors.badRequest(`upgrade to WebSocket is supported for watch requests only`));
-      }
-      resources.checkWatch(target, query);
-      wss.handleUpgrade(req, socket, head, (ws) => resources.watchWebSocket(target!, query, req.headers.accept, ws));
-    } catch (err) {
-      reject(socket, toApiError(err));
-    }
-  });
+    },
+    logger,
+  );
   // preClose, not onClose: fastify's own onClose waits for every socket to end, upgraded ones included.
   app.addHook('preClose', (done) => {
     connect.close();
