@@ -271,6 +271,25 @@ spec:
     assert.equal(result.open, false);
   });
 
+  it("port-forward with kubernetes.stream.portforward: two ports over channels, each refused with the runtime's message as nothing listens in a simulated pod", async (t) => {
+    if (missing) return t.skip(missing);
+    const result = await python<Record<string, { data: string; error: string | null }>>(
+      t,
+      'port-forward',
+      'py-forward',
+    );
+    for (const port of ['8080', '9090']) {
+      assert.equal(result[port]?.data, '', port);
+      assert.match(
+        result[port]?.error ?? '',
+        new RegExp(
+          `^error forwarding port ${port} to pod [0-9a-f]{64}, uid : failed to execute portforward in network namespace "/var/run/netns/cni-[0-9a-f-]{36}": failed to connect to localhost:${port} inside namespace "[0-9a-f]{64}", IPv4: dial tcp4 127\\.0\\.0\\.1:${port}: connect: connection refused IPv6 dial tcp6 \\[::1\\]:${port}: connect: connection refused $`,
+        ),
+        port,
+      );
+    }
+  });
+
   type Errors = Record<'notFound' | 'alreadyExists' | 'invalid' | 'conflict', ApiError>;
   const expectedErrors = (): Record<keyof Errors, [number, string, string]> => ({
     notFound: [

@@ -9,6 +9,11 @@ import type { KubeletConnector, LogLine, PortForwardTarget } from '../api/kubele
 import type { KindInfo } from '../registry/types.js';
 import { PORT_FORWARD_PROTOCOL, PORT_FORWARD_TUNNEL_PROTOCOL, servePortForward } from './port-forward.js';
 import {
+  forwardedPorts,
+  PORT_FORWARD_CHANNEL_PROTOCOLS,
+  servePortForwardOverChannels,
+} from './port-forward-channels.js';
+import {
   internalErrorStatus,
   SPDY_PROTOCOLS,
   serveOverSpdy,
@@ -215,6 +220,11 @@ export class PodConnect {
   private readonly tunnels = new WebSocketServer({ noServer: true }).on('headers', (headers: string[]) =>
     headers.push(`Sec-WebSocket-Protocol: ${PORT_FORWARD_TUNNEL_PROTOCOL}`),
   );
+  /** Port-forward over channels, kubelet's own WebSocket protocol (the Python client's). */
+  private readonly channels = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (protocols) => PORT_FORWARD_CHANNEL_PROTOCOLS.find((p) => protocols.has(p)) ?? false,
+  });
   private readonly spdy = new Set<SpdyConnection>();
 
   constructor(
@@ -244,7 +254,7 @@ export class PodConnect {
       throw err;
     }
     const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
-    if (upgrade === 'websocket') return this.webSocket(connect, subresource, req, socket, head);
+    if (upgrade === 'websocket') return this.webSocket(connect, subresource, url, req, socket, head, reject);
     this.spdyUpgrade(connect, req, socket, head, reject);
   }
 
@@ -302,14 +312,32 @@ export class PodConnect {
   private webSocket(
     connect: Connect,
     subresource: ConnectSubresource,
+    url: URL,
     req: IncomingMessage,
     socket: Duplex,
     head: Buffer,
+    reject: Reject,
   ): void {
-    const supported = connect.kind === 'portforward' ? [PORT_FORWARD_TUNNEL_PROTOCOL] : WEBSOCKET_PROTOCOLS;
     const offered = String(req.headers['sec-websocket-protocol'] ?? '')
       .split(',')
       .map((p) => p.trim());
+    // kube-apiserver tunnels SPDY when the client asks for it; otherwise the kubelet serves its channels, also to
+    // a client that names no subprotocol.
+    if (
+      connect.kind === 'portforward' &&
+      !offered.includes(PORT_FORWARD_TUNNEL_PROTOCOL) &&
+      (offered.every((p) => p === '') || PORT_FORWARD_CHANNEL_PROTOCOLS.some((p) => offered.includes(p)))
+    ) {
+      const ports = forwardedPorts(url.searchParams);
+      if (!Array.isArray(ports)) return reject(new ApiError(400, 'BadRequest', ports.refusal), 'text/plain');
+      const target = connect.target;
+      this.channels.handleUpgrade(req, socket, head, (ws) => servePortForwardOverChannels(ws, ports, target));
+      return;
+    }
+    const supported =
+      connect.kind === 'portforward'
+        ? [PORT_FORWARD_TUNNEL_PROTOCOL, ...PORT_FORWARD_CHANNEL_PROTOCOLS]
+        : WEBSOCKET_PROTOCOLS;
     if (!supported.some((p) => offered.includes(p))) {
       throw Errors.badRequest(
         `none of the offered subprotocols [${offered.filter((p) => p).join(', ')}] is supported for ${subresource}: use ${supported.join(' or ')}`,
@@ -367,7 +395,7 @@ export class PodConnect {
   }
 
   close(): void {
-    for (const server of [this.wss, this.tunnels]) {
+    for (const server of [this.wss, this.tunnels, this.channels]) {
       for (const client of server.clients) client.terminate();
       server.close();
     }

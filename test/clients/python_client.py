@@ -11,7 +11,7 @@ import time
 
 from kubernetes import client, config, dynamic, utils, watch
 from kubernetes.client.rest import ApiException
-from kubernetes.stream import stream
+from kubernetes.stream import portforward, stream
 
 
 def api_error(e):
@@ -186,6 +186,25 @@ def exec_stdin(core, ns, _args):
     return {"answers": answers, "returncode": resp.returncode, "open": resp.is_open()}
 
 
+def port_forward(core, ns, _args):
+    running_pod(core, ns, "web")
+    pf = portforward(core.connect_get_namespaced_pod_portforward, "web", ns, ports="8080,9090")
+    out = {}
+    for port in (8080, 9090):
+        sock = pf.socket(port)
+        sock.settimeout(10)
+        data = b""
+        try:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: web\r\n\r\n")
+            while chunk := sock.recv(4096):
+                data += chunk
+        except OSError:
+            pass  # the forwarded connection was refused: the client closed its end of it
+        sock.close()
+        out[str(port)] = {"data": data.decode(), "error": pf.error(port)}
+    return out
+
+
 def errors(core, ns, _args):
     out = {}
     try:
@@ -244,6 +263,7 @@ MODES = {
     "create-from-yaml": create_from_yaml,
     "exec": exec_streams,
     "exec-stdin": exec_stdin,
+    "port-forward": port_forward,
     "errors": errors,
 }
 
