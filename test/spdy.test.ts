@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Api } from './helpers/http.js';
+import { TestRandom } from './helpers/random.js';
 import { SpdyClient, type UpgradeAnswer } from './helpers/spdy-client.js';
 import { startServer, type SimServer } from './helpers/server.js';
 
@@ -233,6 +235,62 @@ describe('SPDY/3.1 streaming (exec, attach, port-forward)', () => {
       ['syn_reply', 'syn_reply'],
     );
     assert.ok(!bystander.closed && !bystander.frames.some((f) => f.type === 'goaway'));
+  });
+
+  it('seeded chaos: random frames on exec, attach and port-forward sessions never stop the server', async () => {
+    const seed = process.env.KUBE_SIM_TEST_SEED ? Number(process.env.KUBE_SIM_TEST_SEED) : Date.now() % 2 ** 31;
+    const rng = new TestRandom(seed);
+    const paths: Array<[string, string[]]> = [
+      [exec(['cat'], 'stdin=true&stdout=true&stderr=true'), [V4]],
+      [exec(['sh'], 'stdin=true&stdout=true&tty=true'), [V4]],
+      [exec(['echo', 'hi'], 'stdout=true'), ['v3.channel.k8s.io']],
+      ['/api/v1/namespaces/default/pods/box/attach?container=main&stdin=true&stdout=true', [V4]],
+      ['/api/v1/namespaces/default/pods/box/portforward', ['portforward.k8s.io']],
+    ];
+    const types = ['error', 'stdin', 'stdout', 'stderr', 'resize', 'data', 'bogus', ''];
+    const actions: Array<(c: SpdyClient) => Promise<void> | void> = [
+      async (c) => {
+        const headers: Record<string, string> = { streamtype: rng.pick(types) };
+        if (rng.int(2)) headers.port = rng.pick(['80', '0', '70000', 'x', '8080']);
+        if (rng.int(2)) headers.requestid = String(rng.int(3));
+        await c.open(headers, rng.pick([0, 0, 1, 2, 3]));
+      },
+      (c) => c.send(1 + 2 * rng.int(6), randomBytes(rng.int(3000)), rng.int(3) === 0),
+      (c) => c.reset(1 + 2 * rng.int(6), 1 + rng.int(11)),
+      (c) => c.ping(rng.int(10)),
+      (c) => c.control(rng.pick([4, 7, 8, 9, 5, 10, 0xf000]), rng.int(256), randomBytes(rng.int(40))),
+      (c) => c.control(1, 0, randomBytes(rng.int(30))),
+      (c) => void c.socket.write(randomBytes(1 + rng.int(64))),
+      (c) => void c.socket.write(Buffer.from([0x80, 0x03, 0x00, 0x01, 0xff, 0xff, 0xff, 0xff])),
+      (c) => void c.socket.write(Buffer.from([0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00, 1, 2, 3])),
+    ];
+    const counts = { switched: 0, refused: 0 };
+    const one = async (): Promise<void> => {
+      const [path, protocols] = rng.pick(paths);
+      const client = await upgrade(path, protocols);
+      if (!(client instanceof SpdyClient)) {
+        counts.refused++;
+        return;
+      }
+      counts.switched++;
+      for (let i = rng.int(8); i > 0 && !client.closed; i--) {
+        await rng.pick(actions)(client);
+        if (rng.int(3) === 0) await new Promise((resolve) => setTimeout(resolve, rng.int(15)));
+      }
+      if (rng.int(2)) client.socket.end();
+      else client.close();
+    };
+    for (let round = 0; round < 60; round++) await Promise.all(Array.from({ length: 8 }, one));
+    assert.ok(counts.switched > 400, `seed ${seed}: ${JSON.stringify(counts)}`);
+    assert.equal((await api.request('/healthz')).text, 'ok', `seed ${seed}`);
+    assert.equal((await api.get('/api/v1/namespaces/default/pods/box')).metadata.name, 'box');
+    assert.doesNotMatch(server.stderr(), /internal error|Uncaught|ERR_/i, `seed ${seed}`);
+    // The box still runs commands, over SPDY.
+    const client = await session(exec(['echo', 'still'], 'stdout=true'));
+    await client.open({ streamtype: 'error' });
+    const stdout = await client.open({ streamtype: 'stdout' });
+    await client.until(() => client.frames.some((f) => f.type === 'goaway'), `seed ${seed}: the last exec`);
+    assert.equal(client.data(stdout), 'still\n');
   });
 
   it('attach: output written after the attach, then Success when the container exits', async () => {

@@ -117,7 +117,7 @@ export class SpdyClient {
     const payload = typeof data === 'string' ? Buffer.from(data) : data;
     const head = Buffer.alloc(8);
     head.writeUInt32BE(id & 0x7fffffff, 0);
-    head.writeUInt32BE(((fin ? 1 : 0) << 24) | payload.length, 4);
+    head.writeUInt32BE((((fin ? 1 : 0) << 24) | payload.length) >>> 0, 4);
     this.socket.write(Buffer.concat([head, payload]));
   }
 
@@ -237,7 +237,7 @@ function control(type: number, flags: number, body: Buffer): Buffer {
   const head = Buffer.alloc(8);
   head.writeUInt16BE(0x8003, 0);
   head.writeUInt16BE(type, 2);
-  head.writeUInt32BE((flags << 24) | body.length, 4);
+  head.writeUInt32BE(((flags << 24) | body.length) >>> 0, 4);
   return Buffer.concat([head, body]);
 }
 
