@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import tls from 'node:tls';
+import { constants as zlib, deflateSync } from 'node:zlib';
+import { DICTIONARY } from '../src/server/spdy.js';
 import { cmPath, configMap, request } from './helpers/http.js';
 import { TestRandom } from './helpers/random.js';
 import { serverFor, type SimServer } from './helpers/server.js';
@@ -89,6 +91,42 @@ function webSocketHeaders(rng: TestRandom, protocol?: string): Headers {
 
 function spdyHeaders(protocol: string): Headers {
   return { Upgrade: 'SPDY/3.1', Connection: 'Upgrade', 'X-Stream-Protocol-Version': protocol };
+}
+
+/**
+ * SYN_STREAMs with these headers, ids 1, 3, 5, …, their header blocks one zlib stream with SPDY's dictionary as a
+ * client's are: the first compressed and sync-flushed, the later ones stored blocks continuing it.
+ */
+function spdyStreams(streams: Array<Record<string, string>>): Buffer {
+  return Buffer.concat(
+    streams.map((headers, i) => {
+      const pairs = Object.entries(headers).flat();
+      const raw = Buffer.concat([
+        u32(pairs.length / 2),
+        ...pairs.flatMap((text) => [u32(Buffer.byteLength(text)), Buffer.from(text)]),
+      ]);
+      const block =
+        i === 0
+          ? deflateSync(raw, { dictionary: DICTIONARY, finishFlush: zlib.Z_SYNC_FLUSH })
+          : Buffer.concat([
+              Buffer.from([0, raw.length & 0xff, raw.length >> 8, ~raw.length & 0xff, (~raw.length >> 8) & 0xff]),
+              raw,
+              Buffer.from([0, 0, 0, 0xff, 0xff]),
+            ]);
+      return spdyControl(1, 0, Buffer.concat([u32(2 * i + 1), u32(0), Buffer.from([0, 0]), block]));
+    }),
+  );
+}
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n >>> 0);
+  return b;
+}
+
+/** A SPDY DATA frame. */
+function spdyData(id: number, data: Buffer, fin = false): Buffer {
+  return Buffer.concat([u32(id), u32(((fin ? 1 : 0) << 24) | data.length), data]);
 }
 
 /** A SPDY/3.1 control frame: version 3, `type`, flags, and the payload as given (not checked by anyone but the server). */
@@ -504,6 +542,37 @@ const AFTER_SWITCH: Array<(conn: Conn, rng: TestRandom) => Promise<string>> = [
     await conn.until(() => false, 30);
     conn.reset();
     return 'broken SPDY frames';
+  },
+  async (conn, rng) => {
+    // SPDY: the streams kubectl opens (exec's or port-forward's pair), some stdin, then the client is gone: at once,
+    // half-way through a frame, after resetting a stream, or after a FIN on stdin.
+    const exec = rng.int(2) === 0;
+    const opened = exec
+      ? spdyStreams([
+          { streamtype: 'error' },
+          { streamtype: 'stdin' },
+          { streamtype: 'stdout' },
+          { streamtype: 'stderr' },
+        ])
+      : spdyStreams([
+          { streamtype: 'error', port: '80', requestid: '0' },
+          { streamtype: 'data', port: '80', requestid: '0' },
+        ]);
+    const input = spdyData(3, Buffer.from('echo abandoned\n'.repeat(1 + rng.int(50))));
+    const how = rng.int(4);
+    if (how === 0) conn.write(opened);
+    else if (how === 1) conn.write(Buffer.concat([opened, input]).subarray(0, opened.length + rng.int(input.length)));
+    else if (how === 2) conn.write(Buffer.concat([opened, input, spdyControl(3, 0, Buffer.concat([u32(3), u32(5)]))]));
+    else conn.write(Buffer.concat([opened, input, spdyData(3, Buffer.alloc(0), true)]));
+    await conn.until(() => false, rng.int(40));
+    if (rng.int(2) === 0) conn.reset();
+    else conn.close();
+    return [
+      'SPDY streams abandoned',
+      'SPDY reset mid-frame',
+      'SPDY stream reset, abandoned',
+      'SPDY stdin closed, abandoned',
+    ][how]!;
   },
   async (conn, rng) => {
     // SPDY: PING and GOAWAY, then gone.
