@@ -23,6 +23,7 @@ import {
   type SessionStatus,
   type StreamOptions,
 } from './remote-command.js';
+import { guardWebSocket } from './connections.js';
 import type { ServedCluster } from './served-cluster.js';
 import { SpdyConnection, type StreamHandler } from './spdy.js';
 
@@ -350,7 +351,7 @@ export class PodConnect {
     delete req.headers['sec-websocket-protocol'];
     this.tunnels.handleUpgrade(req, socket, head, (ws) => {
       // SPDY frames in binary messages: the same port-forward server, over the WebSocket as a byte stream.
-      const tunnel = createWebSocketStream(ws);
+      const tunnel = createWebSocketStream(guardWebSocket(ws));
       servePortForward((handler) => this.spdyConnection(tunnel, handler, Buffer.alloc(0)), connect.target);
     });
   }

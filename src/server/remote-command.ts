@@ -1,6 +1,7 @@
 import type { WebSocket, RawData } from 'ws';
 import type { ExecStreams } from '../api/kubelet-connector.js';
 import { wallClock } from '../clock/clock.js';
+import { guardWebSocket } from './connections.js';
 import { ExecInputQueue } from './exec-input.js';
 import type { SpdyConnection, SpdyStream } from './spdy.js';
 
@@ -156,8 +157,7 @@ export function serveOverWebSocket(ws: WebSocket, options: StreamOptions, proces
     },
     { pause: () => ws.pause(), resume: () => ws.resume() },
   );
-  ws.on('error', () => session.hangup());
-  ws.on('close', () => session.hangup());
+  guardWebSocket(ws).on('close', () => session.hangup());
   ws.on('message', (data: RawData) => {
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     if (buf.length === 0) return;
