@@ -1,6 +1,7 @@
 import { Duplex } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
 import type { PortForwardTarget } from '../api/kubelet-connector.js';
+import { guardWebSocket } from './connections.js';
 
 /**
  * pods/portforward over a WebSocket of channels, as kubelet serves it (portforward/websocket.go) to clients that
@@ -80,9 +81,7 @@ export function servePortForwardOverChannels(ws: WebSocket, ports: readonly numb
     // Data channels only: what a client writes to an error channel is not read, as kubelet's WriteChannel.
     if (channel % 2 === 0) streams[channel / 2]?.push(payload);
   });
-  const hangUp = (): void => {
+  guardWebSocket(ws).on('close', () => {
     for (const stream of streams) stream.destroy();
-  };
-  ws.on('close', hangUp);
-  ws.on('error', hangUp);
+  });
 }
