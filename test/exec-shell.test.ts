@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { VirtualClock } from '../src/clock/clock.js';
 import { runInContainer } from '../src/kubelet/exec-shell.js';
 import { ContainerDisks, ContainerFs, FsLayer } from '../src/kubelet/filesystem.js';
+import { InputTooLarge, Reader } from '../src/kubelet/shell/io.js';
 
 // The exec shell on its own: scripts as client test suites and the Kubernetes docs write them, stdin that
 // arrives a line at a time, a terminal session, the container's files and their limits.
@@ -370,6 +371,16 @@ describe('the exec shell', () => {
       out: '',
       err: 'tar: This does not look like a tar archive\ntar: Exiting with failure status due to previous errors\n',
     });
+  });
+});
+
+describe('bounded input', () => {
+  test('a line longer than the bound fails instead of growing without end', async () => {
+    let sent = 0;
+    const endless = new Reader({ read: async () => (sent++ < 100 ? Buffer.from('x'.repeat(1000)) : undefined) });
+    await assert.rejects(endless.line(10_000), InputTooLarge);
+    const short = new Reader({ read: async () => (sent++ < 102 ? Buffer.from('ab\ncd') : undefined) });
+    assert.deepEqual(await short.line(10_000), { text: 'ab', terminated: true });
   });
 });
 

@@ -30,6 +30,9 @@ export class InputTooLarge extends Error {
   }
 }
 
+/** The longest line a command holds at once (a line-oriented command past it fails, as with a full buffer). */
+export const LINE_LIMIT = 16 * 1024 * 1024;
+
 export const EMPTY_SOURCE: ByteSource = { read: () => Promise.resolve(undefined) };
 
 function bytes(data: string | Uint8Array): Buffer {
@@ -69,8 +72,9 @@ export class Reader {
    * One line without its newline; at end of input the last, unterminated line, then undefined. `terminated`
    * tells whether the line ended with a newline (`read` fails on a last line without one, as sh's does).
    */
-  async line(): Promise<{ text: string; terminated: boolean } | undefined> {
+  async line(limit = LINE_LIMIT): Promise<{ text: string; terminated: boolean } | undefined> {
     const parts: Buffer[] = [];
+    let size = 0;
     for (;;) {
       const chunk = await this.chunk();
       if (chunk === undefined) {
@@ -79,6 +83,8 @@ export class Reader {
       }
       const nl = chunk.indexOf(10);
       if (nl < 0) {
+        size += chunk.length;
+        if (size > limit) throw new InputTooLarge(limit);
         parts.push(chunk);
         continue;
       }

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { CLASSES } from '../glob.js';
-import { Reader } from '../io.js';
+import { InputTooLarge, Reader } from '../io.js';
 import { complain, describe, getopt, resolvePath, type Proc, type Utility } from '../proc.js';
 
 /**
@@ -360,6 +360,9 @@ const tee: Utility = async (p) => {
   return code;
 };
 
+/** What `sort` holds in memory at most (it has no temporary files to spill to). */
+const SORT_LIMIT = 64 * 1024 * 1024;
+
 const sort: Utility = async (p) => {
   const o = getopt(p.argv.slice(1), 'rnufbhV', 'ktoS');
   if ('error' in o) return usage(p, o.error);
@@ -369,9 +372,15 @@ const sort: Utility = async (p) => {
   const field = key === undefined ? undefined : Number.parseInt(key, 10);
   const lines: string[] = [];
   let code = 0;
+  let size = 0;
   for await (const input of inputs(p, o.operands)) {
     if ('error' in input) code = 2;
-    else for await (const line of input.reader.lines()) lines.push(line);
+    else
+      for await (const line of input.reader.lines()) {
+        size += line.length + 1;
+        if (size > SORT_LIMIT) throw new InputTooLarge(SORT_LIMIT);
+        lines.push(line);
+      }
   }
   const keyOf = (line: string): string => {
     if (field === undefined) return line;
