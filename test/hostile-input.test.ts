@@ -60,7 +60,8 @@ describe('hostile input gets the Status kube-apiserver gives, and writes nothing
     const huge = await api.request(`${cmPath(ns)}?limit=99999999999999999999`);
     assert.equal(
       assertStatus(huge, 400, 'BadRequest').message,
-      'invalid value for limit: "99999999999999999999": value out of range',
+      // The ParameterCodec's error: strconv.ParseInt's own text.
+      'strconv.ParseInt: parsing "99999999999999999999": value out of range',
     );
     assertStatus(await api.request(`${cmPath(ns)}?limit=ten`), 400, 'BadRequest');
     assertStatus(await api.request(`${cmPath(ns)}?limit=1.5`), 400, 'BadRequest');
@@ -78,10 +79,7 @@ describe('hostile input gets the Status kube-apiserver gives, and writes nothing
 
   test('absurd timeoutSeconds: malformed is 400 on lists and watches; negative ends the watch; huge is served (and capped)', async () => {
     const list = await api.request(`${cmPath(ns)}?timeoutSeconds=soon`);
-    assert.equal(
-      assertStatus(list, 400, 'BadRequest').message,
-      'invalid value for timeoutSeconds: "soon": must be an integer',
-    );
+    assert.equal(assertStatus(list, 400, 'BadRequest').message, 'strconv.ParseInt: parsing "soon": invalid syntax');
     assertStatus(await api.request(`${cmPath(ns)}?watch=true&timeoutSeconds=soon`), 400, 'BadRequest');
     assertStatus(await api.request(`${cmPath(ns)}?watch=true&timeoutSeconds=1e999`), 400, 'BadRequest');
     assertStatus(await api.request(`${cmPath(ns)}?watch=true&timeoutSeconds=99999999999999999999`), 400, 'BadRequest');

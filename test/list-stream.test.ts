@@ -50,7 +50,7 @@ describe('a long list is streamed without holding up the server', () => {
   test('while a slow reader takes a 20,000-item list, /healthz and watch events are served, and the list is the snapshot it started as', async () => {
     const configmaps = cluster.kind('', 'v1', 'configmaps');
     const snapshot = cluster.api.list(configmaps, 'big', {});
-    const expected = listJson(snapshot, snapshot.items);
+    const expected = `${listJson(snapshot, snapshot.items)}\n`;
     const watch = await httpWatch(base, '/api/v1/namespaces/other/configmaps?watch=true');
 
     const listPath = '/api/v1/namespaces/big/configmaps';
@@ -109,7 +109,7 @@ describe('a long list is streamed without holding up the server', () => {
       'Metadata',
       list.metadata,
     );
-    assert.equal(body, JSON.stringify(table));
+    assert.equal(body, `${JSON.stringify(table)}\n`);
   });
 
   test('a client that goes away mid-list ends the work and the server keeps serving', async () => {

@@ -130,14 +130,31 @@ describe('boolean query parameters over the wire', () => {
     assert.match(first.text, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z /);
   });
 
-  test('force=True on a non-apply patch is refused as kube-apiserver refuses force=true', async () => {
-    const reply = await api.request(`${cmPath(ns)}/one?force=True`, {
-      method: 'PATCH',
-      body: { data: { k: 'w' } },
-      headers: { 'content-type': 'application/merge-patch+json' },
-    });
-    assert.equal(reply.status, 400, reply.text);
-    assert.match(reply.text, /force: Invalid value: true: may not be specified for non-apply patch/);
+  test('force=True takes over fields another manager applied; force=False conflicts; any force on a non-apply patch is 422', async () => {
+    const apply = (manager: string, force: string, value: string) =>
+      api.request(`${cmPath(ns)}/owned?fieldManager=${manager}&force=${force}`, {
+        method: 'PATCH',
+        body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owned' }, data: { k: value } }),
+        headers: { 'content-type': 'application/apply-patch+yaml' },
+      });
+    assert.equal((await apply('first', 'False', 'v')).status, 201);
+    assert.equal((await apply('second', 'False', 'w')).status, 409, 'force=False is no force');
+    const forced = await apply('second', 'True', 'w');
+    assert.equal(forced.status, 200, forced.text);
+    assert.deepEqual((forced.body as Obj & { data: unknown }).data, { k: 'w' });
+    // ValidatePatchOptions refuses force on a merge patch whatever its value, before reading the body.
+    for (const force of ['True', 'false']) {
+      const reply = await api.request(`${cmPath(ns)}/one?force=${force}`, {
+        method: 'PATCH',
+        body: { data: { k: 'x' } },
+        headers: { 'content-type': 'application/merge-patch+json' },
+      });
+      assert.equal(reply.status, 422, reply.text);
+      assert.equal(
+        (reply.body as { message: string }).message,
+        'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch',
+      );
+    }
     const kept = await api.get(`${cmPath(ns)}/one`);
     assert.deepEqual((kept as Obj & { data: unknown }).data, { k: 'v' });
   });

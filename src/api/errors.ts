@@ -58,19 +58,39 @@ export class ApiError extends Error {
     return this.code === 400 || this.code === 422;
   }
 
+  /** The Status as kube-apiserver writes it: Go's field order, and no empty field (omitempty). */
   toStatus(): Status {
-    const status: Status = {
-      kind: 'Status',
-      apiVersion: 'v1',
-      metadata: {},
-      status: 'Failure',
-      message: this.message,
-      reason: this.reason,
-      code: this.code,
-    };
-    if (this.details) status.details = this.details;
+    const status: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure' } as Status;
+    if (this.message) status.message = this.message;
+    if (this.reason) status.reason = this.reason;
+    const details = this.details && orderedDetails(this.details);
+    if (details) status.details = details;
+    status.code = this.code;
     return status;
   }
+}
+
+/**
+ * StatusDetails in metav1's field order (name, group, kind, uid, causes, retryAfterSeconds) without its empty fields,
+ * as encoding/json writes the struct; undefined when nothing is left (the pointer is nil).
+ */
+export function orderedDetails(details: StatusDetails): StatusDetails | undefined {
+  const out: StatusDetails = {};
+  if (details.name) out.name = details.name;
+  if (details.group) out.group = details.group;
+  if (details.kind) out.kind = details.kind;
+  if (details.uid) out.uid = details.uid;
+  if (details.causes?.length) out.causes = details.causes.map(orderedCause);
+  if (details.retryAfterSeconds) out.retryAfterSeconds = details.retryAfterSeconds;
+  return out;
+}
+
+function orderedCause(cause: StatusCause): StatusCause {
+  const out = {} as StatusCause;
+  if (cause.reason) out.reason = cause.reason;
+  if (cause.message) out.message = cause.message;
+  if (cause.field) out.field = cause.field;
+  return out;
 }
 
 /** The call's result, or undefined when what it acted on is gone (a 404): a delete or status write racing a delete. */
@@ -230,8 +250,38 @@ export const FieldErrors = {
   },
 } as const;
 
+const GO_ESCAPES: Record<string, string> = {
+  '\x07': '\\a',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\v': '\\v',
+  '"': '\\"',
+  '\\': '\\\\',
+};
+
+/**
+ * strconv.Quote (what `%q` prints in field errors): `\a`, `\n`… and `\x00` for ASCII controls, `\u0085` for the
+ * code points Go does not print (C1 controls, separators, format characters), the rest as it is.
+ */
+export function goQuote(text: string): string {
+  let out = '"';
+  for (const ch of text) {
+    const escaped = GO_ESCAPES[ch];
+    if (escaped) out += escaped;
+    else if (ch < ' ' || ch === '\x7f') out += `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`;
+    else if (/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}]|[^\P{Zs} ]/u.test(ch)) {
+      const code = ch.codePointAt(0)!;
+      out += code > 0xffff ? `\\U${code.toString(16).padStart(8, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+    } else out += ch;
+  }
+  return `${out}"`;
+}
+
 function renderValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'string') return goQuote(value);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (value === null || value === undefined) return 'null';
   return JSON.stringify(value);

@@ -24,3 +24,10 @@ export function queryBool(value: QueryValue): boolean {
 export function optionalQueryBool(value: QueryValue): boolean | undefined {
   return first(value) === undefined ? undefined : queryBool(value);
 }
+
+/** strconv.ParseBool: 1, t, T, TRUE, true, True and 0, f, F, FALSE, false, False; anything else is no bool. */
+export function goParseBool(value: string): boolean | undefined {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
+  return undefined;
+}

@@ -181,10 +181,13 @@ export class HttpClient implements KubeClient {
   }
 
   async delete(gvr: Gvr, namespace: string | undefined, name: string, options: DeleteOptions = {}): Promise<void> {
+    // DeleteOptions as the API has them: dryRun is a list of stages (`["All"]`), not a flag.
+    const { dryRun, ...rest } = options;
     await this.call('DELETE', resourcePath(gvr, namespace, name), {
       kind: 'DeleteOptions',
       apiVersion: 'v1',
-      ...options,
+      ...rest,
+      ...(dryRun ? { dryRun: ['All'] } : {}),
     });
   }
 

@@ -1,5 +1,5 @@
 import { rfc3339 } from '../clock/clock.js';
-import { ApiError, Errors, FieldErrors, type StatusCause, type Status } from '../api/errors.js';
+import { ApiError, Errors, FieldErrors, orderedDetails, type StatusCause, type Status } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type PatchType } from '../api/patch.js';
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import {
@@ -605,6 +605,26 @@ export class GenericStore {
   }
 
   /**
+   * A body of another kind, in apiserver's transformDecodeError words: the decoder makes the body's kind if the
+   * scheme has it (then cannot convert it: `converting (v1.Namespace) to (core.ConfigMap): unknown conversion`), or
+   * fails to find it (`no kind "Foo" is registered for version "v1" in scheme …`).
+   */
+  private kindMismatch(info: KindInfo, obj: KubeObject): ApiError {
+    const kind = String(obj.kind);
+    const apiVersion =
+      typeof obj.apiVersion === 'string' && obj.apiVersion !== '' ? obj.apiVersion : groupVersion(info);
+    const version = apiVersion.slice(apiVersion.indexOf('/') + 1);
+    const body = this.registry.byGroupVersionKind(apiVersion, kind);
+    const why =
+      body && !body.schema && !info.schema
+        ? `converting (${version}.${kind}) to (${internalPackage(info)}.${info.kind}): unknown conversion`
+        : `no kind ${JSON.stringify(kind)} is registered for version ${JSON.stringify(apiVersion)} in scheme "pkg/api/legacyscheme/scheme.go:30"`;
+    return Errors.badRequest(
+      `${kind} in version ${JSON.stringify(version)} cannot be handled as a ${info.kind}: ${why}`,
+    );
+  }
+
+  /**
    * Checks a request body is an object of this kind and gives it its apiVersion, kind and namespace: on a copy,
    * unless `take` says the caller hands the body over (a freshly decoded request body; no copy to make).
    */
@@ -612,11 +632,7 @@ export class GenericStore {
     if (!isPlainObject(body)) throw Errors.badRequest(`Object '${info.kind}' is not a JSON object`);
     const obj = (take ? body : deepCopy(body)) as KubeObject;
     const gv = groupVersion(info);
-    if (obj.kind !== undefined && obj.kind !== '' && obj.kind !== info.kind) {
-      throw Errors.badRequest(
-        `the kind in the body (${String(obj.kind)}) does not match the kind of the resource (${info.kind})`,
-      );
-    }
+    if (obj.kind !== undefined && obj.kind !== '' && obj.kind !== info.kind) throw this.kindMismatch(info, obj);
     if (obj.apiVersion !== undefined && obj.apiVersion !== '' && obj.apiVersion !== gv) {
       throw Errors.badRequest(
         `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`,
@@ -807,6 +823,12 @@ function keepServerOwnedMeta(next: KubeObject, current: KubeObject): void {
 }
 
 /** An object being deleted goes once its finalizers are gone and its grace period is over. */
+/** The Go package of a built-in kind's internal type, as reflect names it: core.ConfigMap, apps.Deployment, rbac.Role. */
+function internalPackage(info: KindInfo): string {
+  if (info.group === '' || info.group === 'events.k8s.io') return 'core';
+  return info.group.split('.')[0]!;
+}
+
 function shouldDeleteDuringUpdate(info: KindInfo, obj: KubeObject): boolean {
   const meta = obj.metadata;
   return (
@@ -818,8 +840,12 @@ function shouldDeleteDuringUpdate(info: KindInfo, obj: KubeObject): boolean {
 }
 
 function successStatus(info: KindInfo, obj: KubeObject): Status {
-  const details: Status['details'] = { name: obj.metadata.name!, kind: info.resource, uid: obj.metadata.uid! };
-  if (info.group) details.group = info.group;
+  const details = orderedDetails({
+    name: obj.metadata.name!,
+    group: info.group,
+    kind: info.resource,
+    uid: obj.metadata.uid!,
+  });
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details, code: 200 };
 }
 

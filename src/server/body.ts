@@ -1,6 +1,7 @@
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { Errors } from '../api/errors.js';
 import { PATCH_CONTENT_TYPES, type PatchType } from '../api/patch.js';
+import { goJsonSyntaxError, interpretKind, summarizeBody } from './go-json.js';
 import { bodyMediaType } from './negotiation.js';
 
 /** kube-apiserver's request body limit. */
@@ -36,12 +37,19 @@ function checkDepth(source: string): void {
   }
 }
 
-export function parseJson(source: string): unknown {
+/** How a JSON syntax error is worded for this kind of body, given Go's own text of it. */
+type SyntaxWording = (goError: string) => string;
+
+const versionKindWording: SyntaxWording = (e) => `couldn't get version/kind; json parse error: ${e}`;
+
+/** Parses JSON; what is not JSON is a 400 worded as kube-apiserver words it (Go's scanner's text, in `wording`). */
+export function parseJson(source: string, wording: SyntaxWording = versionKindWording): unknown {
   checkDepth(source);
   try {
     return JSON.parse(source);
   } catch (err) {
-    throw Errors.badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
+    const goError = goJsonSyntaxError(Buffer.from(source, 'utf8')) ?? (err as Error).message;
+    throw Errors.badRequest(wording(goError));
   }
 }
 
@@ -62,7 +70,7 @@ function checkYamlFlowDepth(source: string): void {
   }
 }
 
-function parseYamlBody(source: string): unknown {
+function parseYamlBody(source: string, wording: SyntaxWording = (e) => e): unknown {
   // JSON is YAML, and what kubectl sends for server-side apply: parse it as JSON, with JSON's own depth bound.
   if (/^\s*[[{]/.test(source)) {
     checkDepth(source);
@@ -82,7 +90,7 @@ function parseYamlBody(source: string): unknown {
     return value;
   } catch (err) {
     if (err instanceof Error && err.name === 'ApiError') throw err;
-    throw Errors.badRequest(`error converting YAML to JSON: ${(err as Error).message.split('\n')[0]}`);
+    throw Errors.badRequest(wording(`error converting YAML to JSON: ${(err as Error).message.split('\n')[0]}`));
   }
 }
 
@@ -92,14 +100,36 @@ export interface DecodedBody {
   patchType?: PatchType;
 }
 
+export interface DecodeOptions {
+  patch: boolean;
+  protobuf?: (body: Buffer) => unknown;
+  /**
+   * The kind a create or update body must be: what does not decode gets apiserver's transformDecodeError text,
+   * `the object provided is unrecognized (must be of type Namespace): couldn't get version/kind; json parse error: …
+   * (the body's first 30 bytes)`.
+   */
+  kind?: string;
+  /** The body is DeleteOptions: what does not decode is a plain 400 with the decoder's text (delete.go). */
+  deleteOptions?: boolean;
+}
+
+/** How each patch type's handler words a body that is not JSON (or YAML), from apiserver's patch.go. */
+const PATCH_WORDING: Record<PatchType, SyntaxWording> = {
+  json: (e) => `error decoding patch: ${e}`,
+  merge: (e) => `error decoding patch: ${e}`,
+  strategic: (e) => e,
+  apply: (e) => `error decoding YAML: ${e}`,
+};
+
 /**
  * Decodes a request body by its Content-Type. A missing Content-Type is read as JSON (kubectl's
  * `scale --current-replicas` PUT sends none); protobuf is decoded by the protobuf module when installed.
+ * Errors read as kube-apiserver's: Go's JSON decoder's words, in the wording of the handler that decodes the body.
  */
 export function decodeBody(
   contentType: string | undefined,
   body: Buffer | undefined,
-  options: { patch: boolean; protobuf?: (body: Buffer) => unknown },
+  options: DecodeOptions,
 ): DecodedBody {
   const media = bodyMediaType(contentType);
   const raw = body ?? Buffer.alloc(0);
@@ -107,21 +137,38 @@ export function decodeBody(
     const patchType = PATCH_CONTENT_TYPES[media];
     if (!patchType) throw Errors.unsupportedMediaType(media);
     const source = text(raw);
-    const value = patchType === 'apply' ? parseYamlBody(source) : parseJson(source);
+    const wording = PATCH_WORDING[patchType];
+    const value = patchType === 'apply' ? parseYamlBody(source, wording) : parseJson(source, wording);
     return { value, patchType };
   }
+  const kind = options.kind;
+  // transformDecodeError: what could not even be read for its kind names the expected kind and shows the body.
+  const unrecognized: SyntaxWording = kind
+    ? (e) => `the object provided is unrecognized (must be of type ${kind}): ${e} (${summarizeBody(raw)})`
+    : (e) => e;
+  let value: unknown;
   switch (media) {
     case '':
     case 'application/json':
-      return { value: raw.length === 0 ? undefined : parseJson(text(raw)) };
+      if (raw.length === 0 && !kind) return { value: undefined };
+      value = parseJson(text(raw), (e) => unrecognized(versionKindWording(e)));
+      break;
     case 'application/yaml':
     case 'application/x-yaml':
     case 'text/yaml':
-      return { value: parseYamlBody(text(raw)) };
+      value = parseYamlBody(text(raw), unrecognized);
+      break;
     case 'application/vnd.kubernetes.protobuf':
       if (options.protobuf) return { value: options.protobuf(raw) };
       throw Errors.unsupportedMediaType(media);
     default:
       throw Errors.unsupportedMediaType(media);
   }
+  if (kind || options.deleteOptions) {
+    const found = interpretKind(value);
+    if ('error' in found) throw Errors.badRequest(unrecognized(found.error));
+    // A JSON null decodes into the zero value of the type: an empty object.
+    if (value === null) value = {};
+  }
+  return { value };
 }

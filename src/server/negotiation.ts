@@ -1,4 +1,5 @@
 import { Errors } from '../api/errors.js';
+import { goParseBool } from '../api/query-params.js';
 
 /**
  * Content negotiation as kube-apiserver does it: JSON or YAML bodies out, and the `as=Table` /
@@ -27,6 +28,8 @@ export type Transform = 'none' | 'table' | 'partial';
 export interface Negotiated {
   format: 'json' | 'yaml';
   transform: Transform;
+  /** JSON indented with two spaces (json.MarshalIndent), without the trailing newline of compact answers. */
+  pretty?: boolean;
 }
 
 const NO_ACCEPT: Negotiated = Object.freeze({ format: 'json', transform: 'none' });
@@ -70,4 +73,20 @@ function negotiateUncached(accept: string): Negotiated {
 export function bodyMediaType(header: string | undefined): string {
   if (header === 'application/json') return header; // what nearly every write sends
   return (header ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/**
+ * apiserver's isPrettyPrint: `?pretty=` read with strconv.ParseBool (not the conversion other boolean parameters get:
+ * a value that is no Go bool means false), else pretty for people's tools, by User-Agent: curl, Wget and browsers.
+ */
+export function isPrettyPrint(pretty: string | string[] | undefined, userAgent: string | undefined): boolean {
+  const value = Array.isArray(pretty) ? pretty[0] : pretty;
+  if (value !== undefined && value !== '') return goParseBool(value) ?? false;
+  const agent = userAgent ?? '';
+  return agent.startsWith('curl') || agent.startsWith('Wget') || agent.startsWith('Mozilla/5.0');
+}
+
+/** A compact JSON answer as the pretty one apiserver writes instead (json.Indent of it: two spaces, no newline). */
+export function prettyJson(compact: string): string {
+  return JSON.stringify(JSON.parse(compact), null, 2);
 }

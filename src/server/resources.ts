@@ -3,10 +3,10 @@ import { finished } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ApiError, Errors } from '../api/errors.js';
-import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from '../api/patch.js';
-import { optionalQueryBool, queryBool } from '../api/query-params.js';
+import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_CONTENT_TYPES } from '../api/patch.js';
+import { queryBool } from '../api/query-params.js';
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
-import { isPlainObject, type KubeObject, type DeleteOptions } from '../api/types.js';
+import type { KubeObject, DeleteOptions } from '../api/types.js';
 import type { ServedCluster } from './served-cluster.js';
 import type { ListQuery, WatchQuery, WriteOptions } from '../registry/generic-store.js';
 import { defaultFieldManager } from '../api/managed-fields.js';
@@ -16,8 +16,18 @@ import { groupVersion, type KindInfo } from '../registry/types.js';
 import type { KubeletConnector } from '../api/kubelet-connector.js';
 import { requesterOf } from '../auth/api-auth.js';
 import { decodeBody } from './body.js';
+import { bodyMediaType } from './negotiation.js';
+import {
+  deleteOptionsFrom,
+  dryRunRequested,
+  int64Param,
+  parseResourceVersion,
+  validateListOptions,
+  validateWriteOptions,
+  type WriteOptionsKind,
+} from './request-options.js';
 import { arrayBody, jsonOf, listBody, listJson, render } from '../storage/encoding.js';
-import { negotiate, type Negotiated } from './negotiation.js';
+import { isPrettyPrint, negotiate, prettyJson, type Negotiated } from './negotiation.js';
 import { podLog } from './pod-connect.js';
 import { decodeProtobuf } from './protobuf/decode.js';
 import { partialObjectMetadata, tableBody, tableOf, type IncludeObject } from './table.js';
@@ -50,18 +60,6 @@ function one(query: Query, key: string): string | undefined {
 
 function boolParam(query: Query, key: string): boolean {
   return queryBool(query[key]);
-}
-
-function intParam(query: Query, key: string): number | undefined {
-  const v = one(query, key);
-  if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n))
-    throw Errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: must be an integer`);
-  // kube-apiserver parses these as int64: a value beyond it is a 400, not a silently huge limit.
-  if (Math.abs(n) > Number.MAX_SAFE_INTEGER)
-    throw Errors.badRequest(`invalid value for ${key}: ${JSON.stringify(v)}: value out of range`);
-  return n;
 }
 
 /** kube-apiserver's storage key check (path.IsValidPathSegmentName) on a name taken from the URL. */
@@ -109,7 +107,8 @@ export class ResourceHandler {
 
   async handle(target: ResourceTarget, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const query = request.query as Query;
-    const negotiated = negotiate(request.headers.accept);
+    let negotiated = negotiate(request.headers.accept);
+    if (isPrettyPrint(query.pretty, request.headers['user-agent'])) negotiated = { ...negotiated, pretty: true };
     const { info, namespace, name, subresource } = target;
     const method = request.method;
     if (subresource !== undefined && !this.subresourceKnown(info, subresource)) throw Errors.pathNotFound();
@@ -127,12 +126,13 @@ export class ResourceHandler {
       }
       if (method === 'POST') {
         if (info.namespaced && namespace === undefined) throw Errors.methodNotAllowed();
-        const body = this.body(request, false);
-        const options = writeOptions(request, query);
+        const options = writeOptions(request, query, 'CreateOptions');
+        const body = this.body(request, false, info.kind);
         const created = this.cluster.api.create(info, namespace, body.value, options);
         return this.send(warn(reply, options), 201, created, negotiated, info);
       }
       if (method === 'DELETE') {
+        this.checkListOptions(info, query, false);
         const options = this.deleteOptions(request, query);
         const deleted = this.cluster.api.deleteCollection(info, namespace, listQuery(query), options);
         return this.sendText(reply, 200, negotiated, listJson(deleted, deleted.items), deleted);
@@ -152,9 +152,17 @@ export class ResourceHandler {
     const extra = subresource === undefined ? undefined : info.extraSubresources?.find((s) => s.name === subresource);
     if (extra?.create) {
       if (method !== 'POST') throw Errors.methodNotAllowed();
-      const result = extra.create(this.cluster.api, info, namespace, name, this.body(request, false).value, {
-        dryRun: dryRun(query),
-      });
+      validateWriteOptions(query, 'CreateOptions', false);
+      const result = extra.create(
+        this.cluster.api,
+        info,
+        namespace,
+        name,
+        this.body(request, false, extra.kind).value,
+        {
+          dryRun: dryRunRequested(query),
+        },
+      );
       return this.sendText(reply, 201, negotiated, JSON.stringify(result), result);
     }
     if (info.resource === 'pods' && subresource === 'log') {
@@ -171,19 +179,18 @@ export class ResourceHandler {
     if (status === 'finalize' && method !== 'PUT') throw Errors.methodNotAllowed();
     switch (method) {
       case 'GET': {
+        this.checkResourceVersion(one(query, 'resourceVersion'));
         return this.send(reply, 200, this.cluster.api.get(info, namespace, name), negotiated, info);
       }
       case 'PUT': {
-        const body = this.body(request, false);
-        const options = writeOptions(request, query, status);
+        const options = writeOptions(request, query, 'UpdateOptions', status);
+        const body = this.body(request, false, info.kind);
         const updated = this.cluster.api.update(info, namespace, name, body.value, options);
         return this.send(warn(reply, options), 200, updated, negotiated, info);
       }
       case 'PATCH': {
+        const options = writeOptions(request, query, 'PatchOptions', status, isApplyPatch(request));
         const body = this.body(request, true);
-        const options = writeOptions(request, query, status);
-        if (options.force && body.patchType !== 'apply')
-          throw Errors.badRequest('force: Invalid value: true: may not be specified for non-apply patch');
         const patched = this.cluster.api.patch(info, namespace, name, body.patchType!, body.value, options);
         return this.send(warn(reply, options), options.created ? 201 : 200, patched, negotiated, info);
       }
@@ -213,51 +220,27 @@ export class ResourceHandler {
     );
   }
 
-  private body(request: FastifyRequest, patch: boolean) {
+  /** `kind`: what a create or update body must be, named in the errors of one that does not decode. */
+  private body(request: FastifyRequest, patch: boolean, kind?: string) {
     return decodeBody(request.headers['content-type'], request.body as Buffer | undefined, {
       patch,
       protobuf: decodeProtobuf,
+      ...(kind ? { kind } : {}),
     });
   }
 
+  /** DeleteOptions from the body (then the query is not read) or the query, as kube-apiserver's delete handlers read them. */
   private deleteOptions(request: FastifyRequest, query: Query): DeleteOptions {
     const body = request.body as Buffer | undefined;
-    let options: Record<string, unknown> = {};
-    if (body && body.length > 0) {
-      const decoded = decodeBody(request.headers['content-type'], body, {
-        patch: false,
-        protobuf: decodeProtobuf,
-      }).value;
-      if (decoded !== undefined && !isPlainObject(decoded))
-        throw Errors.badRequest('DeleteOptions must be a JSON object');
-      options = (decoded as Record<string, unknown>) ?? {};
-    }
-    const grace =
-      intParam(query, 'gracePeriodSeconds') ??
-      (typeof options.gracePeriodSeconds === 'number' ? options.gracePeriodSeconds : undefined);
-    const policy = one(query, 'propagationPolicy') ?? options.propagationPolicy;
-    if (policy !== undefined && policy !== 'Background' && policy !== 'Foreground' && policy !== 'Orphan') {
-      throw Errors.badRequest(
-        `propagationPolicy: Unsupported value: "${String(policy)}": supported values: "Foreground", "Background", "Orphan"`,
-      );
-    }
-    const result: DeleteOptions = {
-      dryRun: dryRun(query) || (Array.isArray(options.dryRun) && options.dryRun.includes('All')),
-    };
-    if (grace !== undefined) {
-      if (grace < 0) throw Errors.badRequest('gracePeriodSeconds: Invalid value: must be greater than or equal to 0');
-      result.gracePeriodSeconds = grace;
-    }
-    if (policy) result.propagationPolicy = policy as DeleteOptions['propagationPolicy'];
-    const orphan = optionalQueryBool(query.orphanDependents) ?? options.orphanDependents;
-    if (orphan !== undefined) result.orphanDependents = orphan === true;
-    if (isPlainObject(options.preconditions)) {
-      const pre = options.preconditions;
-      result.preconditions = {};
-      if (typeof pre.uid === 'string') result.preconditions.uid = pre.uid;
-      if (typeof pre.resourceVersion === 'string') result.preconditions.resourceVersion = pre.resourceVersion;
-    }
-    return result;
+    const decoded =
+      body && body.length > 0
+        ? decodeBody(request.headers['content-type'], body, {
+            patch: false,
+            deleteOptions: true,
+            protobuf: decodeProtobuf,
+          }).value
+        : undefined;
+    return deleteOptionsFrom(decoded, query);
   }
 
   private list(
@@ -267,12 +250,12 @@ export class ResourceHandler {
     negotiated: Negotiated,
     reply: FastifyReply,
   ): void | Promise<void> {
-    this.checkResourceVersion(one(query, 'resourceVersion'));
+    this.checkListOptions(info, query, false);
     const list = this.cluster.api.list(info, namespace, listQuery(query));
     if (negotiated.transform === 'table') {
       const include = includeObject(query);
       const now = this.cluster.clock.now();
-      if (negotiated.format === 'json')
+      if (compactJson(negotiated))
         return this.sendText(
           reply,
           200,
@@ -285,18 +268,18 @@ export class ResourceHandler {
     }
     if (negotiated.transform === 'partial') {
       const head = { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: list.metadata };
-      if (negotiated.format === 'json') {
+      if (compactJson(negotiated)) {
         const body = arrayBody(
           `${JSON.stringify(head).slice(0, -1)},"items":[`,
           list.items,
           (obj) => JSON.stringify(partialObjectMetadata(obj)),
-          ']}',
+          ']}\n',
         );
         return this.sendText(reply, 200, negotiated, body, undefined);
       }
       return this.sendText(reply, 200, negotiated, '', { ...head, items: list.items.map(partialObjectMetadata) });
     }
-    return this.sendText(reply, 200, negotiated, negotiated.format === 'json' ? listBody(list, list.items) : '', list);
+    return this.sendText(reply, 200, negotiated, compactJson(negotiated) ? listBody(list, list.items) : '', list);
   }
 
   /** Answers with one object, transformed as the Accept header asks. */
@@ -317,7 +300,7 @@ export class ResourceHandler {
       const partial = partialObjectMetadata(obj);
       return this.sendText(reply, code, negotiated, JSON.stringify(partial), partial);
     }
-    return this.sendText(reply, code, negotiated, negotiated.format === 'json' ? jsonOf(obj) : '', obj);
+    return this.sendText(reply, code, negotiated, compactJson(negotiated) ? jsonOf(obj) : '', obj);
   }
 
   /**
@@ -347,7 +330,16 @@ export class ResourceHandler {
       void reply.code(code).header('content-type', 'application/yaml').send(render(value, 'yaml'));
       return;
     }
-    void reply.code(code).header('content-type', 'application/json').send(json);
+    if (negotiated.pretty) {
+      const text = value === undefined ? prettyJson(String(json)) : JSON.stringify(value, null, 2);
+      void reply.code(code).header('content-type', 'application/json').send(text);
+      return;
+    }
+    // Go's json.Encoder ends what it writes with a newline; the bodies made as Buffers or streams end with it already.
+    void reply
+      .code(code)
+      .header('content-type', 'application/json')
+      .send(typeof json === 'string' ? `${json}\n` : json);
     // A streamed body is sent over many turns of the event loop: the handler ends with it, or fastify, seeing an
     // async handler end before any byte went out, would answer again with an empty body.
     if (typeof json === 'object' && !Buffer.isBuffer(json)) return finished(reply.raw).catch(() => undefined);
@@ -368,7 +360,8 @@ export class ResourceHandler {
       return this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
     }
     if (request.method !== 'PUT' && request.method !== 'PATCH') throw Errors.methodNotAllowed();
-    const body = this.body(request, request.method === 'PATCH');
+    validateWriteOptions(query, request.method === 'PUT' ? 'UpdateOptions' : 'PatchOptions', isApplyPatch(request));
+    const body = this.body(request, request.method === 'PATCH', request.method === 'PUT' ? 'Scale' : undefined);
     const scale = writeScale(
       this.cluster.api,
       info,
@@ -384,7 +377,7 @@ export class ResourceHandler {
       },
       request.method === 'PUT',
       {
-        dryRun: dryRun(query),
+        dryRun: dryRunRequested(query),
         fieldManager: one(query, 'fieldManager') || defaultFieldManager(request.headers['user-agent']),
       },
     );
@@ -396,12 +389,19 @@ export class ResourceHandler {
    * errors found once the watch has started (410 Expired) travel as an ERROR event.
    */
   checkWatch(target: ResourceTarget, query: Query): void {
-    listQuery(query); // limit and timeoutSeconds: malformed ones are a 400 before the stream starts
+    this.checkListOptions(target.info, query, true);
+  }
+
+  /**
+   * A list's, watch's or deletecollection's options in kube-apiserver's order: parameters that do not convert (limit,
+   * timeoutSeconds, selectors: 400), ValidateListOptions (422), then the resourceVersion (400 unparsable, 504 future).
+   */
+  private checkListOptions(info: KindInfo, query: Query, watch: boolean): void {
+    listQuery(query);
     parseLabelSelector(one(query, 'labelSelector'));
-    parseFieldSelector(one(query, 'fieldSelector'), this.cluster.registry.supportedFields(target.info));
-    const rv = one(query, 'resourceVersion');
-    if (rv !== undefined && rv !== '' && !/^\d+$/.test(rv)) throw Errors.badRequest(`invalid resource version: ${rv}`);
-    this.checkResourceVersion(rv);
+    parseFieldSelector(one(query, 'fieldSelector'), this.cluster.registry.supportedFields(info));
+    validateListOptions(query, watch);
+    this.checkResourceVersion(one(query, 'resourceVersion'));
   }
 
   /**
@@ -409,9 +409,10 @@ export class ResourceHandler {
    * kube-apiserver's answer, 504 with a ResourceVersionTooLarge cause, so that clients relist.
    */
   private checkResourceVersion(rv: string | undefined): void {
-    if (rv === undefined || !/^\d+$/.test(rv)) return;
+    const revision = parseResourceVersion(rv);
+    if (revision === undefined) return;
     const current = this.cluster.store.currentRevision;
-    if (Number(rv) > current) throw Errors.resourceVersionTooLarge(Number(rv), current);
+    if (revision > current) throw Errors.resourceVersionTooLarge(revision, current);
   }
 
   private watchHttp(
@@ -480,7 +481,7 @@ export class ResourceHandler {
         });
       }
       if (bookmarks) stream.every(60_000, () => stream.sendRaw('BOOKMARK', bookmark()));
-      const timeout = intParam(query, 'timeoutSeconds');
+      const timeout = int64Param(query, 'timeoutSeconds');
       // 0 means none; a negative timeout ends the watch at once, as kube-apiserver's already-expired timer does.
       if (timeout !== undefined && timeout !== 0) stream.endAfter(Math.max(0, Math.min(timeout, 24 * 3600)) * 1000);
     } catch (err) {
@@ -517,22 +518,35 @@ export class ResourceHandler {
   }
 }
 
-/** Options of a write request: dryRun, fieldManager (default: the User-Agent's program), fieldValidation (default Warn), force. */
-function writeOptions(request: FastifyRequest, query: Query, subresource?: 'status' | 'finalize'): WriteOptions {
-  const requested = one(query, 'fieldValidation');
-  const fieldValidation = requested === undefined || requested === '' ? 'Warn' : parseFieldValidation(requested);
-  if (!fieldValidation)
-    throw Errors.badRequest(
-      `fieldValidation: Unsupported value: "${requested}": supported values: "Ignore", "Strict", "Warn"`,
-    );
+/** Whether the answer is compact JSON, written from cached text; YAML and pretty JSON are made from the value. */
+function compactJson(negotiated: Negotiated): boolean {
+  return negotiated.format === 'json' && negotiated.pretty !== true;
+}
+
+/** Whether a PATCH request's body is a server-side apply (by its Content-Type). */
+function isApplyPatch(request: FastifyRequest): boolean {
+  return PATCH_CONTENT_TYPES[bodyMediaType(request.headers['content-type'])] === 'apply';
+}
+
+/**
+ * Options of a write request, validated as kube-apiserver validates them before it reads the body (422 CreateOptions,
+ * UpdateOptions or PatchOptions): dryRun, fieldManager (default: the User-Agent's program), fieldValidation (default
+ * Warn), force.
+ */
+function writeOptions(
+  request: FastifyRequest,
+  query: Query,
+  kind: WriteOptionsKind,
+  subresource?: 'status' | 'finalize',
+  applyPatch = false,
+): WriteOptions {
+  validateWriteOptions(query, kind, applyPatch);
   const manager = one(query, 'fieldManager');
-  if (manager !== undefined && manager.length > 128)
-    throw Errors.badRequest('fieldManager: Too long: must have at most 128 bytes');
   // takeBody: the decoded request body is this request's alone, so the store may keep it rather than copy it.
   const options: WriteOptions = {
-    dryRun: dryRun(query),
+    dryRun: dryRunRequested(query),
     fieldManager: manager || defaultFieldManager(request.headers['user-agent']),
-    fieldValidation,
+    fieldValidation: parseFieldValidation(one(query, 'fieldValidation')) ?? 'Warn',
     force: boolParam(query, 'force'),
     takeBody: true,
   };
@@ -571,8 +585,8 @@ function verbOf(method: string, named: boolean, watch: boolean): string {
 }
 
 function listQuery(query: Query): ListQuery {
-  const limit = intParam(query, 'limit');
-  intParam(query, 'timeoutSeconds'); // a list ignores it, but a malformed one is still a 400
+  const limit = int64Param(query, 'limit');
+  int64Param(query, 'timeoutSeconds'); // a list ignores it, but a malformed one is still a 400
   const q: ListQuery = {};
   const labelSelector = one(query, 'labelSelector');
   const fieldSelector = one(query, 'fieldSelector');
@@ -587,15 +601,6 @@ function listQuery(query: Query): ListQuery {
 function includeObject(query: Query): IncludeObject {
   const v = one(query, 'includeObject');
   return v === 'None' || v === 'Object' ? v : 'Metadata';
-}
-
-function dryRun(query: Query): boolean {
-  const v = query.dryRun;
-  if (v === undefined) return false;
-  const values = Array.isArray(v) ? v : [v];
-  for (const value of values)
-    if (value !== 'All') throw Errors.badRequest(`dryRun: Unsupported value: "${value}": supported values: "All"`);
-  return values.length > 0;
 }
 
 function nameSelector(name: string, existing: string | undefined): string {

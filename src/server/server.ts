@@ -18,7 +18,7 @@ import {
 } from './connections.js';
 import { KUBERNETES_VERSION } from '../api/version.js';
 import { Discovery } from './discovery.js';
-import { parseMediaTypes } from './negotiation.js';
+import { isPrettyPrint, parseMediaTypes, prettyJson } from './negotiation.js';
 import { OpenApi } from './openapi.js';
 import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPTED, OpenApiV2 } from './openapi-v2.js';
 import type { KubeletConnector } from '../api/kubelet-connector.js';
@@ -41,7 +41,20 @@ export interface ServerOptions {
 /** Writes a Status as the body, with its code. */
 function sendError(reply: FastifyReply, err: ApiError): void {
   reply.raw.statusMessage = statusText(err.code);
-  void reply.code(err.code).header('content-type', 'application/json').send(JSON.stringify(err.toStatus()));
+  const text = wantsPretty(reply.request) ? JSON.stringify(err.toStatus(), null, 2) : statusJson(err);
+  void reply.code(err.code).header('content-type', 'application/json').send(text);
+}
+
+/** Whether the request asks for pretty JSON (`?pretty=true`, or curl, Wget or a browser as its User-Agent). */
+function wantsPretty(request: FastifyRequest | undefined): boolean {
+  if (!request) return false;
+  const query = request.query as Record<string, string | string[] | undefined> | undefined;
+  return isPrettyPrint(query?.pretty, request.headers['user-agent']);
+}
+
+/** A Status as kube-apiserver's JSON serializer writes it (json.Encoder: with a trailing newline). */
+export function statusJson(err: ApiError): string {
+  return `${JSON.stringify(err.toStatus())}\n`;
 }
 
 /** Maps anything thrown to a Kubernetes Status: ours as they are, fastify's by status code, the rest 500 without a stack. */
@@ -141,20 +154,28 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
   const json = (reply: FastifyReply, text: string, contentType = 'application/json'): void => {
     void reply.code(200).header('content-type', contentType).send(text);
   };
+  /** An API object (discovery) as kube-apiserver's serializer writes it: json.Encoder's trailing newline. */
+  const apiJson = (reply: FastifyReply, text: string, contentType = 'application/json'): void =>
+    json(reply, wantsPretty(reply.request) ? prettyJson(text) : `${text}\n`, contentType);
 
   for (const path of ['/version', '/version/'])
     app.get(path, (_req, reply) =>
+      // WriteRawJSON: json.MarshalIndent with two spaces, and no trailing newline.
       json(
         reply,
-        JSON.stringify({
-          ...KUBERNETES_VERSION,
-          gitCommit: '0000000000000000000000000000000000000000',
-          gitTreeState: 'clean',
-          buildDate: '2024-12-11T18:00:00Z',
-          goVersion: 'go1.23.4',
-          compiler: 'gc',
-          platform: 'linux/amd64',
-        }),
+        JSON.stringify(
+          {
+            ...KUBERNETES_VERSION,
+            gitCommit: '0000000000000000000000000000000000000000',
+            gitTreeState: 'clean',
+            buildDate: '2024-12-11T18:00:00Z',
+            goVersion: 'go1.23.4',
+            compiler: 'gc',
+            platform: 'linux/amd64',
+          },
+          null,
+          2,
+        ),
       ),
     );
   for (const path of ['/healthz', '/livez', '/readyz'])
@@ -176,13 +197,13 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
   const discoveryRoute = (legacy: boolean) => (request: FastifyRequest, reply: FastifyReply) => {
     const version = aggregatedVersion(request);
     if (version) {
-      return json(
+      return apiJson(
         reply,
         discovery.aggregated(legacy, version),
         `application/json;g=apidiscovery.k8s.io;v=${version};as=APIGroupDiscoveryList`,
       );
     }
-    return json(reply, legacy ? discovery.apiVersions() : discovery.apiGroupList());
+    return apiJson(reply, legacy ? discovery.apiVersions() : discovery.apiGroupList());
   };
   // go-restful serves a WebService's root route with a trailing slash too: the Python client asks for /version/,
   // /api/ and /apis/.
@@ -225,7 +246,7 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
         if (request.method !== 'GET') throw Errors.methodNotAllowed();
         const doc = discovery.apiGroup(group);
         if (!doc) throw Errors.pathNotFound();
-        return json(reply, doc);
+        return apiJson(reply, doc);
       }
     }
     if (version === undefined) throw Errors.pathNotFound();
@@ -233,7 +254,7 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
       if (request.method !== 'GET') throw Errors.methodNotAllowed();
       const doc = discovery.resourceList(group, version);
       if (!doc) throw Errors.pathNotFound();
-      return json(reply, doc);
+      return apiJson(reply, doc);
     }
     const target = resolveTarget(cluster, group, version, segments);
     if (!target) throw Errors.pathNotFound();
@@ -297,12 +318,7 @@ function attachWebSockets(
 ): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
   const reject = (socket: Duplex, err: ApiError, contentType = 'application/json'): void =>
-    rejectUpgrade(
-      socket,
-      err.code,
-      contentType,
-      contentType === 'application/json' ? JSON.stringify(err.toStatus()) : err.message,
-    );
+    rejectUpgrade(socket, err.code, contentType, contentType === 'application/json' ? statusJson(err) : err.message);
   onUpgrade(
     app.server,
     (req: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -87,5 +87,5 @@ export function tableBody(
 ): Buffer | Readable {
   const columns = columnsOf(info);
   const opening = `${JSON.stringify(tableHead(info, listMeta)).slice(0, -1)},"rows":[`;
-  return arrayBody(opening, objects, (obj) => JSON.stringify(rowOf(columns, obj, now, include)), ']}');
+  return arrayBody(opening, objects, (obj) => JSON.stringify(rowOf(columns, obj, now, include)), ']}\n');
 }

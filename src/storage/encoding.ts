@@ -180,7 +180,8 @@ const CHUNK_BYTES = 256 * 1024;
  * passes). Lists longer than STREAMED_LIST_ITEMS are streamed (see ListStream).
  */
 export function listBody(head: ListHead, items: readonly KubeObject[]): Buffer | Readable {
-  return arrayBody(listOpening(head), items, listedJsonOf, ']}');
+  // The newline Go's json.Encoder ends every answer with, written with the closing bracket (no copy of the body).
+  return arrayBody(listOpening(head), items, listedJsonOf, ']}\n');
 }
 
 /**

@@ -51,6 +51,21 @@ function validateKeyedData(
   return causes;
 }
 
+/** core.MaxSecretSize: what a ConfigMap's or a Secret's data may hold in all, in bytes. */
+const MAX_SECRET_SIZE = 1024 * 1024;
+
+/** The bytes the values of a data map hold: UTF-8 text, or (base64) what the text decodes to. */
+function dataBytes(data: unknown, base64: boolean): number {
+  if (!isPlainObject(data)) return 0;
+  let total = 0;
+  for (const value of Object.values(data)) {
+    if (typeof value !== 'string') continue;
+    if (!base64) total += Buffer.byteLength(value);
+    else total += (value.length / 4) * 3 - (value.endsWith('==') ? 2 : value.endsWith('=') ? 1 : 0);
+  }
+  return total;
+}
+
 function dataCount(obj: KubeObject): number {
   const count = (v: unknown): number => (isPlainObject(v) ? Object.keys(v).length : 0);
   return count(obj.data) + count(obj.binaryData);
@@ -353,6 +368,9 @@ const configmaps: KindInfo = {
   strategy: {
     validate(obj) {
       const causes = [...validateKeyedData(obj, 'data', false), ...validateKeyedData(obj, 'binaryData', true)];
+      // ValidateConfigMap: data and binaryData together; the error's path is the whole object's, which Go prints "[]".
+      if (dataBytes(obj.data, false) + dataBytes(obj.binaryData, true) > MAX_SECRET_SIZE)
+        causes.push(FieldErrors.tooLong('[]', MAX_SECRET_SIZE));
       if (obj.immutable !== undefined && typeof obj.immutable !== 'boolean')
         causes.push(FieldErrors.invalid('immutable', obj.immutable, 'must be a boolean'));
       return causes;
@@ -398,7 +416,10 @@ const secrets: KindInfo = {
       foldStringData(obj);
     },
     validate(obj) {
-      return validateKeyedData(obj, 'data', true);
+      const causes = validateKeyedData(obj, 'data', true);
+      // ValidateSecret: the decoded bytes of data (stringData is folded into it by now).
+      if (dataBytes(obj.data, true) > MAX_SECRET_SIZE) causes.push(FieldErrors.tooLong('data', MAX_SECRET_SIZE));
+      return causes;
     },
     validateUpdate(next, old) {
       const causes: StatusCause[] = [];
