@@ -401,10 +401,250 @@ const randomRequestArb = fc.record({
   accept: fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(...ACCEPTS) }),
   body: bodyArb,
 });
-type FuzzRequest = typeof randomRequestArb extends fc.Arbitrary<infer T> ? T : never;
+type FuzzRequest = (typeof randomRequestArb extends fc.Arbitrary<infer T> ? T : never) & {
+  /** Why the request is invalid, when it is built to be: the server must refuse it with a 4xx. */
+  invalid?: string;
+};
+
+/** Objects the fuzzing must not change: DELETEs built invalid are sent to them, and must delete nothing. */
+const KEPT_TARGETS = [
+  `/api/v1/namespaces/${KEPT_NAMESPACE}/configmaps/cm-0`,
+  `/api/v1/namespaces/${KEPT_NAMESPACE}/configmaps/cm-3`,
+  `/api/v1/namespaces/${KEPT_NAMESPACE}/secrets/secret`,
+  `/api/v1/namespaces/${KEPT_NAMESPACE}/pods/pod`,
+  `/apis/apps/v1/namespaces/${KEPT_NAMESPACE}/deployments/deploy`,
+  `/api/v1/namespaces/${KEPT_NAMESPACE}/configmaps`,
+  '/apis/rbac.authorization.k8s.io/v1/clusterroles/kept-role',
+  '/api/v1/persistentvolumes/kept-pv',
+  `/api/v1/namespaces/${KEPT_NAMESPACE}`,
+];
+
+const notAnInt = garbage.filter((v) => v !== '' && !/^[+-]?\d+$/.test(v));
+const notAUint = garbage.filter((v) => v !== '' && !/^\d+$/.test(v));
+const notInteger = fc.oneof(
+  fc.string({ maxLength: 5 }),
+  fc.boolean(),
+  fc.constantFrom(1.5, -0.25, [], {}, [1], { a: 1 }),
+);
+const notString = fc.oneof(fc.integer(), fc.boolean(), fc.constantFrom([], {}, ['x'], { a: 'b' }, 2.5));
+const notBool = fc.oneof(fc.string({ maxLength: 5 }), fc.integer(), fc.constantFrom([], {}, [true]));
+
+/** DeleteOptions Go cannot decode (400) or ValidateDeleteOptions refuses (422), among well-typed fields. */
+const badDeleteOptionsArb = fc
+  .record({
+    base: fc.record(
+      {
+        kind: fc.constant('DeleteOptions'),
+        apiVersion: fc.constantFrom('v1', 'meta.k8s.io/v1'),
+        gracePeriodSeconds: fc.nat({ max: 30 }),
+      },
+      { requiredKeys: [] },
+    ),
+    bad: fc.oneof(
+      notInteger.map((v) => ({ gracePeriodSeconds: v })),
+      notString.map((v) => ({ propagationPolicy: v })),
+      fc.constantFrom('Bogus', 'orphan', '').map((v) => ({ propagationPolicy: v })),
+      fc.oneof(fc.string({ maxLength: 5 }), fc.integer(), fc.constantFrom([], [{}])).map((v) => ({ preconditions: v })),
+      notString.map((v) => ({ preconditions: { uid: v } })),
+      notString.map((v) => ({ preconditions: { resourceVersion: v } })),
+      fc.oneof(fc.string({ maxLength: 5 }), fc.integer(), fc.constantFrom({}, [1], ['x'], ['All', 'x'])).map((v) => ({
+        dryRun: v,
+      })),
+      notBool.map((v) => ({ orphanDependents: v })),
+      notBool.map((v) => ({ ignoreStoreReadErrorWithClusterBreakingPotential: v })),
+      fc.constantFrom(
+        { orphanDependents: true, propagationPolicy: 'Orphan' },
+        { orphanDependents: false, propagationPolicy: 'Background' },
+      ),
+      fc.oneof(notString, fc.constantFrom('Pod', 'Bogus')).map((v) => ({ kind: v })),
+      notString.map((v) => ({ apiVersion: v })),
+    ),
+  })
+  .map(({ base, bad }) => JSON.stringify({ ...base, ...bad }));
+
+/**
+ * Requests built to be invalid, each for one stated reason, most aimed at the kept objects: the server must refuse
+ * every one with a 4xx (and, at the end, still hold every kept object as it was).
+ */
+const invalidRequestArb: fc.Arbitrary<FuzzRequest> = fc.oneof(
+  fc.record({ path: fc.constantFrom(...KEPT_TARGETS), body: badDeleteOptionsArb }).map(
+    ({ path, body }): FuzzRequest => ({
+      method: 'DELETE',
+      target: { path, namespaced: true, named: true, random: false },
+      query: {},
+      contentType: 'application/json',
+      accept: null,
+      body,
+      invalid: 'DeleteOptions that do not decode or validate',
+    }),
+  ),
+  fc
+    .record({
+      path: fc.constantFrom(...KEPT_TARGETS),
+      param: fc.oneof(
+        notAnInt.map((v) => ({ gracePeriodSeconds: v })),
+        fc.constantFrom('Bogus', 'background').map((v) => ({ propagationPolicy: v })),
+        fc.constantFrom('x', 'all').map((v) => ({ dryRun: v })),
+        fc.constant({ propagationPolicy: 'Orphan', orphanDependents: 'true' }),
+      ),
+    })
+    .map(
+      ({ path, param }): FuzzRequest => ({
+        method: 'DELETE',
+        target: { path, namespaced: true, named: true, random: false },
+        query: param,
+        contentType: null,
+        accept: null,
+        body: undefined,
+        invalid: 'DeleteOptions in the query that do not convert or validate',
+      }),
+    ),
+  fc
+    .record({
+      path: fc.constantFrom(cmPath('fuzz'), cmPath(KEPT_NAMESPACE), cmPath(KEPT_NAMESPACE, 'cm-1')),
+      watch: fc.boolean(),
+      param: fc.oneof(
+        notAUint.map((v) => ({ resourceVersion: v })),
+        fc.constantFrom('bogus', 'exact', '').map((v) => ({ resourceVersion: '1', resourceVersionMatch: v || 'x' })),
+        fc.constant({ resourceVersionMatch: 'NotOlderThan' }),
+        fc.constant({ resourceVersion: '0', resourceVersionMatch: 'Exact' }),
+      ),
+    })
+    .map(({ path, watch, param }): FuzzRequest => {
+      // A named GET has no ListOptions: only its resourceVersion can be wrong.
+      const named = path.endsWith('cm-1');
+      const query: Record<string, string> = named
+        ? { resourceVersion: (param as Record<string, string>).resourceVersion ?? 'x' }
+        : { ...param, ...(watch ? { watch: 'true' } : {}) };
+      if (named && /^\d+$/.test(query.resourceVersion!)) query.resourceVersion = `${query.resourceVersion}x`;
+      return {
+        method: 'GET',
+        target: { path, namespaced: true, named, random: false },
+        query,
+        contentType: null,
+        accept: null,
+        body: undefined,
+        invalid: 'a resourceVersion that is no uint64, or ListOptions ValidateListOptions refuses',
+      };
+    }),
+  fc
+    .record({
+      param: fc.oneof(
+        notAnInt.map((v) => ({ limit: v })),
+        notAnInt.map((v) => ({ timeoutSeconds: v })),
+        fc.constantFrom('!!', 'a in (', 'x,,y').map((v) => ({ labelSelector: v })),
+        fc.constantFrom('spec.bogus=x', 'metadata.name').map((v) => ({ fieldSelector: v })),
+        fc.constant({ sendInitialEvents: 'true' }),
+      ),
+    })
+    .map(
+      ({ param }): FuzzRequest => ({
+        method: 'GET',
+        target: { path: cmPath(KEPT_NAMESPACE), namespaced: true, named: false, random: false },
+        query: param,
+        contentType: null,
+        accept: null,
+        body: undefined,
+        invalid: 'list options that do not convert or validate',
+      }),
+    ),
+  fc
+    .record({
+      method: fc.constantFrom('POST', 'PUT', 'PATCH'),
+      param: fc.oneof(
+        fc.constantFrom('x', 'all', '').map((v) => ({ dryRun: v || 'none' })),
+        fc.constantFrom('bogus', 'strict').map((v) => ({ fieldValidation: v })),
+        fc.constant({ fieldManager: 'm'.repeat(129) }),
+      ),
+      body: objectArb.map((o) => JSON.stringify({ ...o, kind: 'ConfigMap', apiVersion: 'v1' })),
+    })
+    .map(({ method, param, body }): FuzzRequest => {
+      const path = method === 'POST' ? cmPath(KEPT_NAMESPACE) : cmPath(KEPT_NAMESPACE, 'cm-2');
+      return {
+        method,
+        target: { path, namespaced: true, named: method !== 'POST', random: false },
+        query: param,
+        contentType: method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+        accept: null,
+        body,
+        invalid: 'write options ValidateCreateOptions / UpdateOptions / PatchOptions refuse',
+      };
+    }),
+  fc
+    .record({
+      method: fc.constantFrom('POST', 'PUT'),
+      body: fc.oneof(
+        fc.string({ maxLength: 20 }).filter((t) => {
+          try {
+            JSON.parse(t);
+            return false;
+          } catch {
+            return true;
+          }
+        }),
+        fc.constantFrom('[]', '[{}]', '"x"', '7', 'true', '{"kind":5}', '{"apiVersion":[]}', '{"data":"x"}'),
+      ),
+    })
+    .map(({ method, body }): FuzzRequest => {
+      const path = method === 'POST' ? cmPath(KEPT_NAMESPACE) : cmPath(KEPT_NAMESPACE, 'cm-4');
+      return {
+        method,
+        target: { path, namespaced: true, named: method === 'PUT', random: false },
+        query: {},
+        contentType: 'application/json',
+        accept: null,
+        body,
+        invalid: 'a body that does not decode into a ConfigMap',
+      };
+    }),
+  fc.constantFrom('{"data":', '[{"op":', 'x', '{"data":{"a":1}}}').chain((body) =>
+    fc
+      .constantFrom(
+        'application/merge-patch+json',
+        'application/json-patch+json',
+        'application/strategic-merge-patch+json',
+      )
+      .map(
+        (contentType): FuzzRequest => ({
+          method: 'PATCH',
+          target: { path: cmPath(KEPT_NAMESPACE, 'cm-4'), namespaced: true, named: true, random: false },
+          query: {},
+          contentType,
+          accept: null,
+          body,
+          invalid: 'a patch that is not JSON',
+        }),
+      ),
+  ),
+  fc.constant<FuzzRequest>({
+    method: 'PATCH',
+    target: { path: cmPath(KEPT_NAMESPACE, 'cm-0'), namespaced: true, named: true, random: false },
+    query: { force: 'true' },
+    contentType: 'application/merge-patch+json',
+    accept: null,
+    body: '{"data":{"index":"changed"}}',
+    invalid: 'force on a patch that is not an apply',
+  }),
+  fc.constantFrom(false, true).map(
+    (binary): FuzzRequest => ({
+      method: 'POST',
+      target: { path: cmPath(KEPT_NAMESPACE), namespaced: true, named: false, random: false },
+      query: {},
+      contentType: 'application/json',
+      accept: null,
+      body: JSON.stringify({
+        ...configMap('fuzz-too-big', binary ? {} : { big: 'x'.repeat(1024 * 1024 + 1) }),
+        ...(binary ? { binaryData: { big: Buffer.alloc(1024 * 1024 + 1).toString('base64') } } : {}),
+      }),
+      invalid: 'ConfigMap data over 1 MiB',
+    }),
+  ),
+);
+
 const requestArb: fc.Arbitrary<FuzzRequest> = fc.oneof(
-  { weight: 3, arbitrary: randomRequestArb },
-  { weight: 1, arbitrary: configMapWriteArb },
+  { weight: 6, arbitrary: randomRequestArb },
+  { weight: 2, arbitrary: configMapWriteArb },
+  { weight: 2, arbitrary: invalidRequestArb },
 );
 
 /** What Kubernetes answers with 5xx on purpose: 504 for a resourceVersion the server has not reached. */
@@ -500,10 +740,12 @@ test('fuzzing: thousands of random requests never get a 5xx, errors are Status o
   }
 
   let sent = 0;
+  let invalidSent = 0;
   const statuses = new Map<number, number>();
   const send = async (r: FuzzRequest): Promise<void> => {
     const search = new URLSearchParams(r.query).toString();
-    const method = r.method === 'DELETE' && !deletesOnlyFuzz(r.target.path) ? 'GET' : r.method;
+    // A random DELETE may only reach fuzz objects; one built invalid is sent wherever it was aimed (kept objects).
+    const method = r.method === 'DELETE' && !r.invalid && !deletesOnlyFuzz(r.target.path) ? 'GET' : r.method;
     const headers: Record<string, string> = {};
     if (r.contentType !== null) headers['content-type'] = r.contentType;
     if (r.accept !== null) headers.accept = r.accept;
@@ -528,6 +770,13 @@ test('fuzzing: thousands of random requests never get a 5xx, errors are Status o
     }
     sent++;
     statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+    if (r.invalid) {
+      invalidSent++;
+      if (res.status < 400 || res.status >= 500)
+        assert.fail(
+          `built invalid (${r.invalid}), yet answered ${res.status}: ${description}\n→ ${(await res.text()).slice(0, 300)}`,
+        );
+    }
     if (res.status < 400) {
       // A watch or a followed log streams: a moment of it is enough.
       const timer = setTimeout(() => controller.abort(), 50);
@@ -570,7 +819,7 @@ test('fuzzing: thousands of random requests never get a 5xx, errors are Status o
       );
     });
   t.diagnostic(
-    `seed ${SEED}: ${sent} requests answered; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`,
+    `seed ${SEED}: ${sent} requests answered (${invalidSent} built invalid, all refused); statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`,
   );
   assert.ok(sent >= RUNS * 0.9, `only ${sent} of ${RUNS} requests were sent`);
 
