@@ -542,7 +542,8 @@ ${extra}`;
     const cj = await ok(['get', 'cronjob', 'nightly', '-n', 'kinds']);
     assert.match(cj, /^nightly\s+0 3 \* \* \*\s+<none>\s+False\s+0\s+<none>\s+\S+\n$/m);
     const quota = await ok(['get', 'quota', 'compute', '-n', 'kinds']);
-    assert.match(quota, /^compute\s+\S+\s+pods: 0\/0\s+limits\.cpu: 0\/0\n$/m);
+    // status from the resourcequota controller: what the namespace's pods use (LimitRange gave them limits.cpu).
+    assert.match(quota, /^compute\s+\S+\s+pods: \d+\/10\s+limits\.cpu: \d+m?\/2\n$/m);
     for (const resource of Object.keys(headers)) {
       if (resource.startsWith('events')) continue;
       const out = await ok(['describe', resource, '-n', 'kinds']);

@@ -21,7 +21,7 @@ export interface Toleration {
   tolerationSeconds?: number;
 }
 
-interface Requirement {
+export interface Requirement {
   key: string;
   operator: string;
   values?: string[];
@@ -61,7 +61,8 @@ export function untoleratedTaint(
   return taints.find((t) => filter(t) && !tolerations.some((tol) => tolerates(tol, t)));
 }
 
-function requirementMatches(r: Requirement, value: string | undefined): boolean {
+/** A node selector requirement against a label's value (undefined: no such label). */
+export function requirementMatches(r: Pick<Requirement, 'operator' | 'values'>, value: string | undefined): boolean {
   const values = r.values ?? [];
   switch (r.operator) {
     case 'In':

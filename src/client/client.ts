@@ -86,6 +86,9 @@ export const Resources = {
   secrets: { group: '', version: 'v1', resource: 'secrets' },
   serviceaccounts: { group: '', version: 'v1', resource: 'serviceaccounts' },
   persistentvolumeclaims: { group: '', version: 'v1', resource: 'persistentvolumeclaims' },
+  persistentvolumes: { group: '', version: 'v1', resource: 'persistentvolumes' },
+  resourcequotas: { group: '', version: 'v1', resource: 'resourcequotas' },
+  limitranges: { group: '', version: 'v1', resource: 'limitranges' },
   events: { group: '', version: 'v1', resource: 'events' },
   deployments: { group: 'apps', version: 'v1', resource: 'deployments' },
   replicasets: { group: 'apps', version: 'v1', resource: 'replicasets' },
@@ -95,4 +98,5 @@ export const Resources = {
   jobs: { group: 'batch', version: 'v1', resource: 'jobs' },
   cronjobs: { group: 'batch', version: 'v1', resource: 'cronjobs' },
   leases: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' },
+  storageclasses: { group: 'storage.k8s.io', version: 'v1', resource: 'storageclasses' },
 } as const satisfies Record<string, Gvr>;

@@ -5,6 +5,8 @@ import { builtinKinds } from '../registry/builtin/index.js';
 import { systemPriorityClasses } from '../registry/builtin/scheduling.js';
 import { customResourceDefinitions, type CrdNamesLookup } from '../registry/crd/kind.js';
 import { serveCustomResources } from '../registry/crd/serve.js';
+import { LimitRanger } from '../registry/admission/limit-ranger.js';
+import { ResourceQuotaAdmission } from '../registry/admission/resource-quota.js';
 import { GenericStore } from '../registry/generic-store.js';
 import { Registry } from '../registry/registry.js';
 import { resourceKey, type KindInfo, type StrategyContext } from '../registry/types.js';
@@ -74,6 +76,8 @@ export class Cluster {
         store.all(crdKey).filter((crd) => (crd.spec as { group?: unknown } | undefined)?.group === group),
     };
     this.api = new GenericStore(store, this.registry, ctx);
+    // kube-apiserver's admission chain, in its order (mutating LimitRanger first, validating ResourceQuota last).
+    this.api.admission.push(new LimitRanger(store), new ResourceQuotaAdmission(store));
     for (const info of builtinKinds) this.registry.add(info);
     serveCustomResources(this.registry, store, this.api);
     store.onChange((key, event) => {

@@ -12,6 +12,7 @@ import { namespaceController } from './namespace.js';
 import { nodeLifecycleController } from './node-lifecycle.js';
 import { podGarbageCollector } from './podgc.js';
 import { replicaSetController } from './replicaset.js';
+import { resourceQuotaController } from './resourcequota.js';
 import { serviceAccountController } from './serviceaccount.js';
 import { statefulSetController } from './statefulset.js';
 import { ttlAfterFinishedController } from './ttl-after-finished.js';
@@ -37,6 +38,7 @@ export const CONTROLLER_NAMES = [
   'serviceaccount',
   'disruption',
   'horizontalpodautoscaling',
+  'resourcequota',
 ] as const;
 
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
@@ -56,4 +58,5 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['serviceaccount', serviceAccountController],
   ['disruption', disruptionController],
   ['horizontalpodautoscaling', (ctx) => hpaController(ctx)],
+  ['resourcequota', resourceQuotaController],
 ]);

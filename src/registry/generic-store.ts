@@ -26,7 +26,15 @@ import type { MemoryStore } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
 import type { Registry } from './registry.js';
 import type { Requester } from '../auth/requester.js';
-import { groupVersion, resourceKey, type KindInfo, type Strategy, type StrategyContext } from './types.js';
+import {
+  groupVersion,
+  resourceKey,
+  type AdmissionPlugin,
+  type AdmissionRequest,
+  type KindInfo,
+  type Strategy,
+  type StrategyContext,
+} from './types.js';
 
 export interface ListQuery {
   labelSelector?: string;
@@ -78,6 +86,9 @@ const FOREGROUND_FINALIZER = 'foregroundDeletion';
  * and in-process clients come through here, so they see the same rules.
  */
 export class GenericStore {
+  /** kube-apiserver's admission plugins, in its order (the cluster fills it in): every create and update goes through them. */
+  readonly admission: AdmissionPlugin[] = [];
+
   constructor(
     readonly store: MemoryStore,
     readonly registry: Registry,
@@ -148,10 +159,11 @@ export class GenericStore {
     delete meta.deletionGracePeriodSeconds;
     delete meta.selfLink;
     if (info.status && !info.strategy?.keepsStatusOnCreate) delete obj.status;
-    if (info.strategy?.prepareForCreate || info.strategy?.defaults) {
-      info.strategy.defaults?.(obj, this.ctx);
-      info.strategy.prepareForCreate?.(obj, this.ctx);
-    }
+    info.strategy?.defaults?.(obj, this.ctx);
+    const admission: AdmissionRequest | undefined =
+      this.admission.length > 0 ? { info, operation: 'CREATE', obj, dryRun: options.dryRun === true } : undefined;
+    if (admission) this.admitMutating(admission);
+    info.strategy?.prepareForCreate?.(obj, this.ctx);
     if (hasGeneration(info)) meta.generation = 1;
     else delete meta.generation;
     if (managedFields) setManagedFields(obj, managedFields(obj));
@@ -162,8 +174,25 @@ export class GenericStore {
       );
     this.validate(info, obj);
     options.requester?.admit?.(info, obj, undefined);
+    const commits = admission && this.admitValidating(admission);
     if (options.dryRun) return obj;
-    return fromStorage(info, this.store.create(resourceKey(info), toStorage(info, obj)));
+    const created = fromStorage(info, this.store.create(resourceKey(info), toStorage(info, obj)));
+    if (commits) for (const commit of commits) commit();
+    return created;
+  }
+
+  private admitMutating(request: AdmissionRequest): void {
+    for (const plugin of this.admission) plugin.admit?.(request);
+  }
+
+  /** The validating plugins' checks; what they ask to do once the write is stored. */
+  private admitValidating(request: AdmissionRequest): Array<() => void> | undefined {
+    let commits: Array<() => void> | undefined;
+    for (const plugin of this.admission) {
+      const commit = plugin.validate?.(request);
+      if (commit) (commits ??= []).push(commit);
+    }
+    return commits;
   }
 
   /** PUT: replace the object (or its status), optimistic-locked on the body's resourceVersion when it has one. */
@@ -365,7 +394,9 @@ export class GenericStore {
     const key = resourceKey(info);
     const ns = scoped(info, namespace);
     let emptied = false;
-    const { object } = this.store.guaranteedUpdate(
+    let commits: Array<() => void> | undefined;
+    const dryRun = options.dryRun === true;
+    const { object, changed } = this.store.guaranteedUpdate(
       key,
       ns,
       name,
@@ -383,8 +414,12 @@ export class GenericStore {
             ? this.prepareStatusUpdate(info, next, current)
             : options.subresource === 'finalize'
               ? this.prepareFinalizeUpdate(info, next, current)
-              : this.prepareUpdate(info, next, current);
-        if (!options.subresource) options.requester?.admit?.(info, prepared, current);
+              : this.prepareUpdate(info, next, current, dryRun);
+        if (!options.subresource) {
+          options.requester?.admit?.(info, prepared, current);
+          if (this.admission.length > 0)
+            commits = this.admitValidating({ info, operation: 'UPDATE', obj: prepared, old: current, dryRun });
+        }
         if (options.applied) setManagedFields(prepared, options.applied());
         else if (options.fieldManager && options.subresource !== 'finalize') {
           const requested =
@@ -402,16 +437,18 @@ export class GenericStore {
       options.dryRun,
     );
     if (emptied && !options.dryRun) return fromStorage(info, this.store.delete(key, ns, name));
+    if (changed && commits && !dryRun) for (const commit of commits) commit();
     return fromStorage(info, object);
   }
 
-  private prepareUpdate(info: KindInfo, next: KubeObject, current: KubeObject): KubeObject {
+  private prepareUpdate(info: KindInfo, next: KubeObject, current: KubeObject, dryRun: boolean): KubeObject {
     keepServerOwnedMeta(next, current);
     if (info.status) {
       if (current.status === undefined) delete next.status;
       else next.status = current.status;
     }
     info.strategy?.defaults?.(next, this.ctx);
+    if (this.admission.length > 0) this.admitMutating({ info, operation: 'UPDATE', obj: next, old: current, dryRun });
     info.strategy?.prepareForUpdate?.(next, current, this.ctx);
     if (hasGeneration(info)) {
       const bump = info.strategy?.bumpsGeneration

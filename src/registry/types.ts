@@ -65,6 +65,28 @@ export interface Strategy {
   finalizersOnDelete?(obj: KubeObject): readonly string[];
 }
 
+/** One write as admission plugins see it (admission.Attributes): the object about to be stored, and the stored one. */
+export interface AdmissionRequest {
+  info: KindInfo;
+  operation: 'CREATE' | 'UPDATE';
+  /** The object to store; mutating plugins change it in place (it is the write's own copy). */
+  obj: KubeObject;
+  old?: KubeObject;
+  dryRun: boolean;
+}
+
+/**
+ * An admission plugin of kube-apiserver's chain. `admit` (mutating) runs after defaulting and before the strategy's
+ * create/update preparation; `validate` runs after validation, just before the object is stored, and may refuse by
+ * throwing the Status to answer. What it returns runs once the write is stored (quota admission charges the quota
+ * then), in the same synchronous step, so no other write can come between the check and the charge.
+ */
+export interface AdmissionPlugin {
+  readonly name: string;
+  admit?(request: AdmissionRequest): void;
+  validate?(request: AdmissionRequest): (() => void) | undefined;
+}
+
 export interface ScaleSubresource {
   specReplicasPath: string;
   statusReplicasPath: string;

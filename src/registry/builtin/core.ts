@@ -5,7 +5,7 @@ import { checkConfigMapKey } from '../../api/validation.js';
 import { ageOf, col, field, num, orNone, str } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
 import { bindPod, evictPod } from '../pod-subresources.js';
-import { defaultPodSpec, qosClass, validatePodSpec } from './pod-spec.js';
+import { defaultPodSpec, defaultRequestsFromLimits, qosClass, validatePodSpec } from './pod-spec.js';
 import { podIP, podRestarts, podRow } from '../pod-printer.js';
 import { coreEventColumns } from './events.js';
 import { admitPodPriority, keepPodPriority } from './scheduling.js';
@@ -146,6 +146,7 @@ const pods: KindInfo = {
     defaults(obj) {
       const s = spec(obj);
       defaultPodSpec(s);
+      defaultRequestsFromLimits(s);
       if (s.serviceAccountName === undefined) s.serviceAccountName = s.serviceAccount ?? 'default';
       s.serviceAccount = s.serviceAccountName;
       if (s.enableServiceLinks === undefined) s.enableServiceLinks = true;

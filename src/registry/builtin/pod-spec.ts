@@ -32,6 +32,27 @@ export function defaultPodSpec(spec: Obj): void {
   }
 }
 
+/**
+ * SetDefaults_Pod: a container's limits are its requests where it asks for nothing itself. Pods only, not templates
+ * (a Deployment's template keeps what was written), and before admission, so LimitRanger and quota see the result.
+ */
+export function defaultRequestsFromLimits(spec: Obj): void {
+  for (const list of ['initContainers', 'containers']) {
+    const containers = spec[list];
+    if (!Array.isArray(containers)) continue;
+    for (const c of containers) {
+      const resources = isPlainObject(c) && isPlainObject(c.resources) ? c.resources : undefined;
+      if (!resources || !isPlainObject(resources.limits)) continue;
+      const requests: Obj = isPlainObject(resources.requests) ? resources.requests : {};
+      const missing = Object.keys(resources.limits).filter((k) => requests[k] === undefined);
+      if (missing.length === 0) continue;
+      const filled: Obj = { ...requests };
+      for (const k of missing) filled[k] = resources.limits[k];
+      resources.requests = filled;
+    }
+  }
+}
+
 function defaultContainer(c: Obj): void {
   setDefault(c, 'terminationMessagePath', '/dev/termination-log');
   setDefault(c, 'terminationMessagePolicy', 'File');
