@@ -681,7 +681,8 @@ test('fuzzing: thousands of random requests never get a 5xx, errors are Status o
   // The data the fuzzing must not change: namespaced and cluster-scoped, of several kinds.
   await api.namespace(KEPT_NAMESPACE);
   for (const ns of ['fuzz', 'fuzz-b']) await api.namespace(ns);
-  const kept: string[] = [`/api/v1/namespaces/${KEPT_NAMESPACE}`];
+  // kube-root-ca.crt is the namespace's from the start (the root-ca-cert-publisher's).
+  const kept: string[] = [`/api/v1/namespaces/${KEPT_NAMESPACE}`, cmPath(KEPT_NAMESPACE, 'kube-root-ca.crt')];
   for (let i = 0; i < 5; i++) {
     await api.create(
       cmPath(KEPT_NAMESPACE),
@@ -827,7 +828,7 @@ test('fuzzing: thousands of random requests never get a 5xx, errors are Status o
   for (const [path, text] of recorded)
     assert.equal((await api.request(path)).text, text, `${path} changed during the fuzzing`);
   const names = (await api.list(cmPath(KEPT_NAMESPACE))).items.map((o) => o.metadata.name);
-  assert.deepEqual(names, ['cm-0', 'cm-1', 'cm-2', 'cm-3', 'cm-4']);
+  assert.deepEqual(names, ['cm-0', 'cm-1', 'cm-2', 'cm-3', 'cm-4', 'kube-root-ca.crt']);
   assert.equal(
     server.stderr().includes('internal error'),
     false,

@@ -154,7 +154,15 @@ describe('the official Python client (python3-kubernetes) against sim serve', ()
     assert.ok(seen.groups.includes('apps') && seen.groups.includes('batch'), seen.groups.join());
     assert.equal(seen.appsPreferred, 'apps/v1');
     assert.ok(seen.appsResources.includes('deployments/scale'), seen.appsResources.join());
-    assert.deepEqual(seen.dynamic, { patched: { a: '1', b: '2' }, listed: ['dyn'], watched: [['ADDED', 'dyn']] });
+    // The namespace's kube-root-ca.crt (the root-ca-cert-publisher's) is listed and watched beside it.
+    assert.deepEqual(seen.dynamic, {
+      patched: { a: '1', b: '2' },
+      listed: ['dyn', 'kube-root-ca.crt'],
+      watched: [
+        ['ADDED', 'dyn'],
+        ['ADDED', 'kube-root-ca.crt'],
+      ],
+    });
   });
 
   it('utils.create_from_yaml of a multi-document file creates every object; again, FailToCreateError holds a 409 AlreadyExists for each', async (t) => {

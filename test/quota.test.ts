@@ -104,8 +104,9 @@ describe('ResourceQuota and LimitRange', { skip: missing ?? false }, () => {
 
   it('concurrent creates never overshoot a quota', async () => {
     await api.namespace('qb');
-    await ok(['create', 'quota', 'five', '--hard=pods=5,count/configmaps=3', '-n', 'qb']);
-    await usedIs('qb', 'five', { pods: '0', 'count/configmaps': '0' });
+    await ok(['create', 'quota', 'five', '--hard=pods=5,count/configmaps=4', '-n', 'qb']);
+    // kube-root-ca.crt is the namespace's first ConfigMap.
+    await usedIs('qb', 'five', { pods: '0', 'count/configmaps': '1' });
     const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => createPod('qb', pod(`p${i}`))));
     const created = replies.filter((r) => r.status === 201).length;
     const refused = replies.filter((r) => r.status === 403);
@@ -124,10 +125,10 @@ describe('ResourceQuota and LimitRange', { skip: missing ?? false }, () => {
       ),
     );
     assert.equal(cms.filter((r) => r.status === 201).length, 3);
-    await usedIs('qb', 'five', { pods: '5', 'count/configmaps': '3' });
+    await usedIs('qb', 'five', { pods: '5', 'count/configmaps': '4' });
     // The controller's count agrees with admission's charges: it stays there.
     await new Promise((r) => setTimeout(r, 300));
-    assert.deepEqual((await quotaStatus('qb', 'five')).used, { 'count/configmaps': '3', pods: '5' });
+    assert.deepEqual((await quotaStatus('qb', 'five')).used, { 'count/configmaps': '4', pods: '5' });
   });
 
   it('compute quotas: containers must declare what is limited; requests and limits are summed', async () => {

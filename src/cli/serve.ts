@@ -107,6 +107,15 @@ function serveSecurity(cluster: Cluster, options: ServeOptions, log: Logger): Se
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
 export async function serve(options: ServeOptions): Promise<void> {
   const log = new Logger(options.logLevel);
+  // The serving CA is the cluster CA (kube-root-ca.crt, the CSR signers), so it is known before the cluster starts.
+  let tls: ServingTls | undefined;
+  try {
+    tls = options.tls ? servingTls(options.host, options.data) : undefined;
+  } catch (err) {
+    log.error(`cannot start: --tls: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+    return;
+  }
   let sim: Simulator;
   try {
     sim = await startSimulator({
@@ -121,6 +130,8 @@ export async function serve(options: ServeOptions): Promise<void> {
       nodes: options.nodes,
       kubelet: kubeletOptions(options),
       scheduler: options.scheduler,
+      ca: tls ? { cert: tls.caCert, key: tls.caKey } : undefined,
+      caDir: options.data !== undefined ? tlsDir(options.data) : undefined,
     });
   } catch (err) {
     log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
@@ -134,15 +145,6 @@ export async function serve(options: ServeOptions): Promise<void> {
     security = options.auth || options.tokenAuthFile ? serveSecurity(cluster, options, log) : undefined;
   } catch (err) {
     log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
-    await cluster.close();
-    process.exitCode = 1;
-    return;
-  }
-  let tls: ServingTls | undefined;
-  try {
-    tls = options.tls ? servingTls(options.host, options.data) : undefined;
-  } catch (err) {
-    log.error(`cannot start: --tls: ${err instanceof Error ? err.message : String(err)}`);
     await cluster.close();
     process.exitCode = 1;
     return;

@@ -13,6 +13,7 @@ import { resourceKey, type KindInfo, type StrategyContext } from '../registry/ty
 import { MemoryStore } from '../storage/memory-store.js';
 import { SnapshotFile } from '../storage/snapshot.js';
 import { dataPaths, scanWal, truncateWal, WriteAheadLog } from '../storage/wal.js';
+import { ClusterCertificateAuthority, type CaPem } from './certificate-authority.js';
 import { DEFAULT_EVENT_TTL_MS, EventExpiry } from './event-ttl.js';
 import { ClusterIPAllocator } from './ip-allocator.js';
 
@@ -33,6 +34,10 @@ export interface ClusterOptions {
   log?: (level: 'error' | 'warn' | 'info' | 'debug', message: string) => void;
   /** How long Events live after their last write (kube-apiserver --event-ttl; default 1 h). */
   eventTtlMs?: number;
+  /** The cluster CA (`--tls`'s); without it one is made on first use. */
+  ca?: CaPem;
+  /** Where a CA made here is kept, and found again after a restart (with --data). */
+  caDir?: string;
 }
 
 export const DEFAULT_VIRTUAL_START = Date.UTC(2025, 0, 1);
@@ -52,6 +57,8 @@ const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-l
 export class Cluster {
   readonly registry: Registry;
   readonly api: GenericStore;
+  /** The CA that kube-root-ca.crt publishes and the CSR signers sign with. */
+  readonly certificates: ClusterCertificateAuthority;
   private closers: Array<() => Promise<void> | void> = [];
   private wal: WriteAheadLog | undefined;
   /** What start-up found in --data worth telling the user (a discarded torn record, a repair). */
@@ -62,7 +69,9 @@ export class Cluster {
     readonly random: SeededRandom,
     readonly store: MemoryStore,
     eventTtlMs: number = DEFAULT_EVENT_TTL_MS,
+    ca: { pem?: CaPem; dir?: string } = {},
   ) {
+    this.certificates = new ClusterCertificateAuthority(ca);
     this.registry = new Registry(store);
     const ips = new ClusterIPAllocator(random);
     const crdKey = resourceKey(customResourceDefinitions);
@@ -121,7 +130,7 @@ export class Cluster {
       });
       // From here to the log's attachment nothing awaits: a write that restoring triggers (a listener's
       // microtask) finds the log attached.
-      const cluster = new Cluster(clock, random, store, options.eventTtlMs);
+      const cluster = new Cluster(clock, random, store, options.eventTtlMs, { pem: options.ca, dir: options.caDir });
       // CustomResourceDefinitions first: loading one registers the table its objects go to.
       const crds = 'apiextensions.k8s.io/customresourcedefinitions';
       const resources = Object.entries(snapshot.resources).sort(([a], [b]) => Number(b === crds) - Number(a === crds));
@@ -157,7 +166,7 @@ export class Cluster {
     }
     const clock = clockFor(options);
     store = new MemoryStore(options.watchHistory, 0, () => clock.now());
-    const cluster = new Cluster(clock, random, store, options.eventTtlMs);
+    const cluster = new Cluster(clock, random, store, options.eventTtlMs, { pem: options.ca, dir: options.caDir });
     cluster.bootstrap();
     return cluster;
   }

@@ -24,5 +24,6 @@ export function controllerHost(cluster: Cluster): ControllerHost {
     },
     clock: cluster.clock,
     random: cluster.random,
+    certificates: cluster.certificates,
   };
 }

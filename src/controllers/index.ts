@@ -13,6 +13,7 @@ import { nodeLifecycleController } from './node-lifecycle.js';
 import { podGarbageCollector } from './podgc.js';
 import { replicaSetController } from './replicaset.js';
 import { resourceQuotaController } from './resourcequota.js';
+import { rootCaCertPublisher } from './root-ca-cert-publisher.js';
 import { serviceAccountController } from './serviceaccount.js';
 import { statefulSetController } from './statefulset.js';
 import { ttlAfterFinishedController } from './ttl-after-finished.js';
@@ -39,6 +40,7 @@ export const CONTROLLER_NAMES = [
   'disruption',
   'horizontalpodautoscaling',
   'resourcequota',
+  'root-ca-cert-publisher',
 ] as const;
 
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
@@ -59,4 +61,5 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['disruption', disruptionController],
   ['horizontalpodautoscaling', (ctx) => hpaController(ctx)],
   ['resourcequota', resourceQuotaController],
+  ['root-ca-cert-publisher', rootCaCertPublisher],
 ]);

@@ -25,8 +25,19 @@ export interface ApiResources {
   onChange(fn: () => void): void;
 }
 
+/**
+ * The cluster's certificate authority as kube-controller-manager is given it (--root-ca-file for the
+ * root-ca-cert-publisher, --cluster-signing-cert-file/--cluster-signing-key-file for the CSR signers).
+ */
+export interface CertificateAuthority {
+  /** The CA certificate, PEM: what every namespace's kube-root-ca.crt holds. */
+  certificate(): Promise<string>;
+}
+
 export interface ControllerContext {
   resources: ApiResources;
+  /** Absent for a manager given no CA (then the controllers that need one do nothing). */
+  certificates?: CertificateAuthority;
   client: KubeClient;
   informers: SharedInformers;
   clock: Clock;

@@ -2,7 +2,7 @@ import type { Clock } from '../clock/clock.js';
 import type { SeededRandom } from '../clock/random.js';
 import type { KubeClient } from '../client/client.js';
 import { SharedInformers } from '../client/informer.js';
-import type { ApiResources, Controller, ControllerContext } from './controller.js';
+import type { ApiResources, CertificateAuthority, Controller, ControllerContext } from './controller.js';
 import { EventRecorder } from './events.js';
 
 export type ControllerFactory = (ctx: ControllerContext) => Controller;
@@ -38,6 +38,7 @@ export interface ControllerHost {
   readonly resources: ApiResources;
   readonly clock: Clock;
   readonly random: SeededRandom;
+  readonly certificates?: CertificateAuthority;
 }
 
 /** Starts the selected controllers against a cluster through a client of their own and shared informers. */
@@ -53,6 +54,7 @@ export class ControllerManager {
     const recorders = new Map<string, EventRecorder>();
     this.context = {
       resources: host.resources,
+      certificates: host.certificates,
       client: this.client,
       informers: this.informers,
       clock: host.clock,

@@ -84,6 +84,14 @@ export async function request<T = unknown>(
   return { status: res.status, headers: res.headers, text, body: parsed as T };
 }
 
+/** The ConfigMap the root-ca-cert-publisher puts in every namespace. */
+export const ROOT_CA = 'kube-root-ca.crt';
+
+/** Objects but kube-root-ca.crt, for tests that expect a namespace's ConfigMaps to be theirs alone. */
+export function withoutRootCa<T extends { metadata: { name?: string } }>(items: readonly T[]): T[] {
+  return items.filter((o) => o.metadata.name !== ROOT_CA);
+}
+
 /** A client bound to one server, with the verbs the tests use. */
 export class Api {
   constructor(readonly url: string) {}
@@ -131,7 +139,10 @@ export class Api {
     return this.request<Obj | StatusBody>(path, { method: 'DELETE', body: options });
   }
 
-  /** Creates a namespace (no error if it exists). */
+  /**
+   * Creates a namespace (no error if it exists) and waits, a second at most, for the root-ca-cert-publisher's
+   * kube-root-ca.crt in it, so that what a test lists or watches there next does not race that controller's write.
+   */
   async namespace(name: string): Promise<void> {
     const reply = await this.request('/api/v1/namespaces', {
       method: 'POST',
@@ -141,6 +152,10 @@ export class Api {
       reply.status === 201 || reply.status === 409,
       `creating namespace ${name}: ${reply.status} ${reply.text}`,
     );
+    for (let i = 0; i < 100; i++) {
+      if ((await this.request(`/api/v1/namespaces/${name}/configmaps/${ROOT_CA}`)).status === 200) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
 }
 
