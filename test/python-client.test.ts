@@ -355,9 +355,7 @@ spec:
     }
   });
 
-  it('ApiException bodies are byte for byte what kube-apiserver writes (Go field order, a trailing newline)', {
-    todo: "waits for the robust helper's Status field order and trailing newline",
-  }, async (t) => {
+  it('ApiException bodies are byte for byte what kube-apiserver writes (Go field order, a trailing newline)', async (t) => {
     if (missing) return t.skip(missing);
     const errors = await python<Errors>(t, 'errors', 'py-errors-bytes');
     const expected = expectedErrors();
