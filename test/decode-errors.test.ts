@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { goJsonSyntaxError } from '../src/server/go-json.js';
+import { goJsonSyntaxError } from '../src/api/go-json.js';
 import { Api, cmPath, configMap, type Reply } from './helpers/http.js';
 import { startServer, type SimServer } from './helpers/server.js';
 import { httpWatch } from './helpers/watch.js';

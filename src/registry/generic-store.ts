@@ -1,3 +1,4 @@
+import { goJsonType } from '../api/go-json.js';
 import { rfc3339 } from '../clock/clock.js';
 import { ApiError, Errors, FieldErrors, orderedDetails, type StatusCause, type Status } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type PatchType } from '../api/patch.js';
@@ -746,13 +747,6 @@ function noNewFinalizers(obj: KubeObject, old: KubeObject): StatusCause[] {
       `no new finalizers can be added if the object is being deleted, found new finalizers ${list}`,
     ),
   ];
-}
-
-/** How Go's encoding/json names a JSON value's type in its "cannot unmarshal" errors. */
-function goJsonType(value: unknown): string {
-  if (Array.isArray(value)) return 'array';
-  if (typeof value === 'boolean') return 'bool';
-  return typeof value === 'number' ? 'number' : 'string';
 }
 
 /** An applied configuration's GroupVersionKind as Go prints it (`apps/v1, Kind=Deployment`; `/, Kind=` for none). */

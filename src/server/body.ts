@@ -1,7 +1,7 @@
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { Errors } from '../api/errors.js';
 import { PATCH_CONTENT_TYPES, type PatchType } from '../api/patch.js';
-import { goJsonSyntaxError, interpretKind, summarizeBody } from './go-json.js';
+import { goJsonSyntaxError, interpretKind, summarizeBody } from '../api/go-json.js';
 import { bodyMediaType } from './negotiation.js';
 
 /** kube-apiserver's request body limit. */

@@ -1,7 +1,7 @@
 import { Errors, FieldErrors, goQuote, type ApiError, type StatusCause } from '../api/errors.js';
 import { optionalQueryBool } from '../api/query-params.js';
 import { isPlainObject, type DeleteOptions } from '../api/types.js';
-import { goJsonType } from './go-json.js';
+import { goJsonType } from '../api/go-json.js';
 
 /**
  * The options of a request as kube-apiserver decodes and validates them before it touches storage: query
