@@ -18,9 +18,9 @@ spec: {controller: k8s.io/ingress-nginx}
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata:
-  name: standard
+  name: fast
   annotations: {storageclass.kubernetes.io/is-default-class: "true"}
-provisioner: rancher.io/local-path
+provisioner: example.com/fast
 ---
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
@@ -126,7 +126,7 @@ describe('Ingress, IngressClass, NetworkPolicy, PriorityClass, StorageClass, HPA
     const applied = await ok(['apply', '-f', '-'], APP);
     for (const line of [
       'ingressclass.networking.k8s.io/nginx created',
-      'storageclass.storage.k8s.io/standard created',
+      'storageclass.storage.k8s.io/fast created',
       'priorityclass.scheduling.k8s.io/high created',
       'ingress.networking.k8s.io/web created',
       'networkpolicy.networking.k8s.io/web created',
@@ -143,9 +143,11 @@ describe('Ingress, IngressClass, NetworkPolicy, PriorityClass, StorageClass, HPA
       'nginx k8s.io/ingress-nginx <none> <age>',
     ]);
     assert.deepEqual(table(await ok(['get', 'netpol', '-n', 'shop'])), ['NAME POD-SELECTOR AGE', 'web app=web <age>']);
+    // Beside kind's `standard`, which every new cluster has.
     assert.deepEqual(table(await ok(['get', 'sc'])), [
       'NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE',
-      'standard (default) rancher.io/local-path Delete Immediate false <age>',
+      'fast (default) example.com/fast Delete Immediate false <age>',
+      'standard (default) rancher.io/local-path Delete WaitForFirstConsumer false <age>',
     ]);
     assert.deepEqual(table(await ok(['get', 'pc'])), [
       'NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY',
@@ -165,7 +167,8 @@ describe('Ingress, IngressClass, NetworkPolicy, PriorityClass, StorageClass, HPA
     assert.deepEqual(ingress.status, { loadBalancer: {} });
     assert.equal(ingress.metadata.generation, 1);
     const claim = await api.get('/api/v1/namespaces/shop/persistentvolumeclaims/data');
-    assert.equal((claim.spec as Spec).storageClassName, 'standard');
+    // Of two default classes, the newer.
+    assert.equal((claim.spec as Spec).storageClassName, 'fast');
     // The Deployment's pods got their priority from the class.
     let pods = await api.list('/api/v1/namespaces/shop/pods');
     for (let i = 0; i < 50 && pods.items.length === 0; i++) {

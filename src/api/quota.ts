@@ -7,6 +7,7 @@ import {
   type Quantity,
 } from './quantity.js';
 import { requirementMatches } from './node-fit.js';
+import { claimClass } from './volumes.js';
 import { isPlainObject, type KubeObject } from './types.js';
 
 /**
@@ -405,14 +406,6 @@ const serviceEvaluator: QuotaEvaluator = {
   },
   matchesScope: () => false,
 };
-
-/** The claim's class: spec.storageClassName, or the beta annotation kube still honours. */
-export function claimClass(claim: KubeObject): string {
-  const beta = claim.metadata.annotations?.['volume.beta.kubernetes.io/storage-class'];
-  if (beta !== undefined) return beta;
-  const name = spec(claim).storageClassName;
-  return typeof name === 'string' ? name : '';
-}
 
 const CLAIM_RESOURCES = ['persistentvolumeclaims', 'requests.storage'];
 

@@ -3,10 +3,12 @@ import { SeededRandom } from '../clock/random.js';
 import type { KubeObject } from '../api/types.js';
 import { builtinKinds } from '../registry/builtin/index.js';
 import { systemPriorityClasses } from '../registry/builtin/scheduling.js';
+import { defaultStorageClass } from '../registry/builtin/storage.js';
 import { customResourceDefinitions, type CrdNamesLookup } from '../registry/crd/kind.js';
 import { serveCustomResources } from '../registry/crd/serve.js';
 import { LimitRanger } from '../registry/admission/limit-ranger.js';
 import { ResourceQuotaAdmission } from '../registry/admission/resource-quota.js';
+import { StorageObjectInUseProtection } from '../registry/admission/storage-protection.js';
 import { GenericStore } from '../registry/generic-store.js';
 import { Registry } from '../registry/registry.js';
 import { resourceKey, type KindInfo, type StrategyContext } from '../registry/types.js';
@@ -86,7 +88,11 @@ export class Cluster {
     };
     this.api = new GenericStore(store, this.registry, ctx);
     // kube-apiserver's admission chain, in its order (mutating LimitRanger first, validating ResourceQuota last).
-    this.api.admission.push(new LimitRanger(store), new ResourceQuotaAdmission(store));
+    this.api.admission.push(
+      new LimitRanger(store),
+      new StorageObjectInUseProtection(),
+      new ResourceQuotaAdmission(store),
+    );
     for (const info of builtinKinds) this.registry.add(info);
     serveCustomResources(this.registry, store, this.api);
     store.onChange((key, event) => {
@@ -171,9 +177,13 @@ export class Cluster {
     return cluster;
   }
 
-  /** What a fresh kube-apiserver creates: the system namespaces, PriorityClasses and the `kubernetes` Service. */
+  /**
+   * What a fresh kube-apiserver creates: the system namespaces, PriorityClasses and the `kubernetes` Service; and
+   * what kind adds to a new cluster: the default StorageClass.
+   */
   private bootstrap(): void {
     const namespaces = this.kind('', 'v1', 'namespaces');
+    const fresh = !this.store.get(resourceKey(namespaces), undefined, 'default');
     for (const name of SYSTEM_NAMESPACES) {
       if (!this.store.get(resourceKey(namespaces), undefined, name))
         this.api.create(namespaces, undefined, { metadata: { name } });
@@ -184,6 +194,8 @@ export class Cluster {
       if (!this.store.get(resourceKey(priorityClasses), undefined, (pc.metadata as { name: string }).name))
         this.api.create(priorityClasses, undefined, pc);
     }
+    // kind's default StorageClass comes with a new cluster (once: a cluster kept with --data may have deleted it).
+    if (fresh) this.api.create(this.kind('storage.k8s.io', 'v1', 'storageclasses'), undefined, defaultStorageClass);
     const services = this.kind('', 'v1', 'services');
     if (!this.store.get(resourceKey(services), 'default', 'kubernetes')) {
       this.api.create(services, 'default', {

@@ -17,6 +17,10 @@ import { rootCaCertPublisher } from './root-ca-cert-publisher.js';
 import { serviceAccountController } from './serviceaccount.js';
 import { statefulSetController } from './statefulset.js';
 import { ttlAfterFinishedController } from './ttl-after-finished.js';
+import { persistentVolumeBinder } from './volume/binder.js';
+import { ephemeralVolumeController } from './volume/ephemeral.js';
+import { localPathProvisioner } from './volume/local-path-provisioner.js';
+import { claimProtectionController, volumeProtectionController } from './volume/protection.js';
 
 /**
  * Every controller `--controllers` can name, in kube-controller-manager's vocabulary. A name listed in
@@ -41,6 +45,12 @@ export const CONTROLLER_NAMES = [
   'horizontalpodautoscaling',
   'resourcequota',
   'root-ca-cert-publisher',
+  'persistentvolume-binder',
+  'persistentvolumeclaim-protection',
+  'persistentvolume-protection',
+  'ephemeral-volume',
+  // Not kube-controller-manager's: the provisioner kind runs beside it (a Deployment in local-path-storage).
+  'local-path-provisioner',
 ] as const;
 
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
@@ -62,4 +72,9 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['horizontalpodautoscaling', (ctx) => hpaController(ctx)],
   ['resourcequota', resourceQuotaController],
   ['root-ca-cert-publisher', rootCaCertPublisher],
+  ['persistentvolume-binder', persistentVolumeBinder],
+  ['persistentvolumeclaim-protection', claimProtectionController],
+  ['persistentvolume-protection', volumeProtectionController],
+  ['ephemeral-volume', ephemeralVolumeController],
+  ['local-path-provisioner', localPathProvisioner],
 ]);

@@ -132,8 +132,10 @@ export function containerFs(
     const mountPath = String(mount.mountPath ?? '');
     if (!mountPath.startsWith('/')) continue;
     const volume = volumes.get(String(mount.name));
-    if (volume && isPlainObject(volume.emptyDir)) {
-      const limit = parseMilli(volume.emptyDir.sizeLimit);
+    // A claim's volume is writable storage too; its files are kept as an emptyDir's are, with the pod.
+    const claimed = volume && (isPlainObject(volume.persistentVolumeClaim) || isPlainObject(volume.ephemeral));
+    if (volume && (isPlainObject(volume.emptyDir) || claimed)) {
+      const limit = isPlainObject(volume.emptyDir) ? parseMilli(volume.emptyDir.sizeLimit) : undefined;
       fs.mount(
         mountPath,
         storage

@@ -310,9 +310,15 @@ export class EventCorrelator {
  * Records core/v1 Events about objects, as client-go's recorder does, through the EventCorrelator above.
  * Writing events never fails the caller: they are best effort, like in Kubernetes.
  */
+/**
+ * Shared by every recorder of the process: two components writing about one object in the same millisecond (the PV
+ * controller and a provisioner about a claim) must not make the same event name, which client-go avoids with
+ * nanoseconds.
+ */
+let sequence = 0;
+
 export class EventRecorder {
   private readonly correlator: EventCorrelator;
-  private sequence = 0;
   /** The same for every event: the store copies what it is given. */
   private readonly source: { component: string; host?: string };
 
@@ -333,7 +339,7 @@ export class EventRecorder {
   /** `<object>.<nanoseconds, hex>`; the sequence keeps events of the same millisecond apart. */
   private nameFor(objectName: string, now: number): string {
     // Nanoseconds overflow a double's integer range, so BigInt.
-    return `${objectName}.${(BigInt(now) * 1_000_000n + BigInt(this.sequence++ % 1_000_000)).toString(16)}`;
+    return `${objectName}.${(BigInt(now) * 1_000_000n + BigInt(sequence++ % 1_000_000)).toString(16)}`;
   }
 
   private async record(

@@ -229,6 +229,14 @@ export function fitErrorMessage(
   return message;
 }
 
+/** The FitError message of a pod a PreFilter plugin refused (VolumeBinding's missing or unbound claims). */
+export function preFilterMessage(totalNodes: number, reason: string, preemptionPolicy?: string): string {
+  if (totalNodes === 0) return 'no nodes available to schedule pods';
+  const message = `0/${totalNodes} nodes are available: ${reason}.`;
+  if (preemptionPolicy === 'Never') return `${message} preemption: not eligible due to preemptionPolicy=Never.`;
+  return `${message} preemption: 0/${totalNodes} nodes are available: ${totalNodes} Preemption is not helpful for scheduling.`;
+}
+
 /**
  * How many feasible nodes to look for before scoring (percentageOfNodesToScore's adaptive default):
  * all of them under 100 nodes, else 50% minus 1% per 125 nodes, at least 5% and at least 100 nodes.

@@ -11,6 +11,7 @@ import {
   filterNode,
   fitErrorMessage,
   podFilter,
+  preFilterMessage,
   podRequest,
   selectHost,
   ZONE_LABEL,
@@ -19,6 +20,7 @@ import {
   type NodeState,
   type PodRequest,
 } from './plugins.js';
+import { BIND_TIMEOUT_MS, VolumeBinder, type VolumePlan } from './volume-binding.js';
 
 function count(map: Map<string, Map<string, number>>, owner: string, key: string, delta: number): void {
   let inner = map.get(owner);
@@ -96,10 +98,21 @@ export class Scheduler implements Controller {
   private readonly parked = new Set<string>();
   private readonly recorder;
   private wakeScheduled = false;
+  private readonly volumes: VolumeBinder;
+  /**
+   * Pods assumed on a node whose claims the PV controller is binding (VolumeBinding's PreBind waits for it), with
+   * when it gives up; and by claim, the pods waiting for it.
+   */
+  private readonly waitingForVolumes = new Map<string, { node: string; deadline: number; claims: string[] }>();
+  private readonly claimWaiters = new Map<string, Set<string>>();
 
   constructor(private readonly ctx: ControllerContext) {
     this.pods = ctx.informers.for(Gvrs.pods);
     this.nodes = ctx.informers.for(Gvrs.nodes);
+    this.volumes = new VolumeBinder(ctx, (claim) => {
+      for (const key of (claim && this.claimWaiters.get(claim)) || []) this.loop.queue.add(key);
+      this.wakeUnschedulable();
+    });
     this.recorder = ctx.recorder(SCHEDULER_NAME);
     this.loop = new ReconcileLoop('scheduler', ctx, (key) => this.schedule(key), 1);
     this.pods.addEventHandler({
@@ -213,6 +226,7 @@ export class Scheduler implements Controller {
 
   private podDeleted(pod: KubeObject): void {
     const key = cacheKey(pod);
+    this.stopWaiting(key);
     this.assumed.delete(key);
     this.forgetUnschedulable(key);
     if (this.accounted.has(key)) {
@@ -291,10 +305,23 @@ export class Scheduler implements Controller {
   private async schedule(key: string): Promise<ReconcileResult | void> {
     const slash = key.indexOf('/');
     const pod = this.pods.get(key.slice(0, slash), key.slice(slash + 1));
-    if (!pod || !this.isPending(pod) || this.assumed.has(key)) return;
+    if (!pod || !this.isPending(pod)) {
+      this.stopWaiting(key);
+      return;
+    }
+    const waiting = this.waitingForVolumes.get(key);
+    if (waiting) return this.finishVolumeBinding(pod, key, waiting);
+    if (this.assumed.has(key)) return;
     const request = requestOf(pod);
     const prepared = podFilter(pod);
     const order = this.nodeOrder();
+    const preemptionPolicy = (pod.spec as Obj).preemptionPolicy as string | undefined;
+    // VolumeBinding's PreFilter: claims missing, terminating or unbound with immediate binding fail on every node.
+    const volumes = this.volumes.prefilter(pod);
+    if (volumes && 'failure' in volumes)
+      return this.unschedulableFor(pod, key, preFilterMessage(order.length, volumes.failure, preemptionPolicy));
+    const podVolumes = volumes?.volumes;
+    const plans = new Map<string, VolumePlan>();
     const want = feasibleNodesToFind(order.length);
     const failures: FilterFailure[] = [];
     const feasible: NodeState[] = [];
@@ -302,34 +329,93 @@ export class Scheduler implements Controller {
     let checked = 0;
     for (; checked < order.length && feasible.length < want; checked++) {
       const state = this.states.get(order[(start + checked) % order.length]!)!;
-      const failure = filterNode(prepared, request, state);
+      let failure = filterNode(prepared, request, state);
+      if (!failure && podVolumes) {
+        const fit = this.volumes.filter(podVolumes, state.node);
+        failure = fit.failure;
+        if (fit.plan) plans.set(state.name, fit.plan);
+      }
       if (failure) failures.push(failure);
       else feasible.push(state);
     }
     this.nextStart = order.length > 0 ? (start + checked) % order.length : 0;
     if (feasible.length === 0)
-      return this.unschedulableFor(
-        pod,
-        key,
-        fitErrorMessage(order.length, failures, (pod.spec as Obj).preemptionPolicy as string | undefined),
-      );
+      return this.unschedulableFor(pod, key, fitErrorMessage(order.length, failures, preemptionPolicy));
 
     const candidates = this.candidates(pod, feasible);
     const chosen = candidates[selectHost(pod, request, candidates, (n) => this.ctx.random.int(n))]!.state;
     // Assume the pod on the node, so the next decision sees its requests before the informer does.
     this.assumed.add(key);
     this.account(key, chosen.name, request, ownerUid(pod));
+    const plan = plans.get(chosen.name);
+    if (plan && (plan.static.length > 0 || plan.provision.length > 0)) {
+      try {
+        await this.volumes.bind(plan, chosen.name);
+      } catch (err) {
+        this.unassume(pod, key);
+        throw err;
+      }
+      const claims = [...plan.static.map((s) => s.claim), ...plan.provision].map((c) => cacheKey(c));
+      this.waitingForVolumes.set(key, { node: chosen.name, deadline: this.ctx.clock.now() + BIND_TIMEOUT_MS, claims });
+      for (const c of claims) {
+        let waiters = this.claimWaiters.get(c);
+        if (!waiters) this.claimWaiters.set(c, (waiters = new Set()));
+        waiters.add(key);
+      }
+      return this.finishVolumeBinding(pod, key, this.waitingForVolumes.get(key)!);
+    }
+    return this.bindPod(pod, key, chosen.name);
+  }
+
+  /** PreBind's wait: the pod is bound once all its claims are; the attempt fails after bindTimeoutSeconds. */
+  private async finishVolumeBinding(
+    pod: KubeObject,
+    key: string,
+    waiting: { node: string; deadline: number },
+  ): Promise<ReconcileResult | void> {
+    if (this.volumes.allBound(pod)) {
+      this.stopWaiting(key);
+      return this.bindPod(pod, key, waiting.node);
+    }
+    const now = this.ctx.clock.now();
+    if (now < waiting.deadline) return { requeueAfterMs: waiting.deadline - now };
+    this.stopWaiting(key);
+    this.unassume(pod, key);
+    return this.unschedulableFor(
+      pod,
+      key,
+      'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded',
+    );
+  }
+
+  private stopWaiting(key: string): void {
+    const waiting = this.waitingForVolumes.get(key);
+    if (!waiting) return;
+    this.waitingForVolumes.delete(key);
+    for (const c of waiting.claims) {
+      const waiters = this.claimWaiters.get(c);
+      waiters?.delete(key);
+      if (waiters?.size === 0) this.claimWaiters.delete(c);
+    }
+  }
+
+  /** Takes back an assumption that did not come to a binding. */
+  private unassume(pod: KubeObject, key: string): void {
+    this.assumed.delete(key);
+    if (podNodeName(this.pods.get(pod.metadata.namespace, pod.metadata.name!) ?? pod) === '')
+      this.account(key, undefined, undefined);
+  }
+
+  private async bindPod(pod: KubeObject, key: string, node: string): Promise<void> {
     try {
       await this.ctx.client.createSubresource!(Gvrs.pods, pod.metadata.namespace, pod.metadata.name!, 'binding', {
         apiVersion: 'v1',
         kind: 'Binding',
         metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
-        target: { apiVersion: 'v1', kind: 'Node', name: chosen.name },
+        target: { apiVersion: 'v1', kind: 'Node', name: node },
       });
     } catch (err) {
-      this.assumed.delete(key);
-      if (podNodeName(this.pods.get(pod.metadata.namespace, pod.metadata.name!) ?? pod) === '')
-        this.account(key, undefined, undefined);
+      this.unassume(pod, key);
       if (err instanceof ApiError && (err.code === 404 || err.code === 409)) return; // deleted, or bound meanwhile
       throw err;
     }
@@ -338,7 +424,7 @@ export class Scheduler implements Controller {
       pod,
       'Normal',
       'Scheduled',
-      `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${chosen.name}`,
+      `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${node}`,
     );
   }
 

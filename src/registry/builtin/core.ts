@@ -9,7 +9,16 @@ import { defaultPodSpec, defaultRequestsFromLimits, qosClass, validatePodSpec } 
 import { podIP, podRestarts, podRow } from '../pod-printer.js';
 import { coreEventColumns } from './events.js';
 import { admitPodPriority, keepPodPriority } from './scheduling.js';
-import { defaultClaimStorageClass } from './storage.js';
+import { accessModesString, claimClass, volumeClass } from '../../api/volumes.js';
+import {
+  defaultClaimStorageClass,
+  quantityColumn,
+  validateClaim,
+  validateClaimUpdate,
+  validateVolume,
+  validateVolumeUpdate,
+  volumePhaseColumn,
+} from './storage.js';
 
 type Obj = Record<string, unknown>;
 
@@ -491,14 +500,8 @@ const endpoints: KindInfo = {
 };
 
 const accessModes = (o: KubeObject, path: string): string => {
-  const modes = field(o, path);
-  const short: Record<string, string> = {
-    ReadWriteOnce: 'RWO',
-    ReadOnlyMany: 'ROX',
-    ReadWriteMany: 'RWX',
-    ReadWriteOncePod: 'RWOP',
-  };
-  return Array.isArray(modes) ? modes.map((m) => short[String(m)] ?? String(m)).join(',') : '';
+  // GetAccessModesAsString: RWO, ROX, RWX, RWOP in that order, each once.
+  return accessModesString(field(o, path));
 };
 
 const persistentvolumeclaims: KindInfo = {
@@ -518,15 +521,20 @@ const persistentvolumeclaims: KindInfo = {
       defaultClaimStorageClass(obj, ctx);
       obj.status = { phase: 'Pending' };
     },
+    validate: validateClaim,
+    validateUpdate: validateClaimUpdate,
   },
   columns: [
-    col('Status', (o) => str(o, 'status.phase'), { description: 'The phase of the claim.' }),
+    col('Status', volumePhaseColumn, { description: 'The phase of the claim.' }),
     col('Volume', (o) => str(o, 'spec.volumeName'), { description: 'The volume bound to the claim.' }),
-    col('Capacity', (o) => str(o, 'status.capacity.storage'), { description: 'The capacity of the bound volume.' }),
-    col('Access Modes', (o) => accessModes(o, 'status.accessModes'), {
+    // Capacity and access modes are the bound volume's, shown once the claim names one.
+    col('Capacity', (o) => (str(o, 'spec.volumeName') ? quantityColumn(field(o, 'status.capacity.storage')) : ''), {
+      description: 'The capacity of the bound volume.',
+    }),
+    col('Access Modes', (o) => (str(o, 'spec.volumeName') ? accessModes(o, 'status.accessModes') : ''), {
       description: 'The access modes of the bound volume.',
     }),
-    col('StorageClass', (o) => str(o, 'spec.storageClassName', '<unset>'), {
+    col('StorageClass', (o) => claimClass(o), {
       description: 'The storage class of the claim.',
     }),
     col('VolumeAttributesClass', (o) => str(o, 'spec.volumeAttributesClassName', '<unset>'), {
@@ -558,14 +566,18 @@ const persistentvolumes: KindInfo = {
     prepareForCreate(obj) {
       obj.status = { phase: 'Pending' };
     },
+    validate: validateVolume,
+    validateUpdate: validateVolumeUpdate,
   },
   columns: [
-    col('Capacity', (o) => str(o, 'spec.capacity.storage'), { description: 'The capacity of the volume.' }),
+    col('Capacity', (o) => quantityColumn(field(o, 'spec.capacity.storage')), {
+      description: 'The capacity of the volume.',
+    }),
     col('Access Modes', (o) => accessModes(o, 'spec.accessModes'), { description: 'The access modes of the volume.' }),
     col('Reclaim Policy', (o) => str(o, 'spec.persistentVolumeReclaimPolicy'), {
       description: 'What happens to the volume when released.',
     }),
-    col('Status', (o) => str(o, 'status.phase'), { description: 'The phase of the volume.' }),
+    col('Status', volumePhaseColumn, { description: 'The phase of the volume.' }),
     col(
       'Claim',
       (o) => {
@@ -574,7 +586,7 @@ const persistentvolumes: KindInfo = {
       },
       { description: 'The claim bound to the volume.' },
     ),
-    col('StorageClass', (o) => str(o, 'spec.storageClassName'), { description: 'The storage class of the volume.' }),
+    col('StorageClass', (o) => volumeClass(o), { description: 'The storage class of the volume.' }),
     col('VolumeAttributesClass', (o) => str(o, 'spec.volumeAttributesClassName', '<unset>'), {
       description: 'The volume attributes class.',
     }),
