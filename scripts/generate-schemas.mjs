@@ -40,6 +40,10 @@ const ROOT_GROUP_VERSIONS = new Set([
   'scheduling.k8s.io/v1',
   'storage.k8s.io/v1',
   'node.k8s.io/v1',
+  'admissionregistration.k8s.io/v1',
+  'apiregistration.k8s.io/v1',
+  'certificates.k8s.io/v1',
+  'flowcontrol.apiserver.k8s.io/v1',
 ]);
 /** Meta types every group-version document carries. */
 const EXTRA_ROOTS = [

@@ -82,6 +82,8 @@ export const Resources = {
   pods: { group: '', version: 'v1', resource: 'pods' },
   services: { group: '', version: 'v1', resource: 'services' },
   endpoints: { group: '', version: 'v1', resource: 'endpoints' },
+  endpointslices: { group: 'discovery.k8s.io', version: 'v1', resource: 'endpointslices' },
+  replicationcontrollers: { group: '', version: 'v1', resource: 'replicationcontrollers' },
   configmaps: { group: '', version: 'v1', resource: 'configmaps' },
   secrets: { group: '', version: 'v1', resource: 'secrets' },
   serviceaccounts: { group: '', version: 'v1', resource: 'serviceaccounts' },

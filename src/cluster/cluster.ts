@@ -18,6 +18,10 @@ import { dataPaths, scanWal, truncateWal, WriteAheadLog } from '../storage/wal.j
 import { ClusterCertificateAuthority, type CaPem } from './certificate-authority.js';
 import { DEFAULT_EVENT_TTL_MS, EventExpiry } from './event-ttl.js';
 import { ClusterIPAllocator } from './ip-allocator.js';
+import { NodePortAllocator } from './node-port-allocator.js';
+import { LocalApiServices } from './aggregator.js';
+import { FlowControlConfig } from './apf.js';
+import { KubernetesEndpoints } from './kubernetes-endpoints.js';
 
 export interface ClusterOptions {
   clock?: 'real' | 'virtual';
@@ -76,11 +80,13 @@ export class Cluster {
     this.certificates = new ClusterCertificateAuthority(ca);
     this.registry = new Registry(store);
     const ips = new ClusterIPAllocator(random);
+    const nodePorts = new NodePortAllocator(random);
     const crdKey = resourceKey(customResourceDefinitions);
     const ctx: StrategyContext & CrdNamesLookup = {
       clock,
       random,
       allocateClusterIP: () => ips.allocate(),
+      nodePorts,
       objects: (table) => store.all(table),
       // CRD writes are rare and CRDs few: a scan per CRD write, as kube-apiserver's naming controller lists them.
       crdsOfGroup: (group) =>
@@ -100,13 +106,27 @@ export class Cluster {
       const ip = (o: KubeObject | undefined): unknown => (o?.spec as { clusterIP?: unknown } | undefined)?.clusterIP;
       if (event.type === 'DELETED') ips.release(ip(event.object));
       else ips.reserve(ip(event.object));
+      if (event.type === 'DELETED') nodePorts.changed(event.object, undefined);
+      else nodePorts.changed(event.prevObject, event.object);
     });
     this.ipAllocator = ips;
+    this.nodePorts = nodePorts;
+    this.apiServices = new LocalApiServices(this.registry, this.api);
+    this.flowControl = new FlowControlConfig(this.api);
+    this.kubernetesEndpoints = new KubernetesEndpoints(
+      this.api,
+      this.kind('', 'v1', 'endpoints'),
+      this.kind('discovery.k8s.io', 'v1', 'endpointslices'),
+    );
     const expiry = new EventExpiry(store, clock, eventTtlMs);
     this.closers.push(() => expiry.stop());
   }
 
   private readonly ipAllocator: ClusterIPAllocator;
+  private readonly nodePorts: NodePortAllocator;
+  private readonly apiServices: LocalApiServices;
+  private readonly flowControl: FlowControlConfig;
+  private readonly kubernetesEndpoints: KubernetesEndpoints;
 
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
     const random = options.seed !== undefined ? new SeededRandom(options.seed) : SeededRandom.fromOs();
@@ -158,8 +178,10 @@ export class Cluster {
             : `discarded a torn record at the end of ${paths.wal} (byte offset ${offset}, ${why}): a write that was never acknowledged`,
         );
       }
-      for (const svc of store.all('/services'))
+      for (const svc of store.all('/services')) {
         cluster.ipAllocator.reserve((svc.spec as { clusterIP?: unknown }).clusterIP);
+        cluster.nodePorts.changed(undefined, svc);
+      }
       wal.startAt(store.currentRevision);
       cluster.wal = wal;
       // On a virtual clock, time does not move on while watch events wait for their fsync.
@@ -196,6 +218,9 @@ export class Cluster {
     }
     // kind's default StorageClass comes with a new cluster (once: a cluster kept with --data may have deleted it).
     if (fresh) this.api.create(this.kind('storage.k8s.io', 'v1', 'storageclasses'), undefined, defaultStorageClass);
+    // The aggregator's Local APIServices and the API Priority and Fairness configuration.
+    this.apiServices.registerBuiltins();
+    this.flowControl.bootstrap();
     const services = this.kind('', 'v1', 'services');
     if (!this.store.get(resourceKey(services), 'default', 'kubernetes')) {
       this.api.create(services, 'default', {
@@ -203,6 +228,7 @@ export class Cluster {
         spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] },
       });
     }
+    this.kubernetesEndpoints.reconcile();
   }
 
   kind(group: string, version: string, resource: string): KindInfo {

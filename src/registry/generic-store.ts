@@ -25,7 +25,7 @@ import {
 import { schemaNameForKind } from '../api/schema/schema.js';
 import type { MemoryStore } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
-import type { Registry } from './registry.js';
+import { fieldsOf, type Registry } from './registry.js';
 import type { Requester } from '../auth/requester.js';
 import {
   groupVersion,
@@ -46,8 +46,11 @@ export interface ListQuery {
 
 export interface WriteOptions {
   dryRun?: boolean;
-  /** status: only status changes; finalize: only a namespace's spec.finalizers change. */
-  subresource?: 'status' | 'finalize';
+  /**
+   * status: only status changes; finalize: only a namespace's spec.finalizers change; another name: what the kind's
+   * strategy lets a write through that subresource change (Strategy.subresources: a CSR's approval).
+   */
+  subresource?: string;
   /** Who makes the change: recorded in metadata.managedFields (no bookkeeping when unset, e.g. in-process writers). */
   fieldManager?: string;
   /** What to do with fields the kind's schema does not declare; unset: keep them (in-process writers). */
@@ -97,6 +100,11 @@ export class GenericStore {
   ) {}
 
   get(info: KindInfo, namespace: string | undefined, name: string): KubeObject {
+    if (info.computed) {
+      const found = info.computed(this.ctx).find((o) => o.metadata.name === name);
+      if (!found) throw Errors.notFound(info, name);
+      return found;
+    }
     const obj = this.store.get(resourceKey(info), scoped(info, namespace), name);
     if (!obj) throw Errors.notFound(info, name);
     return fromStorage(info, obj);
@@ -105,6 +113,16 @@ export class GenericStore {
   list(info: KindInfo, namespace: string | undefined, query: ListQuery): KubeList {
     const label = parseLabelSelector(query.labelSelector);
     const field = parseFieldSelector(query.fieldSelector, this.registry.supportedFields(info));
+    if (info.computed) {
+      const fields = fieldsOf(info);
+      // Go's List of a computed kind answers an empty ListMeta: no resourceVersion.
+      return {
+        apiVersion: groupVersion(info),
+        kind: `${info.kind}List`,
+        metadata: {} as KubeList['metadata'],
+        items: info.computed(this.ctx).filter((o) => label.matches(o.metadata.labels) && field.matches(fields(o))),
+      };
+    }
     const token = query.continue ? decodeContinue(query.continue) : undefined;
     const result = this.store.list(resourceKey(info), {
       namespace: scoped(info, namespace),
@@ -131,6 +149,7 @@ export class GenericStore {
     const obj = this.decodeBody(info, namespace, body, options.takeBody);
     this.checkFields(info, obj, options);
     if (info.ephemeral) return info.ephemeral(obj, this.ctx, options.requester);
+    if (info.act) return info.act(this, namespace, obj, { dryRun: options.dryRun }) as unknown as KubeObject;
     return this.createDecoded(info, obj, options);
   }
 
@@ -164,7 +183,7 @@ export class GenericStore {
     const admission: AdmissionRequest | undefined =
       this.admission.length > 0 ? { info, operation: 'CREATE', obj, dryRun: options.dryRun === true } : undefined;
     if (admission) this.admitMutating(admission);
-    info.strategy?.prepareForCreate?.(obj, this.ctx);
+    info.strategy?.prepareForCreate?.(obj, this.ctx, options.requester);
     if (hasGeneration(info)) meta.generation = 1;
     else delete meta.generation;
     if (managedFields) setManagedFields(obj, managedFields(obj));
@@ -410,12 +429,15 @@ export class GenericStore {
             `the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`,
           );
         }
+        const own = options.subresource ? info.strategy?.subresources?.[options.subresource] : undefined;
         const prepared =
           options.subresource === 'status'
             ? this.prepareStatusUpdate(info, next, current)
             : options.subresource === 'finalize'
               ? this.prepareFinalizeUpdate(info, next, current)
-              : this.prepareUpdate(info, next, current, dryRun);
+              : own
+                ? this.prepareSubresourceUpdate(info, own, next, current)
+                : this.prepareUpdate(info, next, current, dryRun);
         if (!options.subresource) {
           options.requester?.admit?.(info, prepared, current);
           if (this.admission.length > 0)
@@ -478,6 +500,19 @@ export class GenericStore {
     }
     if (next.metadata.resourceVersion !== undefined) result.metadata.resourceVersion = current.metadata.resourceVersion;
     this.validate(info, result, current, { metadataChanged });
+    return result;
+  }
+
+  /** A write through a subresource of the kind's own (a CSR's /approval): what it keeps, validated as an update. */
+  private prepareSubresourceUpdate(
+    info: KindInfo,
+    prepare: NonNullable<Strategy['subresources']>[string],
+    next: KubeObject,
+    current: KubeObject,
+  ): KubeObject {
+    const result = prepare(next, current, this.ctx);
+    result.metadata = { ...result.metadata, resourceVersion: current.metadata.resourceVersion };
+    this.validate(info, result, current);
     return result;
   }
 
@@ -717,6 +752,7 @@ export class GenericStore {
         : [];
     if (statusWrite && info.strategy?.statusValidation === 'metadata') {
       if (old?.metadata.deletionTimestamp) causes.push(...noNewFinalizers(obj, old));
+      if (old) causes.push(...(info.strategy.validateStatusUpdate?.(obj, old) ?? []));
       if (causes.length > 0)
         throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
       return;

@@ -74,6 +74,12 @@ export function writeScale(
 function selectorText(selector: unknown): string {
   if (!isPlainObject(selector)) return '';
   const parts: string[] = [];
+  // A ReplicationController's selector is a plain map (labels.SelectorFromSet), not a LabelSelector.
+  if (!('matchLabels' in selector) && !('matchExpressions' in selector))
+    return Object.keys(selector)
+      .sort()
+      .map((k) => `${k}=${String(selector[k])}`)
+      .join(',');
   for (const [k, v] of Object.entries(isPlainObject(selector.matchLabels) ? selector.matchLabels : {}))
     parts.push(`${k}=${String(v)}`);
   for (const e of Array.isArray(selector.matchExpressions) ? selector.matchExpressions : []) {

@@ -12,6 +12,13 @@ export interface StrategyContext {
   clock: Clock;
   random: SeededRandom;
   allocateClusterIP(): string;
+  /** Service node ports (kube-apiserver's --service-node-port-range): which are held, and a free one. */
+  nodePorts: {
+    readonly range: readonly [number, number];
+    isAllocated(port: number): boolean;
+    /** A free port, not one of `taken` (those the same request chose already). */
+    allocate(taken: ReadonlySet<number>): number;
+  };
   /**
    * The stored objects of a store table (`group/resource`, e.g. `scheduling.k8s.io/priorityclasses`): what
    * admission plugins read from their informers' listers (PriorityClasses for pods, IngressClasses for ingresses).
@@ -27,8 +34,8 @@ export interface StrategyContext {
 export interface Strategy {
   /** API-server defaulting (SetDefaults_*), run on create and update bodies. */
   defaults?(obj: KubeObject, ctx: StrategyContext): void;
-  /** Create-time preparation beyond the generic one (status reset, allocations). */
-  prepareForCreate?(obj: KubeObject, ctx: StrategyContext): void;
+  /** Create-time preparation beyond the generic one (status reset, allocations, the requester's identity). */
+  prepareForCreate?(obj: KubeObject, ctx: StrategyContext, requester?: Requester): void;
   /** Update-time preparation: `next` is the incoming object, `old` the stored one. */
   prepareForUpdate?(next: KubeObject, old: KubeObject, ctx: StrategyContext): void;
   validate?(obj: KubeObject): StatusCause[];
@@ -55,8 +62,16 @@ export interface Strategy {
    * whole object again, as for custom resources, whose schema covers status too.
    */
   statusValidation?: 'metadata';
+  /** With statusValidation 'metadata': the checks of a /status write beyond ObjectMeta's (a CSR's conditions). */
+  validateStatusUpdate?(next: KubeObject, old: KubeObject): StatusCause[];
   /** Status sent on create is kept (nodes: a kubelet registers its Node with its status). */
   keepsStatusOnCreate?: boolean;
+  /**
+   * Subresources beyond status through which an update changes part of the object (a CSR's approval: its
+   * conditions): the object to store, made of the incoming `next` and the stored `old`; it is then validated as an
+   * update.
+   */
+  subresources?: Record<string, (next: KubeObject, old: KubeObject, ctx: StrategyContext) => KubeObject>;
   /** Called on the copy that records the start of a deletion (a namespace turns Terminating). */
   prepareForDelete?(obj: KubeObject): void;
   /** Refuses a DELETE by throwing (system PriorityClasses); a DELETE of a collection does not ask, as in Go. */
@@ -133,6 +148,8 @@ export interface KindInfo {
   noAge?: boolean;
   /** The columns replace NAME too (events lead with LAST SEEN). */
   noName?: boolean;
+  /** The order its printer sorts table rows in (FlowSchemas: by matching precedence, then name); unset: as listed. */
+  tableOrder?(a: KubeObject, b: KubeObject): number;
   /** Subresources beyond status and scale (pods/log, pods/exec, pods/eviction, pods/binding …). */
   extraSubresources?: ExtraSubresource[];
   /** Verbs other than the standard set (e.g. events cannot be watched? they can; bindings are create-only). */
@@ -142,6 +159,18 @@ export interface KindInfo {
    * computed from the decoded request object.
    */
   ephemeral?(obj: KubeObject, ctx: StrategyContext, requester?: Requester): KubeObject;
+  /**
+   * Create-only kinds that act on another stored object and are never stored themselves (v1 Binding binds the pod
+   * its name names): what a POST does, answered with the Status it returns.
+   */
+  act?(api: GenericStore, namespace: string | undefined, obj: KubeObject, options: { dryRun?: boolean }): Status;
+  /**
+   * Read-only kinds computed on each read instead of stored (v1 ComponentStatus: the control plane's components as
+   * probed now): every object there is.
+   */
+  computed?(ctx: StrategyContext): KubeObject[];
+  /** Every request on the kind is answered with this warning (`v1 ComponentStatus is deprecated in v1.19+`). */
+  deprecated?: string;
   /**
    * Served from another kind's storage (events.k8s.io/v1 Event is stored as core/v1 Event): the stored kind's
    * group and resource, and the conversions each object goes through on the way in and out.

@@ -111,6 +111,7 @@ export class ResourceHandler {
     if (isPrettyPrint(query.pretty, request.headers['user-agent'])) negotiated = { ...negotiated, pretty: true };
     const { info, namespace, name, subresource } = target;
     const method = request.method;
+    if (info.deprecated) addWarnings(reply, [info.deprecated]);
     if (subresource !== undefined && !this.subresourceKnown(info, subresource)) throw Errors.pathNotFound();
     if (
       subresource === undefined &&
@@ -175,7 +176,9 @@ export class ResourceHandler {
     )
       throw Errors.badRequest('Upgrade request required');
     const status =
-      subresource === 'status' ? ('status' as const) : subresource === 'finalize' ? ('finalize' as const) : undefined;
+      subresource === 'status' || subresource === 'finalize' || info.strategy?.subresources?.[subresource ?? '']
+        ? subresource
+        : undefined;
     if (status === 'finalize' && method !== 'PUT') throw Errors.methodNotAllowed();
     switch (method) {
       case 'GET': {
@@ -537,7 +540,7 @@ function writeOptions(
   request: FastifyRequest,
   query: Query,
   kind: WriteOptionsKind,
-  subresource?: 'status' | 'finalize',
+  subresource?: string,
   applyPatch = false,
 ): WriteOptions {
   validateWriteOptions(query, kind, applyPatch);
@@ -551,6 +554,7 @@ function writeOptions(
     takeBody: true,
   };
   if (subresource) options.subresource = subresource;
+  if (subresource && subresource !== 'status' && subresource !== 'finalize') options.managedSubresource = subresource;
   const requester = requesterOf(request.raw);
   if (requester) options.requester = requester;
   return options;
@@ -558,12 +562,15 @@ function writeOptions(
 
 /** Sends a write's warnings as `Warning: 299 - "…"` headers (kubectl prints them as `Warning: …`). */
 function warn(reply: FastifyReply, options: WriteOptions): FastifyReply {
-  if (options.warnings?.length)
-    void reply.header(
-      'warning',
-      options.warnings.map((w) => `299 - ${JSON.stringify(w)}`),
-    );
+  if (options.warnings?.length) addWarnings(reply, options.warnings);
   return reply;
+}
+
+/** Adds `Warning: 299 - "…"` headers to the ones the reply carries already. */
+function addWarnings(reply: FastifyReply, warnings: readonly string[]): void {
+  const existing = reply.getHeader('warning');
+  const before = existing === undefined ? [] : Array.isArray(existing) ? existing.map(String) : [String(existing)];
+  void reply.header('warning', [...before, ...warnings.map((w) => `299 - ${JSON.stringify(w)}`)]);
 }
 
 /** The API verb of a request on a resource (not a subresource), as authorization and discovery name it. */

@@ -33,6 +33,11 @@ export function columnsOf(info: KindInfo): TableColumn[] {
   return columns;
 }
 
+/** The rows in the order the kind's printer sorts them (FlowSchemas by precedence), else as listed. */
+function ordered(info: KindInfo, objects: readonly KubeObject[]): readonly KubeObject[] {
+  return info.tableOrder ? [...objects].sort(info.tableOrder) : objects;
+}
+
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
 
 export function partialObjectMetadata(obj: KubeObject): KubeObject {
@@ -74,7 +79,7 @@ export function tableOf(
   listMeta: Record<string, unknown>,
 ): Record<string, unknown> {
   const columns = columnsOf(info);
-  return { ...tableHead(info, listMeta), rows: objects.map((obj) => rowOf(columns, obj, now, include)) };
+  return { ...tableHead(info, listMeta), rows: ordered(info, objects).map((obj) => rowOf(columns, obj, now, include)) };
 }
 
 /** tableOf's JSON as a response body: a long table is streamed, its rows made as the socket takes them. */
@@ -87,5 +92,5 @@ export function tableBody(
 ): Buffer | Readable {
   const columns = columnsOf(info);
   const opening = `${JSON.stringify(tableHead(info, listMeta)).slice(0, -1)},"rows":[`;
-  return arrayBody(opening, objects, (obj) => JSON.stringify(rowOf(columns, obj, now, include)), ']}\n');
+  return arrayBody(opening, ordered(info, objects), (obj) => JSON.stringify(rowOf(columns, obj, now, include)), ']}\n');
 }

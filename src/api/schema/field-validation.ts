@@ -73,6 +73,15 @@ class FieldWalk {
         }
         continue;
       }
+      // Decoded into the Go struct, a null field is its zero value, serialised as Go serialises it: nothing for an
+      // optional (omitempty) field, the zero scalar or null (a nil slice or map) for a required one; a zero metav1.Time
+      // comes back as null either way.
+      if (this.prune && obj[key] === null && !keepsNull(prop.shape)) {
+        const zero = t.required.includes(key) ? zeroValue(prop.shape) : undefined;
+        if (zero === undefined) delete obj[key];
+        else obj[key] = zero;
+        continue;
+      }
       this.enter(key, Step.Field);
       this.value(obj[key], prop.shape, t);
       this.leave();
@@ -89,6 +98,7 @@ class FieldWalk {
       case 'list':
         if (!Array.isArray(value)) return this.wrong(value, shape, owner);
         for (let i = 0; i < value.length; i++) {
+          if (this.prune && value[i] === null) value[i] = zeroValue(shape.items);
           this.enter(i, Step.Index);
           this.value(value[i], shape.items, owner);
           this.leave();
@@ -97,6 +107,7 @@ class FieldWalk {
       case 'map':
         if (!isPlainObject(value)) return this.wrong(value, shape, owner);
         for (const key of Object.keys(value)) {
+          if (this.prune && value[key] === null) value[key] = zeroValue(shape.values);
           this.enter(key, Step.MapKey);
           this.value(value[key], shape.values, owner);
           this.leave();
@@ -150,6 +161,26 @@ class FieldWalk {
     const struct = owner.name.slice(owner.name.lastIndexOf('.') + 1);
     this.mismatch = `json: cannot unmarshal ${jsonType(value)} into Go struct field ${struct}.${fields} of type ${goType(shape)}`;
   }
+}
+
+/** Fields whose null survives Go's decoding: metav1.Time's zero value marshals as null; raw JSON keeps what it got. */
+function keepsNull(shape: Shape): boolean {
+  if (shape.kind === 'any') return true;
+  if (shape.kind !== 'ref') return false;
+  const t = typeInfo(shape.name);
+  return t?.scalar === 'date-time' || t?.scalar === 'object';
+}
+
+/** The JSON of a Go zero value: "" for strings, 0, false, {} for structs, null for a nil slice or map. */
+function zeroValue(shape: Shape): unknown {
+  if (shape.kind === 'scalar') return shape.type === 'string' ? '' : shape.type === 'boolean' ? false : 0;
+  if (shape.kind === 'ref') {
+    const t = typeInfo(shape.name);
+    if (!t?.scalar) return {};
+    if (t.scalar === 'quantity') return '0';
+    if (t.scalar === 'int-or-string') return 0;
+  }
+  return null;
 }
 
 function scalarFits(value: unknown, shape: Shape & { kind: 'scalar' }): boolean {

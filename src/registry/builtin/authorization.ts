@@ -14,7 +14,7 @@ import type { KindInfo } from '../types.js';
  * Without it the simulator has no authorization (kube-apiserver's AlwaysAllow): every review is allowed, every rules
  * review lists everything, and `auth whoami` names the admin kubectl would be.
  */
-const UNAUTHENTICATED_ADMIN: UserInfo = {
+export const UNAUTHENTICATED_ADMIN: UserInfo = {
   username: 'kubernetes-admin',
   groups: ['kubeadm:cluster-admins', 'system:authenticated'],
 };

@@ -1,7 +1,13 @@
-import { FieldErrors, type StatusCause } from '../../api/errors.js';
+import { Errors, FieldErrors, type StatusCause } from '../../api/errors.js';
 import { createServiceAccountToken } from '../serviceaccount-token.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
-import { checkConfigMapKey } from '../../api/validation.js';
+import { joinHostPort, validateIp, validateNonSpecialIp } from '../../api/ip.js';
+import {
+  checkConfigMapKey,
+  checkDns1123Label,
+  checkDns1123Subdomain,
+  checkQualifiedName,
+} from '../../api/validation.js';
 import { ageOf, col, field, num, orNone, str } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
 import { bindPod, evictPod } from '../pod-subresources.js';
@@ -96,6 +102,8 @@ const namespaces: KindInfo = {
   shortNames: ['ns'],
   status: true,
   nameRule: 'label',
+  // Namespaces are deleted one by one (the namespace controller empties each): no deletecollection.
+  verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
   selectableFields: { 'status.phase': (o) => str(o, 'status.phase') },
   strategy: {
     prepareForCreate(obj) {
@@ -257,11 +265,148 @@ const pods: KindInfo = {
   noAge: true,
 };
 
+const NODE_PORT_TYPES = new Set(['NodePort', 'LoadBalancer']);
+
+function needsNodePorts(s: Obj): boolean {
+  return s.type === 'NodePort' || (s.type === 'LoadBalancer' && s.allocateLoadBalancerNodePorts !== false);
+}
+
 function allocateServiceIPs(obj: KubeObject, ctx: StrategyContext): void {
   const s = spec(obj);
   if (s.type === 'ExternalName') return;
   if (s.clusterIP === undefined || s.clusterIP === '') s.clusterIP = ctx.allocateClusterIP();
   if (s.clusterIPs === undefined) s.clusterIPs = [s.clusterIP];
+}
+
+/**
+ * The node ports a NodePort or LoadBalancer Service needs, as kube-apiserver's REST layer allocates them: a port the
+ * client names must be in --service-node-port-range and free (its own, on an update, stay its own); a port without
+ * one gets a free one, shared by the ports of one number that differ in protocol. `old` is the stored Service on
+ * an update. A LoadBalancer with externalTrafficPolicy Local also gets a health check node port.
+ */
+function allocateNodePorts(obj: KubeObject, old: KubeObject | undefined, ctx: StrategyContext): void {
+  const s = spec(obj);
+  const ports = Array.isArray(s.ports) ? (s.ports as Obj[]) : [];
+  const own = new Set(old ? nodePortsHeld(old) : []);
+  const [low, high] = ctx.nodePorts.range;
+  const causes: StatusCause[] = [];
+  const check = (port: number, at: string): void => {
+    if (port < low || port > high)
+      causes.push(
+        FieldErrors.invalid(
+          at,
+          port,
+          `provided port is not in the valid range. The range of valid ports is ${low}-${high}`,
+        ),
+      );
+    else if (ctx.nodePorts.isAllocated(port) && !own.has(port))
+      causes.push(FieldErrors.invalid(at, port, 'provided port is already allocated'));
+  };
+  const taken = new Set<number>();
+  ports.forEach((p, i) => {
+    if (typeof p.nodePort === 'number' && p.nodePort !== 0) {
+      if (!taken.has(p.nodePort)) check(p.nodePort, `spec.ports[${i}].nodePort`);
+      taken.add(p.nodePort);
+    }
+  });
+  if (needsNodePorts(s)) {
+    // Patched in from the stored Service by port name when the client left them out (patchAllocatedValues).
+    const previous = old ? ((spec(old).ports as Obj[] | undefined) ?? []) : [];
+    for (const p of ports) {
+      if (typeof p.nodePort === 'number' && p.nodePort !== 0) continue;
+      const before = previous.find((q) => (q.name ?? '') === (p.name ?? ''))?.nodePort;
+      if (typeof before === 'number' && !taken.has(before)) {
+        p.nodePort = before;
+        taken.add(before);
+      }
+    }
+    for (const p of ports) {
+      if (typeof p.nodePort === 'number' && p.nodePort !== 0) continue;
+      const sibling = ports.find(
+        (q) => q !== p && q.port === p.port && typeof q.nodePort === 'number' && q.nodePort !== 0,
+      );
+      const port = typeof sibling?.nodePort === 'number' ? sibling.nodePort : ctx.nodePorts.allocate(taken);
+      p.nodePort = port;
+      taken.add(port);
+    }
+  }
+  if (s.type === 'LoadBalancer' && s.externalTrafficPolicy === 'Local') {
+    const held = old ? spec(old).healthCheckNodePort : undefined;
+    if (typeof s.healthCheckNodePort === 'number' && s.healthCheckNodePort !== 0) {
+      if (s.healthCheckNodePort !== held) check(s.healthCheckNodePort, 'spec.healthCheckNodePort');
+    } else s.healthCheckNodePort = typeof held === 'number' ? held : ctx.nodePorts.allocate(taken);
+  }
+  if (causes.length > 0) throw Errors.invalid('', 'Service', obj.metadata.name ?? '', causes);
+}
+
+function nodePortsHeld(svc: KubeObject): number[] {
+  const s = spec(svc);
+  const out = ((s.ports as Obj[] | undefined) ?? [])
+    .map((p) => p.nodePort)
+    .filter((n): n is number => typeof n === 'number');
+  if (typeof s.healthCheckNodePort === 'number') out.push(s.healthCheckNodePort);
+  return out;
+}
+
+/**
+ * dropTypeDependentFields: a Service that stops being NodePort or LoadBalancer gives up the node ports it did not
+ * change in the same update, one that stops being a Local LoadBalancer its health check port.
+ */
+function dropTypeDependentFields(next: KubeObject, old: KubeObject): void {
+  const s = spec(next);
+  const o = spec(old);
+  if (NODE_PORT_TYPES.has(String(o.type)) && !needsNodePorts(s)) {
+    const before = (o.ports as Obj[] | undefined) ?? [];
+    for (const p of (s.ports as Obj[] | undefined) ?? []) {
+      const same = before.find((q) => q.port === p.port && (q.protocol ?? 'TCP') === (p.protocol ?? 'TCP'));
+      if (same && same.nodePort === p.nodePort) delete p.nodePort;
+    }
+  }
+  if (
+    !(s.type === 'LoadBalancer' && s.externalTrafficPolicy === 'Local') &&
+    s.healthCheckNodePort === o.healthCheckNodePort
+  )
+    delete s.healthCheckNodePort;
+  if (s.type !== 'LoadBalancer' && s.allocateLoadBalancerNodePorts === o.allocateLoadBalancerNodePorts)
+    delete s.allocateLoadBalancerNodePorts;
+  const external =
+    NODE_PORT_TYPES.has(String(s.type)) ||
+    (s.type === 'ClusterIP' && Array.isArray(s.externalIPs) && s.externalIPs.length > 0);
+  if (!external && s.externalTrafficPolicy === o.externalTrafficPolicy) delete s.externalTrafficPolicy;
+}
+
+const SERVICE_TYPES = ['ClusterIP', 'ExternalName', 'LoadBalancer', 'NodePort'];
+
+function validateService(obj: KubeObject): StatusCause[] {
+  const s = isPlainObject(obj.spec) ? obj.spec : {};
+  const causes: StatusCause[] = [];
+  if (!SERVICE_TYPES.includes(String(s.type)))
+    causes.push(FieldErrors.notSupported('spec.type', s.type, SERVICE_TYPES));
+  const ports = Array.isArray(s.ports) ? (s.ports as Obj[]) : [];
+  if (s.type !== 'ExternalName' && s.clusterIP !== 'None' && ports.length === 0)
+    causes.push(FieldErrors.required('spec.ports', ''));
+  const seen = new Map<string, number>();
+  ports.forEach((p, i) => {
+    if (p.nodePort === undefined || p.nodePort === 0) return;
+    if (s.type === 'ClusterIP')
+      causes.push(FieldErrors.forbidden(`spec.ports[${i}].nodePort`, "may not be used when `type` is 'ClusterIP'"));
+    const key = `${String(p.nodePort)}/${String(p.protocol ?? 'TCP')}`;
+    if (seen.has(key)) causes.push(FieldErrors.duplicate(`spec.ports[${i}].nodePort`, p.nodePort));
+    seen.set(key, i);
+  });
+  // ExternallyAccessible: NodePort, LoadBalancer, or ClusterIP with external IPs.
+  const external =
+    NODE_PORT_TYPES.has(String(s.type)) ||
+    (s.type === 'ClusterIP' && Array.isArray(s.externalIPs) && s.externalIPs.length > 0);
+  if (s.externalTrafficPolicy !== undefined && !external)
+    causes.push(
+      FieldErrors.invalid(
+        'spec.externalTrafficPolicy',
+        s.externalTrafficPolicy,
+        'may only be set for externally-accessible services',
+      ),
+    );
+  return causes;
 }
 
 const services: KindInfo = {
@@ -280,11 +425,23 @@ const services: KindInfo = {
       const s = spec(obj);
       s.type ??= 'ClusterIP';
       s.sessionAffinity ??= 'None';
+      if (s.sessionAffinity === 'ClientIP') {
+        const config = (
+          isPlainObject(s.sessionAffinityConfig) ? s.sessionAffinityConfig : (s.sessionAffinityConfig = {})
+        ) as Obj;
+        const clientIP = (isPlainObject(config.clientIP) ? config.clientIP : (config.clientIP = {})) as Obj;
+        clientIP.timeoutSeconds ??= 10800;
+      }
       if (s.type !== 'ExternalName') {
         s.ipFamilies ??= ['IPv4'];
         s.ipFamilyPolicy ??= 'SingleStack';
         s.internalTrafficPolicy ??= 'Cluster';
       }
+      const external =
+        NODE_PORT_TYPES.has(String(s.type)) ||
+        (s.type === 'ClusterIP' && Array.isArray(s.externalIPs) && s.externalIPs.length > 0);
+      if (external) s.externalTrafficPolicy ??= 'Cluster';
+      if (s.type === 'LoadBalancer') s.allocateLoadBalancerNodePorts ??= true;
       if (Array.isArray(s.ports)) {
         for (const p of s.ports as Obj[]) {
           p.protocol ??= 'TCP';
@@ -294,23 +451,18 @@ const services: KindInfo = {
     },
     prepareForCreate(obj, ctx) {
       allocateServiceIPs(obj, ctx);
+      allocateNodePorts(obj, undefined, ctx);
       obj.status = { loadBalancer: {} };
     },
-    prepareForUpdate(next, old) {
+    prepareForUpdate(next, old, ctx) {
       const s = spec(next);
       const o = spec(old);
       if (s.clusterIP === undefined || s.clusterIP === '') s.clusterIP = o.clusterIP;
       if (s.clusterIPs === undefined) s.clusterIPs = o.clusterIPs;
+      dropTypeDependentFields(next, old);
+      allocateNodePorts(next, old, ctx);
     },
-    validate(obj) {
-      const s = isPlainObject(obj.spec) ? obj.spec : {};
-      const causes: StatusCause[] = [];
-      const types = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'];
-      if (!types.includes(String(s.type))) causes.push(FieldErrors.notSupported('spec.type', s.type, types));
-      if (s.type !== 'ExternalName' && s.clusterIP !== 'None' && (!Array.isArray(s.ports) || s.ports.length === 0))
-        causes.push(FieldErrors.required('spec.ports', ''));
-      return causes;
-    },
+    validate: validateService,
     validateUpdate(next, old) {
       const a = field(next, 'spec.clusterIP');
       const b = field(old, 'spec.clusterIP');
@@ -472,6 +624,89 @@ const serviceaccounts: KindInfo = {
   ],
 };
 
+const PORT_PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
+
+/** validateEndpointPort: a name (required when there are several), a port number, a protocol. */
+function validateEndpointPort(port: unknown, at: string, requireName: boolean): StatusCause[] {
+  if (!isPlainObject(port)) return [FieldErrors.invalid(at, port, 'must be an object')];
+  const causes: StatusCause[] = [];
+  const name = typeof port.name === 'string' ? port.name : '';
+  if (requireName && name === '') causes.push(FieldErrors.required(`${at}.name`, ''));
+  else if (name !== '')
+    for (const p of checkDns1123Label(name)) causes.push(FieldErrors.invalid(`${at}.name`, name, p));
+  const number = typeof port.port === 'number' ? port.port : 0;
+  if (!Number.isInteger(number) || number < 1 || number > 65535)
+    causes.push(FieldErrors.invalid(`${at}.port`, number, 'must be between 1 and 65535, inclusive'));
+  if (port.protocol === undefined || port.protocol === '') causes.push(FieldErrors.required(`${at}.protocol`, ''));
+  else if (!PORT_PROTOCOLS.includes(String(port.protocol)))
+    causes.push(FieldErrors.notSupported(`${at}.protocol`, port.protocol, PORT_PROTOCOLS));
+  if (typeof port.appProtocol === 'string')
+    for (const p of checkQualifiedName(port.appProtocol))
+      causes.push(FieldErrors.invalid(`${at}.appProtocol`, port.appProtocol, p));
+  return causes;
+}
+
+/** validateEndpointAddress: an IP that is not special (ValidateNonSpecialIP), a DNS label hostname, a node name. */
+export function validateEndpointAddress(address: unknown, at: string): StatusCause[] {
+  if (!isPlainObject(address)) return [FieldErrors.invalid(at, address, 'must be an object')];
+  const ip = typeof address.ip === 'string' ? address.ip : '';
+  const causes: StatusCause[] = [...validateIp(ip, `${at}.ip`)];
+  if (typeof address.hostname === 'string' && address.hostname !== '')
+    for (const p of checkDns1123Label(address.hostname))
+      causes.push(FieldErrors.invalid(`${at}.hostname`, address.hostname, p));
+  if (typeof address.nodeName === 'string')
+    for (const p of checkDns1123Subdomain(address.nodeName))
+      causes.push(FieldErrors.invalid(`${at}.nodeName`, address.nodeName, p));
+  causes.push(...validateNonSpecialIp(ip, `${at}.ip`));
+  return causes;
+}
+
+/** ValidateEndpoints: each subset has addresses (ready or not), each valid, and valid ports. */
+function validateEndpoints(obj: KubeObject): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const subsets = Array.isArray(obj.subsets) ? obj.subsets : [];
+  subsets.forEach((subset, i) => {
+    const at = `subsets[${i}]`;
+    if (!isPlainObject(subset)) return causes.push(FieldErrors.invalid(at, subset, 'must be an object'));
+    const ready = Array.isArray(subset.addresses) ? subset.addresses : [];
+    const notReady = Array.isArray(subset.notReadyAddresses) ? subset.notReadyAddresses : [];
+    if (ready.length === 0 && notReady.length === 0)
+      causes.push(FieldErrors.required(at, 'must specify `addresses` or `notReadyAddresses`'));
+    ready.forEach((a, j) => causes.push(...validateEndpointAddress(a, `${at}.addresses[${j}]`)));
+    notReady.forEach((a, j) => causes.push(...validateEndpointAddress(a, `${at}.notReadyAddresses[${j}]`)));
+    const ports = Array.isArray(subset.ports) ? subset.ports : [];
+    ports.forEach((p, j) => causes.push(...validateEndpointPort(p, `${at}.ports[${j}]`, ports.length > 1)));
+    return undefined;
+  });
+  return causes;
+}
+
+/**
+ * kubectl's formatEndpoints: `ip:port` for every port of every subset (ports first, then addresses), the first three
+ * and "+ N more...", bare IPs for a subset without ports (headless); `<none>` without subsets.
+ */
+export function formatEndpoints(o: KubeObject): string {
+  const subsets = Array.isArray(o.subsets) ? (o.subsets as Obj[]) : [];
+  if (subsets.length === 0) return '<none>';
+  const max = 3;
+  const list: string[] = [];
+  let count = 0;
+  for (const s of subsets) {
+    const addresses = Array.isArray(s.addresses) ? (s.addresses as Obj[]) : [];
+    const ports = Array.isArray(s.ports) ? (s.ports as Obj[]) : [];
+    if (ports.length === 0) {
+      count += addresses.length;
+      for (const a of addresses) if (list.length < max) list.push(String(a.ip));
+      continue;
+    }
+    for (const p of ports) {
+      count += addresses.length;
+      for (const a of addresses) if (list.length < max) list.push(joinHostPort(String(a.ip), Number(p.port ?? 0)));
+    }
+  }
+  return count > max ? `${list.join(',')} + ${count - max} more...` : list.join(',');
+}
+
 const endpoints: KindInfo = {
   group: '',
   version: 'v1',
@@ -480,24 +715,79 @@ const endpoints: KindInfo = {
   singular: 'endpoints',
   namespaced: true,
   shortNames: ['ep'],
-  columns: [
-    col(
-      'Endpoints',
-      (o) => {
-        const subsets = Array.isArray(o.subsets) ? (o.subsets as Obj[]) : [];
-        const out: string[] = [];
-        for (const s of subsets) {
-          const ports = Array.isArray(s.ports) ? (s.ports as Obj[]) : [{}];
-          for (const a of Array.isArray(s.addresses) ? (s.addresses as Obj[]) : [])
-            for (const p of ports) out.push(p.port ? `${String(a.ip)}:${String(p.port)}` : String(a.ip));
-        }
-        if (out.length === 0) return '<none>';
-        return out.length > 3 ? `${out.slice(0, 3).join(',')} + ${out.length - 3} more...` : out.join(',');
-      },
-      { description: 'Endpoints is the list of endpoints.' },
-    ),
-  ],
+  strategy: {
+    // SetDefaults_EndpointPort: a port's protocol is TCP unless it says otherwise.
+    defaults(obj) {
+      for (const subset of Array.isArray(obj.subsets) ? obj.subsets : [])
+        if (isPlainObject(subset) && Array.isArray(subset.ports))
+          for (const p of subset.ports)
+            if (isPlainObject(p) && (p.protocol === undefined || p.protocol === '')) p.protocol = 'TCP';
+    },
+    validate: validateEndpoints,
+  },
+  columns: [col('Endpoints', formatEndpoints, { description: 'Endpoints is the list of endpoints.' })],
 };
+
+/** v1 Binding: POST .../bindings binds the pod its name names, as pods/NAME/binding does. */
+const bindings: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'Binding',
+  resource: 'bindings',
+  singular: 'binding',
+  namespaced: true,
+  verbs: ['create'],
+  act(api, namespace, obj, options) {
+    const pods = api.registry.lookup('', 'v1', 'pods')!;
+    return bindPod(api, pods, namespace, obj.metadata.name ?? '', obj, options);
+  },
+};
+
+/** The components kube-apiserver probes for ComponentStatus, in the order it lists them. */
+const COMPONENTS = ['scheduler', 'controller-manager', 'etcd-0'];
+
+/**
+ * v1 ComponentStatus (deprecated since 1.19, still served): the scheduler, the controller manager and etcd, which in
+ * one process are as healthy as the server answering.
+ */
+const componentstatuses: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'ComponentStatus',
+  resource: 'componentstatuses',
+  singular: 'componentstatus',
+  namespaced: false,
+  shortNames: ['cs'],
+  verbs: ['get', 'list'],
+  deprecated: 'v1 ComponentStatus is deprecated in v1.19+',
+  computed: () =>
+    COMPONENTS.map((name) => ({
+      kind: 'ComponentStatus',
+      apiVersion: 'v1',
+      // A computed object has no creation time; Go's zero metav1.Time serialises as null.
+      metadata: { name, creationTimestamp: null as unknown as string },
+      conditions: [{ type: 'Healthy', status: 'True', message: 'ok' }],
+    })),
+  columns: [
+    col('Status', (o) => componentCondition(o, (c) => (c.status === 'True' ? 'Healthy' : 'Unhealthy'), 'Unknown'), {
+      description: 'Status of the component conditions',
+    }),
+    col('Message', (o) => componentCondition(o, (c) => String(c.message ?? ''), ''), {
+      description: 'Message of the component conditions',
+    }),
+    col('Error', (o) => componentCondition(o, (c) => String(c.error ?? ''), ''), {
+      description: 'Error of the component conditions',
+    }),
+  ],
+  noAge: true,
+};
+
+/** printComponentStatus: what the Healthy condition says. */
+function componentCondition(o: KubeObject, pick: (c: Obj) => string, none: string): string {
+  const conditions = Array.isArray(o.conditions) ? (o.conditions as Obj[]) : [];
+  const healthy = conditions.find((c) => c.type === 'Healthy');
+  return healthy ? pick(healthy) : none;
+}
 
 const accessModes = (o: KubeObject, path: string): string => {
   // GetAccessModesAsString: RWO, ROX, RWX, RWOP in that order, each once.
@@ -714,6 +1004,8 @@ const events: KindInfo = {
 };
 
 export const coreKinds: KindInfo[] = [
+  bindings,
+  componentstatuses,
   namespaces,
   nodes,
   pods,

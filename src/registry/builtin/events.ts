@@ -153,7 +153,8 @@ export const eventsV1: KindInfo = {
   resource: 'events',
   singular: 'event',
   namespaced: true,
-  // No short name: "ev" is core's alone (kubectl warns when a short name matches two resources).
+  // "ev" as kube-apiserver lists it; kubectl resolves it to core's events (the higher priority) without a warning.
+  shortNames: ['ev'],
   storage: { group: '', resource: 'events', toStorage: eventToCore, fromStorage: eventToV1 },
   selectableFields: {
     'regarding.kind': involved('kind'),

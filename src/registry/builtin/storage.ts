@@ -1,7 +1,7 @@
 import { FieldErrors, type StatusCause } from '../../api/errors.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
 import { formatQuantity, parseQuantity } from '../../api/quantity.js';
-import { checkQualifiedName } from '../../api/validation.js';
+import { checkDns1123Subdomain, checkQualifiedName } from '../../api/validation.js';
 import { ageOf, col, str } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
 import { newestDefault } from './networking.js';
@@ -277,3 +277,219 @@ export function quantityColumn(value: unknown): string {
   const q = parseQuantity(value);
   return q ? formatQuantity(q) : '0';
 }
+
+const obj = (v: unknown): Obj => (isPlainObject(v) ? v : {});
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const ageColumn = col('Age', (o, now) => ageOf(o.metadata.creationTimestamp, now), {
+  description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+});
+
+/** ValidateCSIDriverName: a DNS subdomain of at most 63 characters. */
+function checkCsiDriverName(name: string, at: string): StatusCause[] {
+  if (name === '') return [FieldErrors.required(at, '')];
+  const causes: StatusCause[] = [];
+  if (name.length > 63) causes.push(FieldErrors.tooLong(at, 63));
+  for (const p of checkDns1123Subdomain(name.toLowerCase())) causes.push(FieldErrors.invalid(at, name, p));
+  return causes;
+}
+
+const LIFECYCLE_MODES = ['Ephemeral', 'Persistent'];
+const FS_GROUP_POLICIES = ['File', 'None', 'ReadWriteOnceWithFSType'];
+
+const csiDrivers: KindInfo = {
+  group: 'storage.k8s.io',
+  version: 'v1',
+  kind: 'CSIDriver',
+  resource: 'csidrivers',
+  singular: 'csidriver',
+  namespaced: false,
+  strategy: {
+    // SetDefaults_CSIDriver.
+    defaults(o) {
+      const spec = obj(o.spec);
+      if (!isPlainObject(o.spec)) o.spec = spec;
+      spec.attachRequired ??= true;
+      spec.podInfoOnMount ??= false;
+      spec.storageCapacity ??= false;
+      spec.fsGroupPolicy ??= 'ReadWriteOnceWithFSType';
+      spec.requiresRepublish ??= false;
+      spec.seLinuxMount ??= false;
+      if (list(spec.volumeLifecycleModes).length === 0) spec.volumeLifecycleModes = ['Persistent'];
+    },
+    validate(o) {
+      const causes = checkCsiDriverName(o.metadata.name ?? '', 'metadata.name');
+      const spec = obj(o.spec);
+      list(spec.volumeLifecycleModes).forEach((m, i) => {
+        if (!LIFECYCLE_MODES.includes(String(m)))
+          causes.push(FieldErrors.notSupported(`spec.volumeLifecycleModes[${i}]`, m, LIFECYCLE_MODES));
+      });
+      if (!FS_GROUP_POLICIES.includes(String(spec.fsGroupPolicy)))
+        causes.push(FieldErrors.notSupported('spec.fsGroupPolicy', spec.fsGroupPolicy, FS_GROUP_POLICIES));
+      return causes;
+    },
+    validateUpdate(next, old) {
+      const causes: StatusCause[] = [];
+      for (const f of ['attachRequired', 'fsGroupPolicy', 'volumeLifecycleModes']) {
+        const a = obj(next.spec)[f];
+        if (!deepEqual(a, obj(old.spec)[f])) causes.push(FieldErrors.invalid(`spec.${f}`, a, 'field is immutable'));
+      }
+      return causes;
+    },
+  },
+  columns: [
+    col('AttachRequired', (o) => obj(o.spec).attachRequired !== false, {
+      type: 'boolean',
+      description:
+        'attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting.',
+    }),
+    col('PodInfoOnMount', (o) => obj(o.spec).podInfoOnMount === true, {
+      type: 'boolean',
+      description:
+        'podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true.',
+    }),
+    col('StorageCapacity', (o) => obj(o.spec).storageCapacity === true, {
+      type: 'boolean',
+      description:
+        'storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true.',
+    }),
+    col(
+      'TokenRequests',
+      (o) => {
+        const requests = list(obj(o.spec).tokenRequests);
+        return requests.length === 0 ? '<unset>' : requests.map((r) => String(obj(r).audience ?? '')).join(',');
+      },
+      {
+        description:
+          "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication.",
+      },
+    ),
+    col('RequiresRepublish', (o) => obj(o.spec).requiresRepublish === true, {
+      type: 'boolean',
+      description:
+        'requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume.',
+    }),
+    col('Modes', (o) => list(obj(o.spec).volumeLifecycleModes).map(String).join(',') || '<none>', {
+      description: 'volumeLifecycleModes defines what kind of volumes this CSI volume driver supports.',
+    }),
+    ageColumn,
+  ],
+  noAge: true,
+};
+
+const csiNodes: KindInfo = {
+  group: 'storage.k8s.io',
+  version: 'v1',
+  kind: 'CSINode',
+  resource: 'csinodes',
+  singular: 'csinode',
+  namespaced: false,
+  strategy: {
+    validate(o) {
+      const causes: StatusCause[] = [];
+      const names = new Set<string>();
+      list(obj(o.spec).drivers).forEach((d, i) => {
+        const at = `spec.drivers[${i}]`;
+        const driver = obj(d);
+        const name = typeof driver.name === 'string' ? driver.name : '';
+        causes.push(...checkCsiDriverName(name, `${at}.name`));
+        if (names.has(name)) causes.push(FieldErrors.duplicate(`${at}.name`, name));
+        names.add(name);
+        if (typeof driver.nodeID !== 'string' || driver.nodeID === '')
+          causes.push(FieldErrors.required(`${at}.nodeID`, 'nodeID must be provided'));
+      });
+      return causes;
+    },
+  },
+  columns: [
+    col('Drivers', (o) => list(obj(o.spec).drivers).length, {
+      type: 'integer',
+      description: 'Drivers indicates the number of CSI drivers registered on the node',
+    }),
+    ageColumn,
+  ],
+  noAge: true,
+};
+
+const csiStorageCapacities: KindInfo = {
+  group: 'storage.k8s.io',
+  version: 'v1',
+  kind: 'CSIStorageCapacity',
+  resource: 'csistoragecapacities',
+  singular: 'csistoragecapacity',
+  namespaced: true,
+  strategy: {
+    validate(o) {
+      const name = typeof o.storageClassName === 'string' ? o.storageClassName : '';
+      if (name === '') return [FieldErrors.required('storageClassName', '')];
+      return checkDns1123Subdomain(name).map((p) => FieldErrors.invalid('storageClassName', name, p));
+    },
+  },
+  columns: [
+    col('StorageClassName', (o) => String(o.storageClassName ?? ''), {
+      description:
+        'storageClassName represents the name of the StorageClass that the reported capacity applies to. It must meet the same requirements as the name of a StorageClass object (non-empty, DNS subdomain). If that object no longer exists, the CSIStorageCapacity object is obsolete and should be removed by its creator. This field is immutable.',
+    }),
+    col('Capacity', (o) => (o.capacity === undefined ? '<unset>' : String(o.capacity)), {
+      description:
+        'capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.',
+    }),
+  ],
+  noAge: true,
+};
+
+const volumeAttachments: KindInfo = {
+  group: 'storage.k8s.io',
+  version: 'v1',
+  kind: 'VolumeAttachment',
+  resource: 'volumeattachments',
+  singular: 'volumeattachment',
+  namespaced: false,
+  status: true,
+  strategy: {
+    validate(o) {
+      const spec = obj(o.spec);
+      const causes = checkCsiDriverName(typeof spec.attacher === 'string' ? spec.attacher : '', 'spec.attacher');
+      const source = obj(spec.source);
+      const pv = source.persistentVolumeName;
+      const inline = source.inlineVolumeSpec;
+      if ((pv === undefined) === (inline === undefined))
+        causes.push(
+          FieldErrors.invalid(
+            'spec.source',
+            source,
+            'must specify exactly one of inlineVolumeSpec and persistentVolumeName',
+          ),
+        );
+      const node = typeof spec.nodeName === 'string' ? spec.nodeName : '';
+      if (node === '') causes.push(FieldErrors.required('spec.nodeName', ''));
+      else for (const p of checkDns1123Subdomain(node)) causes.push(FieldErrors.invalid('spec.nodeName', node, p));
+      return causes;
+    },
+    validateUpdate(next, old) {
+      return deepEqual(next.spec, old.spec) ? [] : [FieldErrors.invalid('spec', next.spec, 'field is immutable')];
+    },
+    statusValidation: 'metadata',
+  },
+  columns: [
+    col('Attacher', (o) => String(obj(o.spec).attacher ?? ''), {
+      description:
+        'attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().',
+    }),
+    col('PV', (o) => String(obj(obj(o.spec).source).persistentVolumeName ?? ''), {
+      description: 'persistentVolumeName represents the name of the persistent volume to attach.',
+    }),
+    col('Node', (o) => String(obj(o.spec).nodeName ?? ''), {
+      description: 'nodeName represents the node that the volume should be attached to.',
+    }),
+    col('Attached', (o) => obj(o.status).attached === true, {
+      type: 'boolean',
+      description:
+        'attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.',
+    }),
+    ageColumn,
+  ],
+  noAge: true,
+};
+
+/** storage.k8s.io/v1's CSI kinds. */
+export const csiKinds: KindInfo[] = [csiDrivers, csiNodes, csiStorageCapacities, volumeAttachments];

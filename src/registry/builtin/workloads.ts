@@ -621,6 +621,141 @@ const cronjobs: KindInfo = {
   noAge: true,
 };
 
+/** A map selector (ReplicationController's spec.selector) as labels.SelectorFromSet prints it: `k=v` sorted, joined. */
+export function mapSelectorString(selector: unknown): string {
+  if (!isPlainObject(selector) || Object.keys(selector).length === 0) return '<none>';
+  return Object.keys(selector)
+    .sort()
+    .map((k) => `${k}=${String(selector[k])}`)
+    .join(',');
+}
+
+function labelsString(labels: unknown): string {
+  return isPlainObject(labels) && Object.keys(labels).length > 0 ? mapSelectorString(labels) : '<none>';
+}
+
+/**
+ * SetDefaults_ReplicationController: the selector and the object's labels default to the template's labels (when
+ * they are empty), replicas to 1; the template's pod spec gets the pod defaults.
+ */
+function defaultReplicationController(obj: KubeObject): void {
+  const s = spec(obj);
+  const labels = field(s.template, 'metadata.labels');
+  if (isPlainObject(labels)) {
+    if (!isPlainObject(s.selector) || Object.keys(s.selector).length === 0) s.selector = { ...labels };
+    if (Object.keys(obj.metadata.labels ?? {}).length === 0)
+      obj.metadata.labels = { ...(labels as Record<string, string>) };
+  }
+  s.replicas ??= 1;
+  defaultTemplate(s.template);
+}
+
+/** ValidateReplicationControllerSpec and ValidatePodTemplateSpecForRC: an equality selector the template's labels satisfy. */
+function validateReplicationController(obj: KubeObject): StatusCause[] {
+  const s = isPlainObject(obj.spec) ? obj.spec : {};
+  const causes: StatusCause[] = [...nonNegative(obj, 'spec.minReadySeconds')];
+  const selector = isPlainObject(s.selector) ? (s.selector as Record<string, unknown>) : {};
+  if (Object.keys(selector).length === 0) causes.push(FieldErrors.required('spec.selector', ''));
+  causes.push(...nonNegative(obj, 'spec.replicas'));
+  const template = s.template;
+  if (!isPlainObject(template)) {
+    causes.push(FieldErrors.required('spec.template', ''));
+    return causes;
+  }
+  const labels = (field(template, 'metadata.labels') ?? {}) as Record<string, unknown>;
+  if (Object.keys(selector).length > 0 && Object.entries(selector).some(([k, v]) => labels[k] !== v))
+    causes.push(
+      FieldErrors.invalid('spec.template.metadata.labels', labels, '`selector` does not match template `labels`'),
+    );
+  causes.push(...validatePodSpec(template.spec, 'spec.template.spec', ['Always']));
+  if (field(template, 'spec.activeDeadlineSeconds') !== undefined)
+    causes.push(
+      FieldErrors.forbidden(
+        'spec.template.spec.activeDeadlineSeconds',
+        'activeDeadlineSeconds in ReplicationController is not Supported',
+      ),
+    );
+  return causes;
+}
+
+/** v1 ReplicationController: the ReplicaSet's older sibling, with an equality selector (the replication manager runs it). */
+const replicationcontrollers: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'ReplicationController',
+  resource: 'replicationcontrollers',
+  singular: 'replicationcontroller',
+  namespaced: true,
+  shortNames: ['rc'],
+  categories: ['all'],
+  status: true,
+  generation: true,
+  scale: replicasScale,
+  strategy: {
+    // ValidateReplicationControllerStatusUpdate: ObjectMeta update rules and the status, not the spec.
+    statusValidation: 'metadata',
+    prepareForCreate: zeroStatus({ replicas: 0 }),
+    defaults: defaultReplicationController,
+    validate: validateReplicationController,
+  },
+  columns: [
+    col('Desired', (o) => num(o, 'spec.replicas'), {
+      type: 'integer',
+      description:
+        'Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller',
+    }),
+    col('Current', (o) => num(o, 'status.replicas'), {
+      type: 'integer',
+      description:
+        'Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller',
+    }),
+    col('Ready', (o) => num(o, 'status.readyReplicas'), {
+      type: 'integer',
+      description: 'The number of ready replicas for this replication controller.',
+    }),
+    age,
+    ...wideTemplateColumns('spec.template', false),
+    col('Selector', (o) => mapSelectorString(field(o, 'spec.selector')), {
+      priority: 1,
+      description:
+        'Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors',
+    }),
+  ],
+  noAge: true,
+};
+
+/** v1 PodTemplate: a stored pod template (validated and defaulted as a pod's spec; nothing runs it). */
+const podtemplates: KindInfo = {
+  group: '',
+  version: 'v1',
+  kind: 'PodTemplate',
+  resource: 'podtemplates',
+  singular: 'podtemplate',
+  namespaced: true,
+  strategy: {
+    defaults(obj) {
+      defaultTemplate(obj.template);
+    },
+    validate(obj) {
+      if (!isPlainObject(obj.template)) return [FieldErrors.required('template', '')];
+      return validatePodSpec(obj.template.spec, 'template.spec');
+    },
+  },
+  columns: [
+    col('Containers', (o) => containerNames(o.template), { description: 'Names of each container in the template.' }),
+    col('Images', (o) => containerImages(o.template), {
+      description: 'Images referenced by each container in the template.',
+    }),
+    col('Pod Labels', (o) => labelsString(field(o, 'template.metadata.labels')), {
+      description: 'The labels for the pod template.',
+    }),
+  ],
+  noAge: true,
+};
+
+/** The core group's workload kinds. */
+export const coreWorkloadKinds: KindInfo[] = [podtemplates, replicationcontrollers];
+
 export const workloadKinds: KindInfo[] = [
   deployments,
   replicasets,

@@ -3,7 +3,7 @@
 // code embeds give the field numbers and types, and the Go runtime type data (struct tags, pointer kinds) says
 // how each field comes out in JSON. Usage: node src/server/protobuf/generate-schema.mjs /path/to/kubectl > schema.ts
 import { readFileSync } from 'node:fs';
-import { gunzipSync } from 'node:zlib';
+import { inflateRawSync } from 'node:zlib';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 
 const bin = readFileSync(process.argv[2]);
@@ -37,7 +37,8 @@ const magic = Buffer.from([0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0]);
 for (let i = bin.indexOf(magic); i >= 0; i = bin.indexOf(magic, i + 1)) {
   let raw;
   try {
-    raw = gunzipSync(bin.subarray(i, i + 2_000_000), { finishFlush: 2 });
+    // The deflate stream after the 10-byte gzip header (no optional fields): gunzip would fail on what follows it.
+    raw = inflateRawSync(bin.subarray(i + 10, i + 2_000_000), { finishFlush: 2 });
   } catch {
     continue;
   }
@@ -203,6 +204,22 @@ const ROOTS = process.argv.slice(3).length
       'k8s.io.api.scheduling.v1.PriorityClass',
       'k8s.io.api.autoscaling.v1.Scale',
       'k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler',
+      'k8s.io.api.networking.v1.IngressClass',
+      'k8s.io.api.networking.v1.NetworkPolicy',
+      'k8s.io.api.certificates.v1.CertificateSigningRequest',
+      'k8s.io.api.discovery.v1.EndpointSlice',
+      'k8s.io.api.admissionregistration.v1.MutatingWebhookConfiguration',
+      'k8s.io.api.admissionregistration.v1.ValidatingWebhookConfiguration',
+      'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicy',
+      'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding',
+      'k8s.io.api.flowcontrol.v1.FlowSchema',
+      'k8s.io.api.flowcontrol.v1.PriorityLevelConfiguration',
+      'k8s.io.api.node.v1.RuntimeClass',
+      'k8s.io.api.storage.v1.StorageClass',
+      'k8s.io.api.storage.v1.CSIDriver',
+      'k8s.io.api.storage.v1.CSINode',
+      'k8s.io.api.storage.v1.CSIStorageCapacity',
+      'k8s.io.api.storage.v1.VolumeAttachment',
       'k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions',
       'k8s.io.apimachinery.pkg.apis.meta.v1.Status',
       'k8s.io.apimachinery.pkg.runtime.Unknown',
@@ -235,6 +252,7 @@ const SPECIAL = new Set([
   'k8s.io.apimachinery.pkg.api.resource.Quantity',
   'k8s.io.api.authorization.v1.ExtraValue',
   'k8s.io.api.authentication.v1.ExtraValue',
+  'k8s.io.api.certificates.v1.ExtraValue',
 ]);
 const GROUPS = {
   core: '',
@@ -249,6 +267,12 @@ const GROUPS = {
   networking: 'networking.k8s.io',
   scheduling: 'scheduling.k8s.io',
   autoscaling: 'autoscaling',
+  certificates: 'certificates.k8s.io',
+  discovery: 'discovery.k8s.io',
+  admissionregistration: 'admissionregistration.k8s.io',
+  flowcontrol: 'flowcontrol.apiserver.k8s.io',
+  node: 'node.k8s.io',
+  storage: 'storage.k8s.io',
 };
 const kinds = [];
 for (const root of ROOTS) {

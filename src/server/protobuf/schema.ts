@@ -304,6 +304,7 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['observedGeneration', 3, 'int64'],
       ['conditions', 6, 'k8s.io.api.core.v1.ReplicationControllerCondition', 'r'],
     ],
+    TopologySelectorTerm: [['matchLabelExpressions', 1, 'k8s.io.api.core.v1.TopologySelectorLabelRequirement', 'r']],
     NamespaceCondition: [
       ['type', 1, 'string', 'k'],
       ['status', 2, 'string', 'k'],
@@ -577,6 +578,10 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['lastTransitionTime', 3, 'k8s.io.apimachinery.pkg.apis.meta.v1.Time'],
       ['reason', 4, 'string'],
       ['message', 5, 'string'],
+    ],
+    TopologySelectorLabelRequirement: [
+      ['key', 1, 'string', 'k'],
+      ['values', 2, 'string', 'r'],
     ],
     ConfigMapNodeConfigSource: [
       ['namespace', 1, 'string', 'k'],
@@ -1732,6 +1737,14 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['spec', 2, 'k8s.io.api.networking.v1.IngressSpec'],
       ['status', 3, 'k8s.io.api.networking.v1.IngressStatus'],
     ],
+    IngressClass: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.networking.v1.IngressClassSpec'],
+    ],
+    NetworkPolicy: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.networking.v1.NetworkPolicySpec'],
+    ],
     IngressSpec: [
       ['ingressClassName', 4, 'string', 'p'],
       ['defaultBackend', 1, 'k8s.io.api.networking.v1.IngressBackend'],
@@ -1739,6 +1752,16 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['rules', 3, 'k8s.io.api.networking.v1.IngressRule', 'r'],
     ],
     IngressStatus: [['loadBalancer', 1, 'k8s.io.api.networking.v1.IngressLoadBalancerStatus']],
+    IngressClassSpec: [
+      ['controller', 1, 'string'],
+      ['parameters', 2, 'k8s.io.api.networking.v1.IngressClassParametersReference'],
+    ],
+    NetworkPolicySpec: [
+      ['podSelector', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['ingress', 2, 'k8s.io.api.networking.v1.NetworkPolicyIngressRule', 'r'],
+      ['egress', 3, 'k8s.io.api.networking.v1.NetworkPolicyEgressRule', 'r'],
+      ['policyTypes', 4, 'string', 'r'],
+    ],
     IngressBackend: [
       ['service', 4, 'k8s.io.api.networking.v1.IngressServiceBackend'],
       ['resource', 3, 'k8s.io.api.core.v1.TypedLocalObjectReference'],
@@ -1752,6 +1775,21 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['ingressRuleValue', 2, 'k8s.io.api.networking.v1.IngressRuleValue', 'i'],
     ],
     IngressLoadBalancerStatus: [['ingress', 1, 'k8s.io.api.networking.v1.IngressLoadBalancerIngress', 'r']],
+    IngressClassParametersReference: [
+      ['aPIGroup', 1, 'string', 'p', 'apiGroup'],
+      ['kind', 2, 'string', 'k'],
+      ['name', 3, 'string', 'k'],
+      ['scope', 4, 'string', 'p'],
+      ['namespace', 5, 'string', 'p'],
+    ],
+    NetworkPolicyIngressRule: [
+      ['ports', 1, 'k8s.io.api.networking.v1.NetworkPolicyPort', 'r'],
+      ['from', 2, 'k8s.io.api.networking.v1.NetworkPolicyPeer', 'r'],
+    ],
+    NetworkPolicyEgressRule: [
+      ['ports', 1, 'k8s.io.api.networking.v1.NetworkPolicyPort', 'r'],
+      ['to', 2, 'k8s.io.api.networking.v1.NetworkPolicyPeer', 'r'],
+    ],
     IngressServiceBackend: [
       ['name', 1, 'string', 'k'],
       ['port', 2, 'k8s.io.api.networking.v1.ServiceBackendPort'],
@@ -1762,6 +1800,16 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['hostname', 2, 'string'],
       ['ports', 4, 'k8s.io.api.networking.v1.IngressPortStatus', 'r'],
     ],
+    NetworkPolicyPort: [
+      ['protocol', 1, 'string', 'p'],
+      ['port', 2, 'k8s.io.apimachinery.pkg.util.intstr.IntOrString'],
+      ['endPort', 3, 'int32', 'p'],
+    ],
+    NetworkPolicyPeer: [
+      ['podSelector', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['namespaceSelector', 2, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['ipBlock', 3, 'k8s.io.api.networking.v1.IPBlock'],
+    ],
     ServiceBackendPort: [
       ['name', 1, 'string'],
       ['number', 2, 'int32'],
@@ -1771,6 +1819,10 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['port', 1, 'int32', 'k'],
       ['protocol', 2, 'string', 'k'],
       ['error', 3, 'string', 'p'],
+    ],
+    IPBlock: [
+      ['cidr', 1, 'string', 'k'],
+      ['except', 2, 'string', 'r'],
     ],
     HTTPIngressPath: [
       ['path', 1, 'string'],
@@ -1822,6 +1874,380 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['apiVersion', 3, 'string'],
     ],
   },
+  'k8s.io.api.certificates.v1': {
+    CertificateSigningRequest: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.certificates.v1.CertificateSigningRequestSpec'],
+      ['status', 3, 'k8s.io.api.certificates.v1.CertificateSigningRequestStatus'],
+    ],
+    CertificateSigningRequestSpec: [
+      ['request', 1, 'bytes', 'k'],
+      ['signerName', 7, 'string', 'k'],
+      ['expirationSeconds', 8, 'int32', 'p'],
+      ['usages', 5, 'string', 'r'],
+      ['username', 2, 'string'],
+      ['uid', 3, 'string'],
+      ['groups', 4, 'string', 'r'],
+      ['extra', 6, 'map<k8s.io.api.certificates.v1.ExtraValue>'],
+    ],
+    CertificateSigningRequestStatus: [
+      ['conditions', 1, 'k8s.io.api.certificates.v1.CertificateSigningRequestCondition', 'r'],
+      ['certificate', 2, 'bytes'],
+    ],
+    ExtraValue: [['items', 1, 'string', 'r']],
+    CertificateSigningRequestCondition: [
+      ['type', 1, 'string', 'k'],
+      ['status', 6, 'string', 'k'],
+      ['reason', 2, 'string'],
+      ['message', 3, 'string'],
+      ['lastUpdateTime', 4, 'k8s.io.apimachinery.pkg.apis.meta.v1.Time'],
+      ['lastTransitionTime', 5, 'k8s.io.apimachinery.pkg.apis.meta.v1.Time'],
+    ],
+  },
+  'k8s.io.api.discovery.v1': {
+    EndpointSlice: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['addressType', 4, 'string', 'k'],
+      ['endpoints', 2, 'k8s.io.api.discovery.v1.Endpoint', 'r'],
+      ['ports', 3, 'k8s.io.api.discovery.v1.EndpointPort', 'r'],
+    ],
+    Endpoint: [
+      ['addresses', 1, 'string', 'r'],
+      ['conditions', 2, 'k8s.io.api.discovery.v1.EndpointConditions'],
+      ['hostname', 3, 'string', 'p'],
+      ['targetRef', 4, 'k8s.io.api.core.v1.ObjectReference'],
+      ['deprecatedTopology', 5, 'map<string>'],
+      ['nodeName', 6, 'string', 'p'],
+      ['zone', 7, 'string', 'p'],
+      ['hints', 8, 'k8s.io.api.discovery.v1.EndpointHints'],
+    ],
+    EndpointPort: [
+      ['name', 1, 'string', 'p'],
+      ['protocol', 2, 'string', 'p'],
+      ['port', 3, 'int32', 'p'],
+      ['appProtocol', 4, 'string', 'p'],
+    ],
+    EndpointConditions: [
+      ['ready', 1, 'bool', 'p'],
+      ['serving', 2, 'bool', 'p'],
+      ['terminating', 3, 'bool', 'p'],
+    ],
+    EndpointHints: [
+      ['forZones', 1, 'k8s.io.api.discovery.v1.ForZone', 'r'],
+      ['forNodes', 2, 'k8s.io.api.discovery.v1.ForNode', 'r'],
+    ],
+    ForZone: [['name', 1, 'string', 'k']],
+    ForNode: [['name', 1, 'string', 'k']],
+  },
+  'k8s.io.api.admissionregistration.v1': {
+    MutatingWebhookConfiguration: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['Webhooks', 2, 'k8s.io.api.admissionregistration.v1.MutatingWebhook', 'r', 'webhooks'],
+    ],
+    ValidatingWebhookConfiguration: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['Webhooks', 2, 'k8s.io.api.admissionregistration.v1.ValidatingWebhook', 'r', 'webhooks'],
+    ],
+    ValidatingAdmissionPolicy: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicySpec'],
+      ['status', 3, 'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus'],
+    ],
+    ValidatingAdmissionPolicyBinding: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec'],
+    ],
+    MutatingWebhook: [
+      ['name', 1, 'string', 'k'],
+      ['clientConfig', 2, 'k8s.io.api.admissionregistration.v1.WebhookClientConfig'],
+      ['rules', 3, 'k8s.io.api.admissionregistration.v1.RuleWithOperations', 'r'],
+      ['failurePolicy', 4, 'string', 'p'],
+      ['matchPolicy', 9, 'string', 'p'],
+      ['namespaceSelector', 5, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['objectSelector', 11, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['sideEffects', 6, 'string', 'p'],
+      ['timeoutSeconds', 7, 'int32', 'p'],
+      ['admissionReviewVersions', 8, 'string', 'r'],
+      ['reinvocationPolicy', 10, 'string', 'p'],
+      ['matchConditions', 12, 'k8s.io.api.admissionregistration.v1.MatchCondition', 'r'],
+    ],
+    ValidatingWebhook: [
+      ['name', 1, 'string', 'k'],
+      ['clientConfig', 2, 'k8s.io.api.admissionregistration.v1.WebhookClientConfig'],
+      ['rules', 3, 'k8s.io.api.admissionregistration.v1.RuleWithOperations', 'r'],
+      ['failurePolicy', 4, 'string', 'p'],
+      ['matchPolicy', 9, 'string', 'p'],
+      ['namespaceSelector', 5, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['objectSelector', 10, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['sideEffects', 6, 'string', 'p'],
+      ['timeoutSeconds', 7, 'int32', 'p'],
+      ['admissionReviewVersions', 8, 'string', 'r'],
+      ['matchConditions', 11, 'k8s.io.api.admissionregistration.v1.MatchCondition', 'r'],
+    ],
+    ValidatingAdmissionPolicySpec: [
+      ['paramKind', 1, 'k8s.io.api.admissionregistration.v1.ParamKind'],
+      ['matchConstraints', 2, 'k8s.io.api.admissionregistration.v1.MatchResources'],
+      ['validations', 3, 'k8s.io.api.admissionregistration.v1.Validation', 'r'],
+      ['failurePolicy', 4, 'string', 'p'],
+      ['auditAnnotations', 5, 'k8s.io.api.admissionregistration.v1.AuditAnnotation', 'r'],
+      ['matchConditions', 6, 'k8s.io.api.admissionregistration.v1.MatchCondition', 'r'],
+      ['variables', 7, 'k8s.io.api.admissionregistration.v1.Variable', 'r'],
+    ],
+    ValidatingAdmissionPolicyStatus: [
+      ['observedGeneration', 1, 'int64'],
+      ['typeChecking', 2, 'k8s.io.api.admissionregistration.v1.TypeChecking'],
+      ['conditions', 3, 'k8s.io.apimachinery.pkg.apis.meta.v1.Condition', 'r'],
+    ],
+    ValidatingAdmissionPolicyBindingSpec: [
+      ['policyName', 1, 'string'],
+      ['paramRef', 2, 'k8s.io.api.admissionregistration.v1.ParamRef'],
+      ['matchResources', 3, 'k8s.io.api.admissionregistration.v1.MatchResources'],
+      ['validationActions', 4, 'string', 'r'],
+    ],
+    WebhookClientConfig: [
+      ['url', 3, 'string', 'p'],
+      ['service', 1, 'k8s.io.api.admissionregistration.v1.ServiceReference'],
+      ['caBundle', 2, 'bytes'],
+    ],
+    RuleWithOperations: [
+      ['operations', 1, 'string', 'r'],
+      ['rule', 2, 'k8s.io.api.admissionregistration.v1.Rule', 'i'],
+    ],
+    MatchCondition: [
+      ['name', 1, 'string', 'k'],
+      ['expression', 2, 'string', 'k'],
+    ],
+    ParamKind: [
+      ['apiVersion', 1, 'string'],
+      ['kind', 2, 'string'],
+    ],
+    MatchResources: [
+      ['namespaceSelector', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['objectSelector', 2, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['resourceRules', 3, 'k8s.io.api.admissionregistration.v1.NamedRuleWithOperations', 'r'],
+      ['excludeResourceRules', 4, 'k8s.io.api.admissionregistration.v1.NamedRuleWithOperations', 'r'],
+      ['matchPolicy', 7, 'string', 'p'],
+    ],
+    Validation: [
+      ['Expression', 1, 'string', 'k', 'expression'],
+      ['message', 2, 'string'],
+      ['reason', 3, 'string', 'p'],
+      ['messageExpression', 4, 'string'],
+    ],
+    AuditAnnotation: [
+      ['key', 1, 'string', 'k'],
+      ['valueExpression', 2, 'string', 'k'],
+    ],
+    Variable: [
+      ['Name', 1, 'string', 'k', 'name'],
+      ['Expression', 2, 'string', 'k', 'expression'],
+    ],
+    TypeChecking: [['expressionWarnings', 1, 'k8s.io.api.admissionregistration.v1.ExpressionWarning', 'r']],
+    ParamRef: [
+      ['name', 1, 'string'],
+      ['namespace', 2, 'string'],
+      ['selector', 3, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['parameterNotFoundAction', 4, 'string', 'p'],
+    ],
+    ServiceReference: [
+      ['namespace', 1, 'string', 'k'],
+      ['name', 2, 'string', 'k'],
+      ['path', 3, 'string', 'p'],
+      ['port', 4, 'int32', 'p'],
+    ],
+    Rule: [
+      ['apiGroups', 1, 'string', 'r'],
+      ['apiVersions', 2, 'string', 'r'],
+      ['resources', 3, 'string', 'r'],
+      ['scope', 4, 'string', 'p'],
+    ],
+    NamedRuleWithOperations: [
+      ['resourceNames', 1, 'string', 'r'],
+      ['ruleWithOperations', 2, 'k8s.io.api.admissionregistration.v1.RuleWithOperations', 'i'],
+    ],
+    ExpressionWarning: [
+      ['fieldRef', 2, 'string', 'k'],
+      ['warning', 3, 'string', 'k'],
+    ],
+  },
+  'k8s.io.api.flowcontrol.v1': {
+    FlowSchema: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.flowcontrol.v1.FlowSchemaSpec'],
+      ['status', 3, 'k8s.io.api.flowcontrol.v1.FlowSchemaStatus'],
+    ],
+    PriorityLevelConfiguration: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationSpec'],
+      ['status', 3, 'k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationStatus'],
+    ],
+    FlowSchemaSpec: [
+      ['priorityLevelConfiguration', 1, 'k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationReference'],
+      ['matchingPrecedence', 2, 'int32', 'k'],
+      ['distinguisherMethod', 3, 'k8s.io.api.flowcontrol.v1.FlowDistinguisherMethod'],
+      ['rules', 4, 'k8s.io.api.flowcontrol.v1.PolicyRulesWithSubjects', 'r'],
+    ],
+    FlowSchemaStatus: [['conditions', 1, 'k8s.io.api.flowcontrol.v1.FlowSchemaCondition', 'r']],
+    PriorityLevelConfigurationSpec: [
+      ['type', 1, 'string', 'k'],
+      ['limited', 2, 'k8s.io.api.flowcontrol.v1.LimitedPriorityLevelConfiguration'],
+      ['exempt', 3, 'k8s.io.api.flowcontrol.v1.ExemptPriorityLevelConfiguration'],
+    ],
+    PriorityLevelConfigurationStatus: [
+      ['conditions', 1, 'k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationCondition', 'r'],
+    ],
+    PriorityLevelConfigurationReference: [['name', 1, 'string', 'k']],
+    FlowDistinguisherMethod: [['type', 1, 'string', 'k']],
+    PolicyRulesWithSubjects: [
+      ['subjects', 1, 'k8s.io.api.flowcontrol.v1.Subject', 'r'],
+      ['resourceRules', 2, 'k8s.io.api.flowcontrol.v1.ResourcePolicyRule', 'r'],
+      ['nonResourceRules', 3, 'k8s.io.api.flowcontrol.v1.NonResourcePolicyRule', 'r'],
+    ],
+    FlowSchemaCondition: [
+      ['type', 1, 'string'],
+      ['status', 2, 'string'],
+      ['lastTransitionTime', 3, 'k8s.io.apimachinery.pkg.apis.meta.v1.Time'],
+      ['reason', 4, 'string'],
+      ['message', 5, 'string'],
+    ],
+    LimitedPriorityLevelConfiguration: [
+      ['nominalConcurrencyShares', 1, 'int32', 'p'],
+      ['limitResponse', 2, 'k8s.io.api.flowcontrol.v1.LimitResponse'],
+      ['lendablePercent', 3, 'int32', 'p'],
+      ['borrowingLimitPercent', 4, 'int32', 'p'],
+    ],
+    ExemptPriorityLevelConfiguration: [
+      ['nominalConcurrencyShares', 1, 'int32', 'p'],
+      ['lendablePercent', 2, 'int32', 'p'],
+    ],
+    PriorityLevelConfigurationCondition: [
+      ['type', 1, 'string'],
+      ['status', 2, 'string'],
+      ['lastTransitionTime', 3, 'k8s.io.apimachinery.pkg.apis.meta.v1.Time'],
+      ['reason', 4, 'string'],
+      ['message', 5, 'string'],
+    ],
+    Subject: [
+      ['kind', 1, 'string', 'k'],
+      ['user', 2, 'k8s.io.api.flowcontrol.v1.UserSubject'],
+      ['group', 3, 'k8s.io.api.flowcontrol.v1.GroupSubject'],
+      ['serviceAccount', 4, 'k8s.io.api.flowcontrol.v1.ServiceAccountSubject'],
+    ],
+    ResourcePolicyRule: [
+      ['verbs', 1, 'string', 'r'],
+      ['apiGroups', 2, 'string', 'r'],
+      ['resources', 3, 'string', 'r'],
+      ['clusterScope', 4, 'bool'],
+      ['namespaces', 5, 'string', 'r'],
+    ],
+    NonResourcePolicyRule: [
+      ['verbs', 1, 'string', 'r'],
+      ['nonResourceURLs', 6, 'string', 'r'],
+    ],
+    LimitResponse: [
+      ['type', 1, 'string', 'k'],
+      ['queuing', 2, 'k8s.io.api.flowcontrol.v1.QueuingConfiguration'],
+    ],
+    UserSubject: [['name', 1, 'string', 'k']],
+    GroupSubject: [['name', 1, 'string', 'k']],
+    ServiceAccountSubject: [
+      ['namespace', 1, 'string', 'k'],
+      ['name', 2, 'string', 'k'],
+    ],
+    QueuingConfiguration: [
+      ['queues', 1, 'int32', 'k'],
+      ['handSize', 2, 'int32', 'k'],
+      ['queueLengthLimit', 3, 'int32', 'k'],
+    ],
+  },
+  'k8s.io.api.node.v1': {
+    RuntimeClass: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['handler', 2, 'string', 'k'],
+      ['overhead', 3, 'k8s.io.api.node.v1.Overhead'],
+      ['scheduling', 4, 'k8s.io.api.node.v1.Scheduling'],
+    ],
+    Overhead: [['podFixed', 1, 'map<k8s.io.apimachinery.pkg.api.resource.Quantity>']],
+    Scheduling: [
+      ['nodeSelector', 1, 'map<string>'],
+      ['tolerations', 2, 'k8s.io.api.core.v1.Toleration', 'r'],
+    ],
+  },
+  'k8s.io.api.storage.v1': {
+    StorageClass: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['provisioner', 2, 'string', 'k'],
+      ['parameters', 3, 'map<string>'],
+      ['reclaimPolicy', 4, 'string', 'p'],
+      ['mountOptions', 5, 'string', 'r'],
+      ['allowVolumeExpansion', 6, 'bool', 'p'],
+      ['volumeBindingMode', 7, 'string', 'p'],
+      ['allowedTopologies', 8, 'k8s.io.api.core.v1.TopologySelectorTerm', 'r'],
+    ],
+    CSIDriver: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.storage.v1.CSIDriverSpec'],
+    ],
+    CSINode: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.storage.v1.CSINodeSpec'],
+    ],
+    CSIStorageCapacity: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['nodeTopology', 2, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector'],
+      ['storageClassName', 3, 'string', 'k'],
+      ['capacity', 4, 'k8s.io.apimachinery.pkg.api.resource.Quantity'],
+      ['maximumVolumeSize', 5, 'k8s.io.apimachinery.pkg.api.resource.Quantity'],
+    ],
+    VolumeAttachment: [
+      ['metadata', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta'],
+      ['spec', 2, 'k8s.io.api.storage.v1.VolumeAttachmentSpec'],
+      ['status', 3, 'k8s.io.api.storage.v1.VolumeAttachmentStatus'],
+    ],
+    CSIDriverSpec: [
+      ['attachRequired', 1, 'bool', 'p'],
+      ['podInfoOnMount', 2, 'bool', 'p'],
+      ['volumeLifecycleModes', 3, 'string', 'r'],
+      ['storageCapacity', 4, 'bool', 'p'],
+      ['fsGroupPolicy', 5, 'string', 'p'],
+      ['tokenRequests', 6, 'k8s.io.api.storage.v1.TokenRequest', 'r'],
+      ['requiresRepublish', 7, 'bool', 'p'],
+      ['seLinuxMount', 8, 'bool', 'p'],
+      ['nodeAllocatableUpdatePeriodSeconds', 9, 'int64', 'p'],
+    ],
+    CSINodeSpec: [['drivers', 1, 'k8s.io.api.storage.v1.CSINodeDriver', 'r']],
+    VolumeAttachmentSpec: [
+      ['attacher', 1, 'string', 'k'],
+      ['source', 2, 'k8s.io.api.storage.v1.VolumeAttachmentSource'],
+      ['nodeName', 3, 'string', 'k'],
+    ],
+    VolumeAttachmentStatus: [
+      ['attached', 1, 'bool', 'k'],
+      ['attachmentMetadata', 2, 'map<string>'],
+      ['attachError', 3, 'k8s.io.api.storage.v1.VolumeError'],
+      ['detachError', 4, 'k8s.io.api.storage.v1.VolumeError'],
+    ],
+    TokenRequest: [
+      ['audience', 1, 'string', 'k'],
+      ['expirationSeconds', 2, 'int64', 'p'],
+    ],
+    CSINodeDriver: [
+      ['name', 1, 'string', 'k'],
+      ['nodeID', 2, 'string', 'k'],
+      ['topologyKeys', 3, 'string', 'r'],
+      ['allocatable', 4, 'k8s.io.api.storage.v1.VolumeNodeResources'],
+    ],
+    VolumeAttachmentSource: [
+      ['persistentVolumeName', 1, 'string', 'p'],
+      ['inlineVolumeSpec', 2, 'k8s.io.api.core.v1.PersistentVolumeSpec'],
+    ],
+    VolumeError: [
+      ['time', 1, 'k8s.io.apimachinery.pkg.apis.meta.v1.Time'],
+      ['message', 2, 'string'],
+      ['errorCode', 3, 'int32', 'p'],
+    ],
+    VolumeNodeResources: [['count', 1, 'int32', 'p']],
+  },
   'k8s.io.apimachinery.pkg.apis.meta.v1': {
     DeleteOptions: [
       ['gracePeriodSeconds', 1, 'int64', 'p'],
@@ -1863,6 +2289,10 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
     MicroTime: [
       ['seconds', 1, 'int64'],
       ['nanos', 2, 'int32'],
+    ],
+    LabelSelector: [
+      ['matchLabels', 1, 'map<string>'],
+      ['matchExpressions', 2, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement', 'r'],
     ],
     Preconditions: [
       ['uid', 1, 'string', 'p'],
@@ -1907,9 +2337,10 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['reason', 5, 'string', 'k'],
       ['message', 6, 'string', 'k'],
     ],
-    LabelSelector: [
-      ['matchLabels', 1, 'map<string>'],
-      ['matchExpressions', 2, 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement', 'r'],
+    LabelSelectorRequirement: [
+      ['key', 1, 'string', 'k'],
+      ['operator', 2, 'string', 'k'],
+      ['values', 3, 'string', 'r'],
     ],
     StatusCause: [
       ['reason', 1, 'string'],
@@ -1917,11 +2348,6 @@ export const SCHEMA: Readonly<Record<string, Readonly<Record<string, readonly Fi
       ['field', 3, 'string'],
     ],
     FieldsV1: [['Raw', 1, 'bytes', 'k']],
-    LabelSelectorRequirement: [
-      ['key', 1, 'string', 'k'],
-      ['operator', 2, 'string', 'k'],
-      ['values', 3, 'string', 'r'],
-    ],
     FieldSelectorRequirement: [
       ['key', 1, 'string', 'k'],
       ['operator', 2, 'string', 'k'],
@@ -1997,5 +2423,25 @@ export const KINDS: Readonly<Record<string, string>> = {
   'scheduling.k8s.io/v1/PriorityClass': 'k8s.io.api.scheduling.v1.PriorityClass',
   'autoscaling/v1/Scale': 'k8s.io.api.autoscaling.v1.Scale',
   'autoscaling/v1/HorizontalPodAutoscaler': 'k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler',
+  'networking.k8s.io/v1/IngressClass': 'k8s.io.api.networking.v1.IngressClass',
+  'networking.k8s.io/v1/NetworkPolicy': 'k8s.io.api.networking.v1.NetworkPolicy',
+  'certificates.k8s.io/v1/CertificateSigningRequest': 'k8s.io.api.certificates.v1.CertificateSigningRequest',
+  'discovery.k8s.io/v1/EndpointSlice': 'k8s.io.api.discovery.v1.EndpointSlice',
+  'admissionregistration.k8s.io/v1/MutatingWebhookConfiguration':
+    'k8s.io.api.admissionregistration.v1.MutatingWebhookConfiguration',
+  'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration':
+    'k8s.io.api.admissionregistration.v1.ValidatingWebhookConfiguration',
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy':
+    'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicy',
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding':
+    'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding',
+  'flowcontrol.apiserver.k8s.io/v1/FlowSchema': 'k8s.io.api.flowcontrol.v1.FlowSchema',
+  'flowcontrol.apiserver.k8s.io/v1/PriorityLevelConfiguration': 'k8s.io.api.flowcontrol.v1.PriorityLevelConfiguration',
+  'node.k8s.io/v1/RuntimeClass': 'k8s.io.api.node.v1.RuntimeClass',
+  'storage.k8s.io/v1/StorageClass': 'k8s.io.api.storage.v1.StorageClass',
+  'storage.k8s.io/v1/CSIDriver': 'k8s.io.api.storage.v1.CSIDriver',
+  'storage.k8s.io/v1/CSINode': 'k8s.io.api.storage.v1.CSINode',
+  'storage.k8s.io/v1/CSIStorageCapacity': 'k8s.io.api.storage.v1.CSIStorageCapacity',
+  'storage.k8s.io/v1/VolumeAttachment': 'k8s.io.api.storage.v1.VolumeAttachment',
   'meta.k8s.io/v1/DeleteOptions': 'k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions',
 };

@@ -1,0 +1,105 @@
+import { rfc3339 } from '../clock/clock.js';
+import { ApiError } from '../api/errors.js';
+import type { KubeObject } from '../api/types.js';
+import { apiServices, BUILTIN_API_PRIORITIES, CRD_API_PRIORITY } from '../registry/builtin/apiregistration.js';
+import { builtinKinds } from '../registry/builtin/index.js';
+import type { GenericStore } from '../registry/generic-store.js';
+import type { Registry } from '../registry/registry.js';
+import { groupVersion, resourceKey } from '../registry/types.js';
+
+/**
+ * What kube-apiserver's aggregator keeps of its own API: one Local APIService per group-version served, Available
+ * as local ones always are. The built-in ones are registered on start (label `automanaged: onstart`: a user may
+ * change or delete them until the next start); those of CustomResourceDefinitions follow the CRDs (`automanaged:
+ * true`: made when a group-version is served, removed when it no longer is), as its crdregistration controller does.
+ */
+const MANAGED = 'kube-aggregator.kubernetes.io/automanaged';
+const BUILTIN = new Set(builtinKinds.map((k) => groupVersion(k)));
+
+export class LocalApiServices {
+  private pending = false;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly api: GenericStore,
+  ) {
+    // Registry changes come while a CRD write is under way: the APIService writes follow once it is done.
+    registry.onChange(() => this.schedule());
+  }
+
+  /** The built-in group-versions' APIServices, made where missing (the autoregister controller on start). */
+  registerBuiltins(): void {
+    for (const gv of BUILTIN) {
+      const priority = BUILTIN_API_PRIORITIES[gv];
+      if (priority && this.registry.groupVersions().some((x) => groupVersion(x) === gv))
+        this.ensure(gv, priority, 'onstart');
+    }
+    this.syncCustomResources();
+  }
+
+  private schedule(): void {
+    if (this.pending) return;
+    this.pending = true;
+    queueMicrotask(() => {
+      this.pending = false;
+      this.syncCustomResources();
+    });
+  }
+
+  /** One APIService for every served group-version of custom resources, none for a group-version no longer served. */
+  private syncCustomResources(): void {
+    const served = new Set(this.registry.groupVersions().map((gv) => groupVersion(gv)));
+    for (const gv of served) if (!BUILTIN.has(gv)) this.ensure(gv, CRD_API_PRIORITY, 'true');
+    for (const service of this.api.store.all(resourceKey(apiServices))) {
+      if (service.metadata.labels?.[MANAGED] !== 'true') continue;
+      const spec = service.spec as { group?: string; version?: string } | undefined;
+      const gv = spec?.group ? `${spec.group}/${spec.version}` : String(spec?.version);
+      if (served.has(gv)) continue;
+      try {
+        this.api.delete(apiServices, undefined, service.metadata.name!, {});
+      } catch (err) {
+        if (!(err instanceof ApiError && err.code === 404)) throw err;
+      }
+    }
+  }
+
+  private ensure(
+    gv: string,
+    [groupPriorityMinimum, versionPriority]: readonly [number, number],
+    managed: string,
+  ): void {
+    const [group, version] = gv.includes('/') ? gv.split('/') : ['', gv];
+    const name = `${version}.${group}`;
+    if (this.api.store.get(resourceKey(apiServices), undefined, name)) return;
+    try {
+      this.api.create(apiServices, undefined, {
+        metadata: { name, labels: { [MANAGED]: managed } },
+        spec: { group, version, groupPriorityMinimum, versionPriority },
+      });
+      const created: KubeObject = this.api.get(apiServices, undefined, name);
+      this.api.update(
+        apiServices,
+        undefined,
+        name,
+        {
+          ...created,
+          status: {
+            conditions: [
+              {
+                type: 'Available',
+                status: 'True',
+                lastTransitionTime: rfc3339(this.api.ctx.clock.now()),
+                reason: 'Local',
+                message: 'Local APIServices are always available',
+              },
+            ],
+          },
+        },
+        { subresource: 'status' },
+      );
+    } catch (err) {
+      // Made meanwhile by someone else: theirs stands.
+      if (!(err instanceof ApiError && err.code === 409)) throw err;
+    }
+  }
+}
