@@ -93,13 +93,13 @@ test('the store shares alike parts for Pods and Events only; other kinds keep th
       metadata: { name },
       spec: { containers: [{ name: 'web', image: 'nginx:1.27', ports: [{ containerPort: 80 }] }] },
     });
-    const a = cluster.api.create(pods, 'default', pod('a'));
-    const b = cluster.api.create(pods, 'default', pod('b'));
+    const a = await cluster.api.create(pods, 'default', pod('a'));
+    const b = await cluster.api.create(pods, 'default', pod('b'));
     const containers = (p: KubeObject): unknown => (p.spec as { containers: unknown[] }).containers[0];
     assert.equal(containers(a), containers(b), 'one shared container for a template');
     const cm = (name: string): KubeObject => ({ metadata: { name }, data: { mode: 'fast', level: '3' } });
-    const x = cluster.api.create(configmaps, 'default', cm('x'));
-    const y = cluster.api.create(configmaps, 'default', cm('y'));
+    const x = await cluster.api.create(configmaps, 'default', cm('x'));
+    const y = await cluster.api.create(configmaps, 'default', cm('y'));
     assert.notEqual(x.data, y.data, 'ConfigMaps are not worth the cost of sharing');
     assert.deepEqual(x.data, y.data);
   } finally {

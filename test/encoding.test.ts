@@ -95,7 +95,7 @@ test('stored Pods and Events serialise as JSON.stringify of them', async () => {
       tolerations: [{ key: 'k', operator: 'Exists' }],
     };
     for (let i = 0; i < 20; i++) {
-      const pod = cluster.api.create(pods, 'default', {
+      const pod = await cluster.api.create(pods, 'default', {
         metadata: { name: `web-${i}`, labels: { app: 'web' } },
         spec: { nodeName: `node-${i % 3}`, ...structuredClone(template) },
       });

@@ -8,9 +8,9 @@ test('generateName: a taken name is drawn again (RetryGenerateName), and long ba
   const configmaps = cluster.kind('', 'v1', 'configmaps');
   const suffixes = ['aaaaa', 'aaaaa', 'bbbbb'];
   cluster.random.alphanumeric = () => suffixes.shift() ?? 'zzzzz';
-  const first = cluster.api.create(configmaps, 'default', { metadata: { generateName: 'web-' } });
-  const second = cluster.api.create(configmaps, 'default', { metadata: { generateName: 'web-' } });
+  const first = await cluster.api.create(configmaps, 'default', { metadata: { generateName: 'web-' } });
+  const second = await cluster.api.create(configmaps, 'default', { metadata: { generateName: 'web-' } });
   assert.deepEqual([first.metadata.name, second.metadata.name], ['web-aaaaa', 'web-bbbbb']);
-  const long = cluster.api.create(configmaps, 'default', { metadata: { generateName: `${'x'.repeat(70)}-` } });
+  const long = await cluster.api.create(configmaps, 'default', { metadata: { generateName: `${'x'.repeat(70)}-` } });
   assert.equal(long.metadata.name, `${'x'.repeat(58)}zzzzz`);
 });

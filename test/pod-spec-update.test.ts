@@ -13,26 +13,26 @@ test('pod updates: metadata changes pass, an image may change, other spec change
   const pods = cluster.kind('', 'v1', 'pods');
   const spec = (o: KubeObject): Record<string, unknown> => o.spec as Record<string, unknown>;
   try {
-    const pod = cluster.api.create(pods, 'default', {
+    const pod = await cluster.api.create(pods, 'default', {
       metadata: { name: 'web' },
       spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'nginx:1' }] },
     });
 
-    const labelled = cluster.api.patch(pods, 'default', 'web', 'merge', {
+    const labelled = await cluster.api.patch(pods, 'default', 'web', 'merge', {
       metadata: { labels: { seen: 'yes' }, finalizers: ['example.com/hold'] },
     });
     assert.equal(labelled.metadata.labels?.seen, 'yes');
 
     // The same spec with its keys in reverse order is the same spec.
     const reversed = Object.fromEntries(Object.entries(spec(labelled)).reverse());
-    const put = cluster.api.update(pods, 'default', 'web', {
+    const put = await cluster.api.update(pods, 'default', 'web', {
       ...labelled,
       metadata: { ...labelled.metadata, annotations: { a: 'b' } },
       spec: reversed,
     });
     assert.equal(put.metadata.annotations?.a, 'b');
 
-    const image = cluster.api.patch(pods, 'default', 'web', 'strategic', {
+    const image = await cluster.api.patch(pods, 'default', 'web', 'strategic', {
       spec: { containers: [{ name: 'c', image: 'nginx:2' }] },
     });
     assert.equal((spec(image).containers as Array<{ image: string }>)[0]!.image, 'nginx:2');
@@ -51,7 +51,7 @@ test('pod updates: metadata changes pass, an image may change, other spec change
           : v;
     const sorted = sortKeys(image) as KubeObject;
     (spec(sorted).containers as Array<{ image: string }>)[0]!.image = 'nginx:3';
-    const replaced = cluster.api.update(pods, 'default', 'web', sorted);
+    const replaced = await cluster.api.update(pods, 'default', 'web', sorted);
     assert.equal((spec(replaced).containers as Array<{ image: string }>)[0]!.image, 'nginx:3');
 
     let forbidden: ApiError | undefined;

@@ -19,7 +19,7 @@ test('pods/status keeps labels, annotations and finalizers, not spec or ownerRef
       uid: '00000000-0000-4000-8000-000000000001',
       controller: true,
     };
-    const pod = cluster.api.create(pods, 'default', {
+    const pod = await cluster.api.create(pods, 'default', {
       metadata: { name: 'web', labels: { app: 'web' }, ownerReferences: [owner] },
       spec: { containers: [{ name: 'c', image: 'nginx:1' }] },
     });
@@ -35,7 +35,7 @@ test('pods/status keeps labels, annotations and finalizers, not spec or ownerRef
       spec: { ...(pod.spec as object), containers: [{ name: 'c', image: 'nginx:2' }] },
       status: { phase: 'Running' },
     };
-    const updated = cluster.api.update(pods, 'default', 'web', sent, { subresource: 'status' });
+    const updated = await cluster.api.update(pods, 'default', 'web', sent, { subresource: 'status' });
     assert.equal((updated.status as { phase: string }).phase, 'Running');
     assert.deepEqual(updated.metadata.labels, { app: 'web', probed: 'yes' });
     assert.deepEqual(updated.metadata.annotations, { 'example.com/note': 'seen' });
@@ -56,14 +56,14 @@ test('pods/status keeps labels, annotations and finalizers, not spec or ownerRef
       'the new label is indexed',
     );
 
-    const deployment = cluster.api.create(deployments, 'default', {
+    const deployment = await cluster.api.create(deployments, 'default', {
       metadata: { name: 'web', labels: { app: 'web' } },
       spec: {
         selector: { matchLabels: { app: 'web' } },
         template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx:1' }] } },
       },
     });
-    const status = cluster.api.update(
+    const status = await cluster.api.update(
       deployments,
       'default',
       'web',

@@ -17,7 +17,7 @@ test('a /status write: metadata errors as before, private copies of what it keep
   const pods = cluster.kind('', 'v1', 'pods');
   const client = new InProcessClient(cluster);
   try {
-    const pod = cluster.api.create(pods, 'default', {
+    const pod = await cluster.api.create(pods, 'default', {
       metadata: { name: 'web', labels: { app: 'web', track: 'a' }, finalizers: ['example.com/hold'] },
       spec: { containers: [{ name: 'c', image: 'nginx:1' }] },
     });

@@ -28,14 +28,14 @@ test('in-process writes are logged, compacted into the snapshot while running, a
   const cms = first.kind('', 'v1', 'configmaps');
   const written = new Map<string, string>();
   for (let i = 0; i < 200; i++) {
-    const obj = first.api.create(cms, 'default', {
+    const obj = await first.api.create(cms, 'default', {
       metadata: { name: `cm-${i}` },
       data: { i: String(i), pad: 'p'.repeat(200) },
     });
     written.set(obj.metadata.name!, obj.metadata.resourceVersion!);
     if (i % 10 === 9) await first.durable(); // batches of ten, some of them past the compaction threshold
   }
-  const updated = first.api.patch(cms, 'default', 'cm-3', 'merge', { data: { i: 'three' } }, {});
+  const updated = await first.api.patch(cms, 'default', 'cm-3', 'merge', { data: { i: 'three' } }, {});
   written.set('cm-3', updated.metadata.resourceVersion!);
   first.api.delete(cms, 'default', 'cm-4', {});
   written.delete('cm-4');

@@ -228,10 +228,10 @@ describe('list bodies written straight from the cached JSON', () => {
     }
   });
 
-  test("an in-process create leaves the caller's object as it was (only HTTP bodies are taken over)", () => {
+  test("an in-process create leaves the caller's object as it was (only HTTP bodies are taken over)", async () => {
     const mine = { metadata: { name: 'kept', labels: {} }, data: { a: '1' } };
     const before = structuredClone(mine);
-    const created = cluster.api.create(cluster.kind('', 'v1', 'configmaps'), 'short', mine, {
+    const created = await cluster.api.create(cluster.kind('', 'v1', 'configmaps'), 'short', mine, {
       fieldManager: 'tester',
       fieldValidation: 'Warn',
     });

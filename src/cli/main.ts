@@ -76,6 +76,11 @@ program
     'with --auth: static tokens, kube-apiserver CSV format token,user,uid,"group1,group2"',
   )
   .option(
+    '--map-service <mapping>',
+    "NAMESPACE/NAME[:PORT]=HOST:PORT: reach this Service (a webhook's clientConfig.service) at a server on the host, as envtest does; repeatable",
+    (value: string, previous: string[] = []) => [...previous, value],
+  )
+  .option(
     '--no-idle-compaction',
     'do not compact the heap when the server goes quiet after it grew (one pause of the server: ~1 s with 30,000 pods)',
   )

@@ -13,7 +13,7 @@ import { ApiAuth } from '../auth/api-auth.js';
 import { loadTokenFile } from '../auth/token-file.js';
 import type { UserInfo } from '../auth/user.js';
 import { authBackend } from '../cluster/auth-backend.js';
-import type { Cluster } from '../cluster/cluster.js';
+import { parseServiceMapping, type Cluster } from '../cluster/cluster.js';
 import { kubeconfigYaml } from '../client/kubeconfig.js';
 import { Logger, type LogLevel } from './logger.js';
 import { answerPlainHttp, servingTls, tlsDir, type ServingTls } from './tls.js';
@@ -45,6 +45,8 @@ export interface ServeOptions {
   tokenAuthFile?: string;
   tls?: boolean;
   kubeconfig?: string;
+  /** --map-service values. */
+  mapService?: string[];
 }
 
 /** The node simulator's options from the flags; throws with a message for the user. */
@@ -132,6 +134,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       scheduler: options.scheduler,
       ca: tls ? { cert: tls.caCert, key: tls.caKey } : undefined,
       caDir: options.data !== undefined ? tlsDir(options.data) : undefined,
+      serviceMappings: (options.mapService ?? []).map(parseServiceMapping),
     });
   } catch (err) {
     log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);

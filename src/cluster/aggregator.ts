@@ -56,7 +56,7 @@ export class LocalApiServices {
       const gv = spec?.group ? `${spec.group}/${spec.version}` : String(spec?.version);
       if (served.has(gv)) continue;
       try {
-        this.api.delete(apiServices, undefined, service.metadata.name!, {});
+        this.api.delete(apiServices, undefined, service.metadata.name!, { internal: true });
       } catch (err) {
         if (!(err instanceof ApiError && err.code === 404)) throw err;
       }
@@ -72,10 +72,15 @@ export class LocalApiServices {
     const name = `${version}.${group}`;
     if (this.api.store.get(resourceKey(apiServices), undefined, name)) return;
     try {
-      this.api.create(apiServices, undefined, {
-        metadata: { name, labels: { [MANAGED]: managed } },
-        spec: { group, version, groupPriorityMinimum, versionPriority },
-      });
+      this.api.create(
+        apiServices,
+        undefined,
+        {
+          metadata: { name, labels: { [MANAGED]: managed } },
+          spec: { group, version, groupPriorityMinimum, versionPriority },
+        },
+        { internal: true },
+      );
       const created: KubeObject = this.api.get(apiServices, undefined, name);
       this.api.update(
         apiServices,
@@ -95,7 +100,7 @@ export class LocalApiServices {
             ],
           },
         },
-        { subresource: 'status' },
+        { subresource: 'status', internal: true },
       );
     } catch (err) {
       // Made meanwhile by someone else: theirs stands.

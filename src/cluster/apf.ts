@@ -35,7 +35,7 @@ export class FlowControlConfig {
   private ensure(info: typeof flowSchemas, table: string, body: Record<string, unknown>): void {
     const name = (body.metadata as { name: string }).name;
     if (this.api.store.get(table, undefined, name)) return;
-    this.api.create(info, undefined, body);
+    this.api.create(info, undefined, body, { internal: true });
   }
 
   private schedule(): void {
@@ -66,7 +66,7 @@ export class FlowControlConfig {
           undefined,
           schema.metadata.name!,
           { ...schema, status },
-          { subresource: 'status' },
+          { subresource: 'status', internal: true },
         );
       } catch (err) {
         // Changed or gone meanwhile: that change brings us back here.

@@ -11,7 +11,7 @@ export function authBackend(cluster: Cluster): AuthBackend {
     ensure: (resource, obj) => {
       const info = cluster.kind('rbac.authorization.k8s.io', 'v1', resource);
       if (!cluster.store.get(resourceKey(info), undefined, obj.metadata.name!))
-        cluster.api.create(info, undefined, structuredClone(obj));
+        cluster.api.create(info, undefined, structuredClone(obj), { internal: true });
     },
   };
 }

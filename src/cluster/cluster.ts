@@ -18,6 +18,10 @@ import { dataPaths, scanWal, truncateWal, WriteAheadLog } from '../storage/wal.j
 import { ClusterCertificateAuthority, type CaPem } from './certificate-authority.js';
 import { DEFAULT_EVENT_TTL_MS, EventExpiry } from './event-ttl.js';
 import { ClusterIPAllocator } from './ip-allocator.js';
+import { WebhookClients, type ServiceMapping } from '../registry/admission/webhook-client.js';
+
+export { parseServiceMapping, type ServiceMapping } from '../registry/admission/webhook-client.js';
+import { webhookPlugins } from '../registry/admission/webhooks.js';
 import { NodePortAllocator } from './node-port-allocator.js';
 import { LocalApiServices } from './aggregator.js';
 import { FlowControlConfig } from './apf.js';
@@ -44,6 +48,8 @@ export interface ClusterOptions {
   ca?: CaPem;
   /** Where a CA made here is kept, and found again after a restart (with --data). */
   caDir?: string;
+  /** Services whose webhook servers run on the host (`sim serve --map-service`). */
+  serviceMappings?: ServiceMapping[];
 }
 
 export const DEFAULT_VIRTUAL_START = Date.UTC(2025, 0, 1);
@@ -70,14 +76,16 @@ export class Cluster {
   /** What start-up found in --data worth telling the user (a discarded torn record, a repair). */
   readonly recoveryNotes: string[] = [];
 
+  /** The HTTPS client of admission and conversion webhooks. */
+  readonly webhooks: WebhookClients;
+
   private constructor(
     readonly clock: Clock,
     readonly random: SeededRandom,
     readonly store: MemoryStore,
-    eventTtlMs: number = DEFAULT_EVENT_TTL_MS,
-    ca: { pem?: CaPem; dir?: string } = {},
+    options: ClusterOptions,
   ) {
-    this.certificates = new ClusterCertificateAuthority(ca);
+    this.certificates = new ClusterCertificateAuthority({ pem: options.ca, dir: options.caDir });
     this.registry = new Registry(store);
     const ips = new ClusterIPAllocator(random);
     const nodePorts = new NodePortAllocator(random);
@@ -93,12 +101,15 @@ export class Cluster {
         store.all(crdKey).filter((crd) => (crd.spec as { group?: unknown } | undefined)?.group === group),
     };
     this.api = new GenericStore(store, this.registry, ctx);
-    // kube-apiserver's admission chain, in its order (mutating LimitRanger first, validating ResourceQuota last).
-    this.api.admission.push(
-      new LimitRanger(store),
-      new StorageObjectInUseProtection(),
-      new ResourceQuotaAdmission(store),
-    );
+    // kube-apiserver's admission chain: the plugins take their places in its order (admission/chain.ts).
+    this.api.admission.register(new LimitRanger(store));
+    this.api.admission.register(new StorageObjectInUseProtection());
+    this.api.admission.register(new ResourceQuotaAdmission(store));
+    this.webhooks = new WebhookClients(store, random, options.serviceMappings ?? [], clock);
+    this.closers.push(() => this.webhooks.close());
+    const webhooks = webhookPlugins({ store, registry: this.registry, clients: this.webhooks, random });
+    this.api.admission.register(webhooks.mutating);
+    this.api.admission.register(webhooks.validating);
     for (const info of builtinKinds) this.registry.add(info);
     serveCustomResources(this.registry, store, this.api);
     store.onChange((key, event) => {
@@ -118,7 +129,7 @@ export class Cluster {
       this.kind('', 'v1', 'endpoints'),
       this.kind('discovery.k8s.io', 'v1', 'endpointslices'),
     );
-    const expiry = new EventExpiry(store, clock, eventTtlMs);
+    const expiry = new EventExpiry(store, clock, options.eventTtlMs ?? DEFAULT_EVENT_TTL_MS);
     this.closers.push(() => expiry.stop());
   }
 
@@ -156,7 +167,7 @@ export class Cluster {
       });
       // From here to the log's attachment nothing awaits: a write that restoring triggers (a listener's
       // microtask) finds the log attached.
-      const cluster = new Cluster(clock, random, store, options.eventTtlMs, { pem: options.ca, dir: options.caDir });
+      const cluster = new Cluster(clock, random, store, options);
       // CustomResourceDefinitions first: loading one registers the table its objects go to.
       const crds = 'apiextensions.k8s.io/customresourcedefinitions';
       const resources = Object.entries(snapshot.resources).sort(([a], [b]) => Number(b === crds) - Number(a === crds));
@@ -194,7 +205,7 @@ export class Cluster {
     }
     const clock = clockFor(options);
     store = new MemoryStore(options.watchHistory, 0, () => clock.now());
-    const cluster = new Cluster(clock, random, store, options.eventTtlMs, { pem: options.ca, dir: options.caDir });
+    const cluster = new Cluster(clock, random, store, options);
     cluster.bootstrap();
     return cluster;
   }
@@ -208,25 +219,33 @@ export class Cluster {
     const fresh = !this.store.get(resourceKey(namespaces), undefined, 'default');
     for (const name of SYSTEM_NAMESPACES) {
       if (!this.store.get(resourceKey(namespaces), undefined, name))
-        this.api.create(namespaces, undefined, { metadata: { name } });
+        this.api.create(namespaces, undefined, { metadata: { name } }, { internal: true });
     }
     // The scheduling post-start hook's system PriorityClasses.
     const priorityClasses = this.kind('scheduling.k8s.io', 'v1', 'priorityclasses');
     for (const pc of systemPriorityClasses) {
       if (!this.store.get(resourceKey(priorityClasses), undefined, (pc.metadata as { name: string }).name))
-        this.api.create(priorityClasses, undefined, pc);
+        this.api.create(priorityClasses, undefined, pc, { internal: true });
     }
     // kind's default StorageClass comes with a new cluster (once: a cluster kept with --data may have deleted it).
-    if (fresh) this.api.create(this.kind('storage.k8s.io', 'v1', 'storageclasses'), undefined, defaultStorageClass);
+    if (fresh)
+      this.api.create(this.kind('storage.k8s.io', 'v1', 'storageclasses'), undefined, defaultStorageClass, {
+        internal: true,
+      });
     // The aggregator's Local APIServices and the API Priority and Fairness configuration.
     this.apiServices.registerBuiltins();
     this.flowControl.bootstrap();
     const services = this.kind('', 'v1', 'services');
     if (!this.store.get(resourceKey(services), 'default', 'kubernetes')) {
-      this.api.create(services, 'default', {
-        metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
-        spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] },
-      });
+      this.api.create(
+        services,
+        'default',
+        {
+          metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
+          spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] },
+        },
+        { internal: true },
+      );
     }
     this.kubernetesEndpoints.reconcile();
   }

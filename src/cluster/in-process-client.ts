@@ -75,7 +75,7 @@ export class InProcessClient implements KubeClient {
   }
 
   async delete(gvr: Gvr, namespace: string | undefined, name: string, options: DeleteOptions = {}): Promise<void> {
-    this.cluster.api.delete(this.kind(gvr), namespace, name, options);
+    await this.cluster.api.delete(this.kind(gvr), namespace, name, options);
   }
 
   async createSubresource(

@@ -79,8 +79,8 @@ export class KubernetesEndpoints {
       metadata: { ...(current?.metadata ?? {}), name: NAME, namespace: NAMESPACE, labels: metadata.labels },
     } as KubeObject;
     try {
-      if (current) this.api.update(info, NAMESPACE, NAME, object);
-      else this.api.create(info, NAMESPACE, object);
+      if (current) this.api.update(info, NAMESPACE, NAME, object, { internal: true });
+      else this.api.create(info, NAMESPACE, object, { internal: true });
     } catch (err) {
       // A write that raced ours: its change brings us back here.
       if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) throw err;

@@ -23,15 +23,18 @@ import {
   type FieldValidation,
 } from '../api/schema/field-validation.js';
 import { schemaNameForKind } from '../api/schema/schema.js';
+import { eachInOrder, then, type MaybePromise } from '../api/maybe-async.js';
 import type { MemoryStore } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
 import { fieldsOf, type Registry } from './registry.js';
 import type { Requester } from '../auth/requester.js';
+import { AdmissionChain, Attributes } from './admission/chain.js';
 import {
   groupVersion,
   resourceKey,
-  type AdmissionPlugin,
+  type AdmissionOperation,
   type AdmissionRequest,
+  type ExtraSubresource,
   type KindInfo,
   type Strategy,
   type StrategyContext,
@@ -59,14 +62,30 @@ export interface WriteOptions {
   force?: boolean;
   /** Filled in: warnings for the client (Warn field validation), sent as `Warning: 299` headers. */
   warnings?: string[];
+  /** Filled in: the audit annotations admission recorded (webhooks', policies'). */
+  auditAnnotations?: Record<string, string>;
   /** Filled in by a server-side apply that created the object (answered 201). */
   created?: boolean;
   /** The subresource a managedFields entry records for a write through it (scale); status is `subresource`. */
   managedSubresource?: string;
+  /**
+   * How admission sees a write through a subresource that shows another object (scale: an autoscaling/v1 Scale): the
+   * view of an object, and the object a (possibly patched) view makes of the object to store.
+   */
+  admissionView?: {
+    subresource: string;
+    of(obj: KubeObject): KubeObject;
+    apply(view: KubeObject, obj: KubeObject): KubeObject;
+  };
   /** The body was decoded for this request alone (HTTP): the store keeps it as the new object instead of a copy. */
   takeBody?: boolean;
   /** Who sent the request, with --auth (access reviews answer for them). */
   requester?: Requester;
+  /**
+   * A write the API server makes on its own behalf, past admission, as kube-apiserver's registry writes directly (a
+   * binding's, an eviction's delete, the CRD finalizer's cleanup, the bootstrap objects): it never waits.
+   */
+  internal?: boolean;
 }
 
 export interface DeleteResult {
@@ -75,12 +94,24 @@ export interface DeleteResult {
   gone: boolean;
 }
 
+/** A delete's options beyond metav1.DeleteOptions: who asks, and where its warnings go. */
+export interface DeleteRequestOptions extends DeleteOptions {
+  requester?: Requester;
+  /** Filled in: warnings for the client, sent as `Warning: 299` headers. */
+  warnings?: string[];
+  auditAnnotations?: Record<string, string>;
+  /** As WriteOptions.internal: past admission. */
+  internal?: boolean;
+}
+
 export interface WatchQuery extends ListQuery {
   resourceVersion?: string;
   sendInitialEvents?: boolean;
 }
 
 const NAMESPACES = '/namespaces';
+/** How often an update whose admission waited starts again when others keep writing the object meanwhile. */
+const MAX_UPDATE_ATTEMPTS = 16;
 const ORPHAN_FINALIZER = 'orphan';
 const FOREGROUND_FINALIZER = 'foregroundDeletion';
 
@@ -90,8 +121,8 @@ const FOREGROUND_FINALIZER = 'foregroundDeletion';
  * and in-process clients come through here, so they see the same rules.
  */
 export class GenericStore {
-  /** kube-apiserver's admission plugins, in its order (the cluster fills it in): every create and update goes through them. */
-  readonly admission: AdmissionPlugin[] = [];
+  /** kube-apiserver's admission chain (the cluster registers its plugins): every write of a client goes through it. */
+  readonly admission = new AdmissionChain();
 
   constructor(
     readonly store: MemoryStore,
@@ -145,7 +176,12 @@ export class GenericStore {
     return list;
   }
 
-  create(info: KindInfo, namespace: string | undefined, body: unknown, options: WriteOptions = {}): KubeObject {
+  create(
+    info: KindInfo,
+    namespace: string | undefined,
+    body: unknown,
+    options: WriteOptions = {},
+  ): MaybePromise<KubeObject> {
     const obj = this.decodeBody(info, namespace, body, options.takeBody);
     this.checkFields(info, obj, options);
     if (info.ephemeral) return info.ephemeral(obj, this.ctx, options.requester);
@@ -153,12 +189,46 @@ export class GenericStore {
     return this.createDecoded(info, obj, options);
   }
 
+  /**
+   * A create: defaults, the mutating admission plugins (which see the object before its name is generated, as in
+   * kube-apiserver), the strategy's preparation and validation, the validating plugins, then the store.
+   */
   private createDecoded(
     info: KindInfo,
     obj: KubeObject,
     options: WriteOptions,
     managedFields?: (obj: KubeObject) => unknown[],
-  ): KubeObject {
+  ): MaybePromise<KubeObject> {
+    if (info.namespaced) this.checkNamespaceAcceptsContent(info, obj);
+    info.strategy?.defaults?.(obj, this.ctx);
+    const namespace = obj.metadata.namespace;
+    const request = this.admissionRequest(
+      info,
+      'CREATE',
+      namespace,
+      obj.metadata.name ?? '',
+      obj,
+      undefined,
+      options,
+      (patched) => {
+        const decoded = this.decodeBody(info, namespace, patched, true);
+        info.strategy?.defaults?.(decoded, this.ctx);
+        return decoded;
+      },
+    );
+    if (!request) return this.createAdmitted(info, obj, options, managedFields, undefined);
+    return then(this.admission.admit(request), () =>
+      this.createAdmitted(info, request.obj!, options, managedFields, request),
+    );
+  }
+
+  private createAdmitted(
+    info: KindInfo,
+    obj: KubeObject,
+    options: WriteOptions,
+    managedFields: ((obj: KubeObject) => unknown[]) | undefined,
+    request: AdmissionRequest | undefined,
+  ): MaybePromise<KubeObject> {
     const meta = obj.metadata;
     if (!meta.name && meta.generateName) {
       // names.SimpleNameGenerator: the base is cut to 58 characters so the name fits 63. A generated name that is
@@ -170,7 +240,6 @@ export class GenericStore {
         if (!this.store.get(resourceKey(info), scoped(info, meta.namespace), meta.name)) break;
       }
     }
-    if (info.namespaced) this.checkNamespaceAcceptsContent(info, obj);
     const now = this.ctx.clock.now();
     meta.uid = this.ctx.random.uuid();
     meta.creationTimestamp = rfc3339(now);
@@ -179,10 +248,6 @@ export class GenericStore {
     delete meta.deletionGracePeriodSeconds;
     delete meta.selfLink;
     if (info.status && !info.strategy?.keepsStatusOnCreate) delete obj.status;
-    info.strategy?.defaults?.(obj, this.ctx);
-    const admission: AdmissionRequest | undefined =
-      this.admission.length > 0 ? { info, operation: 'CREATE', obj, dryRun: options.dryRun === true } : undefined;
-    if (admission) this.admitMutating(admission);
     info.strategy?.prepareForCreate?.(obj, this.ctx, options.requester);
     if (hasGeneration(info)) meta.generation = 1;
     else delete meta.generation;
@@ -194,25 +259,38 @@ export class GenericStore {
       );
     this.validate(info, obj);
     options.requester?.admit?.(info, obj, undefined);
-    const commits = admission && this.admitValidating(admission);
-    if (options.dryRun) return obj;
-    const created = fromStorage(info, this.store.create(resourceKey(info), toStorage(info, obj)));
-    if (commits) for (const commit of commits) commit();
-    return created;
+    const store = (commits: Array<() => void> | undefined): KubeObject => {
+      if (options.dryRun) return obj;
+      const created = fromStorage(info, this.store.create(resourceKey(info), toStorage(info, obj)));
+      if (commits) for (const commit of commits) commit();
+      return created;
+    };
+    return request ? then(this.admission.validate(request), store) : store(undefined);
   }
 
-  private admitMutating(request: AdmissionRequest): void {
-    for (const plugin of this.admission) plugin.admit?.(request);
-  }
-
-  /** The validating plugins' checks; what they ask to do once the write is stored. */
-  private admitValidating(request: AdmissionRequest): Array<() => void> | undefined {
-    let commits: Array<() => void> | undefined;
-    for (const plugin of this.admission) {
-      const commit = plugin.validate?.(request);
-      if (commit) (commits ??= []).push(commit);
-    }
-    return commits;
+  /**
+   * The admission attributes of a client's write, or undefined for the server's own (WriteOptions.internal) and
+   * when no plugin is registered.
+   */
+  private admissionRequest(
+    info: KindInfo,
+    operation: AdmissionOperation,
+    namespace: string | undefined,
+    name: string,
+    obj: KubeObject | undefined,
+    old: KubeObject | undefined,
+    options: WriteOptions | DeleteRequestOptions,
+    decode: ((patched: unknown) => KubeObject) | undefined,
+    subresource = '',
+  ): AdmissionRequest | undefined {
+    if (options.internal || this.admission.empty) return undefined;
+    // A Namespace's own requests carry its name as their namespace, as kube-apiserver's request info parses the path.
+    const ns = info.namespaced
+      ? namespace
+      : info.resource === 'namespaces' && info.group === '' && operation !== 'CREATE'
+        ? name
+        : undefined;
+    return new Attributes(info, operation, subresource, ns, name, obj, old, options, decode);
   }
 
   /** PUT: replace the object (or its status), optimistic-locked on the body's resourceVersion when it has one. */
@@ -222,7 +300,7 @@ export class GenericStore {
     name: string,
     body: unknown,
     options: WriteOptions = {},
-  ): KubeObject {
+  ): MaybePromise<KubeObject> {
     // An in-process /status write: what the store keeps of it, copied but for the parts it holds already.
     const ownPart = options.subresource === 'status' && !options.takeBody && options.fieldValidation === undefined;
     const incoming = ownPart
@@ -256,7 +334,7 @@ export class GenericStore {
     type: PatchType,
     patch: unknown,
     options: WriteOptions = {},
-  ): KubeObject {
+  ): MaybePromise<KubeObject> {
     if (type === 'apply') return this.apply(info, namespace, name, patch, options);
     if (type === 'strategic' && info.schema?.strategicMergePatch === false) {
       // Custom resources have no patch strategies: kube-apiserver refuses strategic merge patches for them.
@@ -299,7 +377,7 @@ export class GenericStore {
     name: string,
     body: unknown,
     options: WriteOptions,
-  ): KubeObject {
+  ): MaybePromise<KubeObject> {
     // kube-apiserver decodes the body into a map with sigs.k8s.io/yaml (so `null` or nothing is an empty one), then
     // its field manager insists on the resource's group, version and kind.
     if (body !== null && body !== undefined && !isPlainObject(body))
@@ -340,9 +418,13 @@ export class GenericStore {
     if (!exists) {
       if (options.subresource) throw Errors.notFound(info, name);
       const result = applyAfterClientSideApply(undefined, applied, config, ctx, options.force === true, info, name);
-      const created = this.createDecoded(info, result.object, options, () => result.managedFields);
-      options.created = true;
-      return created;
+      return then(
+        this.createDecoded(info, result.object, options, () => result.managedFields),
+        (created) => {
+          options.created = true;
+          return created;
+        },
+      );
     }
     let managed: unknown[] = [];
     return this.writeUpdate(
@@ -400,8 +482,11 @@ export class GenericStore {
   }
 
   /**
-   * The shared update path: optimistic locking, metadata the client may not change, the strategy's rules,
-   * no-op detection, and finishing a deletion when the last finalizer goes.
+   * The shared update path: optimistic locking, metadata the client may not change, the strategy's rules, admission,
+   * no-op detection, and finishing a deletion when the last finalizer goes. The object is read, prepared and admitted
+   * outside the store's guaranteedUpdate, which then only checks that it is still the one read: always so when no
+   * admission step waited; otherwise a write that came meanwhile makes it start again from the new object, admission
+   * included, as kube-apiserver's GuaranteedUpdate retries on a stale read.
    */
   writeUpdate(
     info: KindInfo,
@@ -410,68 +495,130 @@ export class GenericStore {
     preconditions: Preconditions,
     produce: (current: KubeObject) => KubeObject,
     options: WriteOptions & { applied?: () => unknown[] } = {},
-  ): KubeObject {
-    const key = resourceKey(info);
-    const ns = scoped(info, namespace);
-    let emptied = false;
-    let commits: Array<() => void> | undefined;
-    const dryRun = options.dryRun === true;
-    const { object, changed } = this.store.guaranteedUpdate(
-      key,
-      ns,
-      name,
-      preconditions,
-      (stored) => {
-        const current = fromStorage(info, stored);
-        const next = produce(current);
-        if (next.metadata.name !== current.metadata.name) {
-          throw Errors.badRequest(
-            `the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`,
-          );
-        }
-        const own = options.subresource ? info.strategy?.subresources?.[options.subresource] : undefined;
-        const prepared =
-          options.subresource === 'status'
-            ? this.prepareStatusUpdate(info, next, current)
-            : options.subresource === 'finalize'
-              ? this.prepareFinalizeUpdate(info, next, current)
-              : own
-                ? this.prepareSubresourceUpdate(info, own, next, current)
-                : this.prepareUpdate(info, next, current, dryRun);
-        if (!options.subresource) {
-          options.requester?.admit?.(info, prepared, current);
-          if (this.admission.length > 0)
-            commits = this.admitValidating({ info, operation: 'UPDATE', obj: prepared, old: current, dryRun });
-        }
-        if (options.applied) setManagedFields(prepared, options.applied());
-        else if (options.fieldManager && options.subresource !== 'finalize') {
-          const requested =
-            options.subresource === 'status' ? current.metadata.managedFields : next.metadata.managedFields;
-          setManagedFields(
-            prepared,
-            managedFieldsAfterUpdate(current, prepared, requested, this.writeContext(info, options)),
-          );
-        }
-        // The update that empties the finalizers is the deletion itself, not a write first (kube-apiserver's
-        // errEmptiedFinalizers): watchers see DELETED of the stored object and no MODIFIED before it.
-        emptied = shouldDeleteDuringUpdate(info, prepared);
-        return emptied ? stored : toStorage(info, prepared);
-      },
-      options.dryRun,
-    );
-    if (emptied && !options.dryRun) return fromStorage(info, this.store.delete(key, ns, name));
-    if (changed && commits && !dryRun) for (const commit of commits) commit();
-    return fromStorage(info, object);
+  ): MaybePromise<KubeObject> {
+    return this.attemptUpdate(info, scoped(info, namespace), name, preconditions, produce, options, 0);
   }
 
-  private prepareUpdate(info: KindInfo, next: KubeObject, current: KubeObject, dryRun: boolean): KubeObject {
+  private attemptUpdate(
+    info: KindInfo,
+    ns: string | undefined,
+    name: string,
+    preconditions: Preconditions,
+    produce: (current: KubeObject) => KubeObject,
+    options: WriteOptions & { applied?: () => unknown[] },
+    attempt: number,
+  ): MaybePromise<KubeObject> {
+    const key = resourceKey(info);
+    const stored = this.store.current(key, ns, name, preconditions);
+    const current = fromStorage(info, stored);
+    const next = produce(current);
+    if (next.metadata.name !== current.metadata.name) {
+      throw Errors.badRequest(
+        `the name of the object (${next.metadata.name ?? ''}) does not match the name on the URL (${name})`,
+      );
+    }
+    const subresource = options.subresource ?? '';
+    const view = options.admissionView;
+    const decode = view
+      ? (patched: unknown): KubeObject => {
+          if (!isPlainObject(patched)) throw Errors.badRequest('the patched object is not a JSON object');
+          return patched as KubeObject;
+        }
+      : (patched: unknown): KubeObject => {
+          const decoded = this.decodeBody(info, ns, patched, true);
+          if (!subresource) this.resetForUpdate(info, decoded, current);
+          return decoded;
+        };
+    const request =
+      subresource === 'finalize'
+        ? undefined
+        : this.admissionRequest(
+            info,
+            'UPDATE',
+            ns,
+            name,
+            view ? view.of(next) : next,
+            view ? view.of(current) : current,
+            options,
+            decode,
+            view?.subresource ?? subresource,
+          );
+    /** The object to store once the mutating plugins are done. */
+    const afterMutation = (): KubeObject => (view ? view.apply(request!.obj!, next) : request!.obj!);
+    const commit = (prepared: KubeObject, commits: Array<() => void> | undefined): MaybePromise<KubeObject> => {
+      let emptied = false;
+      let stale = false;
+      const { object, changed } = this.store.guaranteedUpdate(
+        key,
+        ns,
+        name,
+        preconditions,
+        (latest) => {
+          // Only after admission waited can another write have come in between: start again from it.
+          if (latest !== stored) {
+            stale = true;
+            return latest;
+          }
+          if (options.applied) setManagedFields(prepared, options.applied());
+          else if (options.fieldManager && options.subresource !== 'finalize') {
+            const requested =
+              options.subresource === 'status' ? current.metadata.managedFields : next.metadata.managedFields;
+            setManagedFields(
+              prepared,
+              managedFieldsAfterUpdate(current, prepared, requested, this.writeContext(info, options)),
+            );
+          }
+          // The update that empties the finalizers is the deletion itself, not a write first (kube-apiserver's
+          // errEmptiedFinalizers): watchers see DELETED of the stored object and no MODIFIED before it.
+          emptied = shouldDeleteDuringUpdate(info, prepared);
+          return emptied ? stored : toStorage(info, prepared);
+        },
+        options.dryRun,
+      );
+      if (stale) {
+        if (attempt >= MAX_UPDATE_ATTEMPTS) throw Errors.conflict(info, name);
+        return this.attemptUpdate(info, ns, name, preconditions, produce, options, attempt + 1);
+      }
+      if (emptied && !options.dryRun) return fromStorage(info, this.store.delete(key, ns, name));
+      if (changed && commits && !options.dryRun) for (const c of commits) c();
+      return fromStorage(info, object);
+    };
+    const validated = (prepared: KubeObject): MaybePromise<KubeObject> => {
+      if (!subresource) options.requester?.admit?.(info, prepared, current);
+      if (!request) return commit(prepared, undefined);
+      request.obj = view ? view.of(prepared) : prepared;
+      return then(this.admission.validate(request), (commits) => commit(prepared, commits));
+    };
+    if (subresource === 'status') {
+      const mutated = request ? this.admission.admit(request) : undefined;
+      return then(mutated, () => validated(this.prepareStatusUpdate(info, request?.obj ?? next, current)));
+    }
+    if (subresource === 'finalize') return validated(this.prepareFinalizeUpdate(info, next, current));
+    const own = subresource ? info.strategy?.subresources?.[subresource] : undefined;
+    if (own) {
+      const mutated = request ? this.admission.admit(request) : undefined;
+      return then(mutated, () => validated(this.prepareSubresourceUpdate(info, own, request?.obj ?? next, current)));
+    }
+    this.resetForUpdate(info, next, current);
+    if (!request) return validated(this.prepareUpdate(info, next, current));
+    return then(this.admission.admit(request), () => {
+      const obj = afterMutation();
+      if (view) this.resetForUpdate(info, obj, current);
+      return validated(this.prepareUpdate(info, obj, current));
+    });
+  }
+
+  /** What an update may not change, and the defaults (rest.BeforeUpdate's first half, before admission). */
+  private resetForUpdate(info: KindInfo, next: KubeObject, current: KubeObject): void {
     keepServerOwnedMeta(next, current);
     if (info.status) {
       if (current.status === undefined) delete next.status;
       else next.status = current.status;
     }
     info.strategy?.defaults?.(next, this.ctx);
-    if (this.admission.length > 0) this.admitMutating({ info, operation: 'UPDATE', obj: next, old: current, dryRun });
+  }
+
+  private prepareUpdate(info: KindInfo, next: KubeObject, current: KubeObject): KubeObject {
     info.strategy?.prepareForUpdate?.(next, current, this.ctx);
     if (hasGeneration(info)) {
       const bump = info.strategy?.bumpsGeneration
@@ -527,18 +674,44 @@ export class GenericStore {
     return result;
   }
 
+  /**
+   * DELETE: the admission chain sees the stored object (as oldObject), then the object goes at once, or is marked
+   * for deletion while finalizers or a grace period hold it.
+   */
   delete(
     info: KindInfo,
     namespace: string | undefined,
     name: string,
-    options: DeleteOptions = {},
+    options: DeleteRequestOptions = {},
     ofCollection = false,
-  ): DeleteResult {
-    const key = resourceKey(info);
+  ): MaybePromise<DeleteResult> {
     const ns = scoped(info, namespace);
     const current = this.get(info, ns, name);
     // Go's DeleteCollection deletes through the generic Store, past REST overrides such as PriorityClass's.
     if (!ofCollection) info.strategy?.beforeDelete?.(current);
+    const request = this.admissionRequest(info, 'DELETE', ns, name, undefined, current, options, undefined);
+    if (!request) return this.deleteAdmitted(info, ns, name, current, options);
+    this.store.current(resourceKey(info), ns, name, options.preconditions ?? {});
+    return then(this.admission.admit(request), () =>
+      then(this.admission.validate(request), (commits) => {
+        // Admission may have waited: the deletion starts from the object as it is now.
+        const latest = this.store.get(resourceKey(info), ns, name) === undefined ? undefined : this.get(info, ns, name);
+        if (!latest) throw Errors.notFound(info, name);
+        const result = this.deleteAdmitted(info, ns, name, latest, options);
+        if (commits && !options.dryRun) for (const commit of commits) commit();
+        return result;
+      }),
+    );
+  }
+
+  private deleteAdmitted(
+    info: KindInfo,
+    ns: string | undefined,
+    name: string,
+    current: KubeObject,
+    options: DeleteOptions,
+  ): DeleteResult {
+    const key = resourceKey(info);
     const preconditions = options.preconditions ?? {};
     const grace = this.gracePeriodFor(info, current, options);
     const finalizers = this.finalizersAfterDelete(current, options);
@@ -578,24 +751,94 @@ export class GenericStore {
     return { body: fromStorage(info, marked.object), gone: false };
   }
 
-  deleteCollection(info: KindInfo, namespace: string | undefined, query: ListQuery, options: DeleteOptions): KubeList {
+  /** DELETE of a collection: each listed object through delete (and admission), in order; ones gone meanwhile skipped. */
+  deleteCollection(
+    info: KindInfo,
+    namespace: string | undefined,
+    query: ListQuery,
+    options: DeleteRequestOptions,
+  ): MaybePromise<KubeList> {
     const list = this.list(info, namespace, { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector });
     const deleted: KubeObject[] = [];
-    for (const item of list.items) {
+    const isNotFound = (err: unknown): boolean =>
+      err instanceof Error && 'code' in err && (err as { code: number }).code === 404;
+    const done = eachInOrder(list.items, (item) => {
+      let result: MaybePromise<DeleteResult>;
       try {
-        const result = this.delete(
+        result = this.delete(
           info,
           item.metadata.namespace,
           item.metadata.name!,
           { ...options, preconditions: undefined },
           true,
         );
-        deleted.push(result.gone ? item : (result.body as KubeObject));
       } catch (err) {
-        if (!(err instanceof Error && 'code' in err && (err as { code: number }).code === 404)) throw err;
+        if (isNotFound(err)) return;
+        throw err;
       }
-    }
-    return { ...list, items: deleted };
+      const keep = (r: DeleteResult): void => {
+        deleted.push(r.gone ? item : (r.body as KubeObject));
+      };
+      if (!(result instanceof Promise)) return keep(result);
+      return result.then(keep, (err: unknown) => {
+        if (!isNotFound(err)) throw err;
+      });
+    });
+    return then(done, () => ({ ...list, items: deleted }));
+  }
+
+  /**
+   * A create through a subresource that is a verb on the object (pods/eviction, pods/binding): the admission chain
+   * sees the body (an Eviction, a Binding) as the object of a CREATE of the subresource; mutating webhooks may
+   * change it. What comes back is the body to act on.
+   */
+  admitSubresourceCreate(
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    subresource: ExtraSubresource,
+    body: unknown,
+    options: WriteOptions,
+  ): MaybePromise<unknown> {
+    if (!isPlainObject(body) || !isPlainObject(body.metadata ?? {})) return body;
+    const ns = scoped(info, namespace);
+    const decode = (patched: unknown): KubeObject => {
+      if (!isPlainObject(patched)) throw Errors.badRequest(`Object '${subresource.kind}' is not a JSON object`);
+      return patched as KubeObject;
+    };
+    const obj = { ...body, metadata: { ...(isPlainObject(body.metadata) ? body.metadata : {}) } } as KubeObject;
+    const request = this.admissionRequest(info, 'CREATE', ns, name, obj, undefined, options, decode, subresource.name);
+    if (!request) return body;
+    return then(this.admission.admit(request), () => then(this.admission.validate(request), () => request.obj));
+  }
+
+  /**
+   * CONNECT (pods/exec, attach, portforward, proxy): the admission chain sees the request's options object
+   * (PodExecOptions …) before the connection is made.
+   */
+  admitConnect(
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    subresource: string,
+    connectOptions: KubeObject,
+    requester: Requester | undefined,
+  ): MaybePromise<void> {
+    const options = requester ? { requester } : {};
+    const ns = scoped(info, namespace);
+    const request = this.admissionRequest(
+      info,
+      'CONNECT',
+      ns,
+      name,
+      connectOptions,
+      undefined,
+      options,
+      undefined,
+      subresource,
+    );
+    if (!request) return;
+    return then(this.admission.admit(request), () => then(this.admission.validate(request), () => undefined));
   }
 
   /**

@@ -158,7 +158,13 @@ function takeDisruption(api: GenericStore, pdbInfo: KindInfo, pdb: KubeObject, p
   let next: PdbStatus = { ...status, disruptionsAllowed: status.disruptionsAllowed - 1 };
   if (next.disruptionsAllowed === 0) next = withDisruptionAllowedCondition(next, now);
   next.disruptedPods = { ...(status.disruptedPods ?? {}), [podName]: now };
-  api.update(pdbInfo, pdb.metadata.namespace, name, { ...pdb, status: orderedStatus(next) }, { subresource: 'status' });
+  api.update(
+    pdbInfo,
+    pdb.metadata.namespace,
+    name,
+    { ...pdb, status: orderedStatus(next) },
+    { subresource: 'status', internal: true },
+  );
 }
 
 /**
@@ -197,7 +203,7 @@ function markAndDelete(
     });
     if (preconditions.resourceVersion) preconditions.resourceVersion = object.metadata.resourceVersion;
   }
-  api.delete(info, namespace, name, { ...options, preconditions });
+  api.delete(info, namespace, name, { ...options, preconditions, internal: true });
 }
 
 /**

@@ -1,6 +1,7 @@
 import { Errors } from '../api/errors.js';
 import { deepCopy, isPlainObject, type KubeObject } from '../api/types.js';
 import type { GenericStore, WriteOptions } from './generic-store.js';
+import { then, type MaybePromise } from '../api/maybe-async.js';
 import { field } from './printers.js';
 import type { KindInfo } from './types.js';
 
@@ -38,7 +39,7 @@ export function writeScale(
   next: (scale: KubeObject) => unknown,
   put: boolean,
   options: WriteOptions,
-): KubeObject {
+): MaybePromise<KubeObject> {
   let preconditionRv: string | undefined;
   const updated = api.writeUpdate(
     info,
@@ -66,9 +67,23 @@ export function writeScale(
       setPath(copy, info.scale!.specReplicasPath, replicas ?? 0);
       return copy;
     },
-    { ...options, managedSubresource: 'scale' },
+    {
+      ...options,
+      managedSubresource: 'scale',
+      admissionView: {
+        subresource: 'scale',
+        of: (obj) => scaleOf(info, obj),
+        apply: (view, obj) => {
+          const replicas = isPlainObject(view.spec) ? view.spec.replicas : undefined;
+          if (replicas === undefined || replicas === field(obj, info.scale!.specReplicasPath)) return obj;
+          const copy = deepCopy(obj);
+          setPath(copy, info.scale!.specReplicasPath, replicas);
+          return copy;
+        },
+      },
+    },
   );
-  return scaleOf(info, updated);
+  return then(updated, (u) => scaleOf(info, u));
 }
 
 function selectorText(selector: unknown): string {

@@ -6,6 +6,8 @@ import type { NameRule } from '../api/validation.js';
 import type { Status } from '../api/errors.js';
 import type { GenericStore } from './generic-store.js';
 import type { Requester } from '../auth/requester.js';
+import type { UserInfo } from '../auth/user.js';
+import type { MaybePromise } from '../api/maybe-async.js';
 
 /** What a strategy may use besides the object: cluster time, the seeded RNG, and allocators. */
 export interface StrategyContext {
@@ -80,26 +82,64 @@ export interface Strategy {
   finalizersOnDelete?(obj: KubeObject): readonly string[];
 }
 
-/** One write as admission plugins see it (admission.Attributes): the object about to be stored, and the stored one. */
+export type AdmissionOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+
+/**
+ * One request as admission sees it (k8s.io/apiserver's admission.Attributes): what is asked of which resource, the
+ * object about to be stored and the stored one. The store makes one per write and hands it down the chain.
+ */
 export interface AdmissionRequest {
-  info: KindInfo;
-  operation: 'CREATE' | 'UPDATE';
-  /** The object to store; mutating plugins change it in place (it is the write's own copy). */
-  obj: KubeObject;
-  old?: KubeObject;
-  dryRun: boolean;
+  /** The kind the request addresses (its group, version, kind and resource). */
+  readonly info: KindInfo;
+  readonly operation: AdmissionOperation;
+  /** '' for the resource itself; 'status', 'scale', 'exec' … for a subresource. */
+  readonly subresource: string;
+  readonly namespace: string | undefined;
+  /** The name the request names: '' for a create that asks for a generated one. */
+  readonly name: string;
+  /**
+   * The object to store (CREATE, UPDATE) or a CONNECT's options; undefined for a DELETE. Mutating plugins change it
+   * in place (it is the write's own copy); mutating webhooks hand theirs in through `replace`.
+   */
+  obj: KubeObject | undefined;
+  /** The stored object (UPDATE, DELETE). */
+  readonly old: KubeObject | undefined;
+  readonly dryRun: boolean;
+  /** The request's CreateOptions, UpdateOptions or DeleteOptions, as webhooks receive them; null for a CONNECT. */
+  readonly options: Record<string, unknown> | null;
+  /** Who asks: the authenticated user, or undefined for the server's own components (and every client without --auth). */
+  readonly user: UserInfo | undefined;
+  readonly requester: Requester | undefined;
+  /** Takes a mutating webhook's result as the object to store: decoded as a request body of the kind, defaulted again. */
+  replace(obj: unknown): void;
+  /** A warning for the client, sent as a `Warning: 299` header. */
+  warn(text: string): void;
+  /** An audit annotation (key → value) recorded with the request. */
+  annotate(key: string, value: string): void;
+  /** State mutating plugins keep across the rounds of the chain (admission.ReinvocationContext). */
+  readonly reinvocation: {
+    /** 0 on the first pass, 1 on the pass that reinvokes plugins after a webhook changed the object. */
+    round: 0 | 1;
+    /** A webhook changed the object: the chain runs once more. */
+    shouldReinvoke: boolean;
+    readonly values: Map<string, unknown>;
+  };
 }
 
 /**
  * An admission plugin of kube-apiserver's chain. `admit` (mutating) runs after defaulting and before the strategy's
- * create/update preparation; `validate` runs after validation, just before the object is stored, and may refuse by
- * throwing the Status to answer. What it returns runs once the write is stored (quota admission charges the quota
- * then), in the same synchronous step, so no other write can come between the check and the charge.
+ * create/update preparation; `validate` runs after validation, just before the object is stored, and refuses by
+ * throwing the Status to answer. What `validate` returns runs once the write is stored (quota admission charges the
+ * quota then). Either may answer with a promise (webhooks): the write waits for it; the plugins after the last one
+ * that waited and the write itself run in one synchronous step, so nothing comes between their checks and the write.
  */
 export interface AdmissionPlugin {
+  /** Its name in kube-apiserver's order (--enable-admission-plugins): where the chain puts it. */
   readonly name: string;
-  admit?(request: AdmissionRequest): void;
-  validate?(request: AdmissionRequest): (() => void) | undefined;
+  /** The operations it looks at (admission.Handler's Handles); CREATE and UPDATE when unset. */
+  readonly operations?: readonly AdmissionOperation[];
+  admit?(request: AdmissionRequest): MaybePromise<void>;
+  validate?(request: AdmissionRequest): MaybePromise<(() => void) | undefined | void>;
 }
 
 export interface ScaleSubresource {

@@ -25,6 +25,7 @@ import {
 } from './remote-command.js';
 import { guardWebSocket } from './connections.js';
 import type { ServedCluster } from './served-cluster.js';
+import { requesterOf } from '../auth/api-auth.js';
 import { SpdyConnection, type StreamHandler } from './spdy.js';
 
 /**
@@ -197,6 +198,34 @@ function errorText(err: unknown): string {
 /** The connect subresources served over an upgraded connection. */
 export type ConnectSubresource = 'exec' | 'attach' | 'portforward';
 
+/** The options object a CONNECT's admission sees: PodExecOptions, PodAttachOptions or PodPortForwardOptions. */
+function connectOptions(subresource: ConnectSubresource, params: URLSearchParams): KubeObject {
+  if (subresource === 'portforward') {
+    const ports = params
+      .getAll('ports')
+      .flatMap((p) => p.split(','))
+      .map(Number)
+      .filter(Number.isInteger);
+    return {
+      kind: 'PodPortForwardOptions',
+      apiVersion: 'v1',
+      ...(ports.length ? { ports } : {}),
+    } as unknown as KubeObject;
+  }
+  const options: Record<string, unknown> = {
+    kind: subresource === 'exec' ? 'PodExecOptions' : 'PodAttachOptions',
+    apiVersion: 'v1',
+  };
+  for (const key of ['stdin', 'stdout', 'stderr', 'tty']) if (queryBool(params.getAll(key))) options[key] = true;
+  const container = params.get('container');
+  if (container) options.container = container;
+  if (subresource === 'exec') {
+    const command = params.getAll('command');
+    if (command.length > 0) options.command = command;
+  }
+  return options as unknown as KubeObject;
+}
+
 /** What the kubelet was asked for: a session with a process in a container, or port-forwarding into the pod. */
 type Connect =
   | { kind: 'command'; options: StreamOptions; process: ContainerProcess }
@@ -245,18 +274,34 @@ export class PodConnect {
     head: Buffer,
     reject: Reject,
   ): void {
-    const pod = this.cluster.api.get(info, namespace, name);
-    let connect: Connect;
-    try {
-      connect = this.connect(subresource, pod, url.searchParams);
-    } catch (err) {
-      // The kubelet's own refusals come back as plain text, which kubectl shows as "unable to upgrade connection: …".
-      if (err instanceof ApiError && err.code === 500) return reject(err, 'text/plain');
-      throw err;
-    }
-    const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
-    if (upgrade === 'websocket') return this.webSocket(connect, subresource, url, req, socket, head, reject);
-    this.spdyUpgrade(connect, req, socket, head, reject);
+    const admitted = this.cluster.api.admitConnect(
+      info,
+      namespace,
+      name,
+      subresource,
+      connectOptions(subresource, url.searchParams),
+      requesterOf(req),
+    );
+    const proceed = (): void => {
+      const pod = this.cluster.api.get(info, namespace, name);
+      let connect: Connect;
+      try {
+        connect = this.connect(subresource, pod, url.searchParams);
+      } catch (err) {
+        // The kubelet's own refusals come back as plain text, which kubectl shows as "unable to upgrade connection: …".
+        if (err instanceof ApiError && err.code === 500) return reject(err, 'text/plain');
+        throw err;
+      }
+      const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
+      if (upgrade === 'websocket') return this.webSocket(connect, subresource, url, req, socket, head, reject);
+      this.spdyUpgrade(connect, req, socket, head, reject);
+    };
+    if (!(admitted instanceof Promise)) return proceed();
+    // A webhook looks at the connection first: the socket waits, and a refusal is the answer to the upgrade.
+    admitted.then(proceed).catch((err: unknown) => {
+      if (socket.destroyed) return;
+      reject(err instanceof ApiError ? err : Errors.internal(err instanceof Error ? err.message : String(err)));
+    });
   }
 
   /** The API server's checks, then the kubelet's: what to connect the client to. */

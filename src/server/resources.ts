@@ -6,9 +6,10 @@ import { ApiError, Errors } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_CONTENT_TYPES } from '../api/patch.js';
 import { queryBool } from '../api/query-params.js';
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
-import type { KubeObject, DeleteOptions } from '../api/types.js';
+import type { KubeObject } from '../api/types.js';
 import type { ServedCluster } from './served-cluster.js';
-import type { ListQuery, WatchQuery, WriteOptions } from '../registry/generic-store.js';
+import type { DeleteRequestOptions, ListQuery, WatchQuery, WriteOptions } from '../registry/generic-store.js';
+import { then } from '../api/maybe-async.js';
 import { defaultFieldManager } from '../api/managed-fields.js';
 import { parseFieldValidation } from '../api/schema/field-validation.js';
 import { scaleOf, writeScale } from '../registry/scale.js';
@@ -129,14 +130,16 @@ export class ResourceHandler {
         if (info.namespaced && namespace === undefined) throw Errors.methodNotAllowed();
         const options = writeOptions(request, query, 'CreateOptions');
         const body = this.body(request, false, info.kind);
-        const created = this.cluster.api.create(info, namespace, body.value, options);
-        return this.send(warn(reply, options), 201, created, negotiated, info);
+        return then(this.cluster.api.create(info, namespace, body.value, options), (created) =>
+          this.send(warn(reply, options), 201, created, negotiated, info),
+        );
       }
       if (method === 'DELETE') {
         this.checkListOptions(info, query, false);
         const options = this.deleteOptions(request, query);
-        const deleted = this.cluster.api.deleteCollection(info, namespace, listQuery(query), options);
-        return this.sendText(reply, 200, negotiated, listJson(deleted, deleted.items), deleted);
+        return then(this.cluster.api.deleteCollection(info, namespace, listQuery(query), options), (deleted) =>
+          this.sendText(warn(reply, options), 200, negotiated, listJson(deleted, deleted.items), deleted),
+        );
       }
       throw Errors.methodNotAllowed();
     }
@@ -153,18 +156,19 @@ export class ResourceHandler {
     const extra = subresource === undefined ? undefined : info.extraSubresources?.find((s) => s.name === subresource);
     if (extra?.create) {
       if (method !== 'POST') throw Errors.methodNotAllowed();
-      validateWriteOptions(query, 'CreateOptions', false);
-      const result = extra.create(
-        this.cluster.api,
+      const options = writeOptions(request, query, 'CreateOptions');
+      const admitted = this.cluster.api.admitSubresourceCreate(
         info,
         namespace,
         name,
+        extra,
         this.body(request, false, extra.kind).value,
-        {
-          dryRun: dryRunRequested(query),
-        },
+        options,
       );
-      return this.sendText(reply, 201, negotiated, JSON.stringify(result), result);
+      return then(admitted, (body) => {
+        const result = extra.create!(this.cluster.api, info, namespace, name, body, { dryRun: options.dryRun });
+        return this.sendText(warn(reply, options), 201, negotiated, JSON.stringify(result), result);
+      });
     }
     if (info.resource === 'pods' && subresource === 'log') {
       if (method !== 'GET') throw Errors.methodNotAllowed();
@@ -188,26 +192,29 @@ export class ResourceHandler {
       case 'PUT': {
         const options = writeOptions(request, query, 'UpdateOptions', status);
         const body = this.body(request, false, info.kind);
-        const updated = this.cluster.api.update(info, namespace, name, body.value, options);
-        return this.send(warn(reply, options), 200, updated, negotiated, info);
+        return then(this.cluster.api.update(info, namespace, name, body.value, options), (updated) =>
+          this.send(warn(reply, options), 200, updated, negotiated, info),
+        );
       }
       case 'PATCH': {
         const options = writeOptions(request, query, 'PatchOptions', status, isApplyPatch(request));
         const body = this.body(request, true);
-        const patched = this.cluster.api.patch(info, namespace, name, body.patchType!, body.value, options);
-        return this.send(warn(reply, options), options.created ? 201 : 200, patched, negotiated, info);
+        return then(this.cluster.api.patch(info, namespace, name, body.patchType!, body.value, options), (patched) =>
+          this.send(warn(reply, options), options.created ? 201 : 200, patched, negotiated, info),
+        );
       }
       case 'DELETE': {
         if (status) throw Errors.methodNotAllowed();
         const options = this.deleteOptions(request, query);
-        const result = this.cluster.api.delete(info, namespace, name, options);
         // kube-apiserver answers 202 only to an explicit orphanDependents=false; an object kept by finalizers gets 200.
-        return this.send(
-          reply,
-          !result.gone && options.orphanDependents === false ? 202 : 200,
-          result.body as KubeObject,
-          negotiated,
-          info,
+        return then(this.cluster.api.delete(info, namespace, name, options), (result) =>
+          this.send(
+            warn(reply, options),
+            !result.gone && options.orphanDependents === false ? 202 : 200,
+            result.body as KubeObject,
+            negotiated,
+            info,
+          ),
         );
       }
       default:
@@ -233,7 +240,7 @@ export class ResourceHandler {
   }
 
   /** DeleteOptions from the body (then the query is not read) or the query, as kube-apiserver's delete handlers read them. */
-  private deleteOptions(request: FastifyRequest, query: Query): DeleteOptions {
+  private deleteOptions(request: FastifyRequest, query: Query): DeleteRequestOptions {
     const body = request.body as Buffer | undefined;
     const decoded =
       body && body.length > 0
@@ -243,7 +250,10 @@ export class ResourceHandler {
             protobuf: decodeProtobuf,
           }).value
         : undefined;
-    return deleteOptionsFrom(decoded, query);
+    const options: DeleteRequestOptions = deleteOptionsFrom(decoded, query);
+    const requester = requesterOf(request.raw);
+    if (requester) options.requester = requester;
+    return options;
   }
 
   private list(
@@ -384,7 +394,7 @@ export class ResourceHandler {
         fieldManager: one(query, 'fieldManager') || defaultFieldManager(request.headers['user-agent']),
       },
     );
-    return this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
+    return then(scale, (written) => this.sendText(reply, 200, negotiated, JSON.stringify(written), written));
   }
 
   /**
@@ -561,7 +571,7 @@ function writeOptions(
 }
 
 /** Sends a write's warnings as `Warning: 299 - "…"` headers (kubectl prints them as `Warning: …`). */
-function warn(reply: FastifyReply, options: WriteOptions): FastifyReply {
+function warn(reply: FastifyReply, options: { warnings?: string[] }): FastifyReply {
   if (options.warnings?.length) addWarnings(reply, options.warnings);
   return reply;
 }

@@ -331,6 +331,15 @@ export class MemoryStore {
    * compute the next state from it, and writes it unless nothing changed (then the current object is returned
    * with its resourceVersion untouched, and no event is sent).
    */
+  /** The stored object an update starts from: 404 when there is none, 409 when the preconditions fail, as guaranteedUpdate checks. */
+  current(resource: string, namespace: string | undefined, name: string, preconditions: Preconditions): KubeObject {
+    const table = this.table(resource);
+    const current = table.objects.get(objectKey(namespace, name));
+    if (!current) throw Errors.notFound(table.spec.groupResource, name);
+    checkPreconditions(table.spec.groupResource, current, preconditions);
+    return current;
+  }
+
   guaranteedUpdate(
     resource: string,
     namespace: string | undefined,

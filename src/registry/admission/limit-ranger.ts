@@ -217,10 +217,10 @@ export class LimitRanger implements AdmissionPlugin {
 
   constructor(private readonly store: MemoryStore) {}
 
-  /** SupportsAttributes: pods on create, claims on create and update; nothing that is being deleted. */
+  /** SupportsAttributes: pods on create, claims on create and update, no subresource; nothing being deleted. */
   private limitRanges(request: AdmissionRequest): readonly KubeObject[] | undefined {
     const { info, operation, obj, old } = request;
-    if (info.group !== '') return undefined;
+    if (info.group !== '' || request.subresource !== '' || !obj) return undefined;
     if (info.resource === 'pods' ? operation !== 'CREATE' : info.resource !== 'persistentvolumeclaims')
       return undefined;
     if (old?.metadata.deletionTimestamp) return undefined;
@@ -232,19 +232,20 @@ export class LimitRanger implements AdmissionPlugin {
 
   admit(request: AdmissionRequest): void {
     if (request.info.resource !== 'pods') return;
-    for (const limitRange of this.limitRanges(request) ?? []) applyDefaults(request.obj, limitItems(limitRange));
+    for (const limitRange of this.limitRanges(request) ?? []) applyDefaults(request.obj!, limitItems(limitRange));
   }
 
   validate(request: AdmissionRequest): undefined {
     const ranges = this.limitRanges(request);
-    if (!ranges) return undefined;
+    const obj = request.obj;
+    if (!ranges || !obj) return undefined;
     for (const limitRange of ranges) {
       const items = limitItems(limitRange);
-      const errors = request.info.resource === 'pods' ? podErrors(request.obj, items) : claimErrors(request.obj, items);
+      const errors = request.info.resource === 'pods' ? podErrors(obj, items) : claimErrors(obj, items);
       if (errors.length === 0) continue;
       // utilerrors.NewAggregate: one error as it is, several in brackets.
       const why = errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]`;
-      throw Errors.forbidden(request.info, request.obj.metadata.name ?? request.obj.metadata.generateName ?? '', why);
+      throw Errors.forbidden(request.info, obj.metadata.name ?? obj.metadata.generateName ?? '', why);
     }
     return undefined;
   }

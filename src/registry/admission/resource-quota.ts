@@ -45,6 +45,8 @@ export class ResourceQuotaAdmission implements AdmissionPlugin {
 
   validate(request: AdmissionRequest): (() => void) | undefined {
     const { info, operation, obj, old } = request;
+    // Quota ignores subresources (a pod's status, a deployment's scale), as kube-apiserver's plugin does.
+    if (!obj || request.subresource !== '') return undefined;
     const namespace = obj.metadata.namespace;
     if (!info.namespaced || namespace === undefined) return undefined;
     const quotas = namespaceObjects(this.store, QUOTAS, namespace);

@@ -14,8 +14,8 @@ const FINALIZERS: Record<string, string> = {
 export class StorageObjectInUseProtection implements AdmissionPlugin {
   readonly name = 'StorageObjectInUseProtection';
 
-  admit({ info, operation, obj }: AdmissionRequest): void {
-    if (operation !== 'CREATE' || info.group !== '') return;
+  admit({ info, operation, obj, subresource }: AdmissionRequest): void {
+    if (operation !== 'CREATE' || info.group !== '' || subresource !== '' || !obj) return;
     const finalizer = FINALIZERS[info.resource];
     if (!finalizer) return;
     const finalizers = obj.metadata.finalizers ?? [];

@@ -25,7 +25,7 @@ let cel: { lib: Cel; env: ReturnType<Cel['celEnv']> } | undefined;
  * most clusters have no CRD with rules. Its CommonJS build can be required synchronously,
  * as validation is.
  */
-function loadCel(): NonNullable<typeof cel> {
+export function loadCel(): NonNullable<typeof cel> {
   if (!cel) {
     const lib = createRequire(import.meta.url)('@bufbuild/cel') as Cel;
     cel = { lib, env: lib.celEnv() };

@@ -82,7 +82,7 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
         for (const obj of store.all(resourceKey(storage))) {
           if (obj.metadata.deletionTimestamp) continue;
           try {
-            api.delete(storage, obj.metadata.namespace, obj.metadata.name!, {});
+            api.delete(storage, obj.metadata.namespace, obj.metadata.name!, { internal: true });
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 404)) throw err;
           }
@@ -90,21 +90,28 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
         // Instances held by finalizers of their own: the next change to the table looks again.
         if (store.all(resourceKey(storage)).length > 0) continue;
       }
-      api.writeUpdate(customResourceDefinitions, undefined, name, {}, (current) => {
-        const next = deepCopy(current);
-        next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== CLEANUP_FINALIZER);
-        // Never served (its names refused): no instances to remove, as kube-apiserver's finalizer says.
-        const outcome = storage
-          ? { reason: 'InstanceDeletionCompleted', message: 'removed all instances' }
-          : { reason: 'NeverEstablished', message: 'resource was never established' };
-        setCondition(next, {
-          type: 'Terminating',
-          status: 'False',
-          lastTransitionTime: next.metadata.deletionTimestamp ?? '',
-          ...outcome,
-        });
-        return next;
-      });
+      api.writeUpdate(
+        customResourceDefinitions,
+        undefined,
+        name,
+        {},
+        (current) => {
+          const next = deepCopy(current);
+          next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== CLEANUP_FINALIZER);
+          // Never served (its names refused): no instances to remove, as kube-apiserver's finalizer says.
+          const outcome = storage
+            ? { reason: 'InstanceDeletionCompleted', message: 'removed all instances' }
+            : { reason: 'NeverEstablished', message: 'resource was never established' };
+          setCondition(next, {
+            type: 'Terminating',
+            status: 'False',
+            lastTransitionTime: next.metadata.deletionTimestamp ?? '',
+            ...outcome,
+          });
+          return next;
+        },
+        { internal: true },
+      );
     }
   };
 
@@ -132,7 +139,9 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
         if (name === except || crdSpec(crd).group !== group || crd.metadata.deletionTimestamp) continue;
         if (deepEqual(servedNames(crd), crdSpec(crd).names)) continue;
         try {
-          api.writeUpdate(customResourceDefinitions, undefined, name, {}, (current) => deepCopy(current));
+          api.writeUpdate(customResourceDefinitions, undefined, name, {}, (current) => deepCopy(current), {
+            internal: true,
+          });
         } catch (err) {
           // Gone meanwhile: nothing to reconsider.
           if (!(err instanceof ApiError && err.code === 404)) throw err;
