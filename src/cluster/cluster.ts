@@ -22,6 +22,7 @@ import { WebhookClients, type ServiceMapping } from '../registry/admission/webho
 
 export { parseServiceMapping, type ServiceMapping } from '../registry/admission/webhook-client.js';
 import { webhookPlugins } from '../registry/admission/webhooks.js';
+import { ValidatingAdmissionPolicies } from '../registry/admission/policies.js';
 import { NodePortAllocator } from './node-port-allocator.js';
 import { LocalApiServices } from './aggregator.js';
 import { FlowControlConfig } from './apf.js';
@@ -110,6 +111,7 @@ export class Cluster {
     const webhooks = webhookPlugins({ store, registry: this.registry, clients: this.webhooks, random });
     this.api.admission.register(webhooks.mutating);
     this.api.admission.register(webhooks.validating);
+    this.api.admission.register(new ValidatingAdmissionPolicies(store, this.registry));
     for (const info of builtinKinds) this.registry.add(info);
     serveCustomResources(this.registry, store, this.api);
     store.onChange((key, event) => {

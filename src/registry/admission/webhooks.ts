@@ -212,7 +212,7 @@ function subKind(info: KindInfo, subresource: string): { group: string; version:
  * The request's objects in the version a matched equivalent serves (a CRD's other version, events.k8s.io's Event
  * for a core Event): through the storage version, as kube-apiserver converts versioned attributes.
  */
-function versioned(obj: KubeObject | undefined, from: KindInfo, to: KindInfo): KubeObject | undefined {
+export function versioned(obj: KubeObject | undefined, from: KindInfo, to: KindInfo): KubeObject | undefined {
   if (!obj || from === to || obj.apiVersion !== groupVersion(from)) return obj;
   const stored = from.storage ? from.storage.toStorage(obj) : obj;
   return to.storage ? to.storage.fromStorage(stored) : stored;
