@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/rollout.js [--replicas 1000] [--nodes 20] [--surge 25%] [--unavailable 25%] [--runs 1] [--watch-history N] [--stop-delay D] [--cpu-prof DIR] [--no-pod-watch]`
+ * `node dist/bench/rollout.js [--replicas 1000] [--nodes 20] [--surge 25%] [--unavailable 25%] [--runs 1] [--watch-history N] [--stop-delay D] [--cpu-prof DIR] [--no-pod-watch] [--service]`
  *
  * A Deployment of `replicas` pods on `nodes` simulated nodes (`sim serve --nodes`, real clock, the default
  * kubelet stages): how long until it is Available, then how long a full rolling update (a new image) takes —
@@ -12,7 +12,9 @@
  * server (`0s`: deleted pods go at once, as with kwok's default stages). `--cpu-prof DIR` writes the server's V8 CPU
  * profile there (NODE_OPTIONS may not carry --cpu-prof). `--no-pod-watch` leaves the pod watch out (the bounds are
  * then not checked, nor when the old pods are gone): serving it took 3-5 of the server's ~25 CPU seconds in a
- * 10,000-pod update, which a rollout followed only by `kubectl rollout status` does not pay.
+ * 10,000-pod update, which a rollout followed only by `kubectl rollout status` does not pay. `--service` puts a
+ * Service (a named target port) in front of the pods, so the endpoints and EndpointSlice controllers follow the
+ * rollout too; the last column then says whether the Endpoints and slices ended as the new pods.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -30,6 +32,7 @@ interface Options {
   stopDelay?: string;
   cpuProfDir?: string;
   podWatch: boolean;
+  service: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -48,6 +51,7 @@ function parseArgs(argv: string[]): Options {
     stopDelay: argv.includes('--stop-delay') ? value('--stop-delay', '') : undefined,
     cpuProfDir: argv.includes('--cpu-prof') ? value('--cpu-prof', '') : undefined,
     podWatch: !argv.includes('--no-pod-watch'),
+    service: argv.includes('--service'),
   };
 }
 
@@ -185,6 +189,43 @@ function peakRssMiB(pid: number): number {
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 }
 
+/**
+ * Waits (up to a minute) until the Service's Endpoints list `replicas` ready addresses (at most 1000) and its
+ * EndpointSlices `replicas` ready endpoints and nothing else, and says how long past the rollout that took.
+ */
+async function endpointsSettled(url: string, replicas: number): Promise<string> {
+  const t0 = performance.now();
+  for (;;) {
+    const ep = await call<{ subsets?: Array<{ addresses?: unknown[]; notReadyAddresses?: unknown[] }> }>(
+      url,
+      'GET',
+      '/api/v1/namespaces/default/endpoints/web',
+    );
+    const slices = await call<{ items: Array<{ endpoints?: Array<{ conditions?: { ready?: boolean } }> | null }> }>(
+      url,
+      'GET',
+      '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dweb',
+    );
+    const ready = (ep.subsets ?? []).reduce((n, s) => n + (s.addresses?.length ?? 0), 0);
+    const notReady = (ep.subsets ?? []).reduce((n, s) => n + (s.notReadyAddresses?.length ?? 0), 0);
+    const inSlices = slices.items.flatMap((s) => s.endpoints ?? []);
+    // Endpoints hold at most 1000 addresses (the rest are cut); the slices hold every pod.
+    if (
+      ready === Math.min(replicas, 1000) &&
+      notReady === 0 &&
+      inSlices.length === replicas &&
+      inSlices.every((e) => e.conditions?.ready)
+    )
+      return `✓ +${((performance.now() - t0) / 1000).toFixed(1)} s, ${slices.items.length} slices`;
+    if (performance.now() - t0 > 60_000) {
+      process.exitCode = 1;
+      const unready = inSlices.filter((e) => !e.conditions?.ready).length;
+      return `✗ ${ready} ready, ${notReady} not, ${inSlices.length} in slices (${unready} not ready)`;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function run(o: Options): Promise<string> {
   const { surge, unavailable } = resolveFenceposts(o.surge, o.unavailable, o.replicas);
   const server = await startServer(o);
@@ -194,8 +235,13 @@ async function run(o: Options): Promise<string> {
     const path = `${ns}/web`;
     const template = (image: string): unknown => ({
       metadata: { labels: { app: 'web' } },
-      spec: { containers: [{ name: 'app', image }] },
+      spec: { containers: [{ name: 'app', image, ports: [{ name: 'http', containerPort: 8080 }] }] },
     });
+    if (o.service)
+      await call(url, 'POST', '/api/v1/namespaces/default/services', {
+        metadata: { name: 'web' },
+        spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 'http' }] },
+      });
     const complete = (d: Obj): boolean => {
       const s = d.status as
         | { observedGeneration?: number; updatedReplicas?: number; replicas?: number; availableReplicas?: number }
@@ -248,9 +294,10 @@ async function run(o: Options): Promise<string> {
       if (!ok) process.exitCode = 1;
       watched = `${tracker.maxLive} ≤ ${o.replicas + surge}, ${tracker.minReady} ≥ ${o.replicas - unavailable} ${ok ? '✓' : '✗'}`;
     }
+    const endpoints = o.service ? await endpointsSettled(url, o.replicas) : '–';
     // With the watch: until the old pods are gone; without: until rolled out (no watch to say when they are gone).
     const cpu = serverCpuSeconds(child.pid!);
-    return `| ${o.replicas} | ${o.nodes} | ${o.surge} / ${o.unavailable} (${surge} / ${unavailable}) | ${(availableMs / 1000).toFixed(1)} s | ${(rolledMs / 1000).toFixed(1)} s | ${drained} | ${tracker?.events ?? '–'} | ${watched} | ${cpuCreate.toFixed(1)} + ${(cpu - cpuCreate).toFixed(1)} s | ${peakRssMiB(child.pid!)} MiB |`;
+    return `| ${o.replicas} | ${o.nodes} | ${o.surge} / ${o.unavailable} (${surge} / ${unavailable}) | ${(availableMs / 1000).toFixed(1)} s | ${(rolledMs / 1000).toFixed(1)} s | ${drained} | ${tracker?.events ?? '–'} | ${watched} | ${cpuCreate.toFixed(1)} + ${(cpu - cpuCreate).toFixed(1)} s | ${peakRssMiB(child.pid!)} MiB | ${endpoints} |`;
   } finally {
     // Waits for the server to exit: a CPU profile is written on a clean exit.
     await server.stop();
@@ -263,7 +310,7 @@ process.on('uncaughtException', (err) => {
 });
 const options = parseArgs(process.argv.slice(2));
 console.log(
-  '| replicas | nodes | maxSurge / maxUnavailable | Available after | rolled out after | old pods gone after | pod events | worst instant (pods, ready) | server CPU (create + update) | peak RSS |',
+  '| replicas | nodes | maxSurge / maxUnavailable | Available after | rolled out after | old pods gone after | pod events | worst instant (pods, ready) | server CPU (create + update) | peak RSS | endpoints after |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (let i = 0; i < options.runs; i++) console.log(await run(options));

@@ -46,7 +46,7 @@ metadata: {name: robot, namespace: kinds}
 apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: kinds}
-spec: {selector: {app: web}, ports: [{port: 80}]}
+spec: {ports: [{port: 80}]}
 ---
 apiVersion: v1
 kind: Endpoints

@@ -7,7 +7,20 @@ import { FieldErrors, type StatusCause } from './errors.js';
  */
 export function parseIp(text: string): Uint8Array | undefined {
   const family = isIP(text);
-  if (family === 4) return Uint8Array.from(text.split('.').map(Number));
+  if (family === 4) {
+    const bytes = new Uint8Array(4);
+    let part = 0;
+    let n = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 46) {
+        bytes[part++] = n;
+        n = 0;
+      } else n = n * 10 + c - 48;
+    }
+    bytes[part] = n;
+    return bytes;
+  }
   if (family !== 6) return undefined;
   let body = text;
   let tail: number[] = [];
@@ -35,8 +48,8 @@ export function parseIp(text: string): Uint8Array | undefined {
 }
 
 /** ValidateNonSpecialIP: endpoint and external IPs may not be unspecified, loopback or link-local. */
-export function validateNonSpecialIp(value: string, field: string): StatusCause[] {
-  const ip = parseIp(value);
+export function validateNonSpecialIp(value: string, field: string, parsed = parseIp(value)): StatusCause[] {
+  const ip = parsed;
   if (!ip) return [FieldErrors.invalid(field, value, 'must be a valid IP address')];
   const causes: StatusCause[] = [];
   const v4 = ip.length === 4;

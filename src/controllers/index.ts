@@ -3,6 +3,9 @@ import { clusterRoleAggregationController } from './clusterrole-aggregation.js';
 import { configWatcher } from './configwatcher.js';
 import { cronJobController } from './cronjob/controller.js';
 import { daemonSetController } from './daemonset.js';
+import { endpointsController } from './endpoints/endpoints.js';
+import { endpointSliceController } from './endpoints/endpointslices.js';
+import { endpointSliceMirroringController } from './endpoints/mirroring.js';
 import { deploymentController } from './deployment/controller.js';
 import { disruptionController } from './disruption.js';
 import { garbageCollector } from './garbage-collector.js';
@@ -11,7 +14,7 @@ import { jobController } from './job/controller.js';
 import { namespaceController } from './namespace.js';
 import { nodeLifecycleController } from './node-lifecycle.js';
 import { podGarbageCollector } from './podgc.js';
-import { replicaSetController } from './replicaset.js';
+import { replicaSetController, replicationManager } from './replicaset.js';
 import { resourceQuotaController } from './resourcequota.js';
 import { rootCaCertPublisher } from './root-ca-cert-publisher.js';
 import { serviceAccountController } from './serviceaccount.js';
@@ -28,6 +31,7 @@ import { claimProtectionController, volumeProtectionController } from './volume/
  */
 export const CONTROLLER_NAMES = [
   'replicaset',
+  'replicationcontroller',
   'deployment',
   'statefulset',
   'daemonset',
@@ -49,12 +53,16 @@ export const CONTROLLER_NAMES = [
   'persistentvolumeclaim-protection',
   'persistentvolume-protection',
   'ephemeral-volume',
+  'endpoint',
+  'endpointslice',
+  'endpointslicemirroring',
   // Not kube-controller-manager's: the provisioner kind runs beside it (a Deployment in local-path-storage).
   'local-path-provisioner',
 ] as const;
 
 export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new Map<string, ControllerFactory>([
   ['replicaset', replicaSetController],
+  ['replicationcontroller', replicationManager],
   ['deployment', deploymentController],
   ['namespace', namespaceController],
   ['garbagecollector', garbageCollector],
@@ -77,4 +85,7 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['persistentvolume-protection', volumeProtectionController],
   ['ephemeral-volume', ephemeralVolumeController],
   ['local-path-provisioner', localPathProvisioner],
+  ['endpoint', endpointsController],
+  ['endpointslice', endpointSliceController],
+  ['endpointslicemirroring', endpointSliceMirroringController],
 ]);

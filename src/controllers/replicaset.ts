@@ -2,7 +2,7 @@ import { rfc3339 } from '../clock/clock.js';
 import { ApiError, ignoreNotFound } from '../api/errors.js';
 import { selectorFromObject, type LabelSelector } from '../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject, type OwnerReference } from '../api/types.js';
-import { Resources } from '../client/client.js';
+import { Resources, type Gvr } from '../client/client.js';
 import { cacheKey } from '../client/informer.js';
 import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
 import type { EventRecorder } from '../runtime/events.js';
@@ -221,12 +221,63 @@ function isNamespaceTerminating(err: unknown): boolean {
   return err instanceof ApiError && (err.details?.causes ?? []).some((c) => c.reason === 'NamespaceTerminating');
 }
 
+/**
+ * A kind the ReplicaSet algorithm runs: apps/v1 ReplicaSet, or v1 ReplicationController, whose equality selector
+ * (a map) is the LabelSelector `{matchLabels: map}` (kube-controller-manager's replication manager is the ReplicaSet
+ * controller over an RC-to-RS adapter).
+ */
+export interface ReplicatedKind {
+  /** The controller's name in kube-controller-manager (and in --controllers). */
+  controller: string;
+  /** The component its events are from. */
+  component: string;
+  gvr: Gvr;
+  apiVersion: string;
+  kind: string;
+  /** The pod selector, as a LabelSelector object. */
+  selector(owner: KubeObject): unknown;
+}
+
+const groupOf = (apiVersion: string): string => (apiVersion.includes('/') ? apiVersion.split('/')[0]! : '');
+
+const specOf = (o: KubeObject): Record<string, unknown> => (isPlainObject(o.spec) ? o.spec : {});
+
+export const REPLICA_SETS: ReplicatedKind = {
+  controller: 'replicaset',
+  component: 'replicaset-controller',
+  gvr: Resources.replicasets,
+  apiVersion: 'apps/v1',
+  kind: 'ReplicaSet',
+  selector: (rs) => specOf(rs).selector,
+};
+
+export const REPLICATION_CONTROLLERS: ReplicatedKind = {
+  controller: 'replicationcontroller',
+  component: 'replication-controller',
+  gvr: Resources.replicationcontrollers,
+  apiVersion: 'v1',
+  kind: 'ReplicationController',
+  selector: (rc) => {
+    const selector = specOf(rc).selector;
+    return isPlainObject(selector) && Object.keys(selector).length > 0 ? { matchLabels: selector } : undefined;
+  },
+};
+
 export function replicaSetController(ctx: ControllerContext): Controller {
-  const replicaSets = ctx.informers.for(Resources.replicasets);
+  return replicatedPodsController(ctx, REPLICA_SETS);
+}
+
+/** The replication manager: ReplicationControllers, kept by the ReplicaSet controller's algorithm. */
+export function replicationManager(ctx: ControllerContext): Controller {
+  return replicatedPodsController(ctx, REPLICATION_CONTROLLERS);
+}
+
+function replicatedPodsController(ctx: ControllerContext, target: ReplicatedKind): Controller {
+  const replicaSets = ctx.informers.for(target.gvr);
   const pods = ctx.informers.for(Resources.pods);
-  const recorder: EventRecorder = ctx.recorder('replicaset-controller');
+  const recorder: EventRecorder = ctx.recorder(target.component);
   const expectations = new Expectations(ctx.clock);
-  const loop = new ReconcileLoop('replicaset', ctx, reconcile, 5, { batchTurns: 4 });
+  const loop = new ReconcileLoop(target.controller, ctx, reconcile, 5, { batchTurns: 4 });
   const selectors = new WeakMap<KubeObject, LabelSelector>();
 
   indexByController(pods);
@@ -241,7 +292,7 @@ export function replicaSetController(ctx: ControllerContext): Controller {
   const selectorOf = (rs: KubeObject): LabelSelector | undefined => {
     let s = selectors.get(rs);
     if (!s) {
-      const raw = (rs.spec as { selector?: unknown } | undefined)?.selector;
+      const raw = target.selector(rs);
       const text = JSON.stringify(raw ?? null);
       s = byText.get(text);
       if (!s) {
@@ -259,7 +310,8 @@ export function replicaSetController(ctx: ControllerContext): Controller {
 
   /** The ReplicaSet a controller reference names, if it is still that object. */
   const resolve = (namespace: string | undefined, ref: OwnerReference | undefined): KubeObject | undefined => {
-    if (ref?.kind !== 'ReplicaSet' || !ref.apiVersion.startsWith('apps/')) return undefined;
+    // Of the kind's group, whatever its version (apps/v1beta2 ReplicaSets are apps/v1's).
+    if (ref?.kind !== target.kind || groupOf(ref.apiVersion) !== groupOf(target.apiVersion)) return undefined;
     const rs = replicaSets.get(namespace, ref.name);
     return rs && rs.metadata.uid === ref.uid ? rs : undefined;
   };
@@ -372,17 +424,15 @@ export function replicaSetController(ctx: ControllerContext): Controller {
    */
   async function writeStatus(rs: KubeObject, status: ReplicaSetStatus): Promise<void> {
     try {
-      await ctx.client.updateStatus(Resources.replicasets, { ...rs, status });
+      await ctx.client.updateStatus(target.gvr, { ...rs, status });
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 409)) {
         if (err instanceof ApiError && err.code === 404) return;
         throw err;
       }
-      const fresh = await ignoreNotFound(
-        ctx.client.get(Resources.replicasets, rs.metadata.namespace, rs.metadata.name!),
-      );
+      const fresh = await ignoreNotFound(ctx.client.get(target.gvr, rs.metadata.namespace, rs.metadata.name!));
       if (fresh && fresh.metadata.uid === rs.metadata.uid)
-        await ignoreNotFound(ctx.client.updateStatus(Resources.replicasets, { ...fresh, status }));
+        await ignoreNotFound(ctx.client.updateStatus(target.gvr, { ...fresh, status }));
     }
   }
 
@@ -400,9 +450,9 @@ export function replicaSetController(ctx: ControllerContext): Controller {
     const owned = await applyClaims(
       ctx.client,
       Resources.pods,
-      Resources.replicasets,
+      target.gvr,
       rs,
-      newControllerRef(rs, 'apps/v1', 'ReplicaSet'),
+      newControllerRef(rs, target.apiVersion, target.kind),
       claims,
     );
     for (const pod of owned)
@@ -433,7 +483,7 @@ export function replicaSetController(ctx: ControllerContext): Controller {
 
   async function createPods(rs: KubeObject, key: string, count: number): Promise<Error | undefined> {
     expectations.expectCreations(key, count);
-    const template = podFromTemplate(rs, newControllerRef(rs, 'apps/v1', 'ReplicaSet'));
+    const template = podFromTemplate(rs, newControllerRef(rs, target.apiVersion, target.kind));
     const { successes, error } = await slowStartBatch(count, SLOW_START_INITIAL_BATCH, async () => {
       if (Object.keys(template.metadata.labels ?? {}).length === 0) throw new Error('unable to create pods, no labels');
       try {
@@ -485,7 +535,7 @@ export function replicaSetController(ctx: ControllerContext): Controller {
   }
 
   return {
-    name: 'replicaset',
+    name: target.controller,
     start: async () => loop.start(),
     stop: () => loop.stop(),
   };

@@ -1,7 +1,7 @@
 import { Errors, FieldErrors, type StatusCause } from '../../api/errors.js';
 import { createServiceAccountToken } from '../serviceaccount-token.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
-import { joinHostPort, validateIp, validateNonSpecialIp } from '../../api/ip.js';
+import { joinHostPort, parseIp, validateIp, validateNonSpecialIp } from '../../api/ip.js';
 import {
   checkConfigMapKey,
   checkDns1123Label,
@@ -650,14 +650,15 @@ function validateEndpointPort(port: unknown, at: string, requireName: boolean): 
 export function validateEndpointAddress(address: unknown, at: string): StatusCause[] {
   if (!isPlainObject(address)) return [FieldErrors.invalid(at, address, 'must be an object')];
   const ip = typeof address.ip === 'string' ? address.ip : '';
-  const causes: StatusCause[] = [...validateIp(ip, `${at}.ip`)];
+  const parsed = parseIp(ip);
+  const causes: StatusCause[] = parsed ? [] : validateIp(ip, `${at}.ip`);
   if (typeof address.hostname === 'string' && address.hostname !== '')
     for (const p of checkDns1123Label(address.hostname))
       causes.push(FieldErrors.invalid(`${at}.hostname`, address.hostname, p));
   if (typeof address.nodeName === 'string')
     for (const p of checkDns1123Subdomain(address.nodeName))
       causes.push(FieldErrors.invalid(`${at}.nodeName`, address.nodeName, p));
-  causes.push(...validateNonSpecialIp(ip, `${at}.ip`));
+  causes.push(...validateNonSpecialIp(ip, `${at}.ip`, parsed));
   return causes;
 }
 
