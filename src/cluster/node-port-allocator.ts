@@ -1,3 +1,4 @@
+import { Errors } from '../api/errors.js';
 import type { SeededRandom } from '../clock/random.js';
 import type { KubeObject } from '../api/types.js';
 
@@ -29,7 +30,8 @@ export class NodePortAllocator {
       const port = low + ((start + i) % size);
       if (!this.used.has(port) && !taken.has(port)) return port;
     }
-    throw new Error(`range is full: no node port left in ${low}-${high}`);
+    // kube-apiserver's answer (an internal error, as it is no fault of the request's fields).
+    throw Errors.internal('failed to allocate a nodePort: range is full');
   }
 
   /** A Service was written or deleted: what it holds now replaces what it held. */
