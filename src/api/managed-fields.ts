@@ -71,39 +71,6 @@ export type Leaves = Map<string, unknown>;
  */
 const LEAF: Record<string, unknown> = freezeShared({});
 
-/**
- * Beyond leaves, whole subtrees repeat from object to object (every Pod of a template owns the same fields), so
- * the nodes a create builds are interned by content: identical ones are one frozen object. The table is keyed by
- * each node's element names and its children's ids; past a budget of key characters it starts afresh (sharing is
- * an optimisation, never a requirement).
- */
-const internedNodes = new Map<string, Record<string, unknown>>();
-const internedIds = new WeakMap<object, number>([[LEAF, 0]]);
-let nextInternedId = 1;
-let internedKeyChars = 0;
-const INTERNED_KEY_CHARS_BUDGET = 4 * 1024 * 1024;
-
-function intern(node: Record<string, unknown>): Record<string, unknown> {
-  let key = '';
-  for (const element in node) {
-    const id = internedIds.get(node[element] as object);
-    if (id === undefined) return node;
-    // Length-prefixed, so that no element name (which may hold any character) can make two nodes' keys equal.
-    key += `${element.length}:${element}${id};`;
-  }
-  const shared = internedNodes.get(key);
-  if (shared) return shared;
-  if (internedKeyChars + key.length > INTERNED_KEY_CHARS_BUDGET) {
-    internedNodes.clear();
-    internedKeyChars = 0;
-  }
-  freezeShared(node);
-  internedIds.set(node, nextInternedId++);
-  internedNodes.set(key, node);
-  internedKeyChars += key.length;
-  return node;
-}
-
 /** Metadata the server owns: never part of anyone's field set. */
 const IGNORED_META = new Set([
   'name',
@@ -275,7 +242,7 @@ function fieldsOfNewObject(
         const mv = v[mk];
         if (!IGNORED_META.has(mk) && mv !== undefined) addFields(mv, childNode(node, mk), meta, `f:${mk}`);
       }
-      if (hasAnyKey(meta)) root['f:metadata'] = intern(meta);
+      if (hasAnyKey(meta)) root['f:metadata'] = meta;
       continue;
     }
     addFields(v, node, root, `f:${k}`);
@@ -297,7 +264,7 @@ function addFields(value: unknown, node: Node, parent: Record<string, unknown>, 
     if (node.shape?.kind === 'map' && !node.required) own['.'] = LEAF;
     keys.sort();
     for (const k of keys) addFields(value[k], childNode(node, k), own, `f:${k}`);
-    if (hasAnyKey(own)) parent[element] = intern(own);
+    if (hasAnyKey(own)) parent[element] = own;
     return;
   }
   if (Array.isArray(value) && value.length > 0) {
@@ -315,17 +282,15 @@ function addFields(value: unknown, node: Node, parent: Record<string, unknown>, 
         itemFields['.'] = LEAF;
         for (const k of Object.keys(item).sort()) addFields(item[k], childNode(items, k), itemFields, `f:${k}`);
         // Items with the same key share one node, filled out of order: sort it as toFieldsV1 would have.
-        const merged =
-          i > 0 && keyed[i - 1]![0] === el ? (sortKeys(itemFields) as Record<string, unknown>) : itemFields;
-        own[el] = keyed[i + 1]?.[0] === el ? merged : intern(merged);
+        own[el] = i > 0 && keyed[i - 1]![0] === el ? (sortKeys(itemFields) as Record<string, unknown>) : itemFields;
       }
-      if (hasAnyKey(own)) parent[element] = intern(own);
+      if (hasAnyKey(own)) parent[element] = own;
       return;
     }
     if (type === 'set') {
       const own = childOf(parent, element);
       for (const el of value.map((item) => `v:${JSON.stringify(item)}`).sort()) addLeaf(own, el);
-      parent[element] = intern(own);
+      parent[element] = own;
       return;
     }
   }

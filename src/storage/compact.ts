@@ -1,3 +1,5 @@
+import { freezeShared } from '../api/types.js';
+
 /**
  * Stored objects live as long as the cluster, so what they hold should be compact. Two things make a written
  * object bigger than its content:
@@ -33,7 +35,7 @@ export function flattenString(text: string): void {
 const interned = new Map<string, object>();
 /** An interned node's id, on the node itself (a non-enumerable symbol: JSON, Object.keys and spreads skip it). */
 const ID = Symbol('kube-sim.internedId');
-/** Ids of nodes frozen by others (managedFields' shared nodes), which cannot be given the property. */
+/** Ids of nodes frozen by others (managedFields' shared leaf), which cannot be given the property. */
 const frozenIds = new WeakMap<object, number>();
 let nextId = 1;
 let internedKeyChars = 0;
@@ -68,7 +70,53 @@ export function isInterned(node: object): boolean {
  */
 export function compactObject(obj: Record<string, unknown>, stored?: Record<string, unknown>, share = true): void {
   if (share) compactMembers(obj, stored, false);
-  else flattenMembers(obj, stored);
+  else {
+    flattenMembers(obj, stored);
+    compactManagedFields(obj, stored);
+  }
+}
+
+/**
+ * Every kind's managedFields tries are interned, parts shared or not: whole tries repeat from object to object
+ * (every ConfigMap a tool applies, every Deployment's status writer owns the same fields). Entries kept from the
+ * stored version were compacted when it was stored, and are not touched.
+ */
+function compactManagedFields(obj: Record<string, unknown>, stored: Record<string, unknown> | undefined): void {
+  const entries = isRecord(obj.metadata) ? obj.metadata.managedFields : undefined;
+  if (!Array.isArray(entries)) return;
+  const before = isRecord(stored?.metadata) ? stored.metadata.managedFields : undefined;
+  if (entries === before) return;
+  const kept = Array.isArray(before) ? new Set<unknown>(before) : undefined;
+  for (const entry of entries) {
+    if (!isRecord(entry) || kept?.has(entry) || Object.isFrozen(entry)) continue;
+    const fields = entry.fieldsV1;
+    if (!isRecord(fields)) continue;
+    const next = internTrie(fields);
+    if (next !== undefined && next !== fields) entry.fieldsV1 = next;
+  }
+}
+
+/**
+ * A managedFields trie (fieldsV1: objects all the way down, `{}` at its leaves) interned bottom-up. Its keys hold
+ * only element names and children's ids, so they have no length limit: a Pod's `f:spec` node is long, and shared
+ * by every Pod of its template. Undefined (its children interned, itself not) when it is not such a trie.
+ */
+function internTrie(node: Record<string, unknown>): Record<string, unknown> | undefined {
+  if (Object.isFrozen(node)) {
+    if (idOf(node) === undefined) frozenIds.set(node, nextId++);
+    return node;
+  }
+  let key = '<';
+  for (const name in node) {
+    const child = node[name];
+    if (!isRecord(child)) return undefined;
+    const next = internTrie(child);
+    if (next === undefined) return undefined;
+    if (next !== child) node[name] = next;
+    key += `${name.length}:${name}o${idOf(next)!};`;
+  }
+  // Marked as never changing, so that deep copies share it too (a status write copies the Pod's metadata).
+  return internByKey(node, key, 'fieldsV1', -1, true) as Record<string, unknown>;
 }
 
 /** Flattens the strings of a node and of its parts that are not kept from the stored version (or frozen). */
@@ -223,11 +271,15 @@ function remember(place: string, index: number, node: object): void {
  */
 function compactNode(value: object, stored: unknown, place: string, index: number): object {
   if (value === stored) return value; // kept from the stored version: compacted then
-  // Interned already, or frozen by someone else (managedFields' shared nodes): it cannot change, so its identity
+  // Interned already, or frozen by someone else (managedFields' shared leaf): it cannot change, so its identity
   // stands for its content. (Every frozen node gets an id, so "frozen" is the quick test for "has an id".)
   if (Object.isFrozen(value)) {
     if (idOf(value) === undefined) frozenIds.set(value, nextId++);
     return value;
+  }
+  if (place === 'fieldsV1' && index < 0 && isRecord(value)) {
+    const trie = internTrie(value);
+    if (trie !== undefined) return trie;
   }
   let members = Members.Primitive;
   if (Array.isArray(value)) {
@@ -251,6 +303,11 @@ function compactNode(value: object, stored: unknown, place: string, index: numbe
   // JSON.stringify is native, and most nodes hold primitives only; others name their children by id.
   const key = members === Members.Primitive ? JSON.stringify(value) : contentKey(value);
   if (key === undefined || key.length > MAX_KEY_CHARS) return value;
+  return internByKey(value, key, place, index);
+}
+
+/** `value`'s interned twin by content key, or `value` itself, now interned (frozen, with an id; see freezeShared). */
+function internByKey(value: object, key: string, place: string, index: number, copiesShare = false): object {
   const twin = interned.get(key);
   if (twin) {
     remember(place, index, twin);
@@ -261,7 +318,8 @@ function compactNode(value: object, stored: unknown, place: string, index: numbe
     internedKeyChars = 0;
   }
   Object.defineProperty(value, ID, { value: nextId++ });
-  Object.freeze(value);
+  if (copiesShare) freezeShared(value);
+  else Object.freeze(value);
   // A key built piece by piece is a rope that would keep every piece (and the member names) alive.
   flattenString(key);
   interned.set(key, value);
