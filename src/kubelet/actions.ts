@@ -110,7 +110,7 @@ function mapShared(list: Obj[], fn: (item: Obj) => Obj): Obj[] {
  * Whether the status holds the condition setPodCondition would write: the same members with the same values, in
  * whatever order (JSON readers do not see the order), lastProbeTime null and a lastTransitionTime to keep.
  */
-function sameCondition(status: Obj, condition: Obj): boolean {
+export function sameCondition(status: Obj, condition: Obj): boolean {
   const conditions = Array.isArray(status.conditions) ? (status.conditions as Obj[]) : [];
   const previous = conditions.find((c) => c.type === condition.type);
   // Same status: setPodCondition would keep its lastTransitionTime.
