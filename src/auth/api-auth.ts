@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { Errors } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
 import { checkRbacWrite } from './escalation.js';
@@ -67,6 +68,39 @@ function protocolToken(req: IncomingMessage): string | undefined {
   return token;
 }
 
+const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+const ANY_USAGE = '2.5.29.37.0';
+
+/** A connection's certificate user, read once: every request on a kept-alive connection presents the same one. */
+const certificateUsers = new WeakMap<object, UserInfo | null>();
+
+/**
+ * kube-apiserver's x509 authenticator: a client certificate that chains to the cluster CA (the TLS server checked
+ * the chain and the dates), is good for client authentication (no extended key usage, or clientAuth or any among
+ * them) and names a CN is that user (the last CN, as Go's pkix.Name keeps it), its Os the groups. Anything less is
+ * no user, and the other authenticators are asked.
+ */
+function certificateUser(req: IncomingMessage): UserInfo | undefined {
+  const socket = req.socket as Partial<TLSSocket>;
+  if (!socket.encrypted || !socket.authorized || typeof socket.getPeerCertificate !== 'function') return undefined;
+  let user = certificateUsers.get(socket);
+  if (user === undefined) {
+    user = userOf(socket.getPeerCertificate()) ?? null;
+    certificateUsers.set(socket, user);
+  }
+  return user ?? undefined;
+}
+
+function userOf(cert: PeerCertificate | undefined): UserInfo | undefined {
+  if (!cert?.subject) return undefined;
+  const usages = cert.ext_key_usage;
+  if (usages !== undefined && !usages.includes(CLIENT_AUTH) && !usages.includes(ANY_USAGE)) return undefined;
+  const all = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+  const username = all(cert.subject.CN).at(-1);
+  if (!username) return undefined;
+  return withAuthenticatedGroup({ username, groups: all(cert.subject.O) });
+}
+
 /**
  * What ApiAuth needs of the cluster it guards (cluster/auth-backend.ts makes one): the RBAC objects as they
  * change, the ServiceAccount token issuer that TokenRequest signs with, and a way to create the default policy.
@@ -103,8 +137,13 @@ export class ApiAuth {
     this.tokens = backend.tokens;
   }
 
-  /** The Authorization header's bearer token, then a WebSocket's token subprotocol (kube-apiserver's order). */
+  /**
+   * A client certificate, the Authorization header's bearer token, then a WebSocket's token subprotocol
+   * (kube-apiserver's order).
+   */
   authenticate(req: IncomingMessage): UserInfo {
+    const fromCertificate = certificateUser(req);
+    if (fromCertificate) return fromCertificate;
     const headerToken = bearerToken(req.headers.authorization);
     const fromHeader = headerToken === undefined ? undefined : this.reviewToken(headerToken, API_AUDIENCES).user;
     if (fromHeader) return fromHeader;

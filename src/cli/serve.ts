@@ -158,7 +158,8 @@ export async function serve(options: ServeOptions): Promise<void> {
     advertiseAddress: () => address,
     logger: log.error,
     auth: security?.auth,
-    https: tls,
+    // With --auth, clients may authenticate with a certificate the cluster CA signed (a CSR's, say).
+    https: tls && { cert: tls.cert, key: tls.key, ...(security ? { clientCa: tls.caCert } : {}) },
   });
   if (tls) {
     const plainHttp = answerPlainHttp(app.server as unknown as TlsServer);

@@ -34,8 +34,22 @@ export interface ServerOptions {
   kubelet?: KubeletConnector;
   /** `--auth`: authenticate, impersonate and authorize every request (HTTP and WebSocket) before it is served. */
   auth?: ApiAuth;
-  /** `--tls`: serve HTTPS with this PEM certificate (chain) and key. */
-  https?: { cert: string; key: string };
+  /**
+   * `--tls`: serve HTTPS with this PEM certificate (chain) and key. With `clientCa`, a client may present a
+   * certificate signed by it, which --auth's x509 authenticator reads (CN the user, O the groups).
+   */
+  https?: { cert: string; key: string; clientCa?: string };
+}
+
+/**
+ * The TLS server's options. A client certificate is asked for but never required, and a bad one does not end the
+ * handshake: as kube-apiserver, the request goes on and authentication decides (a token may still do).
+ */
+function httpsOptions(https: NonNullable<ServerOptions['https']>): Record<string, unknown> {
+  const { cert, key, clientCa } = https;
+  return clientCa === undefined
+    ? { cert, key }
+    : { cert, key, ca: clientCa, requestCert: true, rejectUnauthorized: false };
 }
 
 /** Writes a Status as the body, with its code. */
@@ -124,7 +138,7 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
     // Requests that cannot even be parsed get Go's answer, not fastify's JSON.
     clientErrorHandler: answerClientError,
     // An https server is an http one to every route and upgrade handler here; only fastify's types tell them apart.
-    ...(options.https ? { https: options.https } : {}),
+    ...(options.https ? { https: httpsOptions(options.https) } : {}),
   }) as FastifyInstance;
   limitSlowClients(app.server);
   const discovery = new Discovery(cluster.registry, options.advertiseAddress ?? (() => '127.0.0.1:8080'));
