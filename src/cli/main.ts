@@ -65,7 +65,10 @@ program
   .option('--cluster-cidr <cidr>', 'pod IP range; each node gets a /24 of it', '10.244.0.0/16')
   .option('--scheduler', 'run the default scheduler (the default when --nodes > 0)')
   .option('--no-scheduler', 'do not run the default scheduler')
-  .option('--auth', 'require authentication (bearer tokens) and authorize with RBAC; prints an admin token')
+  .option(
+    '--auth',
+    'require authentication (client certificates with --tls, bearer tokens) and authorize with RBAC; prints an admin token',
+  )
   .option('--tls', 'serve HTTPS with a generated CA (kept under --data) and write a kubeconfig that trusts it')
   .option(
     '--kubeconfig <file>',

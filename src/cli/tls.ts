@@ -14,7 +14,7 @@ import {
   pem,
   spkiOf,
   type Issuer,
-} from '../cluster/x509.js';
+} from '../api/x509.js';
 
 /** PEM texts for `sim serve --tls`: the CA clients trust, and the server's certificate (signed by it) and key. */
 export interface ServingTls {

@@ -101,4 +101,5 @@ export const Resources = {
   cronjobs: { group: 'batch', version: 'v1', resource: 'cronjobs' },
   leases: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' },
   storageclasses: { group: 'storage.k8s.io', version: 'v1', resource: 'storageclasses' },
+  certificatesigningrequests: { group: 'certificates.k8s.io', version: 'v1', resource: 'certificatesigningrequests' },
 } as const satisfies Record<string, Gvr>;

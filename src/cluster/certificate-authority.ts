@@ -2,8 +2,16 @@ import { createPrivateKey, generateKeyPairSync, X509Certificate, type KeyObject 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { wallClock } from '../clock/clock.js';
-import type { CertificateAuthority } from '../runtime/controller.js';
-import { distinguishedName, issueCertificate, KEY_USAGE_BITS, pem, spkiOf, subjectOf, type Issuer } from './x509.js';
+import type { CertificateAuthority, SigningRequest } from '../runtime/controller.js';
+import {
+  distinguishedName,
+  issueCertificate,
+  KEY_USAGE_BITS,
+  pem,
+  spkiOf,
+  subjectOf,
+  type Issuer,
+} from '../api/x509.js';
 
 /**
  * The cluster CA: the one `sim serve --tls` serves with (given as PEM), else one kept under --data (`tls/ca.crt`,
@@ -25,6 +33,9 @@ export interface CaOptions {
 }
 
 const DAY_MS = 24 * 3600 * 1000;
+/** The signers backdate what they issue by five minutes, for clients whose clocks are a little behind. */
+const BACKDATE_MS = 5 * 60 * 1000;
+const SHORT_MS = 8 * 3600 * 1000;
 
 export function generateCa(): CaPem {
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
@@ -53,6 +64,30 @@ export class ClusterCertificateAuthority implements CertificateAuthority {
 
   async certificate(): Promise<string> {
     return this.load().pem.cert;
+  }
+
+  async sign(request: SigningRequest): Promise<string> {
+    const { issuer, cert } = this.load();
+    const now = wallClock.now();
+    const caNotAfter = Date.parse(cert.validTo);
+    const notBefore = now - BACKDATE_MS;
+    if (notBefore >= caNotAfter || now >= caNotAfter)
+      throw new Error(`the signer has expired: NotAfter=${new Date(caNotAfter).toISOString()}`);
+    // A short-lived certificate keeps all of its time; a long one gives back what backdating added.
+    const end = request.ttlMs < SHORT_MS ? now + request.ttlMs : now + request.ttlMs - BACKDATE_MS;
+    const der = issueCertificate(
+      {
+        subject: request.subject,
+        publicKey: request.publicKey,
+        notBefore,
+        notAfter: Math.min(end, caNotAfter),
+        keyUsages: request.keyUsages,
+        extKeyUsages: request.extKeyUsages,
+        altNames: request.altNames,
+      },
+      issuer,
+    );
+    return pem('CERTIFICATE', der);
   }
 
   /** The CA's certificate and key as the signers use them; read or made on first use. */

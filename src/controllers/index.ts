@@ -1,4 +1,6 @@
 import type { ControllerFactory } from '../runtime/manager.js';
+import { csrCleanerController } from './certificates/cleaner.js';
+import { csrSigningController } from './certificates/signer.js';
 import { clusterRoleAggregationController } from './clusterrole-aggregation.js';
 import { configWatcher } from './configwatcher.js';
 import { cronJobController } from './cronjob/controller.js';
@@ -49,6 +51,8 @@ export const CONTROLLER_NAMES = [
   'horizontalpodautoscaling',
   'resourcequota',
   'root-ca-cert-publisher',
+  'csrsigning',
+  'csrcleaner',
   'persistentvolume-binder',
   'persistentvolumeclaim-protection',
   'persistentvolume-protection',
@@ -80,6 +84,8 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['horizontalpodautoscaling', (ctx) => hpaController(ctx)],
   ['resourcequota', resourceQuotaController],
   ['root-ca-cert-publisher', rootCaCertPublisher],
+  ['csrsigning', csrSigningController],
+  ['csrcleaner', csrCleanerController],
   ['persistentvolume-binder', persistentVolumeBinder],
   ['persistentvolumeclaim-protection', claimProtectionController],
   ['persistentvolume-protection', volumeProtectionController],

@@ -32,6 +32,23 @@ export interface ApiResources {
 export interface CertificateAuthority {
   /** The CA certificate, PEM: what every namespace's kube-root-ca.crt holds. */
   certificate(): Promise<string>;
+  /**
+   * A certificate for a request's subject, key and names with these usages, signed by the CA, PEM (authority.Sign
+   * with the signers' PermissiveSigningPolicy): valid from five minutes ago for `ttlMs` (less the five minutes when
+   * that is 8 hours or more), and never past the CA's own end. Validity is wall-clock time, which clients check.
+   */
+  sign(request: SigningRequest): Promise<string>;
+}
+
+export interface SigningRequest {
+  /** The subject Name and SubjectPublicKeyInfo, DER, and the subject alternative names as GeneralName DER. */
+  subject: Buffer;
+  publicKey: Buffer;
+  altNames: readonly Buffer[];
+  /** Key usage bits (RFC 5280 4.2.1.3) and extended key usage OIDs. */
+  keyUsages: readonly number[];
+  extKeyUsages: readonly string[];
+  ttlMs: number;
 }
 
 export interface ControllerContext {

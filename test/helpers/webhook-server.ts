@@ -11,7 +11,7 @@ import {
   pem,
   spkiOf,
   tlv,
-} from '../../src/cluster/x509.js';
+} from '../../src/api/x509.js';
 
 /**
  * A real HTTPS webhook server for tests, as an operator's would be: its own CA and serving certificate, made at test
