@@ -359,7 +359,15 @@ spec:
     const before = await pods('app=webapp');
     const victim = before[0]!;
     const node = String(field(victim, 'spec.nodeName'));
+    const kubelets = async () =>
+      (await api.expect<{ items: Array<{ node: string; kubelet: string }> }>(200, '/sim/v1/nodes')).items;
+    assert.ok((await kubelets()).every((k) => k.kubelet === 'running'));
     await api.expect(200, `/sim/v1/nodes/${node}/fail`, { method: 'POST' });
+    assert.deepEqual(
+      (await kubelets()).filter((k) => k.kubelet === 'stopped'),
+      [{ node, kubelet: 'stopped' }],
+      'GET /sim/v1/nodes says which kubelet is failed',
+    );
     let wall = await advance('45s');
     assert.match(
       await k(['get', 'node', node]),
@@ -408,6 +416,7 @@ spec:
     // grace period (which started at the eviction) is over.
     await api.expect(200, `/sim/v1/nodes/${node}/recover`, { method: 'POST' });
     await advance('1s');
+    assert.ok((await kubelets()).every((k) => k.kubelet === 'running'));
     assert.match(await k(['get', 'node', node]), new RegExp(`^${node}\\s+Ready\\s`, 'm'));
     assert.match(await k(['describe', 'node', node]), /Taints:\s+<none>/);
     await advance(

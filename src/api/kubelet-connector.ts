@@ -15,6 +15,8 @@ export interface KubeletConnector {
   attach(pod: KubeObject, container: string): AttachTarget;
   /** Checks the pod's sandbox runs and returns a way into its network namespace. */
   portForward(pod: KubeObject): PortForwardTarget;
+  /** The nodes whose kubelets run here, each with whether it is failed (for GET /sim/v1/nodes). */
+  kubelets(): Array<{ node: string; failed: boolean }>;
   /** Stops a node's kubelet (no heartbeats, its pods stop progressing); false when there is no such node. */
   failNode(name: string): boolean;
   /** Restarts a stopped kubelet; false when there is no such node. */

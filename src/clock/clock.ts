@@ -135,7 +135,24 @@ export class VirtualClock implements Clock {
    * they started has settled. Concurrent calls queue behind each other.
    */
   advance(byMs: number): Promise<void> {
-    const run = this.advancing.then(() => this.advanceNow(this.current + Math.max(0, byMs)));
+    return this.queueAdvance(() => this.current + Math.max(0, byMs));
+  }
+
+  /**
+   * Moves time to the next pending timer (as it is once the advances queued before this one are done), fires what
+   * is due then and waits for it to settle; with nothing scheduled, only settles.
+   */
+  advanceToNextTimer(): Promise<void> {
+    return this.queueAdvance(() => this.nextTimerAt() ?? this.current);
+  }
+
+  /** Moves time forward to `atMs` (once the advances queued before this one are done; never backwards). */
+  advanceTo(atMs: number): Promise<void> {
+    return this.queueAdvance(() => Math.max(this.current, atMs));
+  }
+
+  private queueAdvance(target: () => number): Promise<void> {
+    const run = this.advancing.then(() => this.advanceNow(target()));
     this.advancing = run.catch(() => undefined);
     return run;
   }

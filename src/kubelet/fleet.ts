@@ -105,6 +105,10 @@ export class KubeletFleet implements Controller, KubeletConnector {
     return this.api.portForward(pod);
   }
 
+  kubelets(): Array<{ node: string; failed: boolean }> {
+    return this.agents.kubelets();
+  }
+
   failNode(name: string): boolean {
     return this.agents.failNode(name);
   }

@@ -199,6 +199,11 @@ export class NodeAgents {
     }
   }
 
+  /** The nodes that have a kubelet here, each with whether it is failed (/sim/v1/nodes/NAME/fail). */
+  kubelets(): Array<{ node: string; failed: boolean }> {
+    return [...this.agents.values()].map((agent) => ({ node: agent.name, failed: agent.failed }));
+  }
+
   /** Stops a node's kubelet (no heartbeats, its pods stop progressing); false when there is no such node. */
   failNode(name: string): boolean {
     const agent = this.agents.get(name);

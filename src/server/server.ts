@@ -2,7 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { WebSocketServer } from 'ws';
-import { rfc3339, parseDuration } from '../clock/clock.js';
+import { rfc3339, rfc3339Micro, parseDuration } from '../clock/clock.js';
+import { ClockRunner } from '../clock/runner.js';
 import { ApiError, Errors } from '../api/errors.js';
 import { queryBool } from '../api/query-params.js';
 import { isPlainObject } from '../api/types.js';
@@ -283,7 +284,50 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
   return app;
 }
 
-/** Simulator controls under /sim/v1 (not a Kubernetes group): the clock and node faults. */
+/** The JSON body of a /sim/v1 request: an object, or {} when there is none. */
+function simBody(request: FastifyRequest): Record<string, unknown> {
+  const raw = request.body as Buffer | undefined;
+  const body = raw && raw.length > 0 ? parseJson(raw.toString('utf8')) : {};
+  if (!isPlainObject(body)) throw Errors.badRequest('body must be a JSON object');
+  return body;
+}
+
+/** Where `POST /sim/v1/clock/advance` should take the clock: by a duration, to a time, or to the next timer. */
+type AdvanceTarget = { byMs: number } | { toMs: number } | 'next-timer';
+
+function advanceTarget(body: Record<string, unknown>): AdvanceTarget {
+  const { by, to } = body;
+  if (by !== undefined && to !== undefined) throw Errors.badRequest('give either "by" or "to", not both');
+  if (to === 'next-timer') return 'next-timer';
+  if (typeof to === 'string') {
+    const toMs = Date.parse(to);
+    if (Number.isNaN(toMs) || !/^\d{4}-\d{2}-\d{2}T/.test(to))
+      throw Errors.badRequest(`invalid time ${JSON.stringify(to)}: use RFC 3339, e.g. "2025-01-01T00:10:00Z"`);
+    return { toMs };
+  }
+  if (typeof by !== 'string' && typeof by !== 'number')
+    throw Errors.badRequest(
+      'body must be {"by": "<duration>"}, e.g. {"by": "90s"}, {"to": "<RFC 3339 time>"} or {"to": "next-timer"}',
+    );
+  let ms: number;
+  try {
+    ms = typeof by === 'number' ? by * 1000 : parseDuration(by);
+  } catch {
+    throw Errors.badRequest(
+      `invalid duration ${JSON.stringify(by)}: use Go duration syntax such as "90s", "5m" or "1h30m"`,
+    );
+  }
+  if (!(ms >= 0)) throw Errors.badRequest('duration must not be negative');
+  return { byMs: ms };
+}
+
+/** Cluster seconds per wall second that `POST /sim/v1/clock/run` accepts. */
+const MAX_RUN_RATE = 86_400;
+
+/**
+ * Simulator controls under /sim/v1 (not a Kubernetes group): the clock (read, advance, run and pause a virtual
+ * one) and node faults.
+ */
 function registerSimRoutes(app: FastifyInstance, cluster: ServedCluster, kubelet: KubeletConnector | undefined): void {
   for (const action of ['fail', 'recover'] as const) {
     app.post(`/sim/v1/nodes/:name/${action}`, async (request, reply) => {
@@ -297,27 +341,60 @@ function registerSimRoutes(app: FastifyInstance, cluster: ServedCluster, kubelet
         .send(JSON.stringify({ node: name, kubelet: action === 'fail' ? 'stopped' : 'running' }));
     });
   }
-  const clockState = (): string => JSON.stringify({ now: rfc3339(cluster.clock.now()), mode: cluster.clock.mode });
-  app.get('/sim/v1/clock', (_req, reply) => void reply.header('content-type', 'application/json').send(clockState()));
-  app.post('/sim/v1/clock/advance', async (request, reply) => {
-    const clock = cluster.virtualClock;
-    if (!clock) throw Errors.badRequest('the clock is real: start the server with --clock virtual to advance it');
-    const raw = request.body as Buffer | undefined;
-    const body = raw && raw.length > 0 ? parseJson(raw.toString('utf8')) : {};
-    const by = isPlainObject(body) ? body.by : undefined;
-    if (typeof by !== 'string' && typeof by !== 'number')
-      throw Errors.badRequest('body must be {"by": "<duration>"}, e.g. {"by": "90s"}');
-    let ms: number;
-    try {
-      ms = typeof by === 'number' ? by * 1000 : parseDuration(by);
-    } catch {
-      throw Errors.badRequest(
-        `invalid duration ${JSON.stringify(by)}: use Go duration syntax such as "90s", "5m" or "1h30m"`,
-      );
+  // What only the simulator knows of a node: whether its kubelet is failed (the Node's conditions follow later).
+  app.get('/sim/v1/nodes', (_req, reply) => {
+    const items = (kubelet?.kubelets() ?? [])
+      .map(({ node, failed }) => ({ node, kubelet: failed ? 'stopped' : 'running' }))
+      .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+    void reply.header('content-type', 'application/json').send(JSON.stringify({ items }));
+  });
+  const virtual = cluster.virtualClock;
+  const runner = virtual ? new ClockRunner(virtual) : undefined;
+  app.addHook('preClose', async () => {
+    await runner?.pause();
+  });
+  const clockState = (): string => {
+    const state: Record<string, unknown> = { now: rfc3339(cluster.clock.now()), mode: cluster.clock.mode };
+    if (virtual && runner) {
+      state.running = runner.running;
+      if (runner.running) state.rate = runner.rate;
+      const next = virtual.nextTimerAt();
+      if (next !== undefined) state.nextTimerAt = rfc3339Micro(next);
     }
-    if (!(ms >= 0)) throw Errors.badRequest('duration must not be negative');
-    await clock.advance(ms);
+    return JSON.stringify(state);
+  };
+  const sendClock = (reply: FastifyReply): void =>
     void reply.header('content-type', 'application/json').send(clockState());
+  const virtualOnly = (what: string) => {
+    if (!virtual || !runner)
+      throw Errors.badRequest(`the clock is real: start the server with --clock virtual to ${what} it`);
+    return { clock: virtual, runner };
+  };
+  app.get('/sim/v1/clock', (_req, reply) => sendClock(reply));
+  app.post('/sim/v1/clock/advance', async (request, reply) => {
+    const { clock } = virtualOnly('advance');
+    const target = advanceTarget(simBody(request));
+    if (target === 'next-timer') await clock.advanceToNextTimer();
+    else if ('toMs' in target) {
+      if (target.toMs < clock.now())
+        throw Errors.badRequest(`${rfc3339(target.toMs)} is in the past (the clock is at ${rfc3339(clock.now())})`);
+      await clock.advanceTo(target.toMs);
+    } else await clock.advance(target.byMs);
+    sendClock(reply);
+  });
+  app.post('/sim/v1/clock/run', async (request, reply) => {
+    const { runner } = virtualOnly('run');
+    const rate = simBody(request).rate ?? 1;
+    if (typeof rate !== 'number' || !(rate > 0 && rate <= MAX_RUN_RATE))
+      throw Errors.badRequest(
+        `rate must be a number of cluster seconds per second, above 0 and at most ${MAX_RUN_RATE}`,
+      );
+    runner.run(rate);
+    sendClock(reply);
+  });
+  app.post('/sim/v1/clock/pause', async (_request, reply) => {
+    await virtualOnly('pause').runner.pause();
+    sendClock(reply);
   });
 }
 
