@@ -9,6 +9,7 @@ import { startSimulator, type Simulator, type SimulatorOptions } from '../cluste
 import { defaultProfile, loadNodeProfile, parseCapacity } from '../kubelet/node.js';
 import { loadStageFile } from '../kubelet/stages.js';
 import { buildServer } from '../server/server.js';
+import { UI_PATH } from '../server/ui.js';
 import { ApiAuth } from '../auth/api-auth.js';
 import { loadTokenFile } from '../auth/token-file.js';
 import type { UserInfo } from '../auth/user.js';
@@ -225,7 +226,7 @@ export async function serve(options: ServeOptions): Promise<void> {
         `try it: curl -H 'Authorization: Bearer ${security.adminToken}' ${url}/api/v1/namespaces   (for kubectl, serve with --tls as well: kubectl sends tokens over TLS only)\n`,
       );
   }
-  process.stdout.write(`kube-sim serving on ${url}\n`);
+  process.stdout.write(`kube-sim serving on ${url}   (live view: ${url}${UI_PATH})\n`);
   if (!security && !tls)
     process.stdout.write(
       port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')

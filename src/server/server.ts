@@ -26,6 +26,7 @@ import type { KubeletConnector } from '../api/kubelet-connector.js';
 import type { ApiAuth } from '../auth/api-auth.js';
 import { PodConnect } from './pod-connect.js';
 import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources.js';
+import { isUiRequest, registerUiRoutes } from './ui.js';
 
 export interface ServerOptions {
   /** Address clients are told to use in /api's serverAddressByClientCIDRs (host:port). */
@@ -164,7 +165,10 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
   });
   app.setNotFoundHandler((_request, reply) => sendError(reply, Errors.pathNotFound()));
   const auth = options.auth;
-  if (auth) app.addHook('onRequest', async (request) => void auth.check(request.raw));
+  if (auth)
+    app.addHook('onRequest', async (request) => {
+      if (!isUiRequest(request.raw.url)) auth.check(request.raw);
+    });
 
   const json = (reply: FastifyReply, text: string, contentType = 'application/json'): void => {
     void reply.code(200).header('content-type', contentType).send(text);
@@ -280,6 +284,7 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
   app.route({ method: [...methods], url: '/apis/*', handler: (req, reply) => handleApi(req, reply, false) });
 
   registerSimRoutes(app, cluster, options.kubelet);
+  registerUiRoutes(app);
   attachWebSockets(app, cluster, resources, new PodConnect(cluster, options.kubelet), auth, options.logger);
   return app;
 }

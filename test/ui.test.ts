@@ -1,0 +1,176 @@
+/**
+ * The live view (/sim/ui/) driven in a real headless chromium: it follows the cluster through its watches and acts
+ * through the public APIs. Screenshots go to dist/screenshots/ (KUBE_SIM_SCREENSHOTS elsewhere).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { browserMissing, openBrowser, screenshot, waitForCount } from './helpers/browser.js';
+import { Api } from './helpers/http.js';
+import { kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
+import { serverFor } from './helpers/server.js';
+
+const skip = browserMissing() ?? kubectlMissing();
+
+/** Each lane's pods as `name=state`, by node. */
+function lanes(page: Page): Promise<Record<string, string[]>> {
+  return page.$$eval('.lane[data-node]', (els) =>
+    Object.fromEntries(
+      els.map((lane) => [
+        lane.dataset.node ?? '',
+        [...lane.querySelectorAll('.pods .pod:not(.leaving)')].map((p) => `${p.dataset.pod}=${p.dataset.state}`),
+      ]),
+    ),
+  );
+}
+
+/** The ReplicaSets of a Deployment card as `name desired/ready`, newest revision first. */
+function replicaSets(page: Page, deployment: string): Promise<string[]> {
+  return page.$$eval(`[data-deployment="${deployment}"] .rs`, (rows) =>
+    rows.map((row) => {
+      const counts = row.querySelector('.counts')!;
+      return `${row.dataset.rs} ${counts.dataset.desired}/${counts.dataset.ready}`;
+    }),
+  );
+}
+
+test('sim serve serves the page at /sim/ui/ (without a token, even with --auth: the page asks for one), only its own files', async (t) => {
+  const server = await serverFor(t, ['--auth', '--nodes', '0']);
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    fetch(`${server.url}${path}`, { headers, redirect: 'manual' });
+  assert.match(server.stdout(), /live view: http:\/\/127\.0\.0\.1:\d+\/sim\/ui\//, 'the start-up line links it');
+  const bare = await get('/sim/ui');
+  assert.equal(bare.status, 301);
+  assert.equal(bare.headers.get('location'), '/sim/ui/');
+  const page = await get('/sim/ui/');
+  assert.equal(page.status, 200);
+  assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
+  assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'self'/, 'nothing from elsewhere');
+  const html = await page.text();
+  assert.match(html, /<script type="module" src="main.js"><\/script>/);
+  const script = await get('/sim/ui/main.js');
+  assert.equal(script.status, 200);
+  assert.equal(script.headers.get('content-type'), 'text/javascript; charset=utf-8');
+  assert.doesNotMatch(await script.text(), /https?:\/\/(cdn|unpkg|esm\.sh)/, 'loads no library from the internet');
+  const etag = script.headers.get('etag')!;
+  assert.equal((await get('/sim/ui/main.js', { 'if-none-match': etag })).status, 304);
+  assert.equal((await get('/sim/ui/main.css')).headers.get('content-type'), 'text/css; charset=utf-8');
+  for (const path of ['/sim/ui/nope.js', '/sim/ui/..%2Fpackage.json', '/sim/ui/%2e%2e%2fpackage.json', '/sim/ui/a/b'])
+    assert.equal((await get(path)).status, 404, path);
+  // The API itself still wants a token.
+  assert.equal((await get('/api/v1/namespaces')).status, 401);
+  assert.equal((await get('/sim/v1/clock')).status, 401);
+});
+
+async function click(page: Page, action: string): Promise<void> {
+  await page.locator(`[data-action="${action}"]:enabled`).first().click();
+  // Done when no action is running (its button is busy while the request runs).
+  await waitForCount(page, '[data-busy]', 0);
+}
+
+test('the live view: a Deployment made with kubectl appears, its rolling update moves the ReplicaSets, a node failed from the page goes NotReady and its pods are evicted', {
+  skip,
+}, async (t) => {
+  const server = await serverFor(t, [
+    '--clock',
+    'virtual',
+    '--seed',
+    '5',
+    '--ready-delay',
+    '15s',
+    '--stop-delay',
+    '2s',
+  ]);
+  const api = new Api(server.url);
+  const k = kubectlAgainst(server);
+  const { page, errors } = await openBrowser(t);
+  await page.goto(`${server.url}/sim/ui/`);
+  await page.waitForSelector('[data-watches="live"]');
+  assert.deepEqual(Object.keys(await lanes(page)), ['node-1', 'node-2', 'node-3']);
+  assert.equal(await page.textContent('.clock-face .badge'), 'virtual, paused');
+
+  // kubectl creates it; the page sees its pods appear (bound, starting) without being told anything.
+  await k.ok(['create', 'deployment', 'web', '--image=nginx', '--replicas=4']);
+  await waitForCount(page, '.lane[data-node] .pod', 4);
+  // Ready after 15 s of cluster time: two clicks of +10s.
+  await click(page, '+10s');
+  await click(page, '+10s');
+  await waitForCount(page, '.lane .pod[data-state="ready"]', 4);
+  const [firstRs] = await replicaSets(page, 'web');
+  assert.match(firstRs!, /^web-\w+ 4\/4$/);
+  t.diagnostic(`screenshot: ${await screenshot(page, 'ui-1-deployment')}`);
+
+  // A rolling update: each +10s step moves the ReplicaSets' counts, within maxSurge 1 / maxUnavailable 1.
+  await k.ok(['set', 'image', 'deployment/web', 'nginx=nginx:1.27']);
+  await waitForCount(page, '[data-deployment="web"] .rs', 2);
+  const seen: string[] = [(await replicaSets(page, 'web')).join(', ')];
+  for (let step = 0; step < 12; step++) {
+    if (step === 1) t.diagnostic(`screenshot: ${await screenshot(page, 'ui-2-rollout')}`);
+    await click(page, '+10s');
+    await page.waitForTimeout(100);
+    const now = (await replicaSets(page, 'web')).join(', ');
+    if (now !== seen.at(-1)) seen.push(now);
+    if (/ 4\/4, web-\S+ 0\/0$/.test(now)) break;
+  }
+  t.diagnostic(`ReplicaSets (new, old) as the page showed them: ${seen.join(' → ')}`);
+  assert.match(seen.at(-1)!, /^web-\S+ 4\/4, web-\S+ 0\/0$/, 'the rollout finished');
+  assert.ok(seen.length >= 3, `the counts moved in steps: ${seen.join(' → ')}`);
+  for (const state of seen) {
+    const [newer, older] = state.split(', ').map((rs) => Number(rs.split(' ')[1]!.split('/')[0]));
+    assert.ok(newer! + older! <= 5, `at most replicas + maxSurge pods are wanted: ${state}`);
+  }
+  const dep = await api.get('/apis/apps/v1/namespaces/default/deployments/web');
+  assert.equal(
+    await page.textContent('[data-deployment="web"] [data-count="updated"]'),
+    `updated ${(dep.status as { updatedReplicas: number }).updatedReplicas}`,
+  );
+
+  // Fail node-2 from the page: its inspector's button, through POST /sim/v1/nodes/node-2/fail.
+  const before = await lanes(page);
+  const victims = before['node-2']!.map((p) => p.split('=')[0]!);
+  assert.ok(victims.length > 0, `node-2 runs pods of web: ${JSON.stringify(before)}`);
+  await page.click('[data-node="node-2"] .lane-name');
+  await page.waitForSelector('[data-inspecting="Node/node-2"]');
+  await click(page, 'fail node');
+  await page.waitForSelector('[data-node="node-2"] .badge:text("kubelet stopped")');
+  // The node lifecycle controller marks it NotReady once its lease is 40 s old.
+  await click(page, '+1m');
+  await page.waitForSelector('[data-node="node-2"] [data-ready="Unknown"]');
+  assert.equal(await page.textContent('[data-node="node-2"] [data-ready]'), 'NotReady');
+  const node = await api.get('/api/v1/nodes/node-2');
+  const ready = (node.status as { conditions: Array<{ type: string; status: string }> }).conditions.find(
+    (c) => c.type === 'Ready',
+  );
+  assert.equal(ready?.status, 'Unknown', 'the page shows what the API says');
+  t.diagnostic(`screenshot: ${await screenshot(page, 'ui-3-node-notready')}`);
+
+  // After the pods' 300 s toleration of node.kubernetes.io/unreachable, they are evicted and replaced elsewhere.
+  await click(page, '+5m');
+  await click(page, '+1m');
+  const readyElsewhere =
+    '.lane[data-node="node-1"] .pod[data-state="ready"], .lane[data-node="node-3"] .pod[data-state="ready"]';
+  await waitForCount(page, readyElsewhere, 4, 10_000).catch(async (err: Error) => {
+    const pods = await k.ok(['get', 'pods', '-o', 'wide', '--no-headers']);
+    throw new Error(`${err.message}\nthe page: ${JSON.stringify(await lanes(page))}\nthe API:\n${pods}`);
+  });
+  const after = await lanes(page);
+  for (const victim of victims)
+    assert.ok(
+      !after['node-2']!.includes(`${victim}=ready`),
+      `${victim} was evicted from node-2 (still ${after['node-2']!.join(', ')})`,
+    );
+  assert.ok(
+    after['node-2']!.every((p) => p.endsWith('=terminating')),
+    `node-2 keeps only terminating pods: ${after['node-2']!.join(', ')}`,
+  );
+  const moved = await page.$$eval('.pod[data-moved]', (els) =>
+    els.map((e) => `${e.dataset.pod} in ${e.closest('[data-node], [data-rs]')?.getAttribute('data-node')}`),
+  );
+  assert.ok(
+    moved.length > 0,
+    `a replacement flew in from the evicted pod: ${moved.join(', ')} ${JSON.stringify(after)}`,
+  );
+  await page.waitForSelector('.events td.reason:text("TaintManagerEviction")');
+  t.diagnostic(`screenshot: ${await screenshot(page, 'ui-4-evicted')}`);
+  assert.deepEqual(errors, []);
+});
