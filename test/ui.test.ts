@@ -3,11 +3,14 @@
  * through the public APIs. Screenshots go to dist/screenshots/ (KUBE_SIM_SCREENSHOTS elsewhere).
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { browserMissing, openBrowser, screenshot, waitForCount } from './helpers/browser.js';
 import { Api } from './helpers/http.js';
-import { kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
+import { kubectl, kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
 import { serverFor } from './helpers/server.js';
 
 const skip = browserMissing() ?? kubectlMissing();
@@ -173,4 +176,73 @@ test('the live view: a Deployment made with kubectl appears, its rolling update 
   await page.waitForSelector('.events td.reason:text("TaintManagerEviction")');
   t.diagnostic(`screenshot: ${await screenshot(page, 'ui-4-evicted')}`);
   assert.deepEqual(errors, []);
+});
+
+test('the live view with --auth --tls: it asks for a token, watches with it over wss, and is read-only for a user RBAC lets only read', {
+  skip,
+}, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kube-sim-ui-auth-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'tokens.csv'), 'reader-token,reader,uid-reader\n');
+  const kubeconfig = join(dir, 'kubeconfig');
+  const server = await serverFor(t, [
+    '--auth',
+    '--tls',
+    '--kubeconfig',
+    kubeconfig,
+    '--token-auth-file',
+    join(dir, 'tokens.csv'),
+    '--clock',
+    'virtual',
+    '--nodes',
+    '1',
+  ]);
+  const admin = /admin token \(user kubernetes-admin, group system:masters\): (\S+)/.exec(server.stdout())?.[1];
+  assert.ok(admin, server.stdout());
+  const k = async (...args: string[]) => {
+    const r = await kubectl(undefined, args, { env: { KUBECONFIG: kubeconfig } });
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+  };
+  // The reader may get, list and watch everything, and read the clock: nothing more.
+  await k('create', 'clusterrole', 'reader', '--verb=get,list,watch', '--resource=*.*');
+  await k('create', 'clusterrole', 'sim-reader', '--verb=get', '--non-resource-url=/sim/v1/*');
+  await k('create', 'clusterrolebinding', 'reader', '--clusterrole=reader', '--user=reader');
+  await k('create', 'clusterrolebinding', 'sim-reader', '--clusterrole=sim-reader', '--user=reader');
+  await k('create', 'deployment', 'web', '--image=nginx', '--replicas=2');
+
+  const { page, errors } = await openBrowser(t);
+  await page.goto(`${server.url}/sim/ui/`);
+  const dialog = page.locator('form.dialog');
+  await dialog.waitFor();
+  assert.match((await dialog.textContent()) ?? '', /requires a bearer token/);
+  await dialog.locator('input[name="token"]').fill('reader-token');
+  await dialog.locator('button[type="submit"]').click();
+  await page.waitForSelector('[data-watches="live"]');
+  await waitForCount(page, '.lane[data-node="node-1"] .pod', 2);
+  assert.equal(await page.textContent('button.user'), 'as reader');
+  await page.waitForSelector('[data-banner="read-only"]');
+  const advance = page.locator('[data-action="+10s"]');
+  assert.equal(await advance.isDisabled(), true);
+  assert.match((await advance.getAttribute('title')) ?? '', /you may not post \/sim\/v1\/clock\/advance/);
+  await page.click('[data-node="node-1"] .lane-name');
+  await page.waitForSelector('[data-inspecting="Node/node-1"]');
+  await page.waitForSelector('[data-action="fail node"][title^="you may not"]');
+  assert.equal(await page.locator('[data-action="cordon"]').isDisabled(), true);
+  assert.equal(await page.locator('[data-deployment="web"] .scale button').first().isDisabled(), true);
+  t.diagnostic(`screenshot: ${await screenshot(page, 'ui-5-read-only')}`);
+
+  // The admin's token: every button is enabled, and acts.
+  await page.click('button.user');
+  await dialog.locator('input[name="token"]').fill(admin);
+  await dialog.locator('button[type="submit"]').click();
+  await page.waitForSelector('button.user:text("as kubernetes-admin")');
+  await page.waitForSelector('[data-action="+10s"]:enabled');
+  assert.equal(await page.locator('[data-banner="read-only"]').count(), 0);
+  await click(page, '+10s');
+  assert.equal(await page.getAttribute('.clock-face', 'data-now'), '2025-01-01T00:00:10Z');
+  await page.waitForSelector('[data-watches="live"]');
+  assert.deepEqual(
+    errors.filter((e) => !/401|403/.test(e)),
+    [],
+  );
 });

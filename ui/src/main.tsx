@@ -104,7 +104,11 @@ function Banners() {
       can({ verb: 'patch', group: 'apps', resource: 'deployments', subresource: 'scale' }),
     ]).then((decisions) => {
       if (!live) return;
-      setReadOnly(decisions.every((d) => !d.allowed) ? decisions.map((d) => d.reason).join('; ') : undefined);
+      setReadOnly(
+        decisions.every((d) => !d.allowed)
+          ? decisions.map((d) => d.reason.replace(/^you may not /, '')).join(', ')
+          : undefined,
+      );
     });
     return () => {
       live = false;
@@ -115,7 +119,7 @@ function Banners() {
     <div class="banners">
       {readOnly && (
         <div class="banner read-only" data-banner="read-only">
-          Read-only: the buttons are disabled because {readOnly}. (Checked with SelfSubjectAccessReview.)
+          Read-only: you may not {readOnly} (SelfSubjectAccessReview), so the buttons are disabled.
         </div>
       )}
       {sample && sample.total > sample.shown && (
