@@ -246,3 +246,117 @@ test('the live view with --auth --tls: it asks for a token, watches with it over
     [],
   );
 });
+
+const WORKLOADS = `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 3
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: postgres}]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: agent, image: fluentd}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: batch}
+spec:
+  completions: 3
+  parallelism: 2
+  template:
+    metadata: {annotations: {kube-sim.dev/duration: 20s}}
+    spec: {restartPolicy: Never, containers: [{name: work, image: busybox}]}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tick}
+spec:
+  schedule: "*/1 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        metadata: {annotations: {kube-sim.dev/duration: 5s}}
+        spec: {restartPolicy: Never, containers: [{name: tick, image: busybox}]}
+`;
+
+test('the live view of workloads: StatefulSet ordinals, DaemonSet per node, a Job and a CronJob history; scale, delete a pod, cordon and filter events from the page', {
+  skip,
+}, async (t) => {
+  const server = await serverFor(t, ['--clock', 'virtual', '--seed', '3', '--ready-delay', '5s']);
+  const api = new Api(server.url);
+  const k = kubectlAgainst(server);
+  const { page, errors } = await openBrowser(t);
+  await page.goto(`${server.url}/sim/ui/`);
+  await page.waitForSelector('[data-watches="live"]');
+  await k.ok(['apply', '-f', '-'], WORKLOADS);
+  // OrderedReady: db-1 only once db-0 is ready, db-2 once db-1 is.
+  for (let i = 0; i < 4; i++) await click(page, '+10s');
+  const ordinals = () =>
+    page.$$eval('[data-statefulset="db"] .ordinal', (els) =>
+      els.map(
+        (el) =>
+          `${el.querySelector('.ordinal-n')?.textContent}:${el.querySelector('.pod')?.getAttribute('data-pod') ?? ''}`,
+      ),
+    );
+  await waitForCount(page, '[data-statefulset="db"] .ordinal .pod[data-state="ready"]', 3);
+  assert.deepEqual(await ordinals(), ['0:db-0', '1:db-1', '2:db-2']);
+  const perNode = await page.$$eval('[data-daemonset="agent"] .per-node-cell', (els) =>
+    els.map((el) => `${el.getAttribute('title')}:${el.querySelectorAll('.pod[data-pod^="agent-"]').length}`),
+  );
+  assert.deepEqual(perNode, ['node-1:1', 'node-2:1', 'node-3:1']);
+  // Two pods of 20 s at a time, then the third; the CronJob's first Job at the minute.
+  await click(page, '+1m');
+  await page.waitForSelector('[data-job="batch"] .badge:text("Complete")');
+  assert.match((await page.textContent('[data-job="batch"] .rollout-text')) ?? '', /succeeded 3\/3/);
+  await page.waitForSelector('[data-cronjob="tick"] .history li .link');
+  t.diagnostic(`screenshot: ${await screenshot(page, 'ui-6-workloads')}`);
+
+  // Scale the StatefulSet up from the page: PATCH …/statefulsets/db/scale.
+  await page.click('[data-statefulset="db"] .scale button[aria-label="scale up"]');
+  await page.waitForSelector('[data-statefulset="db"] .replicas[data-replicas="4"]');
+  assert.equal(
+    ((await api.get('/apis/apps/v1/namespaces/default/statefulsets/db')).spec as { replicas: number }).replicas,
+    4,
+  );
+  await click(page, '+10s');
+  await page.waitForSelector('[data-statefulset="db"] .ordinal .pod[data-pod="db-3"]');
+
+  // Delete db-1 from its inspector: the StatefulSet makes it again, under the same name.
+  const uid = (await api.get('/api/v1/namespaces/default/pods/db-1')).metadata.uid;
+  await page.click('[data-statefulset="db"] .pod[data-pod="db-1"]');
+  await page.waitForSelector('[data-inspecting="Pod/default/db-1"]');
+  assert.match((await page.textContent('.inspector .chain')) ?? '', /StatefulSet\/db.*Pod\/db-1/s);
+  await click(page, 'delete pod');
+  await page.waitForSelector('[data-inspecting="Pod/default/db-1"] .state.s-terminating');
+  // Its 30 s grace period, then the StatefulSet's new db-1 starts and gets ready.
+  await click(page, '+1m');
+  const again = await api.get('/api/v1/namespaces/default/pods/db-1');
+  assert.notEqual(again.metadata.uid, uid, 'a new db-1');
+  await page.waitForSelector('[data-inspecting="Pod/default/db-1"] .state.s-ready');
+
+  // Cordon node-3 from its inspector.
+  await page.click('[data-node="node-3"] .lane-name');
+  await page.waitForSelector('[data-inspecting="Node/node-3"]');
+  await click(page, 'cordon');
+  await page.waitForSelector('[data-node="node-3"] .badge:text("cordoned")');
+  assert.equal(((await api.get('/api/v1/nodes/node-3')).spec as { unschedulable?: boolean }).unschedulable, true);
+  await page.click('.inspector .close');
+
+  // The events feed, filtered to one object.
+  await page.fill('.events-bar input', 'Pod/db-0');
+  const objects = await page.$$eval('.events td.object', (els) => [...new Set(els.map((el) => el.textContent))]);
+  assert.deepEqual(objects, ['Pod/db-0']);
+  t.diagnostic(`screenshot: ${await screenshot(page, 'ui-7-filtered')}`);
+  assert.deepEqual(errors, []);
+});

@@ -41,7 +41,10 @@ export class ApiError extends Error {
   }
 }
 
-/** Listeners told when a request is answered 401: the token is missing or no longer good. */
+/**
+ * Listeners told when a request made with the token in use is answered 401: it is missing or no longer good. (A
+ * 401 to a request sent with an earlier token, answered after the user gave another, says nothing of this one.)
+ */
 const unauthorizedListeners = new Set<() => void>();
 export function onUnauthorized(listener: () => void): () => void {
   unauthorizedListeners.add(listener);
@@ -61,6 +64,7 @@ export interface RequestOptions {
 
 /** One request; resolves with the parsed JSON answer, throws an ApiError with the server's message. */
 export async function request<T = unknown>(path: string, options: RequestOptions = {}): Promise<T> {
+  const sentToken = token;
   const headers: Record<string, string> = { accept: 'application/json', ...authHeaders() };
   let body: string | undefined;
   if (options.body !== undefined) {
@@ -81,7 +85,7 @@ export async function request<T = unknown>(path: string, options: RequestOptions
     parsed = undefined;
   }
   if (!reply.ok) {
-    if (reply.status === 401) for (const listener of unauthorizedListeners) listener();
+    if (reply.status === 401 && sentToken === token) for (const listener of unauthorizedListeners) listener();
     const status = parsed as { reason?: string; message?: string } | undefined;
     throw new ApiError(reply.status, status?.reason ?? '', status?.message ?? (text.trim() || reply.statusText));
   }
