@@ -237,7 +237,7 @@ test('the live view with --auth --tls: it asks for a token, watches with it over
   await dialog.locator('button[type="submit"]').click();
   await page.waitForSelector('button.user:text("as kubernetes-admin")');
   await page.waitForSelector('[data-action="+10s"]:enabled');
-  assert.equal(await page.locator('[data-banner="read-only"]').count(), 0);
+  await page.locator('[data-banner="read-only"]').waitFor({ state: 'detached' });
   await click(page, '+10s');
   assert.equal(await page.getAttribute('.clock-face', 'data-now'), '2025-01-01T00:00:10Z');
   await page.waitForSelector('[data-watches="live"]');

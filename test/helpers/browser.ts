@@ -82,14 +82,35 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 
 /** The little of the page's DOM the tests read inside the browser (they compile without the DOM's types). */
 interface PageGlobals {
-  document: { querySelectorAll(selector: string): { length: number } };
+  document: {
+    querySelectorAll(selector: string): { length: number };
+    querySelector(selector: string): { textContent: string | null; getAttribute(name: string): string | null } | null;
+  };
 }
 
-/** Waits until `selector` matches exactly `count` elements. */
+/** Waits until `selector` matches exactly `count` elements; a timeout says what the page showed instead. */
 export async function waitForCount(page: Page, selector: string, count: number, timeout = 30_000): Promise<void> {
-  await page.waitForFunction(
-    ([s, n]) => (globalThis as unknown as PageGlobals).document.querySelectorAll(s).length === n,
-    [selector, count] as const,
-    { timeout },
-  );
+  try {
+    await page.waitForFunction(
+      ([s, n]) => (globalThis as unknown as PageGlobals).document.querySelectorAll(s).length === n,
+      [selector, count] as const,
+      { timeout },
+    );
+  } catch (err) {
+    const seen = await page
+      .evaluate((s) => {
+        const { document } = globalThis as unknown as PageGlobals;
+        return {
+          matches: document.querySelectorAll(s).length,
+          header: document.querySelector('header.top')?.textContent,
+          watches: document.querySelector('[data-watches]')?.getAttribute('title'),
+          dialog: document.querySelector('.dialog')?.textContent,
+          notices: document.querySelector('.notices')?.textContent,
+        };
+      }, selector)
+      .catch((e: Error) => e.message);
+    throw new Error(
+      `${(err as Error).message}\nwaiting for ${count} × ${selector}, the page showed ${JSON.stringify(seen)}`,
+    );
+  }
 }
