@@ -1,3 +1,4 @@
+import { memo } from 'preact/compat';
 import { useEffect } from 'preact/hooks';
 import { isKind, type KubeObject } from '../api.js';
 import { useRerender, useTopics } from '../hooks.js';
@@ -34,7 +35,8 @@ function matches(event: KubeObject, filter: string): boolean {
   return label.includes(f) || (o.namespace ?? '').toLowerCase() === f;
 }
 
-export function EventRow({
+/** One event; memoized, so that a new event re-renders its own row only (kept events are never changed in place). */
+export const EventRow = memo(function EventRow({
   event,
   onObject,
   showObject = true,
@@ -74,6 +76,12 @@ export function EventRow({
       </td>
     </tr>
   );
+});
+
+/** Shows the object's events only, and inspects it. */
+function follow(o: Involved): void {
+  filterEvents(objectLabel(o));
+  if (o.kind && isKind(o.kind) && o.name) select(o.kind, o.namespace ? `${o.namespace}/${o.name}` : o.name);
 }
 
 export function EventsView() {
@@ -89,10 +97,6 @@ export function EventsView() {
     if (shown.length >= SHOWN) break;
   }
   const sample = store.feed('Event')?.sample;
-  const follow = (o: Involved) => {
-    filterEvents(objectLabel(o));
-    if (o.kind && isKind(o.kind) && o.name) select(o.kind, o.namespace ? `${o.namespace}/${o.name}` : o.name);
-  };
   return (
     <div class="events">
       <div class="events-bar">

@@ -29,19 +29,21 @@ interface ChipProps {
   pod: KubeObject;
   named: boolean;
   leaving?: boolean;
+  /** A node lane's chip: it flies in from the lane a pod it replaces left (motion.ts). */
+  moves?: boolean;
 }
 
 /** One pod: its colour is its state (transitions animate), its left edge its controller (a ReplicaSet's revision). */
-export const PodChip = memo(function PodChip({ pod, named, leaving }: ChipProps) {
+export const PodChip = memo(function PodChip({ pod, named, leaving, moves }: ChipProps) {
   const ref = useRef<HTMLButtonElement>(null);
   const state = podState(pod);
   const owner = controllerOf(pod);
   const gone = leaving || state === 'terminating';
   useLayoutEffect(() => {
-    if (owner && ref.current) arrived(owner.uid, ref.current);
+    if (moves && owner && ref.current && !gone) arrived(owner.uid, ref.current);
   }, []);
   useLayoutEffect(() => {
-    if (gone && owner && ref.current) departed(owner.uid, ref.current);
+    if (moves && gone && owner && ref.current) departed(owner.uid, ref.current);
   }, [gone]);
   const hue = hueOf(owner?.name ?? pod.metadata.name);
   return (
@@ -162,7 +164,7 @@ const Lane = memo(function Lane({ name, named }: { name: string; named: boolean 
       )}
       <div class={`pods${named ? ' named' : ''}`}>
         {shown.map(({ pod, leaving }) => (
-          <PodChip key={pod.metadata.uid ?? keyOf(pod)} pod={pod} named={named} leaving={leaving} />
+          <PodChip key={pod.metadata.uid ?? keyOf(pod)} pod={pod} named={named} leaving={leaving} moves />
         ))}
       </div>
     </section>

@@ -127,6 +127,14 @@ function RolloutBar({ deployment, newRs }: { deployment: KubeObject; newRs: Kube
         <span class="fence min" style={{ left: pct(minAvailable) }} title={`at least ${minAvailable} available`} />
         <span class="fence desired" style={{ left: pct(bounds.replicas) }} />
       </div>
+      <div class="legend" aria-hidden="true">
+        <span class="key new-ready">updated, ready</span>
+        <span class="key new-starting">updated, not ready</span>
+        <span class="key old">old</span>
+        <span class="key available">available</span>
+        <span class="key min">least available</span>
+        <span class="key desired">desired</span>
+      </div>
       <div class="rollout-text">
         <span data-count="desired">desired {bounds.replicas}</span>
         <span data-count="updated">updated {updated}</span>
