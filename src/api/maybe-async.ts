@@ -28,8 +28,10 @@ export function eachInOrder<T>(
   return from(0);
 }
 
-/** The value of a write that must not wait (the server's own writes, which no webhook sees): a promise is a bug. */
-export function now<T>(value: MaybePromise<T>): T {
-  if (value instanceof Promise) throw new Error('a synchronous write met an asynchronous step');
+/**
+ * The value of a read or write that must not wait (the server's own, which no webhook sees): a promise is a bug.
+ */
+export function sync<T>(value: MaybePromise<T>): T {
+  if (value instanceof Promise) throw new Error('a synchronous read or write met an asynchronous step');
   return value;
 }

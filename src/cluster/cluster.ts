@@ -18,9 +18,9 @@ import { dataPaths, scanWal, truncateWal, WriteAheadLog } from '../storage/wal.j
 import { ClusterCertificateAuthority, type CaPem } from './certificate-authority.js';
 import { DEFAULT_EVENT_TTL_MS, EventExpiry } from './event-ttl.js';
 import { ClusterIPAllocator } from './ip-allocator.js';
-import { WebhookClients, type ServiceMapping } from '../registry/admission/webhook-client.js';
+import { WebhookClients, type ServiceMapping } from '../registry/webhook-client.js';
 
-export { parseServiceMapping, type ServiceMapping } from '../registry/admission/webhook-client.js';
+export { parseServiceMapping, type ServiceMapping } from '../registry/webhook-client.js';
 import { webhookPlugins } from '../registry/admission/webhooks.js';
 import { ValidatingAdmissionPolicies } from '../registry/admission/policies.js';
 import { NodePortAllocator } from './node-port-allocator.js';
@@ -113,7 +113,7 @@ export class Cluster {
     this.api.admission.register(webhooks.validating);
     this.api.admission.register(new ValidatingAdmissionPolicies(store, this.registry));
     for (const info of builtinKinds) this.registry.add(info);
-    serveCustomResources(this.registry, store, this.api);
+    serveCustomResources(this.registry, store, this.api, { clients: this.webhooks, random });
     store.onChange((key, event) => {
       if (key !== '/services') return;
       const ip = (o: KubeObject | undefined): unknown => (o?.spec as { clusterIP?: unknown } | undefined)?.clusterIP;

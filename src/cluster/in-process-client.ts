@@ -32,11 +32,11 @@ export class InProcessClient implements KubeClient {
   }
 
   async get(gvr: Gvr, namespace: string | undefined, name: string): Promise<KubeObject> {
-    return this.cluster.api.get(this.kind(gvr), namespace, name);
+    return this.cluster.api.read(this.kind(gvr), namespace, name);
   }
 
   async list(gvr: Gvr, namespace: string | undefined, options: ListOptions = {}): Promise<KubeList> {
-    return this.cluster.api.list(this.kind(gvr), namespace, options);
+    return this.cluster.api.readList(this.kind(gvr), namespace, options);
   }
 
   async create(gvr: Gvr, namespace: string | undefined, obj: KubeObject): Promise<KubeObject> {
@@ -93,7 +93,7 @@ export class InProcessClient implements KubeClient {
 
   async getScale(gvr: Gvr, namespace: string | undefined, name: string): Promise<KubeObject> {
     const info = this.scalable(gvr);
-    return scaleOf(info, this.cluster.api.get(info, namespace, name));
+    return scaleOf(info, await this.cluster.api.read(info, namespace, name));
   }
 
   async updateScale(gvr: Gvr, scale: KubeObject): Promise<KubeObject> {

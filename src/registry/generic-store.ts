@@ -23,7 +23,7 @@ import {
   type FieldValidation,
 } from '../api/schema/field-validation.js';
 import { schemaNameForKind } from '../api/schema/schema.js';
-import { eachInOrder, then, type MaybePromise } from '../api/maybe-async.js';
+import { eachInOrder, sync, then, type MaybePromise } from '../api/maybe-async.js';
 import type { MemoryStore } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
 import { fieldsOf, type Registry } from './registry.js';
@@ -130,7 +130,21 @@ export class GenericStore {
     readonly ctx: StrategyContext,
   ) {}
 
+  /**
+   * An object as the kind serves it, for a server's own components, which never read through a conversion that
+   * calls out: a custom resource whose CRD converts with a webhook is read with `read`.
+   */
   get(info: KindInfo, namespace: string | undefined, name: string): KubeObject {
+    return sync(this.read(info, namespace, name));
+  }
+
+  /** A list as `get` reads objects: synchronously, and never through a conversion webhook. */
+  list(info: KindInfo, namespace: string | undefined, query: ListQuery): KubeList {
+    return sync(this.readList(info, namespace, query));
+  }
+
+  /** GET of one object: at once, or once its CRD's conversion webhook has converted it. */
+  read(info: KindInfo, namespace: string | undefined, name: string): MaybePromise<KubeObject> {
     if (info.computed) {
       const found = info.computed(this.ctx).find((o) => o.metadata.name === name);
       if (!found) throw Errors.notFound(info, name);
@@ -141,7 +155,8 @@ export class GenericStore {
     return fromStorage(info, obj);
   }
 
-  list(info: KindInfo, namespace: string | undefined, query: ListQuery): KubeList {
+  /** LIST: at once, or once a conversion webhook has converted the objects not in the version asked for. */
+  readList(info: KindInfo, namespace: string | undefined, query: ListQuery): MaybePromise<KubeList> {
     const label = parseLabelSelector(query.labelSelector);
     const field = parseFieldSelector(query.fieldSelector, this.registry.supportedFields(info));
     if (info.computed) {
@@ -163,17 +178,19 @@ export class GenericStore {
       after: token?.after,
     });
     const revision = token?.revision ?? result.revision;
-    const list: KubeList = {
-      apiVersion: groupVersion(info),
-      kind: `${info.kind}List`,
-      metadata: { resourceVersion: String(revision) },
-      items: info.storage || info.onRead ? result.items.map((o) => fromStorage(info, o)) : result.items,
-    };
-    if (result.continueAfter !== undefined) {
-      list.metadata.continue = encodeContinue(revision, result.continueAfter);
-      list.metadata.remainingItemCount = result.remaining;
-    }
-    return list;
+    return then(allFromStorage(info, result.items), (items) => {
+      const list: KubeList = {
+        apiVersion: groupVersion(info),
+        kind: `${info.kind}List`,
+        metadata: { resourceVersion: String(revision) },
+        items,
+      };
+      if (result.continueAfter !== undefined) {
+        list.metadata.continue = encodeContinue(revision, result.continueAfter);
+        list.metadata.remainingItemCount = result.remaining;
+      }
+      return list;
+    });
   }
 
   create(
@@ -259,13 +276,15 @@ export class GenericStore {
       );
     this.validate(info, obj);
     options.requester?.admit?.(info, obj, undefined);
-    const store = (commits: Array<() => void> | undefined): KubeObject => {
-      if (options.dryRun) return obj;
-      const created = fromStorage(info, this.store.create(resourceKey(info), toStorage(info, obj)));
-      if (commits) for (const commit of commits) commit();
-      return created;
-    };
-    return request ? then(this.admission.validate(request), store) : store(undefined);
+    return then(toStorage(info, obj), (stored) => {
+      const store = (commits: Array<() => void> | undefined): MaybePromise<KubeObject> => {
+        if (options.dryRun) return obj;
+        const created = this.store.create(resourceKey(info), stored);
+        if (commits) for (const commit of commits) commit();
+        return fromStorage(info, created);
+      };
+      return request ? then(this.admission.validate(request), store) : store(undefined);
+    });
   }
 
   /**
@@ -510,7 +529,23 @@ export class GenericStore {
   ): MaybePromise<KubeObject> {
     const key = resourceKey(info);
     const stored = this.store.current(key, ns, name, preconditions);
-    const current = fromStorage(info, stored);
+    return then(fromStorage(info, stored), (current) =>
+      this.updateFrom(info, ns, name, preconditions, produce, options, attempt, stored, current),
+    );
+  }
+
+  private updateFrom(
+    info: KindInfo,
+    ns: string | undefined,
+    name: string,
+    preconditions: Preconditions,
+    produce: (current: KubeObject) => KubeObject,
+    options: WriteOptions & { applied?: () => unknown[] },
+    attempt: number,
+    stored: KubeObject,
+    current: KubeObject,
+  ): MaybePromise<KubeObject> {
+    const key = resourceKey(info);
     const next = produce(current);
     if (next.metadata.name !== current.metadata.name) {
       throw Errors.badRequest(
@@ -545,8 +580,23 @@ export class GenericStore {
           );
     /** The object to store once the mutating plugins are done. */
     const afterMutation = (): KubeObject => (view ? view.apply(request!.obj!, next) : request!.obj!);
-    const commit = (prepared: KubeObject, commits: Array<() => void> | undefined): MaybePromise<KubeObject> => {
-      let emptied = false;
+    /** managedFields, and whether the update is the deletion itself; then the object as the store keeps it. */
+    const finish = (prepared: KubeObject): MaybePromise<KubeObject> => {
+      if (options.applied) setManagedFields(prepared, options.applied());
+      else if (options.fieldManager && options.subresource !== 'finalize') {
+        const requested =
+          options.subresource === 'status' ? current.metadata.managedFields : next.metadata.managedFields;
+        setManagedFields(
+          prepared,
+          managedFieldsAfterUpdate(current, prepared, requested, this.writeContext(info, options)),
+        );
+      }
+      // The update that empties the finalizers is the deletion itself, not a write first (kube-apiserver's
+      // errEmptiedFinalizers): watchers see DELETED of the stored object and no MODIFIED before it.
+      return shouldDeleteDuringUpdate(info, prepared) ? stored : toStorage(info, prepared);
+    };
+    const commit = (storageForm: KubeObject, commits: Array<() => void> | undefined): MaybePromise<KubeObject> => {
+      const emptied = storageForm === stored;
       let stale = false;
       const { object, changed } = this.store.guaranteedUpdate(
         key,
@@ -554,24 +604,12 @@ export class GenericStore {
         name,
         preconditions,
         (latest) => {
-          // Only after admission waited can another write have come in between: start again from it.
+          // Only after admission or a conversion waited can another write have come in between: start again from it.
           if (latest !== stored) {
             stale = true;
             return latest;
           }
-          if (options.applied) setManagedFields(prepared, options.applied());
-          else if (options.fieldManager && options.subresource !== 'finalize') {
-            const requested =
-              options.subresource === 'status' ? current.metadata.managedFields : next.metadata.managedFields;
-            setManagedFields(
-              prepared,
-              managedFieldsAfterUpdate(current, prepared, requested, this.writeContext(info, options)),
-            );
-          }
-          // The update that empties the finalizers is the deletion itself, not a write first (kube-apiserver's
-          // errEmptiedFinalizers): watchers see DELETED of the stored object and no MODIFIED before it.
-          emptied = shouldDeleteDuringUpdate(info, prepared);
-          return emptied ? stored : toStorage(info, prepared);
+          return storageForm;
         },
         options.dryRun,
       );
@@ -585,9 +623,11 @@ export class GenericStore {
     };
     const validated = (prepared: KubeObject): MaybePromise<KubeObject> => {
       if (!subresource) options.requester?.admit?.(info, prepared, current);
-      if (!request) return commit(prepared, undefined);
-      request.obj = view ? view.of(prepared) : prepared;
-      return then(this.admission.validate(request), (commits) => commit(prepared, commits));
+      return then(finish(prepared), (storageForm) => {
+        if (!request) return commit(storageForm, undefined);
+        request.obj = view ? view.of(prepared) : prepared;
+        return then(this.admission.validate(request), (commits) => commit(storageForm, commits));
+      });
     };
     if (subresource === 'status') {
       const mutated = request ? this.admission.admit(request) : undefined;
@@ -686,7 +726,20 @@ export class GenericStore {
     ofCollection = false,
   ): MaybePromise<DeleteResult> {
     const ns = scoped(info, namespace);
-    const current = this.get(info, ns, name);
+    const read = this.read(info, ns, name);
+    if (read instanceof Promise)
+      return read.then((current) => this.deleteFrom(info, ns, name, current, options, ofCollection));
+    return this.deleteFrom(info, ns, name, read, options, ofCollection);
+  }
+
+  private deleteFrom(
+    info: KindInfo,
+    ns: string | undefined,
+    name: string,
+    current: KubeObject,
+    options: DeleteRequestOptions,
+    ofCollection: boolean,
+  ): MaybePromise<DeleteResult> {
     // Go's DeleteCollection deletes through the generic Store, past REST overrides such as PriorityClass's.
     if (!ofCollection) info.strategy?.beforeDelete?.(current);
     const request = this.admissionRequest(info, 'DELETE', ns, name, undefined, current, options, undefined);
@@ -695,11 +748,12 @@ export class GenericStore {
     return then(this.admission.admit(request), () =>
       then(this.admission.validate(request), (commits) => {
         // Admission may have waited: the deletion starts from the object as it is now.
-        const latest = this.store.get(resourceKey(info), ns, name) === undefined ? undefined : this.get(info, ns, name);
-        if (!latest) throw Errors.notFound(info, name);
-        const result = this.deleteAdmitted(info, ns, name, latest, options);
-        if (commits && !options.dryRun) for (const commit of commits) commit();
-        return result;
+        if (this.store.get(resourceKey(info), ns, name) === undefined) throw Errors.notFound(info, name);
+        return then(this.read(info, ns, name), (latest) => {
+          const result = this.deleteAdmitted(info, ns, name, latest, options);
+          if (commits && !options.dryRun) for (const commit of commits) commit();
+          return result;
+        });
       }),
     );
   }
@@ -710,7 +764,7 @@ export class GenericStore {
     name: string,
     current: KubeObject,
     options: DeleteOptions,
-  ): DeleteResult {
+  ): MaybePromise<DeleteResult> {
     const key = resourceKey(info);
     const preconditions = options.preconditions ?? {};
     const grace = this.gracePeriodFor(info, current, options);
@@ -748,7 +802,7 @@ export class GenericStore {
       const gone = this.store.delete(key, ns, name);
       return { body: successStatus(info, gone), gone: true };
     }
-    return { body: fromStorage(info, marked.object), gone: false };
+    return then(fromStorage(info, marked.object), (body) => ({ body, gone: false }));
   }
 
   /** DELETE of a collection: each listed object through delete (and admission), in order; ones gone meanwhile skipped. */
@@ -758,7 +812,13 @@ export class GenericStore {
     query: ListQuery,
     options: DeleteRequestOptions,
   ): MaybePromise<KubeList> {
-    const list = this.list(info, namespace, { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector });
+    return then(
+      this.readList(info, namespace, { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector }),
+      (list) => this.deleteListed(info, list, options),
+    );
+  }
+
+  private deleteListed(info: KindInfo, list: KubeList, options: DeleteRequestOptions): MaybePromise<KubeList> {
     const deleted: KubeObject[] = [];
     const isNotFound = (err: unknown): boolean =>
       err instanceof Error && 'code' in err && (err as { code: number }).code === 404;
@@ -1075,29 +1135,84 @@ function statusPart(
 }
 
 /** An object of a kind served from another's storage, as the client sees it (and back). */
-function fromStorage(info: KindInfo, obj: KubeObject): KubeObject {
-  const converted = info.storage ? info.storage.fromStorage(obj) : obj;
-  return info.onRead ? info.onRead(converted) : converted;
+function fromStorage(info: KindInfo, obj: KubeObject): MaybePromise<KubeObject> {
+  if (info.conversion) return then(info.conversion.fromStorage([obj]), (objs) => readAs(info, objs[0]!));
+  return readAs(info, info.storage ? info.storage.fromStorage(obj) : obj);
 }
 
-function toStorage(info: KindInfo, obj: KubeObject): KubeObject {
+/** Stored objects as the client sees them: one conversion for all of them. */
+function allFromStorage(info: KindInfo, objs: KubeObject[]): MaybePromise<KubeObject[]> {
+  if (info.conversion)
+    return then(info.conversion.fromStorage(objs, true), (converted) => converted.map((o) => readAs(info, o)));
+  return info.storage || info.onRead
+    ? objs.map((o) => readAs(info, info.storage ? info.storage.fromStorage(o) : o))
+    : objs;
+}
+
+function readAs(info: KindInfo, obj: KubeObject): KubeObject {
+  return info.onRead ? info.onRead(obj) : obj;
+}
+
+function toStorage(info: KindInfo, obj: KubeObject): MaybePromise<KubeObject> {
+  if (info.conversion) return info.conversion.toStorage(obj);
   return info.storage ? info.storage.toStorage(obj) : obj;
 }
 
-/** Watch events of a shared table, converted for the kind watched. */
+/**
+ * Watch events of a shared table, converted for the kind watched. Conversions that call out (a conversion webhook)
+ * are started as events come and delivered in the order the events came; one that fails ends the watch with an
+ * ERROR event carrying its Status, as kube-apiserver's watch does.
+ */
 function convertingSink(info: KindInfo, sink: WatchSink): WatchSink {
-  return {
-    send: (type, event) =>
-      sink.send(
-        type,
-        new StoreEvent(
-          event.type,
-          fromStorage(info, event.object),
-          event.prevObject && fromStorage(info, event.prevObject),
-          event.revision,
+  const conversion = info.conversion;
+  const converted = (event: StoreEvent, objs: KubeObject[]): StoreEvent =>
+    new StoreEvent(event.type, readAs(info, objs[0]!), objs[1] && readAs(info, objs[1]), event.revision);
+  if (!conversion)
+    return {
+      send: (type, event) =>
+        sink.send(
+          type,
+          converted(
+            event,
+            event.prevObject
+              ? [sync(fromStorage(info, event.object)), sync(fromStorage(info, event.prevObject))]
+              : [sync(fromStorage(info, event.object))],
+          ),
         ),
-      ),
-    close: () => sink.close(),
+      close: () => sink.close(),
+    };
+  let queue: Promise<void> = Promise.resolve();
+  let waiting = 0;
+  let closed = false;
+  const end = (): void => {
+    if (closed) return;
+    closed = true;
+    sink.close();
+  };
+  return {
+    send: (type, event) => {
+      if (closed) return false;
+      const result = conversion.fromStorage(event.prevObject ? [event.object, event.prevObject] : [event.object]);
+      if (!(result instanceof Promise) && waiting === 0) return sink.send(type, converted(event, result));
+      waiting++;
+      queue = queue.then(() =>
+        Promise.resolve(result).then(
+          (objs) => {
+            waiting--;
+            if (!closed && !sink.send(type, converted(event, objs))) end();
+          },
+          (err: unknown) => {
+            waiting--;
+            if (closed) return;
+            const status = (err instanceof ApiError ? err : Errors.internal(String(err))).toStatus();
+            sink.send('ERROR', new StoreEvent('ADDED', status as unknown as KubeObject, undefined, event.revision));
+            end();
+          },
+        ),
+      );
+      return true;
+    },
+    close: end,
   };
 }
 

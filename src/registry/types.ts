@@ -221,6 +221,16 @@ export interface KindInfo {
     toStorage(obj: KubeObject): KubeObject;
     fromStorage(obj: KubeObject): KubeObject;
   };
+  /**
+   * Conversion that calls out (a CRD's conversion webhook), for every version of its kind: stored objects come back
+   * in this kind's version through it (one call for all that need it), and objects written through this kind go to
+   * the storage version through it. Unset: `storage`'s synchronous conversions, or none.
+   */
+  conversion?: {
+    /** `list`: the objects of one list, which errors name as the list kind. */
+    fromStorage(objs: readonly KubeObject[], list?: boolean): MaybePromise<KubeObject[]>;
+    toStorage(obj: KubeObject): MaybePromise<KubeObject>;
+  };
   /** Applied to every object read (get, list, watch, and the current object of an update): custom resources' defaults. */
   onRead?(obj: KubeObject): KubeObject;
   /**

@@ -6,7 +6,7 @@ import { ApiError, Errors } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PATCH_CONTENT_TYPES } from '../api/patch.js';
 import { queryBool } from '../api/query-params.js';
 import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
-import type { KubeObject } from '../api/types.js';
+import type { KubeList, KubeObject } from '../api/types.js';
 import type { ServedCluster } from './served-cluster.js';
 import type { DeleteRequestOptions, ListQuery, WatchQuery, WriteOptions } from '../registry/generic-store.js';
 import { then } from '../api/maybe-async.js';
@@ -187,7 +187,9 @@ export class ResourceHandler {
     switch (method) {
       case 'GET': {
         this.checkResourceVersion(one(query, 'resourceVersion'));
-        return this.send(reply, 200, this.cluster.api.get(info, namespace, name), negotiated, info);
+        return then(this.cluster.api.read(info, namespace, name), (obj) =>
+          this.send(reply, 200, obj, negotiated, info),
+        );
       }
       case 'PUT': {
         const options = writeOptions(request, query, 'UpdateOptions', status);
@@ -264,7 +266,18 @@ export class ResourceHandler {
     reply: FastifyReply,
   ): void | Promise<void> {
     this.checkListOptions(info, query, false);
-    const list = this.cluster.api.list(info, namespace, listQuery(query));
+    return then(this.cluster.api.readList(info, namespace, listQuery(query)), (list) =>
+      this.sendList(info, list, query, negotiated, reply),
+    );
+  }
+
+  private sendList(
+    info: KindInfo,
+    list: KubeList,
+    query: Query,
+    negotiated: Negotiated,
+    reply: FastifyReply,
+  ): void | Promise<void> {
     if (negotiated.transform === 'table') {
       const include = includeObject(query);
       const now = this.cluster.clock.now();
@@ -369,8 +382,10 @@ export class ResourceHandler {
   ): void | Promise<void> {
     const query = request.query as Query;
     if (request.method === 'GET') {
-      const scale = scaleOf(info, this.cluster.api.get(info, namespace, name));
-      return this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
+      return then(this.cluster.api.read(info, namespace, name), (obj) => {
+        const scale = scaleOf(info, obj);
+        return this.sendText(reply, 200, negotiated, JSON.stringify(scale), scale);
+      });
     }
     if (request.method !== 'PUT' && request.method !== 'PATCH') throw Errors.methodNotAllowed();
     validateWriteOptions(query, request.method === 'PUT' ? 'UpdateOptions' : 'PatchOptions', isApplyPatch(request));

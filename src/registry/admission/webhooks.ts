@@ -19,11 +19,12 @@ import {
   type Rule,
 } from './matching.js';
 import {
+  clientConfigOf,
   WebhookCallError,
   type WebhookAnswer,
   type WebhookClientConfig,
   type WebhookClients,
-} from './webhook-client.js';
+} from '../webhook-client.js';
 
 /**
  * MutatingAdmissionWebhook and ValidatingAdmissionWebhook (k8s.io/apiserver admission/plugin/webhook): the webhooks
@@ -75,19 +76,7 @@ function compileWebhooks(configuration: KubeObject): Webhook[] {
   const hooks = Array.isArray(configuration.webhooks) ? configuration.webhooks : [];
   const configName = configuration.metadata.name ?? '';
   return hooks.filter(isPlainObject).map((h, i) => {
-    const client = isPlainObject(h.clientConfig) ? h.clientConfig : {};
-    const clientConfig: WebhookClientConfig = {};
-    if (typeof client.url === 'string') clientConfig.url = client.url;
-    if (isPlainObject(client.service)) {
-      const s = client.service;
-      clientConfig.service = {
-        namespace: String(s.namespace ?? ''),
-        name: String(s.name ?? ''),
-        port: typeof s.port === 'number' ? s.port : 443,
-      };
-      if (typeof s.path === 'string') clientConfig.service.path = s.path;
-    }
-    if (typeof client.caBundle === 'string' && client.caBundle !== '') clientConfig.caBundle = client.caBundle;
+    const clientConfig = clientConfigOf(h.clientConfig);
     const conditions = Array.isArray(h.matchConditions) ? h.matchConditions.filter(isPlainObject) : [];
     return {
       configuration: configName,

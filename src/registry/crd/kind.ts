@@ -50,6 +50,51 @@ export interface CrdSpec {
   names: CrdNames;
   scope: 'Namespaced' | 'Cluster';
   versions: CrdVersion[];
+  conversion?: CrdConversion;
+}
+
+/** spec.conversion: None (apiVersion rewritten), or a ConversionReview webhook. */
+export interface CrdConversion {
+  strategy?: string;
+  webhook?: { clientConfig?: Record<string, unknown>; conversionReviewVersions?: string[] };
+}
+
+/**
+ * validateCustomResourceConversion, its errors under the internal field names kube-apiserver reports
+ * (webhookClientConfig, conversionReviewVersions) as it does for v1 objects too.
+ */
+function validateConversion(conversion: CrdConversion | undefined): StatusCause[] {
+  if (!isPlainObject(conversion)) return [];
+  const causes: StatusCause[] = [];
+  const strategy = conversion.strategy;
+  if (strategy !== 'None' && strategy !== 'Webhook') {
+    causes.push(FieldErrors.notSupported('spec.conversion.strategy', strategy ?? '', ['None', 'Webhook']));
+    return causes;
+  }
+  const webhook = isPlainObject(conversion.webhook) ? conversion.webhook : undefined;
+  const clientConfig = webhook && isPlainObject(webhook.clientConfig) ? webhook.clientConfig : undefined;
+  if (strategy === 'Webhook') {
+    if (!clientConfig)
+      causes.push(
+        FieldErrors.required('spec.conversion.webhookClientConfig', 'required when strategy is set to Webhook'),
+      );
+    else if ((clientConfig.url === undefined) === (clientConfig.service === undefined))
+      causes.push(
+        FieldErrors.required('spec.conversion.webhookClientConfig', 'exactly one of url or service is required'),
+      );
+    const versions = Array.isArray(webhook?.conversionReviewVersions) ? webhook.conversionReviewVersions : [];
+    if (!versions.some((v) => v === 'v1' || v === 'v1beta1'))
+      causes.push(
+        FieldErrors.required('spec.conversion.conversionReviewVersions', 'must include at least one of v1, v1beta1'),
+      );
+  } else if (clientConfig)
+    causes.push(
+      FieldErrors.forbidden(
+        'spec.conversion.webhookClientConfig',
+        'should not be set when strategy is not set to Webhook',
+      ),
+    );
+  return causes;
 }
 
 export function crdSpec(obj: KubeObject): CrdSpec {
@@ -97,7 +142,10 @@ function defaults(obj: KubeObject): void {
     if (!names.singular && typeof names.kind === 'string') names.singular = names.kind.toLowerCase();
     if (!names.listKind && typeof names.kind === 'string' && names.kind) names.listKind = `${names.kind}List`;
   }
+  // SetDefaults_CustomResourceDefinitionSpec; a conversion emptied by an apply that dropped the defaulted strategy
+  // (kubectl's client-side to server-side apply migration) is None again, as the defaulted field comes back in Go.
   if (!isPlainObject(spec.conversion)) spec.conversion = { strategy: 'None' };
+  else if (spec.conversion.strategy === undefined) spec.conversion.strategy = 'None';
   for (const v of Array.isArray(spec.versions) ? spec.versions : []) {
     if (!isPlainObject(v)) continue;
     for (const c of Array.isArray(v.additionalPrinterColumns) ? v.additionalPrinterColumns : []) {
@@ -326,6 +374,7 @@ export function validateCrd(obj: KubeObject): StatusCause[] {
         );
     });
   });
+  causes.push(...validateConversion(spec.conversion));
   if (versions.length === 0)
     causes.push(
       FieldErrors.invalid('spec.versions', versions, 'must have exactly one version marked as storage version'),

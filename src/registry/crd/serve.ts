@@ -18,8 +18,17 @@ import {
   type CrdVersion,
 } from './kind.js';
 import { defineCrdTypes, forgetCrdTypes } from './apply-types.js';
+import { webhookConversion } from './conversion.js';
+import type { WebhookClients } from '../webhook-client.js';
+import type { SeededRandom } from '../../clock/random.js';
 import { hasRules, validateRules } from './cel.js';
 import { applyDefaults, hasDefaults, prune, validateSchema, type JSONSchemaProps } from './schema-validation.js';
+
+/** What conversion webhooks are called with. */
+export interface ConversionClients {
+  clients: WebhookClients;
+  random: SeededRandom;
+}
 
 /**
  * Serves the custom resources of every CustomResourceDefinition as registry rows, kept in step with the CRD
@@ -30,7 +39,12 @@ import { applyDefaults, hasDefaults, prune, validateSchema, type JSONSchemaProps
 const CRD_KEY = resourceKey(customResourceDefinitions);
 const OBJECT_META_REF = '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta';
 
-export function serveCustomResources(registry: Registry, store: MemoryStore, api: GenericStore): void {
+export function serveCustomResources(
+  registry: Registry,
+  store: MemoryStore,
+  api: GenericStore,
+  conversions?: ConversionClients,
+): void {
   const rows = new Map<string, KindInfo[]>();
   /** CRDs being deleted, by the table of their instances (a change there may let the cleanup finish). */
   const terminating = new Map<string, string>();
@@ -41,7 +55,7 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
   const sync = (crd: KubeObject): void => {
     const name = crd.metadata.name!;
     // Not served until its names are accepted (a conflict with another CRD of the group keeps it off).
-    const next = (isServed(crd) ? rowsOf(crd) : []).filter((info) => {
+    const next = (isServed(crd) ? rowsOf(crd, conversions) : []).filter((info) => {
       const existing = registry.lookup(info.group, info.version, info.resource);
       return !existing || (rows.get(name) ?? []).includes(existing);
     });
@@ -82,7 +96,9 @@ export function serveCustomResources(registry: Registry, store: MemoryStore, api
         for (const obj of store.all(resourceKey(storage))) {
           if (obj.metadata.deletionTimestamp) continue;
           try {
-            api.delete(storage, obj.metadata.namespace, obj.metadata.name!, { internal: true });
+            const deleted = api.delete(storage, obj.metadata.namespace, obj.metadata.name!, { internal: true });
+            // An instance kept in an older version waits for its conversion webhook; its deletion brings us back.
+            if (deleted instanceof Promise) deleted.catch(() => undefined);
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 404)) throw err;
           }
@@ -171,7 +187,7 @@ function acceptedNamesOf(crd: KubeObject): unknown {
 }
 
 /** The registry rows of a CRD, under the names it was granted: one per served version, the storage version's first. */
-export function rowsOf(crd: KubeObject): KindInfo[] {
+export function rowsOf(crd: KubeObject, conversions?: ConversionClients): KindInfo[] {
   const spec = crdSpec(crd);
   const names = servedNames(crd);
   const storage = spec.versions?.find((v) => v.storage);
@@ -179,7 +195,17 @@ export function rowsOf(crd: KubeObject): KindInfo[] {
   const served = spec.versions.filter((v) => v.served);
   served.sort((a, b) => (a === storage ? -1 : b === storage ? 1 : 0));
   const terminating = crd.metadata.deletionTimestamp !== undefined;
-  return served.map((v) => rowOf(spec, names, v, v === storage ? undefined : storage.name, terminating));
+  return served.map((v) => {
+    const row = rowOf(spec, names, v, v === storage ? undefined : storage.name, terminating);
+    if (conversions && spec.conversion?.strategy === 'Webhook')
+      row.conversion = webhookConversion(conversions.clients, conversions.random, spec.conversion, {
+        group: spec.group,
+        kind: names.kind,
+        version: v.name,
+        storageVersion: storage.name,
+      });
+    return row;
+  });
 }
 
 function rowOf(

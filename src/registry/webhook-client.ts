@@ -1,10 +1,10 @@
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { isIP } from 'node:net';
-import { ApiError } from '../../api/errors.js';
-import { isPlainObject, type KubeObject } from '../../api/types.js';
-import { wallClock, type Clock } from '../../clock/clock.js';
-import type { SeededRandom } from '../../clock/random.js';
-import type { MemoryStore } from '../../storage/memory-store.js';
+import { ApiError } from '../api/errors.js';
+import { isPlainObject, type KubeObject } from '../api/types.js';
+import { wallClock, type Clock } from '../clock/clock.js';
+import type { SeededRandom } from '../clock/random.js';
+import type { MemoryStore } from '../storage/memory-store.js';
 
 /**
  * The HTTPS client of admission and conversion webhooks (k8s.io/apiserver's util/webhook ClientManager): a
@@ -17,6 +17,24 @@ export interface WebhookClientConfig {
   service?: { namespace?: string; name?: string; path?: string; port?: number };
   /** Base64 of PEM certificates; the system's roots when absent. */
   caBundle?: string;
+}
+
+/** A webhook's clientConfig as its API object gives it (a service's port defaults to 443). */
+export function clientConfigOf(raw: unknown): WebhookClientConfig {
+  const client = isPlainObject(raw) ? raw : {};
+  const config: WebhookClientConfig = {};
+  if (typeof client.url === 'string') config.url = client.url;
+  if (isPlainObject(client.service)) {
+    const s = client.service;
+    config.service = {
+      namespace: String(s.namespace ?? ''),
+      name: String(s.name ?? ''),
+      port: typeof s.port === 'number' ? s.port : 443,
+    };
+    if (typeof s.path === 'string') config.service.path = s.path;
+  }
+  if (typeof client.caBundle === 'string' && client.caBundle !== '') config.caBundle = client.caBundle;
+  return config;
 }
 
 /** `sim serve --map-service NAMESPACE/NAME[:PORT]=HOST:PORT`: where a Service's webhook server really listens. */
@@ -95,10 +113,17 @@ export class WebhookClients {
 
   /**
    * POSTs `body` as JSON and resolves with the JSON answer. `timeoutSeconds` bounds the whole exchange, on the wall
-   * clock (the webhook server is a real process), and is passed on as `?timeout=Ns` as kube-apiserver does.
+   * clock (the webhook server is a real process), and is passed on as `?timeout=Ns` as kube-apiserver does for
+   * admission webhooks (unless `sendTimeout` is false: a conversion call is bounded by its request alone).
    */
-  async post(config: WebhookClientConfig, body: unknown, timeoutSeconds: number | undefined): Promise<WebhookAnswer> {
-    const query = timeoutSeconds !== undefined && timeoutSeconds > 0 ? `?timeout=${timeoutSeconds}s` : '';
+  async post(
+    config: WebhookClientConfig,
+    body: unknown,
+    timeoutSeconds: number | undefined,
+    sendTimeout = true,
+  ): Promise<WebhookAnswer> {
+    const query =
+      sendTimeout && timeoutSeconds !== undefined && timeoutSeconds > 0 ? `?timeout=${timeoutSeconds}s` : '';
     const target = this.resolve(config, query);
     const shown = `${target.url}${query}`;
     const payload = Buffer.from(JSON.stringify(body));
