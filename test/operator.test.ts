@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import type { V1Deployment } from '@kubernetes/client-node';
 import type { OwnerReference } from '../src/api/types.js';
 import { computeStatus, desiredDeployment, updatedDeployment, type Website } from '../fixtures/operator/website.js';
 import { kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
-import { track } from './helpers/processes.js';
+import { Replica } from './helpers/operator-replica.js';
 import { ROOT, startServer, type SimServer } from './helpers/server.js';
 
 // Issue 10: the example Operator in fixtures/operator runs as separate processes against one `sim serve`, with
@@ -19,7 +19,6 @@ import { ROOT, startServer, type SimServer } from './helpers/server.js';
 // garbage collector.
 
 const missing = kubectlMissing();
-const OPERATOR = join(ROOT, 'dist/fixtures/operator/main.js');
 const CRD_FILE = join(ROOT, 'fixtures/operator/website-crd.yaml');
 const WEBSITE_FILE = join(ROOT, 'fixtures/operator/website.yaml');
 // Short, so fail-over takes seconds (client-go's rule leaseDuration > renewDeadline > 1.2 × retryPeriod holds), with
@@ -27,63 +26,6 @@ const WEBSITE_FILE = join(ROOT, 'fixtures/operator/website.yaml');
 const LEASE_SECONDS = 3;
 const ELECTION = ['--lease-duration', String(LEASE_SECONDS), '--renew-deadline', '2', '--retry-period', '0.5'];
 const WAIT_TIMEOUT = '--timeout=30s';
-
-/** One replica of the Operator: a child process whose log (stdout) can be awaited. */
-class Replica {
-  log = '';
-  private waiters: Array<() => void> = [];
-  readonly child: ChildProcess;
-
-  constructor(
-    readonly id: string,
-    kubeconfig: string,
-  ) {
-    this.child = track(
-      spawn(process.execPath, [OPERATOR, '--id', id, ...ELECTION], {
-        env: { ...process.env, KUBECONFIG: kubeconfig },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }),
-    );
-    const append = (chunk: string): void => {
-      this.log += chunk;
-      for (const wake of this.waiters.splice(0)) wake();
-    };
-    this.child.stdout!.setEncoding('utf8').on('data', append);
-    this.child.stderr!.setEncoding('utf8').on('data', append);
-    this.child.on('exit', () => append(''));
-  }
-
-  /** Resolves once the log matches; fails after 30 s, or at once if the process has exited. */
-  until(pattern: RegExp): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`operator ${this.id}: no log line matching ${pattern} within 30 s; log:\n${this.log}`)),
-        30_000,
-      );
-      const check = (): void => {
-        if (pattern.test(this.log)) {
-          clearTimeout(timer);
-          resolve();
-        } else if (this.child.exitCode !== null || this.child.signalCode !== null) {
-          clearTimeout(timer);
-          reject(
-            new Error(
-              `operator ${this.id} exited (${this.child.exitCode ?? this.child.signalCode}) before logging ${pattern}; log:\n${this.log}`,
-            ),
-          );
-        } else this.waiters.push(check);
-      };
-      check();
-    });
-  }
-
-  async kill(signal: NodeJS.Signals): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.child.kill(signal);
-    await exited;
-  }
-}
 
 describe('the example Website Operator (fixtures/operator)', { skip: missing }, () => {
   let server: SimServer;
@@ -130,7 +72,7 @@ describe('the example Website Operator (fixtures/operator)', { skip: missing }, 
   });
 
   it('starts two replicas, of which one takes the Lease and the other stands by', async () => {
-    replicas.push(new Replica('alpha', kubeconfig), new Replica('bravo', kubeconfig));
+    replicas.push(new Replica('alpha', kubeconfig, ELECTION), new Replica('bravo', kubeconfig, ELECTION));
     // Each replica logs whom it found leading: itself ("I am the leader") or the other ("new leader elected: X").
     await Promise.all(replicas.map((r) => r.until(/I am the leader|new leader elected: \w+/)));
     const lease = await json<{ spec: Record<string, unknown> }>(['get', 'lease', 'website-operator']);
@@ -380,7 +322,7 @@ describe('the example Website Operator (fixtures/operator)', { skip: missing }, 
       [lease.spec.holderIdentity ?? '', lease.spec.leaseDurationSeconds, lease.spec.leaseTransitions],
       ['', 1, 1],
     );
-    const next = new Replica('charlie', kubeconfig);
+    const next = new Replica('charlie', kubeconfig, ELECTION);
     replicas.push(next);
     await next.until(/successfully acquired lease/);
     assert.equal(

@@ -1,17 +1,8 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
-import { isIPv4 } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import {
-  distinguishedName,
-  EXT_KEY_USAGES,
-  issueCertificate,
-  KEY_USAGE_BITS,
-  pem,
-  spkiOf,
-  tlv,
-} from '../../src/api/x509.js';
+import { issueServingCertificate, newCertificateAuthority } from '../../src/api/x509.js';
 
 /**
  * A real HTTPS webhook server for tests, as an operator's would be: its own CA and serving certificate, made at test
@@ -38,43 +29,14 @@ export function hostAddress(): string | undefined {
 export function makeCertificates(dnsNames: string[] = ['localhost'], ips: string[] = []): Certificates {
   const now = Date.now();
   const validity = { notBefore: now - 3600_000, notAfter: now + 30 * 86_400_000 };
-  const caKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey;
-  const caName = distinguishedName(`webhook-test-ca-${randomBytes(4).toString('hex')}`);
-  const issuer = { name: caName, key: caKey, publicKey: spkiOf(caKey) };
-  const ca = issueCertificate(
-    {
-      subject: caName,
-      publicKey: issuer.publicKey,
-      ...validity,
-      ca: true,
-      keyUsages: [KEY_USAGE_BITS['digital signature']!, KEY_USAGE_BITS['cert sign']!, KEY_USAGE_BITS['crl sign']!],
-    },
-    issuer,
+  const ca = newCertificateAuthority(`webhook-test-ca-${randomBytes(4).toString('hex')}`, validity);
+  const serving = issueServingCertificate(
+    ca.issuer,
+    dnsNames[0] ?? 'webhook',
+    { dns: dnsNames, ips: ['127.0.0.1', ...ips] },
+    validity,
   );
-  const key = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey;
-  // GeneralNames: dNSName [2] and iPAddress [7], context-specific and implicit.
-  const ipBytes = (ip: string): Buffer => Buffer.from(isIPv4(ip) ? ip.split('.').map(Number) : []);
-  const cert = issueCertificate(
-    {
-      subject: distinguishedName(dnsNames[0] ?? 'webhook'),
-      publicKey: spkiOf(key),
-      ...validity,
-      keyUsages: [KEY_USAGE_BITS['digital signature']!, KEY_USAGE_BITS['key encipherment']!],
-      extKeyUsages: [EXT_KEY_USAGES['server auth']!],
-      altNames: [
-        ...dnsNames.map((name) => tlv(0x82, Buffer.from(name, 'ascii'))),
-        ...['127.0.0.1', ...ips].map((ip) => tlv(0x87, ipBytes(ip))),
-      ],
-    },
-    issuer,
-  );
-  const caPem = pem('CERTIFICATE', ca);
-  return {
-    caPem,
-    caBundle: Buffer.from(caPem).toString('base64'),
-    cert: pem('CERTIFICATE', cert),
-    key: key.export({ type: 'pkcs8', format: 'pem' }).toString(),
-  };
+  return { caPem: ca.cert, caBundle: Buffer.from(ca.cert).toString('base64'), ...serving };
 }
 
 export type ReviewRequest = Record<string, unknown> & {
