@@ -434,6 +434,59 @@ describe('admission webhooks', { skip: missing }, () => {
     await uninstallAll();
   });
 
+  it('checks what comes back: a patch that breaks the object fails validation; a bad answer is a failed call', async () => {
+    hooks.handle('/break', () => allow([{ op: 'add', path: '/data', value: { 'bad key': 'x' } }]));
+    hooks.handle('/garbage', () => ({ status: 200, body: 'not json', contentType: 'application/json' }));
+    hooks.handle('/wrong-uid', () => ({
+      review: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'other', allowed: true } },
+    }));
+    hooks.handle('/crash', () => ({ status: 500, body: 'boom', contentType: 'text/plain' }));
+    const hook = (name: string, path: string): Obj => ({
+      name: `${name}.example.com`,
+      clientConfig: { url: `${hooks.url}${path}`, caBundle: hooks.certs.caBundle },
+      rules: [rule(['configmaps'], ['CREATE'])],
+      objectSelector: { matchLabels: { answer: name } },
+    });
+    await install('Mutating', 'answers', [
+      hook('break', '/break'),
+      hook('garbage', '/garbage'),
+      hook('wrong-uid', '/wrong-uid'),
+      hook('crash', '/crash'),
+    ]);
+    const create = (answer: string) =>
+      api(server, 'POST', configMaps, { metadata: { name: `answer-${answer}`, labels: { answer } } });
+    const broken = await create('break');
+    assert.equal(broken.status, 422, JSON.stringify(broken.body));
+    // The patched object is validated again (the key's path is the validation's own business).
+    assert.match(
+      String(broken.body.message),
+      /^ConfigMap "answer-break" is invalid: data\S*: Invalid value: "bad key"/,
+    );
+    const prefix = (name: string) =>
+      `Internal error occurred: failed calling webhook "${name}.example.com": failed to call webhook: `;
+    const garbage = await create('garbage');
+    assert.equal(garbage.status, 500);
+    assert.equal(
+      garbage.body.message,
+      `${prefix('garbage')}couldn't get version/kind; json parse error: invalid character 'o' in literal null (expecting 'u')`,
+    );
+    const wrongUid = await create('wrong-uid');
+    assert.equal(wrongUid.status, 500);
+    assert.match(
+      String(wrongUid.body.message),
+      /^Internal error occurred: failed calling webhook "wrong-uid\.example\.com": received invalid webhook response: expected response\.uid="[0-9a-f-]{36}", got "other"$/,
+    );
+    const crash = await create('crash');
+    assert.equal(crash.status, 500);
+    assert.equal(
+      crash.body.message,
+      `${prefix('crash')}an error on the server ("boom") has prevented the request from succeeding`,
+    );
+    for (const answer of ['break', 'garbage', 'wrong-uid', 'crash'])
+      assert.equal((await api(server, 'GET', `${configMaps}/answer-${answer}`)).status, 404, 'nothing was stored');
+    await uninstallAll();
+  });
+
   it('matchPolicy Equivalent sees a write through another version in the version it names; Exact does not', async () => {
     const version = (name: string, storage: boolean): Obj => ({
       name,

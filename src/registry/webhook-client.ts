@@ -1,6 +1,7 @@
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { isIP } from 'node:net';
 import { ApiError } from '../api/errors.js';
+import { goJsonSyntaxError, interpretKind } from '../api/go-json.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { wallClock, type Clock } from '../clock/clock.js';
 import type { SeededRandom } from '../clock/random.js';
@@ -192,24 +193,26 @@ export class WebhookClients {
           if (settled) return;
           settled = true;
           timer?.cancel();
-          const text = Buffer.concat(chunks).toString('utf8');
+          const body = Buffer.concat(chunks);
+          const text = body.toString('utf8');
           const code = res.statusCode ?? 0;
           if (code < 200 || code > 299) {
             reject(responseError(code, text, String(res.headers['content-type'] ?? '')));
             return;
           }
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(text);
-          } catch (err) {
-            reject(new WebhookCallError(`couldn't get version/kind; json parse error: ${(err as Error).message}`));
+          // The REST client's decoding: the body's apiVersion and kind first, in Go's words when it has none.
+          const syntax = goJsonSyntaxError(body);
+          if (syntax !== undefined) {
+            reject(new WebhookCallError(`couldn't get version/kind; json parse error: ${syntax}`));
             return;
           }
-          if (!isPlainObject(parsed)) {
-            reject(new WebhookCallError("couldn't get version/kind; json parse error: not a JSON object"));
+          const parsed: unknown = JSON.parse(text);
+          const kind = interpretKind(parsed);
+          if ('error' in kind) {
+            reject(new WebhookCallError(kind.error));
             return;
           }
-          resolve(parsed);
+          resolve(isPlainObject(parsed) ? parsed : {});
         });
       });
       const timer =
