@@ -382,6 +382,16 @@ spec:
       /Taints:\s+node\.kubernetes\.io\/unreachable:NoExecute\s+node\.kubernetes\.io\/unreachable:NoSchedule/,
     );
     assert.match(described, /Ready\s+Unknown\s.*NodeStatusUnknown\s+Kubelet stopped posting node status\./);
+    // The kubelet cannot be reached: kube-apiserver's answer (its dial error), which is no internal error of the server.
+    const logs = await run(['logs', victim.metadata.name!]);
+    assert.equal(logs.code, 1);
+    assert.match(
+      logs.stderr,
+      new RegExp(
+        `^Error from server: Get "https://${String(field(victim, 'status.hostIP')).replaceAll('.', '\\.')}:10250/containerLogs/default/${victim.metadata.name}/app": dial tcp [0-9.]+:10250: connect: connection refused\\n$`,
+      ),
+    );
+    assert.doesNotMatch(server.stderr(), /internal error/i, 'an unreachable kubelet is not logged as an error');
     wall += await advance('4m');
     assert.equal(
       (await api.get(`/api/v1/namespaces/default/pods/${victim.metadata.name}`)).metadata.deletionTimestamp,

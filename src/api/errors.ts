@@ -205,6 +205,19 @@ export const Errors = {
     return new ApiError(404, 'NotFound', 'the server could not find the requested resource');
   },
 
+  /**
+   * A node's kubelet that cannot be reached (pods/log, exec, attach, portforward on a failed node): kube-apiserver
+   * hands on the dial error as it is (ErrorToAPIStatus of a non-Status error: 500, StatusReasonUnknown, which is
+   * empty). An answer about the cluster, not a fault of the server: it is not logged as an internal error.
+   */
+  kubeletUnreachable(host: string, path: string): ApiError {
+    return new ApiError(
+      500,
+      '',
+      `Get "https://${host}:10250/${path}": dial tcp ${host}:10250: connect: connection refused`,
+    );
+  },
+
   internal(message: string): ApiError {
     return new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, {
       causes: [{ reason: '', message }],

@@ -1,4 +1,4 @@
-import { ApiError } from '../api/errors.js';
+import { ApiError, Errors } from '../api/errors.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { Clock } from '../clock/clock.js';
 import { podNodeName as podNode } from '../api/pod-util.js';
@@ -49,12 +49,7 @@ export class KubeletApi {
   private reachable(pod: KubeObject, path: string): NodeAgent {
     const agent = this.sources.agent(podNode(pod));
     if (!agent?.up) {
-      const host = agent?.ip ?? podNode(pod);
-      throw new ApiError(
-        500,
-        'InternalError',
-        `Get "https://${host}:10250/${path}": dial tcp ${host}:10250: connect: connection refused`,
-      );
+      throw Errors.kubeletUnreachable(agent?.ip ?? podNode(pod), path);
     }
     return agent;
   }

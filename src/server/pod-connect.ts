@@ -80,11 +80,7 @@ function kubeletUnreachable(pod: KubeObject, path: string): ApiError {
     isPlainObject(pod.status) && typeof pod.status.hostIP === 'string'
       ? pod.status.hostIP
       : String((pod.spec as { nodeName?: string }).nodeName);
-  return new ApiError(
-    500,
-    'InternalError',
-    `Get "https://${host}:10250/${path}": dial tcp ${host}:10250: connect: connection refused`,
-  );
+  return Errors.kubeletUnreachable(host, path);
 }
 
 function nodeName(pod: KubeObject): string {

@@ -155,8 +155,9 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
 
   app.setErrorHandler(async (err, request, reply) => {
     const apiError = toApiError(err);
-    // 500 only: a 5xx answered on purpose (504 for a resourceVersion from the future) is no internal error.
-    if (apiError.code === 500)
+    // 500 only: a 5xx answered on purpose (504 for a resourceVersion from the future) is no internal error, nor is
+    // a 500 with kube-apiserver's empty reason (StatusReasonUnknown): an unreachable kubelet's dial error.
+    if (apiError.code === 500 && apiError.reason !== '')
       options.logger?.(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     // A client still sending an oversized body would see its connection reset instead of the 413: read the
     // rest (up to a bound; beyond it the connection is dropped) so that it gets the Status.
