@@ -39,8 +39,16 @@ interface GoldenInput {
   node?: KubeObject;
   settings?: Record<string, string>;
   objects?: KubeObject[];
-  /** What the kubelet's record of the pod holds: stage anchors, and stages applied to the pod without change. */
-  record?: { firstSeen?: Record<string, string>; applied?: string[] };
+  missingImages?: string[];
+  /**
+   * What the kubelet's record of the pod holds: stage anchors, stages applied to the pod without change, and failed
+   * pulls per image (how many, the last one's time).
+   */
+  record?: {
+    firstSeen?: Record<string, string>;
+    applied?: string[];
+    pulls?: Record<string, { failures: number; lastAt: string }>;
+  };
 }
 
 function run(input: GoldenInput): Obj {
@@ -49,6 +57,8 @@ function run(input: GoldenInput): Obj {
   const record = new PodRecord();
   for (const [stage, at] of Object.entries(input.record?.firstSeen ?? {})) record.firstMatched(stage, Date.parse(at));
   if (input.record?.applied) record.wroteNothing(input.pod, new Set(input.record.applied));
+  for (const [image, { failures, lastAt }] of Object.entries(input.record?.pulls ?? {}))
+    for (let i = 0; i < failures; i++) record.pullFailed(image, Date.parse(lastAt));
   const plan = planPass(stages, input.pod, record, stageEnv({ ...input, now }, record));
   if (plan.kind === 'idle') return { stage: null };
   if (plan.kind === 'wait') return { stage: plan.stage.name, dueInMs: plan.waitMs };
@@ -67,6 +77,7 @@ function run(input: GoldenInput): Obj {
     ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
     events: plan.steps.flatMap((s) => s.events.map((e) => ({ ...e }))),
     logs: plan.steps.flatMap((s) => s.logs.map((l) => ({ ...l }))),
+    ...(plan.steps.some((s) => s.pulls.length > 0) ? { pulls: plan.steps.flatMap((s) => s.pulls) } : {}),
     delete: plan.steps[plan.steps.length - 1]!.stage.next.delete === true,
     unchanged: [...plan.unchanged],
   };

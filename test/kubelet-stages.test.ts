@@ -5,11 +5,12 @@ import { VirtualClock, rfc3339 } from '../src/clock/clock.js';
 import {
   crashLoopDelayMs,
   goDuration,
-  normalizeImage,
   runAction,
   type ActionContext,
   type ActionName,
 } from '../src/kubelet/actions.js';
+import { normalizeImage } from '../src/kubelet/image-ref.js';
+import { defaultImageCatalog, Images } from '../src/kubelet/images.js';
 import { runInContainer } from '../src/kubelet/exec-shell.js';
 import { resolveEnv, serviceEnv, type EnvSources } from '../src/kubelet/pod-env.js';
 import {
@@ -107,6 +108,8 @@ function context(
     resolveEnv: (q, c) => resolveEnv(q, c, envSources),
     volumeError: (q) => volumeError(q, envSources),
     containerID: () => `containerd://${String(++ids).padStart(64, '0')}`,
+    imageMissing: (image) => new Images(defaultImageCatalog()).missing(image),
+    pullRetryAt: () => undefined,
   };
 }
 

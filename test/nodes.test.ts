@@ -339,19 +339,33 @@ spec:
     await k(['delete', 'pod', 'crasher', '--grace-period=0', '--force']);
   });
 
-  test('a graceful delete shows Terminating for the grace period; --force removes at once', async () => {
+  test('a graceful delete: Terminating until the container exits on SIGTERM (1 s), a shell as PID 1 the whole grace period', async () => {
+    // A shell script as PID 1 without a trap: the kernel delivers it no SIGTERM, the kubelet kills it after 30 s.
+    await k(
+      ['apply', '-f', '-'],
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: looper}\nspec: {containers: [{name: c, image: busybox, command: [sh, -c, "while true; do sleep 1; done"]}]}\n',
+    );
+    await advance('0s');
     const name = (await pods('app=webapp'))[0]!.metadata.name!;
-    await k(['delete', 'pod', name, '--wait=false']);
+    await k(['delete', 'pod', name, 'looper', '--wait=false']);
     await advance('0s');
     assert.match(await k(['get', 'pod', name]), new RegExp(`^${name}\\s+1/1\\s+Terminating`, 'm'));
     assert.match(
       await k(['get', 'events', '--field-selector', `involvedObject.name=${name},reason=Killing`]),
       /Stopping container app/,
     );
-    await advance('29s');
+    await advance('999ms');
     assert.equal((await api.request(`/api/v1/namespaces/default/pods/${name}`)).status, 200);
+    await advance('1ms');
+    assert.equal(
+      (await api.request(`/api/v1/namespaces/default/pods/${name}`)).status,
+      404,
+      "the server exits a second after SIGTERM (the image catalog's stop delay)",
+    );
+    await advance('28s');
+    assert.match(await k(['get', 'pod', 'looper']), /^looper\s+1\/1\s+Terminating/m);
     await advance('1s');
-    assert.equal((await api.request(`/api/v1/namespaces/default/pods/${name}`)).status, 404);
+    assert.equal((await api.request('/api/v1/namespaces/default/pods/looper')).status, 404);
   });
 
   test('a failed node goes NotReady after the grace period and its pods are evicted after their 300 s toleration', async () => {

@@ -62,6 +62,11 @@ program
     '--stop-delay <duration>',
     'default kube-sim.dev/stop-delay: how long containers take to exit after SIGTERM (default: the whole grace period)',
   )
+  .option(
+    '--missing-images <file|list>',
+    'images no registry has (their pulls fail: ErrImagePull, ImagePullBackOff): a file, one a line, or a comma list',
+  )
+  .option('--images <file>', 'what images do: pull failures, default commands, servers (replaces fixtures/images.yaml)')
   .option('--cluster-cidr <cidr>', 'pod IP range; each node gets a /24 of it', '10.244.0.0/16')
   .option('--scheduler', 'run the default scheduler (the default when --nodes > 0)')
   .option('--no-scheduler', 'do not run the default scheduler')

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
@@ -7,6 +7,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import { parseDuration } from '../clock/clock.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
 import { defaultProfile, loadNodeProfile, parseCapacity } from '../kubelet/node.js';
+import { loadImageCatalog, parseImageList } from '../kubelet/images.js';
 import { loadStageFile } from '../kubelet/stages.js';
 import { buildServer } from '../server/server.js';
 import { UI_PATH } from '../server/ui.js';
@@ -38,6 +39,8 @@ export interface ServeOptions {
   startupDelay?: string;
   stopDelay?: string;
   readyDelay?: string;
+  images?: string;
+  missingImages?: string;
   clusterCidr: string;
   /** Compact the heap once the server goes quiet after it grew (see idle-compaction.ts); on unless --no-idle-compaction. */
   idleCompaction?: boolean;
@@ -77,7 +80,20 @@ function kubeletOptions(options: ServeOptions): SimulatorOptions['kubelet'] {
   }
   const kubelet: SimulatorOptions['kubelet'] = { profile, settings, clusterCidr: options.clusterCidr };
   if (options.stages) kubelet!.stages = loadStageFile(options.stages);
+  if (options.images) kubelet!.images = loadImageCatalog(options.images);
+  if (options.missingImages !== undefined) kubelet!.missingImages = missingImages(options.missingImages);
   return kubelet;
+}
+
+/** --missing-images: a file of references (one a line, `#` comments) when one is there, else a comma-separated list. */
+function missingImages(value: string): string[] {
+  let text = value;
+  try {
+    if (statSync(value).isFile()) text = readFileSync(value, 'utf8');
+  } catch {
+    // not a file: the list itself
+  }
+  return parseImageList(text);
 }
 
 const ADMIN_USER = 'kubernetes-admin';

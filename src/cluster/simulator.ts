@@ -1,6 +1,7 @@
 import { CONTROLLER_NAMES, controllerFactories } from '../controllers/index.js';
 import { KubeletFleet, type KubeletOptions } from '../kubelet/fleet.js';
 import { defaultProfile } from '../kubelet/node.js';
+import { defaultImageCatalog } from '../kubelet/images.js';
 import { defaultStages } from '../kubelet/stages.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { ControllerManager, selectControllers, type LogFn } from '../runtime/manager.js';
@@ -65,6 +66,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       stages: options.kubelet?.stages ?? defaultStages(),
       settings: options.kubelet?.settings ?? {},
       clusterCidr: options.kubelet?.clusterCidr ?? '10.244.0.0/16',
+      images: options.kubelet?.images ?? defaultImageCatalog(),
+      missingImages: options.kubelet?.missingImages ?? [],
     });
     cluster.onClose(() => kubelets.stop());
     await kubelets.start(new Map([['kubelet', () => fleet]]), new Set(['kubelet']));

@@ -2,13 +2,25 @@ import { createHash } from 'node:crypto';
 import { rfc3339 } from '../clock/clock.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { setPodCondition } from '../api/pod-util.js';
+import { invalidImageMessage, normalizeImage, repositoryOf } from './image-ref.js';
 
 /**
  * The kubelet's built-in status transitions, one per action a stage may name. Each is a pure function of the
  * pod and a context (clock time, the node, lookups): it returns the pod's next status, annotations to set,
  * events and log lines. The fleet writes the result; the stage file decides which action runs when.
  */
-export const ACTION_NAMES = ['Accept', 'Start', 'Ready', 'Exit', 'BackOff', 'Restart', 'Kill', 'Stop', 'Fail'] as const;
+export const ACTION_NAMES = [
+  'Accept',
+  'Start',
+  'PullBackOff',
+  'Ready',
+  'Exit',
+  'BackOff',
+  'Restart',
+  'Kill',
+  'Stop',
+  'Fail',
+] as const;
 export type ActionName = (typeof ACTION_NAMES)[number];
 
 type Obj = Record<string, unknown>;
@@ -29,6 +41,12 @@ export interface ActionLog {
   lines: string[];
 }
 
+/** A pull the kubelet made of an image: failed (its back-off grows), or pulled after failing before (it ends). */
+export interface ImagePullOutcome {
+  image: string;
+  failed: boolean;
+}
+
 export interface ActionResult {
   /** The whole next status (undefined: unchanged). */
   status?: Obj;
@@ -36,6 +54,8 @@ export interface ActionResult {
   annotations?: Record<string, string | null>;
   events: ActionEvent[];
   logs: ActionLog[];
+  /** Pulls made, for the kubelet's record of the pod's image back-offs. */
+  pulls?: ImagePullOutcome[];
 }
 
 /** What a container gets when it starts: its environment, or why it cannot start. */
@@ -54,6 +74,10 @@ export interface ActionContext {
   volumeError(pod: KubeObject): { volume: string; message: string } | undefined;
   /** A fresh container ID (seeded, so replays agree). */
   containerID(): string;
+  /** Whether no registry has the image (the image catalog's list, `--missing-images`, the node's and the pod's annotation). */
+  imageMissing(image: string): boolean;
+  /** When the image may be pulled again, if pulls of it failed before (the kubelet's back-off after its last failure). */
+  pullRetryAt(image: string): number | undefined;
 }
 
 /**
@@ -179,9 +203,7 @@ function textsOf(c: Obj, list: ContainerList): ContainerTexts {
   const name = String(c.name);
   const image = String(c.image);
   const normalized = normalizeImage(image);
-  const repo = normalized.includes('@')
-    ? normalized.slice(0, normalized.indexOf('@'))
-    : normalized.slice(0, normalized.lastIndexOf(':'));
+  const repo = repositoryOf(normalized);
   texts = {
     fieldPath: flat('spec.', list, '{', name, '}'),
     image: normalized,
@@ -213,18 +235,6 @@ function fieldPath(pod: KubeObject, name: string): string {
  */
 function flat(...parts: Array<string | number>): string {
   return parts.join('');
-}
-
-/** The image reference as containerd reports it: docker.io/library/nginx:latest for "nginx". */
-export function normalizeImage(image: string): string {
-  let ref = image;
-  const firstSlash = ref.indexOf('/');
-  const first = firstSlash < 0 ? '' : ref.slice(0, firstSlash);
-  if (firstSlash < 0) ref = `docker.io/library/${ref}`;
-  else if (!first.includes('.') && !first.includes(':') && first !== 'localhost') ref = `docker.io/${ref}`;
-  const lastSegment = ref.slice(ref.lastIndexOf('/') + 1);
-  if (!ref.includes('@') && !lastSegment.includes(':')) ref = `${ref}:latest`;
-  return ref;
 }
 
 /** Go's time.Duration formatting for whole seconds: 10s, 1m20s, 5m0s. */
@@ -350,9 +360,81 @@ interface Started {
   events: ActionEvent[];
   logs: ActionLog[];
   env?: Array<[string, string]>;
+  pull?: ImagePullOutcome;
 }
 
-/** Starts one container (restartCount given): its env, its running state, Pulled/Created/Started. */
+/** What the pull of a container's image came to: its events, and the waiting state when it has no image to start. */
+interface Pull {
+  events: ActionEvent[];
+  waiting?: { reason: string; message: string };
+  outcome?: ImagePullOutcome;
+}
+
+function waitingReason(cs: Obj | undefined): unknown {
+  const waiting = cs && isPlainObject(state(cs).waiting) ? (state(cs).waiting as Obj) : undefined;
+  return waiting?.reason;
+}
+
+/**
+ * kubelet's EnsureImageExists for a container about to start: a reference it cannot parse (InvalidImageName), an
+ * image no registry has (ErrImagePull; not tried again during the back-off after a failure, ImagePullBackOff), one
+ * missing with pull policy Never (ErrImageNeverPull); else the image is there (or pulled). `unchanged`: the
+ * container is left as it was (a state that no sync changes, or the back-off still running).
+ */
+function pullImage(c: Obj, texts: ContainerTexts, previous: Obj | undefined, ctx: ActionContext): Pull | 'unchanged' {
+  const image = String(c.image);
+  const fieldPath = texts.fieldPath;
+  const was = waitingReason(previous);
+  const failed = (reason: string, message: string, events: ActionEvent[]): Pull => ({
+    events: [...events, { type: 'Warning', reason: 'Failed', message: `Error: ${reason}`, fieldPath }],
+    waiting: { reason, message },
+  });
+  const invalid = invalidImageMessage(image);
+  if (invalid !== undefined) {
+    if (was === 'InvalidImageName') return 'unchanged';
+    return failed('InvalidImageName', invalid, [
+      { type: 'Warning', reason: 'InspectFailed', message: invalid, fieldPath },
+    ]);
+  }
+  const retryAt = ctx.pullRetryAt(image);
+  if (ctx.imageMissing(image)) {
+    if (c.imagePullPolicy === 'Never') {
+      if (was === 'ErrImageNeverPull') return 'unchanged';
+      const message = `Container image "${image}" is not present with pull policy of Never`;
+      return failed('ErrImageNeverPull', message, [
+        { type: 'Warning', reason: 'ErrImageNeverPull', message, fieldPath },
+      ]);
+    }
+    if (retryAt !== undefined && retryAt > ctx.now && (was === 'ImagePullBackOff' || was === 'ErrImagePull'))
+      return 'unchanged';
+    const ref = texts.image;
+    const error = `rpc error: code = NotFound desc = failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": ${ref}: not found`;
+    return {
+      ...failed('ErrImagePull', error, [
+        { type: 'Normal', reason: 'Pulling', message: `Pulling image "${image}"`, fieldPath },
+        { type: 'Warning', reason: 'Failed', message: `Failed to pull image "${image}": ${error}`, fieldPath },
+      ]),
+      outcome: { image, failed: true },
+    };
+  }
+  // Pulled after failing before: the image was not on the node, so it is pulled now (and its back-off ends).
+  if (retryAt !== undefined)
+    return {
+      events: [
+        { type: 'Normal', reason: 'Pulling', message: `Pulling image "${image}"`, fieldPath },
+        {
+          type: 'Normal',
+          reason: 'Pulled',
+          message: `Successfully pulled image "${image}" in 0s (0s including waiting). Image size: 0 bytes.`,
+          fieldPath,
+        },
+      ],
+      outcome: { image, failed: false },
+    };
+  return { events: pullEvents(texts) };
+}
+
+/** Starts one container (restartCount given): its image, its env, its running state, Pulled/Created/Started. */
 function startContainer(
   pod: KubeObject,
   c: Obj,
@@ -364,16 +446,27 @@ function startContainer(
 ): Started {
   const texts = textsOf(c, list);
   const path = texts.fieldPath;
-  const resolved = ctx.resolveEnv(pod, c);
   const lastState = previous && isPlainObject(previous.lastState) ? previous.lastState : {};
+  const pull = pullImage(c, texts, previous, ctx);
+  if (pull === 'unchanged') return { status: previous!, events: [], logs: [] };
+  const pulled = pull.outcome ? { pull: pull.outcome } : {};
+  if (pull.waiting)
+    return {
+      status: { ...waitingStatus(c, pull.waiting.reason, pull.waiting.message), restartCount, lastState },
+      events: pull.events,
+      logs: [],
+      ...pulled,
+    };
+  const resolved = ctx.resolveEnv(pod, c);
   if ('error' in resolved) {
     return {
       status: { ...waitingStatus(c, 'CreateContainerConfigError', resolved.error), restartCount, lastState },
       events: [
-        ...pullEvents(texts),
+        ...pull.events,
         { type: 'Warning', reason: 'Failed', message: `Error: ${resolved.error}`, fieldPath: path },
       ],
       logs: [],
+      ...pulled,
     };
   }
   return {
@@ -389,7 +482,7 @@ function startContainer(
       state: { running: { startedAt: now } },
     },
     events: [
-      ...pullEvents(texts),
+      ...pull.events,
       { type: 'Normal', reason: 'Created', message: texts.created, fieldPath: path },
       { type: 'Normal', reason: 'Started', message: texts.started, fieldPath: path },
     ],
@@ -397,6 +490,7 @@ function startContainer(
       { container: String(c.name), start: restartCount, lines: startLines(pod, c, texts, restartCount, resolved.env) },
     ],
     env: resolved.env,
+    ...pulled,
   };
 }
 
@@ -515,8 +609,9 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
       const prior = priorInits.get(String(c.name));
       if (prior && isPlainObject(state(prior).terminated)) return prior;
       if (blocked) return prior ?? waitingStatus(c, 'PodInitializing');
-      const started = startContainer(withIP, c, 'initContainers', undefined, 0, ctx, now);
+      const started = startContainer(withIP, c, 'initContainers', prior, 0, ctx, now);
       if (!started.env) blocked = true;
+      if (started.pull) (result.pulls ??= []).push(started.pull);
       result.events.push(...started.events);
       for (const log of started.logs)
         result.logs.push({
@@ -535,6 +630,7 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
       if (prior && isPlainObject(state(prior).running)) return prior;
       const restartCount = typeof prior?.restartCount === 'number' ? prior.restartCount : 0;
       const started = startContainer(withIP, c, 'containers', prior, restartCount, ctx, now);
+      if (started.pull) (result.pulls ??= []).push(started.pull);
       result.events.push(...started.events);
       result.logs.push(...started.logs);
       if (started.env)
@@ -562,6 +658,31 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
   setReadiness(status, now, false);
   sortConditions(status);
   return { ...result, status };
+}
+
+/** After a failed pull the kubelet backs off (ImagePullBackOff): `Back-off pulling image`, with the pull's error. */
+function pullBackOff(pod: KubeObject, ctx: ActionContext): ActionResult {
+  const now = rfc3339(ctx.now);
+  const status = statusOf(pod);
+  const events: ActionEvent[] = [];
+  for (const list of ['initContainerStatuses', 'containerStatuses'] as const) {
+    if (!Array.isArray(status[list])) continue;
+    status[list] = mapShared(statuses(status, list), (cs) => {
+      const waiting = isPlainObject(state(cs).waiting) ? (state(cs).waiting as Obj) : undefined;
+      if (waiting?.reason !== 'ErrImagePull') return cs;
+      const image = String(cs.image);
+      const path = fieldPath(pod, String(cs.name));
+      events.push(
+        { type: 'Normal', reason: 'BackOff', message: `Back-off pulling image "${image}"`, fieldPath: path },
+        { type: 'Warning', reason: 'Failed', message: 'Error: ImagePullBackOff', fieldPath: path },
+      );
+      const message = `Back-off pulling image "${image}": ErrImagePull: ${String(waiting.message ?? '')}`;
+      return { ...cs, state: { waiting: { reason: 'ImagePullBackOff', message } } };
+    });
+  }
+  setReadiness(status, now, false);
+  sortConditions(status);
+  return { events, logs: [], status };
 }
 
 /** Running containers pass their readiness probes. */
@@ -659,6 +780,7 @@ function restart(pod: KubeObject, ctx: ActionContext): ActionResult {
     const last = isPlainObject(terminated) ? { terminated } : isPlainObject(cs.lastState) ? cs.lastState : {};
     const restarts = (typeof cs.restartCount === 'number' ? cs.restartCount : 0) + 1;
     const started = startContainer(pod, c, 'containers', { ...cs, lastState: last }, restarts, ctx, now);
+    if (started.pull) (result.pulls ??= []).push(started.pull);
     result.events.push(...started.events);
     result.logs.push(...started.logs);
     if (started.env)
@@ -759,6 +881,8 @@ export function runAction(name: ActionName, pod: KubeObject, ctx: ActionContext,
       return accept(pod, ctx);
     case 'Start':
       return start(pod, ctx);
+    case 'PullBackOff':
+      return pullBackOff(pod, ctx);
     case 'Ready':
       return ready(pod, ctx);
     case 'Exit':

@@ -10,6 +10,7 @@ import type {
   PortForwardTarget,
 } from '../api/kubelet-connector.js';
 import { ContainerDisks } from './filesystem.js';
+import { Images, type ImageCatalog } from './images.js';
 import { KubeletApi } from './kubelet-api.js';
 import { LogStore } from './logs.js';
 import { NodeAgents } from './node-agent.js';
@@ -27,6 +28,10 @@ export interface KubeletOptions {
   settings: Readonly<Record<string, string>>;
   /** Pod CIDRs per node are /24s of this range. */
   clusterCidr: string;
+  /** What images do (fixtures/images.yaml, or `sim serve --images`). */
+  images: ImageCatalog;
+  /** References no registry has besides the catalog's (`sim serve --missing-images`). */
+  missingImages: readonly string[];
 }
 
 /**
@@ -60,7 +65,13 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const disks = new ContainerDisks();
     const env = (node: string): EnvSources => this.envSources(node);
     const agent = (node: string) => this.agents.get(node);
-    this.pods = new PodWorker(ctx, options, {
+    const podOptions = {
+      stages: options.stages,
+      settings: options.settings,
+      images: new Images(options.images),
+      missingImages: options.missingImages,
+    };
+    this.pods = new PodWorker(ctx, podOptions, {
       agent,
       nodes: this.nodes,
       configmaps: this.configmaps,

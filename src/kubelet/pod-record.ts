@@ -1,16 +1,19 @@
 import { deepEqual, type KubeObject } from '../api/types.js';
+import { crashLoopDelayMs } from './actions.js';
 
 /**
  * What the kubelet remembers about one of its pods beyond the pod itself: one record per pod, changed only by the
  * transitions below. The stage engine decides from the pod, its settings and the clock (stages.ts); the record
- * holds the four things the pod cannot tell it:
+ * holds the five things the pod cannot tell it:
  *
  * - its own last write: until the informer has caught up with it, the cached pod is older than the kubelet knows;
  * - when each stage timed from its first match (a delay without a `since` timestamp: the stop delay) first matched
  *   the pod in its current state;
  * - the stages it applied without changing the pod (Kill's SIGTERM, a FailedMount), with the pod as they left it, so
  *   that they are not applied twice;
- * - the pod IP it handed out, also before the status carrying it is written.
+ * - the pod IP it handed out, also before the status carrying it is written;
+ * - the image pulls that failed, per image (kubelet's image back-off, keyed by pod and image): how many, and when
+ *   the last one failed, which says when the next pull may be tried.
  *
  * A pass that fails to write (a 409 the work queue retries) is no transition: the record stays as it was, so the
  * retry finds the stop delay already running.
@@ -23,6 +26,8 @@ export class PodRecord {
    * record of two members costs no more than the IP alone did (one record a pod of a dense cluster).
    */
   private stages: StageMemory | undefined;
+  /** Per image whose pulls failed: how many in a row, and when the last one did. */
+  private pulls: Map<string, { failures: number; lastAt: number }> | undefined;
 
   /**
    * Sees the pod as the cache holds it: false while that is older than the kubelet's own last write (the write's
@@ -104,9 +109,30 @@ export class PodRecord {
     return ip;
   }
 
+  /** A pull of the image failed at `at`: the back-off before the next one doubles. */
+  pullFailed(image: string, at: number): void {
+    const pulls = (this.pulls ??= new Map());
+    pulls.set(image, { failures: (pulls.get(image)?.failures ?? 0) + 1, lastAt: at });
+  }
+
+  /** The image was pulled: its back-off is over. */
+  pulled(image: string): void {
+    this.pulls?.delete(image);
+    if (this.pulls?.size === 0) this.pulls = undefined;
+  }
+
+  /**
+   * When the image may be pulled again, if pulls of it failed: the kubelet's image back-off (10 s after the first
+   * failure, doubling to 5 min) after the last failure; undefined when none failed.
+   */
+  pullRetryAt(image: string): number | undefined {
+    const failed = this.pulls?.get(image);
+    return failed === undefined ? undefined : failed.lastAt + crashLoopDelayMs(failed.failures);
+  }
+
   /** Nothing remembered: the record can go (it starts afresh if the pod changes again). */
   get empty(): boolean {
-    return this.heldIP === undefined && this.stages === undefined;
+    return this.heldIP === undefined && this.stages === undefined && this.pulls === undefined;
   }
 
   private memory(): StageMemory {

@@ -12,6 +12,8 @@ import { resolveEnv, type EnvSources } from './pod-env.js';
 import { keepPodIP, podIPFor, releasePodIP } from './pod-ips.js';
 import { PodRecord } from './pod-record.js';
 import { annotationChanges, containerSpecs, planPass, type PassEnv, type StageStep } from './stage-pass.js';
+import { parseImageList, type Images } from './images.js';
+import { DURATION_SETTING, stopDelayMs } from './programs.js';
 import type { Stage } from './stages.js';
 import { volumeError } from './volumes.js';
 
@@ -72,7 +74,14 @@ export interface PodWorkerOptions {
   stages: readonly Stage[];
   /** Server-wide values of the kube-sim.dev/* settings (startup-delay, ready-delay, duration, exit-code). */
   settings: Readonly<Record<string, string>>;
+  /** What images do (fixtures/images.yaml). */
+  images: Images;
+  /** References missing from every registry besides the catalog's (`sim serve --missing-images`). */
+  missingImages: readonly string[];
 }
+
+/** Where a pod or a node names images no registry has, besides the catalog and the flag. */
+export const MISSING_IMAGES_ANNOTATION = 'kube-sim.dev/missing-images';
 
 /** What the pod worker reads besides the pods: the node agents, the nodes, a pod's environment; the runtime's logs and disks. */
 export interface PodWorkerSources {
@@ -188,6 +197,16 @@ export class PodWorker {
     );
   }
 
+  /** Whether no registry has the image: the catalog's list, the flag's, the node's annotation and the pod's. */
+  private imageMissing(pod: KubeObject, image: string): boolean {
+    const extra = [...this.options.missingImages];
+    const node = this.sources.nodes.get(undefined, podNode(pod))?.metadata.annotations?.[MISSING_IMAGES_ANNOTATION];
+    if (node) extra.push(...parseImageList(node));
+    const own = pod.metadata.annotations?.[MISSING_IMAGES_ANNOTATION];
+    if (own) extra.push(...parseImageList(own));
+    return this.options.images.missing(image, extra);
+  }
+
   private async reconcile(key: string): Promise<ReconcileResult | void> {
     const slash = key.indexOf('/');
     const pod = this.pods.get(key.slice(0, slash), key.slice(slash + 1));
@@ -222,11 +241,15 @@ export class PodWorker {
     if (wrote) record.wrote(current, unchanged);
     else record.wroteNothing(pod, unchanged);
 
-    // Every stage's events and log lines, in the order the stages ran.
+    // Every stage's events and log lines, in the order the stages ran; the pulls they made.
     const uid = pod.metadata.uid ?? '';
     for (const step of steps) {
       for (const e of step.events) agent.recorder.event(current, e.type, e.reason, e.message, e.fieldPath);
       this.writeLogs(uid, step.logs, now);
+      for (const pull of step.pulls) {
+        if (pull.failed) record.pullFailed(pull.image, now);
+        else record.pulled(pull.image);
+      }
     }
     const phase = isPlainObject(current.status) ? current.status.phase : undefined;
     if (phase === 'Succeeded' || phase === 'Failed') releasePodIP(record, agent.ips);
@@ -250,6 +273,14 @@ export class PodWorker {
       nodeName: agent.name,
       hostIP: agent.ip,
       actions: (pod) => this.actionContext(pod, agent, record, now),
+      stopDelayMs: (pod, since) =>
+        stopDelayMs(
+          pod,
+          this.options.images,
+          since,
+          this.setting(pod, DURATION_SETTING) !== undefined,
+          () => undefined,
+        ),
     };
   }
 
@@ -262,6 +293,8 @@ export class PodWorker {
       setting: (k) => this.setting(pod, k),
       resolveEnv: (p, c) => resolveEnv(p, c, sources),
       volumeError: (p) => volumeError(p, sources),
+      imageMissing: (image) => this.imageMissing(pod, image),
+      pullRetryAt: (image) => record.pullRetryAt(image),
       containerID: () => {
         // One flat string (join), not a rope of nine pieces: every container status keeps it.
         const parts = ['containerd://'];

@@ -8,6 +8,7 @@ import {
   type ActionLog,
   type ActionName,
   type ActionResult,
+  type ImagePullOutcome,
 } from './actions.js';
 import type { PodRecord } from './pod-record.js';
 import { nextStage, stageDelayMs, type Stage, type StageDecision } from './stages.js';
@@ -19,8 +20,8 @@ import { nextStage, stageDelayMs, type Stage, type StageDecision } from './stage
  */
 type Obj = Record<string, unknown>;
 
-/** Actions a pass stops before, so the status ahead of them is written first: a start, a restart, a back-off that refuses one (see followsAtOnce). */
-const PASS_STOPS_BEFORE: ReadonlySet<ActionName> = new Set<ActionName>(['Start', 'Restart', 'BackOff']);
+/** Actions a pass stops before, so the status ahead of them is written first: a start, a restart, a back-off that refuses one or a pull (see followsAtOnce). */
+const PASS_STOPS_BEFORE: ReadonlySet<ActionName> = new Set<ActionName>(['Start', 'Restart', 'BackOff', 'PullBackOff']);
 /** A bound on the stages one pass applies (each stage runs once a pass at most). */
 const MAX_STAGES_A_PASS = 8;
 
@@ -33,6 +34,8 @@ export interface PassEnv {
   hostIP: string;
   /** The container runtime and the node's lookups, for the actions (set up for the pod it is given). */
   actions(pod: KubeObject): ActionContext;
+  /** How long the pod's running containers take to exit after a SIGTERM sent at `since` (undefined: one never does). */
+  stopDelayMs?(pod: KubeObject, since: number): number | undefined;
 }
 
 /** One stage worked out on a pod. */
@@ -44,6 +47,8 @@ export interface StageStep {
   logs: ActionLog[];
   /** The annotations the stage changed on the pod it was given (null: removed). */
   annotations: Record<string, string | null>;
+  /** Image pulls the stage made (for the record's image back-offs). */
+  pulls: ImagePullOutcome[];
 }
 
 export type PassPlan =
@@ -86,6 +91,8 @@ export function planPass(stages: readonly Stage[], pod: KubeObject, record: PodR
       setting: (k) => env.setting(p, k),
       firstSeen,
       done: (stage) => unchanged.has(stage),
+      pullRetryAt: (image) => record.pullRetryAt(image),
+      ...(env.stopDelayMs ? { stopDelayMs: env.stopDelayMs } : {}),
     });
   let decision = decide(pod, (stage) => record.firstMatched(stage, now));
   if (!decision) return { kind: 'idle' };
@@ -171,7 +178,7 @@ export function playStage(stage: Stage, pod: KubeObject, env: PassEnv): StageSte
     statusChanged || metadata !== pod.metadata
       ? { ...pod, metadata, status: statusChanged ? status : pod.status }
       : pod;
-  return { stage, pod: after, events: result.events, logs: result.logs, annotations };
+  return { stage, pod: after, events: result.events, logs: result.logs, annotations, pulls: result.pulls ?? [] };
 }
 
 /**

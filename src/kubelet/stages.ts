@@ -43,8 +43,18 @@ export interface StageDelay {
   fromField?: string;
   /** A timestamp field the delay counts from (the latest, when it names several); else the time the stage first matched. */
   since?: string;
-  /** The kubelet's CrashLoopBackOff: 0 for the first restart, then 10 s doubling to 5 min, by restart count. */
-  backoff?: 'CrashLoop';
+  /**
+   * When nothing above sets the delay, what the pod's containers take. stopDelay: how long the running ones take
+   * to exit after SIGTERM (their images' stop delays, their commands' exits; StageContext.stopDelayMs); no match
+   * while one will not exit by itself.
+   */
+  fromContainers?: 'stopDelay';
+  /**
+   * CrashLoop: the kubelet's CrashLoopBackOff, 0 for the first restart, then 10 s doubling to 5 min, by restart
+   * count. ImagePull: its image back-off, 10 s doubling to 5 min by failed pulls, from the last failure (what the
+   * kubelet's record of the pod holds: StageContext.pullRetryAt); `since` does not apply.
+   */
+  backoff?: 'CrashLoop' | 'ImagePull';
 }
 
 export interface StageEvent {
@@ -81,6 +91,10 @@ export interface StageContext {
   firstSeen(stage: string): number;
   /** Stages already applied to the pod as it stands without changing it (Kill's SIGTERM): not applied again. */
   done?(stage: string): boolean;
+  /** When the image may be pulled again after failed pulls (the kubelet's image back-off); undefined if none failed. */
+  pullRetryAt?(image: string): number | undefined;
+  /** How long the pod's running containers take to exit after a SIGTERM sent at `since`; undefined: one never does. */
+  stopDelayMs?(pod: KubeObject, since: number): number | undefined;
 }
 
 /** A stage that applies to a pod now or later, with when it is due. */
@@ -90,10 +104,12 @@ export interface StageDecision {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Paths: .a.b, [*] (every element), [N], ["key.with/dots"] and [field=value] (elements whose field equals value).
+// Paths: .a.b, .(a|b) (either field), [*] (every element), [N], ["key.with/dots"] and [field=value] (elements whose
+// field equals value).
 
 type Segment =
   | { kind: 'field'; name: string }
+  | { kind: 'fields'; names: string[] }
   | { kind: 'all' }
   | { kind: 'index'; index: number }
   | { kind: 'where'; field: string; value: string };
@@ -106,11 +122,18 @@ export function compilePath(path: string): Segment[] {
   const segments: Segment[] = [];
   let i = 0;
   const fail = (): never => {
-    throw new Error(`invalid path ${JSON.stringify(path)} at ${i}: use .field, [*], [N], ["key"] or [field=value]`);
+    throw new Error(
+      `invalid path ${JSON.stringify(path)} at ${i}: use .field, .(field|other), [*], [N], ["key"] or [field=value]`,
+    );
   };
   while (i < path.length) {
     const c = path[i];
-    if (c === '.') {
+    if (c === '.' && path[i + 1] === '(') {
+      const m = /^\(([A-Za-z0-9_-]+(?:\|[A-Za-z0-9_-]+)*)\)/.exec(path.slice(i + 1));
+      if (!m) fail();
+      segments.push({ kind: 'fields', names: m![1]!.split('|') });
+      i += 1 + m![0].length;
+    } else if (c === '.') {
       const m = /^[A-Za-z0-9_-]+/.exec(path.slice(i + 1));
       if (!m) fail();
       segments.push({ kind: 'field', name: m![0] });
@@ -150,6 +173,9 @@ export function evaluatePath(obj: unknown, path: string): unknown[] {
       if (seg.kind === 'field') {
         if (isPlainObject(value) && value[seg.name] !== undefined && value[seg.name] !== null)
           next.push(value[seg.name]);
+      } else if (seg.kind === 'fields') {
+        if (isPlainObject(value))
+          for (const name of seg.names) if (value[name] !== undefined && value[name] !== null) next.push(value[name]);
       } else if (Array.isArray(value)) {
         if (seg.kind === 'all') next.push(...value);
         else if (seg.kind === 'index') {
@@ -183,6 +209,14 @@ function anyValue(value: unknown, segments: readonly Segment[], i: number, accep
       if (v === undefined || v === null) return false;
       value = v;
       continue;
+    }
+    if (seg.kind === 'fields') {
+      if (!isPlainObject(value)) return false;
+      for (const name of seg.names) {
+        const v = value[name];
+        if (v !== undefined && v !== null && anyValue(v, segments, i + 1, accept)) return true;
+      }
+      return false;
     }
     if (!Array.isArray(value)) return false;
     if (seg.kind === 'index') {
@@ -255,16 +289,35 @@ export function stageDelayMs(stage: Stage, pod: KubeObject, ctx: Pick<StageConte
     if (seconds !== undefined) delay = Number(seconds) * 1000;
   }
   if (d.backoff === 'CrashLoop') delay = (delay ?? 0) + crashLoopDelayMs(maxRestartCount(pod));
+  // The image back-off is a time the kubelet's record gives (stageDueAt), not a delay of the pod's.
+  if (d.backoff === 'ImagePull') return undefined;
   return delay === undefined ? undefined : Math.max(0, delay);
+}
+
+/** The earliest time a container waiting in ImagePullBackOff may pull its image again. */
+function pullRetryAt(pod: KubeObject, ctx: StageContext): number | undefined {
+  let earliest: number | undefined;
+  for (const cs of evaluatePath(pod, '.status.(initContainerStatuses|containerStatuses)[*]')) {
+    if (!isPlainObject(cs) || !isPlainObject(cs.state) || !isPlainObject(cs.state.waiting)) continue;
+    if (cs.state.waiting.reason !== 'ImagePullBackOff') continue;
+    const at = ctx.pullRetryAt?.(String(cs.image)) ?? ctx.now;
+    if (earliest === undefined || at < earliest) earliest = at;
+  }
+  return earliest;
 }
 
 /** When the stage is due for this pod, or undefined when its delay has nothing to go on. */
 export function stageDueAt(stage: Stage, pod: KubeObject, ctx: StageContext): number | undefined {
-  const delay = stageDelayMs(stage, pod, ctx);
-  if (delay === undefined) return undefined;
   const d = stage.delay;
-  const anchor = d.since !== undefined ? (latestTimestamp(pod, d.since) ?? ctx.now) : ctx.firstSeen(stage.name);
-  return anchor + delay;
+  if (d.backoff === 'ImagePull') return pullRetryAt(pod, ctx);
+  const anchor = (): number =>
+    d.since !== undefined ? (latestTimestamp(pod, d.since) ?? ctx.now) : ctx.firstSeen(stage.name);
+  const delay = stageDelayMs(stage, pod, ctx);
+  if (delay !== undefined) return anchor() + delay;
+  if (d.fromContainers !== 'stopDelay' || !ctx.stopDelayMs) return undefined;
+  const since = anchor();
+  const containers = ctx.stopDelayMs(pod, since);
+  return containers === undefined ? undefined : since + containers;
 }
 
 /**
@@ -340,11 +393,22 @@ function parseStage(doc: unknown, where: string): Stage {
   if (typeof rawDelay.fromAnnotation === 'string') delay.fromAnnotation = rawDelay.fromAnnotation;
   if (typeof rawDelay.fromField === 'string') delay.fromField = rawDelay.fromField;
   if (typeof rawDelay.since === 'string') delay.since = rawDelay.since;
-  if (rawDelay.backoff !== undefined) {
-    if (rawDelay.backoff !== 'CrashLoop') fail(at, 'delay.backoff must be CrashLoop');
-    delay.backoff = 'CrashLoop';
+  if (rawDelay.fromContainers !== undefined) {
+    if (rawDelay.fromContainers !== 'stopDelay') fail(at, 'delay.fromContainers must be stopDelay');
+    delay.fromContainers = 'stopDelay';
   }
-  if (delay.fromAnnotation === undefined && delay.fromField === undefined && delay.durationMs === undefined)
+  if (rawDelay.backoff !== undefined) {
+    if (rawDelay.backoff !== 'CrashLoop' && rawDelay.backoff !== 'ImagePull')
+      fail(at, 'delay.backoff must be CrashLoop or ImagePull');
+    delay.backoff = rawDelay.backoff;
+  }
+  if (
+    delay.fromAnnotation === undefined &&
+    delay.fromField === undefined &&
+    delay.durationMs === undefined &&
+    delay.backoff !== 'ImagePull' &&
+    delay.fromContainers === undefined
+  )
     delay.durationMs = 0;
 
   const rawNext = isPlainObject(spec.next) ? spec.next : {};

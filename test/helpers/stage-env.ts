@@ -5,6 +5,9 @@ import { PodIps, podIPFor } from '../../src/kubelet/pod-ips.js';
 import type { PodRecord } from '../../src/kubelet/pod-record.js';
 import type { PassEnv } from '../../src/kubelet/stage-pass.js';
 import { volumeError } from '../../src/kubelet/volumes.js';
+import { defaultImageCatalog, Images, parseImageList } from '../../src/kubelet/images.js';
+import { MISSING_IMAGES_ANNOTATION } from '../../src/kubelet/pod-worker.js';
+import { DURATION_SETTING, stopDelayMs } from '../../src/kubelet/programs.js';
 
 /**
  * The world a stage pass sees, without a server: a node (its name, InternalIP, pod CIDR and annotations), the
@@ -16,7 +19,11 @@ export interface StageWorld {
   node?: KubeObject;
   settings?: Record<string, string>;
   objects?: KubeObject[];
+  /** References no registry has besides the catalog's (`sim serve --missing-images`). */
+  missingImages?: string[];
 }
+
+const images = new Images(defaultImageCatalog());
 
 export const DEFAULT_NODE: KubeObject = {
   apiVersion: 'v1',
@@ -66,6 +73,15 @@ export function stageEnv(world: StageWorld, record: PodRecord): PassEnv {
       resolveEnv: (p, c) => resolveEnv(p, c, sources),
       volumeError: (p) => volumeError(p, sources),
       containerID: () => `containerd://${String(++ids).padStart(64, '0')}`,
+      imageMissing: (image) =>
+        images.missing(image, [
+          ...(world.missingImages ?? []),
+          ...parseImageList(node.metadata.annotations?.[MISSING_IMAGES_ANNOTATION] ?? ''),
+          ...parseImageList(pod.metadata.annotations?.[MISSING_IMAGES_ANNOTATION] ?? ''),
+        ]),
+      pullRetryAt: (image) => record.pullRetryAt(image),
     }),
+    stopDelayMs: (pod, since) =>
+      stopDelayMs(pod, images, since, setting(pod, DURATION_SETTING) !== undefined, () => undefined),
   };
 }

@@ -10,6 +10,7 @@ import { test } from './commands/test.js';
 import { TEXT_UTILITIES } from './commands/text.js';
 import { readAndRun, runShell, Shell, type Machine, type Streams } from './interpreter.js';
 import { Reader } from './io.js';
+import { SHELL_NAMES } from './names.js';
 import type { Utility } from './proc.js';
 import { Terminal } from './terminal.js';
 
@@ -22,8 +23,6 @@ export interface ShellContext {
   /** When the container started (cluster time), for `uptime`. */
   startedAt?: number;
 }
-
-const SHELLS = new Set(['sh', 'bash', 'ash', 'dash', 'zsh', 'ksh', 'mksh']);
 
 /** Every command a container has, built once. */
 const UTILITIES: Record<string, Utility> = {
@@ -57,7 +56,7 @@ export async function runCommand(argv: string[], ctx: ShellContext): Promise<num
   const shell = new Shell(machine, ctx.env, closed.signal);
   const name = argv[0] === undefined ? '' : posix.basename(argv[0]);
   const interactive =
-    ctx.io.tty === true && SHELLS.has(name) && !argv.slice(1).some((a) => a === '-c' || !a.startsWith('-'));
+    ctx.io.tty === true && SHELL_NAMES.has(name) && !argv.slice(1).some((a) => a === '-c' || !a.startsWith('-'));
   if (interactive) return terminalSession(shell, ctx);
   let io: Streams;
   let term: Terminal | undefined;
@@ -77,7 +76,7 @@ export async function runCommand(argv: string[], ctx: ShellContext): Promise<num
   const err = io.err;
   try {
     if (argv.length === 0) return 0;
-    if (SHELLS.has(name)) {
+    if (SHELL_NAMES.has(name)) {
       shell.arg0 = name;
       return await runShell(shell, argv, io);
     }

@@ -6,6 +6,7 @@ import type { Arith, Command, Part, Redirect, SimpleCommand, Statement, Word } f
 import { readerOf } from './commands/text.js';
 import { globToRegExp, expandGlob } from './glob.js';
 import { BrokenPipe, Capture, InputTooLarge, NULL_WRITER, Pipe, Reader, type Writer } from './io.js';
+import { SHELL_NAMES } from './names.js';
 import { parse } from './parse.js';
 import type { Proc, Utility } from './proc.js';
 
@@ -52,7 +53,6 @@ class ExpansionError extends Error {
 /** The command was interrupted (Ctrl-C, the client went away). */
 export class Interrupted extends Error {}
 
-const SHELL_NAMES = new Set(['sh', 'bash', 'ash', 'dash', 'zsh', 'ksh', 'mksh']);
 const BIN_DIRS = new Set(['/bin', '/usr/bin', '/sbin', '/usr/sbin', '/usr/local/bin', '/usr/local/sbin']);
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
