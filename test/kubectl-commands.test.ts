@@ -804,7 +804,7 @@ ${extra}`;
       '-f',
       file(
         'attached.yaml',
-        'apiVersion: v1\nkind: Pod\nmetadata: {name: attached, namespace: cmds, annotations: {kube-sim.dev/stop-delay: 1s}}\nspec: {containers: [{name: main, image: busybox}]}\n',
+        'apiVersion: v1\nkind: Pod\nmetadata: {name: attached, namespace: cmds, annotations: {kube-sim.dev/stop-delay: 1s}}\nspec: {containers: [{name: main, image: nginx}]}\n',
       ),
     ]);
     await ok(['wait', '--for=condition=Ready', 'pod/attached', '-n', 'cmds', '--timeout=30s']);

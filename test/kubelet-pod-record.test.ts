@@ -102,6 +102,31 @@ describe('PodRecord transitions', () => {
     record.firstMatched('pod-accept', T0);
     assert.equal(record.empty, false, 'an anchor is something to remember');
   });
+
+  test('commands: started, waiting in a program, exited; a stale run is refused; ended instances are stopped', () => {
+    const record = new PodRecord();
+    const stopped: string[] = [];
+    record.commandStarted('app', 0, () => stopped.push('app#0'));
+    assert.deepEqual(record.command('app', 0), { phase: 'running' });
+    assert.equal(record.command('app', 1), undefined, 'another instance');
+    assert.equal(record.empty, false);
+    assert.equal(record.commandWaiting('app', 0, 'python'), true);
+    assert.equal(record.commandWaiting('app', 0, 'curl'), false, 'it waits in the first program it reached');
+    assert.deepEqual(record.command('app', 0), { phase: 'waiting', program: 'python' });
+    record.commandStarted('app', 1, () => stopped.push('app#1'));
+    assert.deepEqual(stopped, ['app#0'], 'a new instance stops the one it replaces');
+    assert.equal(record.commandExited('app', 0, 0, T0), false, 'the old run is not current');
+    assert.equal(record.commandExited('app', 1, 3, T0 + 5000), true);
+    assert.equal(record.commandExited('app', 1, 0, T0 + 6000), false, 'exits once');
+    assert.deepEqual(record.command('app', 1), { phase: 'exited', exitCode: 3, at: T0 + 5000 });
+    record.commandStarted('side', 0, () => stopped.push('side#0'));
+    record.endCommands((container, instance) => container === 'side' && instance === 0);
+    assert.deepEqual(stopped, ['app#0', 'app#1'], 'the ended instance is stopped, the running one kept');
+    assert.equal(record.command('app', 1), undefined);
+    record.endCommands();
+    assert.deepEqual(stopped, ['app#0', 'app#1', 'side#0']);
+    assert.equal(record.empty, true);
+  });
 });
 
 describe('the kubelet fixes, replayed on the record', () => {

@@ -13,7 +13,7 @@ import { stageEnv } from './helpers/stage-env.js';
 
 // Golden files for the stage engine with the default stage file (fixtures/stages/default.yaml): each
 // test/fixtures/stages/default/NAME.in.yaml holds a pod, its node, the settings and what the kubelet's record of the
-// pod holds; NAME.out.yaml the stage selected, when it is due, and what the pass makes of the pod: the stages it
+// pod holds (anchors, stages applied, failed pulls, its containers' commands); NAME.out.yaml the stage selected, when it is due, and what the pass makes of the pod: the stages it
 // applied, the status merge patch and annotations it writes, its events and log lines, whether it deletes the pod.
 //
 // After a deliberate change of the default stages or the actions, regenerate the outputs and read their diff:
@@ -48,6 +48,8 @@ interface GoldenInput {
     firstSeen?: Record<string, string>;
     applied?: string[];
     pulls?: Record<string, { failures: number; lastAt: string }>;
+    /** Per container, its command in the exec shell: the instance, and `waiting` (a program) or its exit. */
+    commands?: Record<string, { instance: number; waiting?: string; exitCode?: number; at?: string }>;
   };
 }
 
@@ -59,6 +61,12 @@ function run(input: GoldenInput): Obj {
   if (input.record?.applied) record.wroteNothing(input.pod, new Set(input.record.applied));
   for (const [image, { failures, lastAt }] of Object.entries(input.record?.pulls ?? {}))
     for (let i = 0; i < failures; i++) record.pullFailed(image, Date.parse(lastAt));
+  for (const [container, c] of Object.entries(input.record?.commands ?? {})) {
+    record.commandStarted(container, c.instance, () => undefined);
+    if (c.waiting !== undefined) record.commandWaiting(container, c.instance, c.waiting);
+    if (c.exitCode !== undefined)
+      record.commandExited(container, c.instance, c.exitCode, Date.parse(c.at ?? input.now));
+  }
   const plan = planPass(stages, input.pod, record, stageEnv({ ...input, now }, record));
   if (plan.kind === 'idle') return { stage: null };
   if (plan.kind === 'wait') return { stage: plan.stage.name, dueInMs: plan.waitMs };
@@ -78,6 +86,7 @@ function run(input: GoldenInput): Obj {
     events: plan.steps.flatMap((s) => s.events.map((e) => ({ ...e }))),
     logs: plan.steps.flatMap((s) => s.logs.map((l) => ({ ...l }))),
     ...(plan.steps.some((s) => s.pulls.length > 0) ? { pulls: plan.steps.flatMap((s) => s.pulls) } : {}),
+    ...(plan.steps.some((s) => s.commands.length > 0) ? { commands: plan.steps.flatMap((s) => s.commands) } : {}),
     delete: plan.steps[plan.steps.length - 1]!.stage.next.delete === true,
     unchanged: [...plan.unchanged],
   };

@@ -11,11 +11,13 @@ import {
 } from '../src/kubelet/actions.js';
 import { normalizeImage } from '../src/kubelet/image-ref.js';
 import { defaultImageCatalog, Images } from '../src/kubelet/images.js';
+import { programOf } from '../src/kubelet/programs.js';
 import { runInContainer } from '../src/kubelet/exec-shell.js';
 import { resolveEnv, serviceEnv, type EnvSources } from '../src/kubelet/pod-env.js';
 import {
   defaultStages,
   evaluatePath,
+  expressionMatches,
   nextStage,
   parseStages,
   type Stage,
@@ -110,6 +112,8 @@ function context(
     containerID: () => `containerd://${String(++ids).padStart(64, '0')}`,
     imageMissing: (image) => new Images(defaultImageCatalog()).missing(image),
     pullRetryAt: () => undefined,
+    program: (c) => programOf(c, new Images(defaultImageCatalog())),
+    command: () => undefined,
   };
 }
 
@@ -172,6 +176,26 @@ describe('stage selectors and delays', () => {
     assert.deepEqual(evaluatePath(p, '.spec.containers[*].env[*].name'), ['GREETING', 'NAME']);
     assert.deepEqual(evaluatePath(p, '.spec.containers[0].image'), ['nginx:1.27']);
     assert.deepEqual(evaluatePath(p, '.status.containerStatuses'), []);
+    // [field!=value]: the elements whose field differs (a sidecar's restart beside a server that never restarted).
+    const two = {
+      ...p,
+      status: {
+        containerStatuses: [
+          { name: 'app', restartCount: 0 },
+          { name: 'side', restartCount: 2 },
+        ],
+      },
+    };
+    assert.deepEqual(evaluatePath(two, '.status.containerStatuses[restartCount!=0].name'), ['side']);
+    assert.deepEqual(evaluatePath(two, '.status.containerStatuses[restartCount=0].name'), ['app']);
+    assert.equal(
+      expressionMatches(two, {
+        key: '.status.containerStatuses[restartCount!=0].name',
+        operator: 'In',
+        values: ['app'],
+      }),
+      false,
+    );
   });
 
   test('the stage due first wins among those that match; a setting absent makes its stage not apply', () => {

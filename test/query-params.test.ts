@@ -46,7 +46,7 @@ describe('boolean query parameters over the wire', () => {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'p' },
-      spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      spec: { containers: [{ name: 'c', image: 'nginx' }] },
     });
     podName = pod.metadata.name!;
     for (let i = 0; i < 200; i++) {

@@ -783,7 +783,7 @@ async function prepare(server: SimServer, headers: Headers): Promise<void> {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: POD },
-    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+    spec: { containers: [{ name: 'c', image: 'nginx' }] },
   });
   for (let i = 0; i < 400; i++) {
     const pod = await request<{ status?: { phase?: string; conditions?: Array<{ type: string; status: string }> } }>(

@@ -21,7 +21,7 @@ describe('SPDY/3.1 streaming (exec, attach, port-forward)', () => {
     api = new Api(server.url);
     await api.create('/api/v1/namespaces/default/pods', {
       metadata: { name: 'box' },
-      spec: { containers: [{ name: 'main', image: 'busybox' }] },
+      spec: { containers: [{ name: 'main', image: 'nginx' }] },
     });
     for (let i = 0; i < 100; i++) {
       const pod = await api.get('/api/v1/namespaces/default/pods/box');
@@ -296,7 +296,7 @@ describe('SPDY/3.1 streaming (exec, attach, port-forward)', () => {
   it('attach: output written after the attach, then Success when the container exits', async () => {
     await api.create('/api/v1/namespaces/default/pods', {
       metadata: { name: 'short', annotations: { 'kube-sim.dev/stop-delay': '0s' } },
-      spec: { containers: [{ name: 'main', image: 'busybox' }] },
+      spec: { containers: [{ name: 'main', image: 'nginx' }] },
     });
     for (let i = 0; i < 100; i++) {
       const pod = await api.get('/api/v1/namespaces/default/pods/short');

@@ -102,7 +102,7 @@ test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/wat
   assert.match(watched.stdout, /configmap\/watched/);
 
   // exec (a WebSocket upgrade) over TLS.
-  await run(['run', 'tls-pod', '--image=busybox', '--restart=Never']);
+  await run(['run', 'tls-pod', '--image=nginx', '--restart=Never']);
   await run(['wait', '--for=condition=Ready', 'pod/tls-pod', '--timeout=30s']);
   assert.equal(await run(['exec', 'tls-pod', '--', 'echo', 'over', 'tls']), 'over tls\n');
   // exec over SPDY/3.1 (kubectl before 1.30) over TLS, the CA verified the same way.

@@ -3,6 +3,7 @@ import { rfc3339 } from '../clock/clock.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { setPodCondition } from '../api/pod-util.js';
 import { invalidImageMessage, normalizeImage, repositoryOf } from './image-ref.js';
+import { DURATION_SETTING, runsUntilStoppedMessage, type CommandLookup, type ContainerProgram } from './programs.js';
 
 /**
  * The kubelet's built-in status transitions, one per action a stage may name. Each is a pure function of the
@@ -47,6 +48,15 @@ export interface ImagePullOutcome {
   failed: boolean;
 }
 
+/** A container instance that starts running its command in the exec shell, with the environment it started with. */
+export interface ContainerCommand {
+  container: string;
+  instance: number;
+  /** The command line, `$(VAR)` references expanded. */
+  argv: string[];
+  env: Array<[string, string]>;
+}
+
 export interface ActionResult {
   /** The whole next status (undefined: unchanged). */
   status?: Obj;
@@ -56,6 +66,8 @@ export interface ActionResult {
   logs: ActionLog[];
   /** Pulls made, for the kubelet's record of the pod's image back-offs. */
   pulls?: ImagePullOutcome[];
+  /** Commands to run for the containers started (the kubelet's runtime starts them once the status is written). */
+  commands?: ContainerCommand[];
 }
 
 /** What a container gets when it starts: its environment, or why it cannot start. */
@@ -78,6 +90,10 @@ export interface ActionContext {
   imageMissing(image: string): boolean;
   /** When the image may be pulled again, if pulls of it failed before (the kubelet's back-off after its last failure). */
   pullRetryAt(image: string): number | undefined;
+  /** What the container runs, from its spec and the image catalog. */
+  program(container: Obj): ContainerProgram;
+  /** What became of the container instance's command in the exec shell, if it runs one. */
+  command: CommandLookup;
 }
 
 /**
@@ -99,6 +115,8 @@ export function envAnnotation(container: string): string {
   return `kube-sim.dev/${name.slice(0, 54)}-${createHash('sha256').update(container).digest('hex').slice(0, 8)}`;
 }
 export const LOG_ANNOTATION = 'kube-sim.dev/log';
+/** The reason of the kubelet's event saying what kube-sim does instead of running a process. */
+export const SIMULATED_REASON = 'Simulated';
 export const EXIT_CODE_SETTING = 'kube-sim.dev/exit-code';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -328,14 +346,19 @@ function startLine(c: Obj, restartCount: number): string {
   );
 }
 
+/**
+ * The log lines a container instance starts with: kube-sim's line saying it started (not for a command the exec
+ * shell runs: its output is the log), then the kube-sim.dev/log annotation's.
+ */
 function startLines(
   pod: KubeObject,
   c: Obj,
   texts: ContainerTexts,
   restartCount: number,
   env: Array<[string, string]>,
+  runsCommand: boolean,
 ): string[] {
-  const lines = [restartCount === 0 ? texts.firstStartLine : startLine(c, restartCount)];
+  const lines = runsCommand ? [] : [restartCount === 0 ? texts.firstStartLine : startLine(c, restartCount)];
   const asked = pod.metadata.annotations?.[LOG_ANNOTATION];
   if (asked) {
     const vars = new Map(env);
@@ -361,6 +384,7 @@ interface Started {
   logs: ActionLog[];
   env?: Array<[string, string]>;
   pull?: ImagePullOutcome;
+  command?: ContainerCommand;
 }
 
 /** What the pull of a container's image came to: its events, and the waiting state when it has no image to start. */
@@ -469,6 +493,25 @@ function startContainer(
       ...pulled,
     };
   }
+  // What it runs: its command in the exec shell (whose output is its log), unless kube-sim.dev/duration says how long
+  // it runs; else it runs until stopped, which the kubelet says once when kube-sim cannot tell what the image runs.
+  const program = ctx.setting(DURATION_SETTING) === undefined ? ctx.program(c) : undefined;
+  const events: ActionEvent[] = [
+    ...pull.events,
+    { type: 'Normal', reason: 'Created', message: texts.created, fieldPath: path },
+    { type: 'Normal', reason: 'Started', message: texts.started, fieldPath: path },
+  ];
+  if (program?.kind === 'unknown' && restartCount === 0 && list === 'containers')
+    events.push({ type: 'Normal', reason: SIMULATED_REASON, message: runsUntilStoppedMessage(c), fieldPath: path });
+  const command =
+    program?.kind === 'command' && list === 'containers'
+      ? {
+          container: String(c.name),
+          instance: restartCount,
+          argv: program.argv.map((a) => expandVars(a, new Map(resolved.env))),
+          env: resolved.env,
+        }
+      : undefined;
   return {
     status: {
       containerID: ctx.containerID(),
@@ -481,17 +524,23 @@ function startContainer(
       started: true,
       state: { running: { startedAt: now } },
     },
-    events: [
-      ...pull.events,
-      { type: 'Normal', reason: 'Created', message: texts.created, fieldPath: path },
-      { type: 'Normal', reason: 'Started', message: texts.started, fieldPath: path },
-    ],
+    events,
     logs: [
-      { container: String(c.name), start: restartCount, lines: startLines(pod, c, texts, restartCount, resolved.env) },
+      {
+        container: String(c.name),
+        start: restartCount,
+        lines: startLines(pod, c, texts, restartCount, resolved.env, command !== undefined),
+      },
     ],
     env: resolved.env,
     ...pulled,
+    ...(command ? { command } : {}),
   };
+}
+
+/** What became of the command of the container instance a status describes, if the exec shell runs one. */
+function commandOf(ctx: ActionContext, cs: Obj): ReturnType<CommandLookup> {
+  return ctx.command(String(cs.name), typeof cs.restartCount === 'number' ? cs.restartCount : 0);
 }
 
 function terminate(cs: Obj, exitCode: number, now: string, reason?: string): Obj {
@@ -631,6 +680,7 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
       const restartCount = typeof prior?.restartCount === 'number' ? prior.restartCount : 0;
       const started = startContainer(withIP, c, 'containers', prior, restartCount, ctx, now);
       if (started.pull) (result.pulls ??= []).push(started.pull);
+      if (started.command) (result.commands ??= []).push(started.command);
       result.events.push(...started.events);
       result.logs.push(...started.logs);
       if (started.env)
@@ -697,15 +747,26 @@ function ready(pod: KubeObject, ctx: ActionContext): ActionResult {
   return { ...empty(), status };
 }
 
-/** The containers' processes exit: params.exitCode, else the exit-code setting (default 0); params.reason (OOMKilled) else Completed/Error. */
+/**
+ * The containers' processes exit: params.exitCode, else the exit-code setting (default 0); params.reason (OOMKilled)
+ * else Completed/Error. With params.containers `exited`, only the containers whose commands exited in the exec shell,
+ * with their exit codes, when they did.
+ */
 function exit(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): ActionResult {
   const now = rfc3339(ctx.now);
   const status = statusOf(pod);
   const code = exitCodeSetting(ctx, params);
   const reason = typeof params?.reason === 'string' ? params.reason : undefined;
   const logs: ActionLog[] = [];
+  const commandsOnly = params?.containers === 'exited';
   status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (!isPlainObject(state(cs).running)) return cs;
+    if (commandsOnly) {
+      const exited = commandOf(ctx, cs);
+      if (exited?.phase !== 'exited') return cs;
+      logs.push({ container: String(cs.name), end: true, lines: [] });
+      return terminate(cs, exited.exitCode, rfc3339(Math.min(exited.at, ctx.now)));
+    }
     logs.push({
       container: String(cs.name),
       end: true,
@@ -764,8 +825,11 @@ function backOff(pod: KubeObject, ctx: ActionContext): ActionResult {
   return { events, logs: [], status };
 }
 
-/** Restarts exited containers: restartCount + 1, environment resolved again, a new log instance. */
-function restart(pod: KubeObject, ctx: ActionContext): ActionResult {
+/**
+ * Restarts exited containers: restartCount + 1, environment resolved again, a new log instance. With params.first,
+ * only those that never restarted (a later exit waits in CrashLoopBackOff first).
+ */
+function restart(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): ActionResult {
   const now = rfc3339(ctx.now);
   const status = statusOf(pod);
   const policy = restartPolicyOf(pod);
@@ -777,10 +841,12 @@ function restart(pod: KubeObject, ctx: ActionContext): ActionResult {
     const c = specs.get(String(cs.name));
     if (!c) return cs;
     if (waitingReason !== 'CrashLoopBackOff' && !wantsRestart(policy, cs)) return cs;
+    if (params?.first === true && cs.restartCount !== 0) return cs;
     const last = isPlainObject(terminated) ? { terminated } : isPlainObject(cs.lastState) ? cs.lastState : {};
     const restarts = (typeof cs.restartCount === 'number' ? cs.restartCount : 0) + 1;
     const started = startContainer(pod, c, 'containers', { ...cs, lastState: last }, restarts, ctx, now);
     if (started.pull) (result.pulls ??= []).push(started.pull);
+    if (started.command) (result.commands ??= []).push(started.command);
     result.events.push(...started.events);
     result.logs.push(...started.logs);
     if (started.env)
@@ -793,8 +859,11 @@ function restart(pod: KubeObject, ctx: ActionContext): ActionResult {
   return { ...result, status };
 }
 
-/** A graceful delete begins: SIGTERM to each running container (Killing events); status is unchanged. */
-function kill(pod: KubeObject): ActionResult {
+/**
+ * A graceful delete begins: SIGTERM to each running container (Killing events); status is unchanged. A container
+ * whose command the exec shell runs gets no kube-sim line in its log: its log is what the command wrote.
+ */
+function kill(pod: KubeObject, ctx: ActionContext): ActionResult {
   const status = statusOf(pod);
   const result = empty();
   for (const cs of statuses(status, 'containerStatuses')) {
@@ -805,6 +874,7 @@ function kill(pod: KubeObject): ActionResult {
       message: `Stopping container ${String(cs.name)}`,
       fieldPath: fieldPath(pod, String(cs.name)),
     });
+    if (commandOf(ctx, cs) !== undefined) continue;
     result.logs.push({
       container: String(cs.name),
       lines: [flat('[kube-sim] container ', String(cs.name), ' received SIGTERM')],
@@ -813,7 +883,11 @@ function kill(pod: KubeObject): ActionResult {
   return result;
 }
 
-/** The containers have stopped (end of the grace period): terminal phase, before the kubelet removes the pod. */
+/**
+ * The containers have stopped (on SIGTERM, or killed at the end of the grace period): terminal phase, before the
+ * kubelet removes the pod. A command the exec shell runs ends with its exit code when it exited, else with SIGKILL's
+ * 137 (a shell as PID 1 ignores SIGTERM); any other running container exits 0 on SIGTERM.
+ */
 function stop(pod: KubeObject, ctx: ActionContext): ActionResult {
   const now = rfc3339(ctx.now);
   const status = statusOf(pod);
@@ -822,6 +896,15 @@ function stop(pod: KubeObject, ctx: ActionContext): ActionResult {
   status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (isPlainObject(state(cs).terminated)) return cs;
     any = true;
+    const command = isPlainObject(state(cs).running) ? commandOf(ctx, cs) : undefined;
+    if (command?.phase === 'exited') {
+      logs.push({ container: String(cs.name), end: true, lines: [] });
+      return terminate(cs, command.exitCode, rfc3339(Math.min(command.at, ctx.now)));
+    }
+    if (command?.phase === 'running') {
+      logs.push({ container: String(cs.name), end: true, lines: [] });
+      return terminate(cs, 137, now, 'Error');
+    }
     if (isPlainObject(state(cs).running))
       logs.push({
         container: String(cs.name),
@@ -890,9 +973,9 @@ export function runAction(name: ActionName, pod: KubeObject, ctx: ActionContext,
     case 'BackOff':
       return backOff(pod, ctx);
     case 'Restart':
-      return restart(pod, ctx);
+      return restart(pod, ctx, params);
     case 'Kill':
-      return kill(pod);
+      return kill(pod, ctx);
     case 'Stop':
       return stop(pod, ctx);
     case 'Fail':

@@ -1,5 +1,6 @@
 import { deepEqual, type KubeObject } from '../api/types.js';
 import { crashLoopDelayMs } from './actions.js';
+import type { CommandState } from './programs.js';
 
 /**
  * What the kubelet remembers about one of its pods beyond the pod itself: one record per pod, changed only by the
@@ -13,7 +14,9 @@ import { crashLoopDelayMs } from './actions.js';
  *   that they are not applied twice;
  * - the pod IP it handed out, also before the status carrying it is written;
  * - the image pulls that failed, per image (kubelet's image back-off, keyed by pod and image): how many, and when
- *   the last one failed, which says when the next pull may be tried.
+ *   the last one failed, which says when the next pull may be tried;
+ * - the commands the exec shell runs for its containers, per container: which instance, what became of it (running,
+ *   waiting in a program kube-sim does not have, exited with a code at a time), and how to stop it.
  *
  * A pass that fails to write (a 409 the work queue retries) is no transition: the record stays as it was, so the
  * retry finds the stop delay already running.
@@ -28,6 +31,8 @@ export class PodRecord {
   private stages: StageMemory | undefined;
   /** Per image whose pulls failed: how many in a row, and when the last one did. */
   private pulls: Map<string, { failures: number; lastAt: number }> | undefined;
+  /** Per container whose command the exec shell runs: its current instance's run. */
+  private commands: Map<string, CommandRun> | undefined;
 
   /**
    * Sees the pod as the cache holds it: false while that is older than the kubelet's own last write (the write's
@@ -130,9 +135,55 @@ export class PodRecord {
     return failed === undefined ? undefined : failed.lastAt + crashLoopDelayMs(failed.failures);
   }
 
+  /** The container instance's command started in the exec shell; `stop` ends it (the instance it replaces is stopped). */
+  commandStarted(container: string, instance: number, stop: () => void): void {
+    const commands = (this.commands ??= new Map());
+    commands.get(container)?.stop();
+    commands.set(container, { instance, state: { phase: 'running' }, stop });
+  }
+
+  /** The command reached a program kube-sim does not have: it waits in it. False if that run is not the current one. */
+  commandWaiting(container: string, instance: number, program: string): boolean {
+    const run = this.run(container, instance);
+    if (run?.state.phase !== 'running') return false;
+    run.state = { phase: 'waiting', program };
+    return true;
+  }
+
+  /** The command exited with `exitCode` at `at`. False if that run is not the current one (stopped, or replaced). */
+  commandExited(container: string, instance: number, exitCode: number, at: number): boolean {
+    const run = this.run(container, instance);
+    if (run === undefined || run.state.phase === 'exited') return false;
+    run.state = { phase: 'exited', exitCode, at };
+    return true;
+  }
+
+  /** What became of the container instance's command, if the exec shell runs it. */
+  command(container: string, instance: number): CommandState | undefined {
+    return this.run(container, instance)?.state;
+  }
+
+  /** Stops and forgets the commands whose container instance has ended (`runs` false), or all of them. */
+  endCommands(runs: (container: string, instance: number) => boolean = () => false): void {
+    if (!this.commands) return;
+    for (const [container, run] of this.commands) {
+      if (runs(container, run.instance)) continue;
+      run.stop();
+      this.commands.delete(container);
+    }
+    if (this.commands.size === 0) this.commands = undefined;
+  }
+
   /** Nothing remembered: the record can go (it starts afresh if the pod changes again). */
   get empty(): boolean {
-    return this.heldIP === undefined && this.stages === undefined && this.pulls === undefined;
+    return (
+      this.heldIP === undefined && this.stages === undefined && this.pulls === undefined && this.commands === undefined
+    );
+  }
+
+  private run(container: string, instance: number): CommandRun | undefined {
+    const run = this.commands?.get(container);
+    return run?.instance === instance ? run : undefined;
   }
 
   private memory(): StageMemory {
@@ -159,6 +210,13 @@ interface StageMemory {
   anchors: Map<string, number> | undefined;
   /** Stages applied without changing the pod, and the pod as they left it. */
   applied: { pod: KubeObject; stages: ReadonlySet<string> } | undefined;
+}
+
+/** A container instance's command in the exec shell. */
+interface CommandRun {
+  instance: number;
+  state: CommandState;
+  stop: () => void;
 }
 
 const NONE: ReadonlySet<string> = new Set();

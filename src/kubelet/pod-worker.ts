@@ -4,7 +4,8 @@ import { Resources } from '../client/client.js';
 import { cacheKey, type Informer } from '../client/informer.js';
 import { podNodeName as podNode } from '../api/pod-util.js';
 import { ReconcileLoop, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
-import type { ActionContext, ActionLog } from './actions.js';
+import { SIMULATED_REASON, type ActionContext, type ActionLog, type ContainerCommand } from './actions.js';
+import { loadShell, startCommand } from './exec-shell.js';
 import type { ContainerDisks } from './filesystem.js';
 import type { LogStore } from './logs.js';
 import type { NodeAgent } from './node-agent.js';
@@ -13,9 +14,16 @@ import { keepPodIP, podIPFor, releasePodIP } from './pod-ips.js';
 import { PodRecord } from './pod-record.js';
 import { annotationChanges, containerSpecs, planPass, type PassEnv, type StageStep } from './stage-pass.js';
 import { parseImageList, type Images } from './images.js';
-import { DURATION_SETTING, stopDelayMs } from './programs.js';
+import {
+  commandExitAt,
+  DURATION_SETTING,
+  programOf,
+  spinsMessage,
+  stopDelayMs,
+  waitsInProgramMessage,
+} from './programs.js';
 import type { Stage } from './stages.js';
-import { volumeError } from './volumes.js';
+import { containerFs, volumeError } from './volumes.js';
 
 /**
  * The pod side of every simulated kubelet (kwok's pod controller): each bound pod of a node with a kubelet goes
@@ -68,6 +76,17 @@ function references(pod: KubeObject, kind: 'configMap' | 'secret'): string[] {
       (refs = { ns, configMap: referencesOf(pod, 'configMap'), secret: referencesOf(pod, 'secret') }),
     );
   return refs[kind];
+}
+
+/** The restart count of the container's instance that is running in the pod, if one is. */
+function runningInstance(pod: KubeObject, container: string): number | undefined {
+  const status = isPlainObject(pod.status) ? pod.status : {};
+  for (const cs of Array.isArray(status.containerStatuses) ? (status.containerStatuses as unknown[]) : []) {
+    if (!isPlainObject(cs) || cs.name !== container) continue;
+    if (!isPlainObject(cs.state) || !isPlainObject(cs.state.running)) return undefined;
+    return typeof cs.restartCount === 'number' ? cs.restartCount : 0;
+  }
+  return undefined;
 }
 
 export interface PodWorkerOptions {
@@ -183,7 +202,10 @@ export class PodWorker {
   private podGone(pod: KubeObject): void {
     const key = cacheKey(pod);
     const record = this.records.get(key);
-    if (record) releasePodIP(record, this.sources.agent(podNode(pod))?.ips);
+    if (record) {
+      releasePodIP(record, this.sources.agent(podNode(pod))?.ips);
+      record.endCommands();
+    }
     this.records.delete(key);
     this.sources.logs.remove(pod.metadata.uid ?? '');
     this.sources.disks.remove(pod.metadata.uid ?? '');
@@ -251,6 +273,15 @@ export class PodWorker {
         else record.pulled(pull.image);
       }
     }
+    // The commands of container instances that ended are stopped; those of the instances just started begin.
+    record.endCommands((container, instance) => runningInstance(current, container) === instance);
+    const commands = steps.flatMap((s) => s.commands);
+    if (commands.length > 0) {
+      const shell = await loadShell();
+      for (const command of commands)
+        if (runningInstance(current, command.container) === command.instance)
+          this.launch(shell, cacheKey(pod), current, command, agent, record, now);
+    }
     const phase = isPlainObject(current.status) ? current.status.phase : undefined;
     if (phase === 'Succeeded' || phase === 'Failed') releasePodIP(record, agent.ips);
     if (steps[steps.length - 1]!.stage.next.delete) {
@@ -279,9 +310,64 @@ export class PodWorker {
           this.options.images,
           since,
           this.setting(pod, DURATION_SETTING) !== undefined,
-          () => undefined,
+          (container, instance) => record.command(container, instance),
         ),
+      commandExitAt: (pod) => commandExitAt(pod, (container, instance) => record.command(container, instance)),
     };
+  }
+
+  /**
+   * Starts a container instance's command in the exec shell, in the container's environment and files: its output is
+   * the instance's log, its exit (kept in the pod's record) brings the pod back for the stage that ends the container.
+   */
+  private launch(
+    shell: Awaited<ReturnType<typeof loadShell>>,
+    key: string,
+    pod: KubeObject,
+    command: ContainerCommand,
+    agent: NodeAgent,
+    record: PodRecord,
+    now: number,
+  ): void {
+    const { container, instance } = command;
+    const uid = pod.metadata.uid ?? '';
+    const spec = containerSpecs(pod).find((c) => c.name === container) ?? { name: container };
+    const clock = this.ctx.clock;
+    const fs = containerFs(pod, spec, this.sources.env(agent.name), () => clock.now(), {
+      disks: this.sources.disks,
+      instance,
+    });
+    let stop = (): void => {};
+    record.commandStarted(container, instance, () => stop());
+    stop = startCommand(
+      shell,
+      command.argv,
+      { env: command.env, fs, clock, startedAt: now },
+      {
+        line: (text) => this.sources.logs.write(uid, container, clock.now(), text),
+        waiting: (program) => {
+          if (!record.commandWaiting(container, instance, program)) return;
+          // Said once, and not of an image's own server (nginx with its command written out).
+          if (instance === 0 && !this.options.images.lookup(String(spec.image))?.serves)
+            agent.recorder.event(
+              pod,
+              'Normal',
+              SIMULATED_REASON,
+              waitsInProgramMessage(spec, program),
+              `spec.containers{${container}}`,
+            );
+          // A program of its own exits on SIGTERM after the image's stop delay: a stop already waiting is due sooner.
+          this.loop.queue.add(key);
+        },
+        spinning: () => {
+          if (record.command(container, instance)?.phase === 'running')
+            agent.recorder.event(pod, 'Normal', SIMULATED_REASON, spinsMessage(spec), `spec.containers{${container}}`);
+        },
+        exited: (code) => {
+          if (record.commandExited(container, instance, code, clock.now())) this.loop.queue.add(key);
+        },
+      },
+    );
   }
 
   private actionContext(pod: KubeObject, agent: NodeAgent, record: PodRecord, now: number): ActionContext {
@@ -295,6 +381,8 @@ export class PodWorker {
       volumeError: (p) => volumeError(p, sources),
       imageMissing: (image) => this.imageMissing(pod, image),
       pullRetryAt: (image) => record.pullRetryAt(image),
+      program: (c) => programOf(c, this.options.images),
+      command: (container, instance) => record.command(container, instance),
       containerID: () => {
         // One flat string (join), not a rope of nine pieces: every container status keeps it.
         const parts = ['containerd://'];

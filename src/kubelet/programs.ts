@@ -61,44 +61,88 @@ function isRunning(cs: unknown): boolean {
   return isPlainObject(cs) && isPlainObject(cs.state) && isPlainObject(cs.state.running);
 }
 
-/** What the kubelet knows of a running container's command, when the exec shell runs it. */
+/** What the kubelet knows of a container's command that the exec shell runs (its record of the pod holds it). */
 export type CommandState =
-  /** It has not exited: it ignores SIGTERM (PID 1) or has not finished handling it. */
-  | { exited: false }
-  /** It exited at this time (cluster time). */
-  | { exited: true; at: number };
+  /** The shell runs it: as PID 1 it ignores SIGTERM, so it runs until it exits or the grace period ends. */
+  | { phase: 'running' }
+  /** It reached a program kube-sim does not have (its own server, python, curl): that program runs until stopped. */
+  | { phase: 'waiting'; program: string }
+  /** It exited with this code at this time (cluster time). */
+  | { phase: 'exited'; exitCode: number; at: number };
+
+/** The command of a running container instance, if the exec shell runs it (undefined: nothing is known of one). */
+export type CommandLookup = (container: string, instance: number) => CommandState | undefined;
+
+function restartCountOf(cs: Obj): number {
+  return typeof cs.restartCount === 'number' ? cs.restartCount : 0;
+}
+
+/** The pod's running container statuses by name. */
+function runningStatuses(pod: KubeObject): Map<string, Obj> {
+  const status = isPlainObject(pod.status) ? pod.status : {};
+  const running = new Map<string, Obj>();
+  for (const cs of Array.isArray(status.containerStatuses) ? status.containerStatuses : [])
+    if (isRunning(cs)) running.set(String((cs as Obj).name), cs as Obj);
+  return running;
+}
+
+/** When the first of the pod's running containers whose command exited did (undefined: none has). */
+export function commandExitAt(pod: KubeObject, command: CommandLookup): number | undefined {
+  let first: number | undefined;
+  const status = isPlainObject(pod.status) ? pod.status : {};
+  for (const cs of Array.isArray(status.containerStatuses) ? (status.containerStatuses as unknown[]) : []) {
+    if (!isRunning(cs)) continue;
+    const state = command(String((cs as Obj).name), restartCountOf(cs as Obj));
+    if (state?.phase === 'exited' && (first === undefined || state.at < first)) first = state.at;
+  }
+  return first;
+}
 
 /**
  * How long the pod's running containers take to exit after SIGTERM, sent `since` (cluster time): the longest of
- * theirs. A container whose command runs in the exec shell exits when it does; one that serves, or runs until
- * stopped, after the image's stop delay (the catalog's, for images it does not know); a shell as PID 1 that the shell
- * does not run ignores SIGTERM. Undefined while one of them will not exit by itself: the grace period ends it.
+ * theirs. A container whose command the exec shell runs exits when the command does (a shell as PID 1 ignores
+ * SIGTERM); one that serves, runs a program kube-sim does not have, or runs until stopped, after the image's stop
+ * delay (the catalog's, for images it does not know); a shell as PID 1 of which nothing is known ignores SIGTERM.
+ * Undefined while one of them will not exit by itself: the grace period ends it.
  */
 export function stopDelayMs(
   pod: KubeObject,
   images: Images,
   since: number,
   annotated: boolean,
-  command: (container: string, instance: number) => CommandState | undefined,
+  command: CommandLookup,
 ): number | undefined {
-  const status = isPlainObject(pod.status) ? pod.status : {};
-  const running = new Map<string, Obj>();
-  for (const cs of Array.isArray(status.containerStatuses) ? status.containerStatuses : [])
-    if (isRunning(cs)) running.set(String((cs as Obj).name), cs as Obj);
+  const running = runningStatuses(pod);
   let longest = 0;
   for (const c of containerSpecsOf(pod)) {
     const cs = running.get(String(c.name));
     if (!cs) continue;
     const image = String(c.image);
-    let delay: number | undefined;
     const program = programOf(c, images);
-    const state =
-      program.kind === 'command' && !annotated ? command(String(c.name), Number(cs.restartCount ?? 0)) : undefined;
-    if (state) delay = state.exited ? Math.max(0, state.at - since) : undefined;
-    else if (program.kind === 'command' && !annotated && isShell(program.argv)) delay = undefined;
+    const runs = program.kind === 'command' && !annotated;
+    const state = runs ? command(String(c.name), restartCountOf(cs)) : undefined;
+    let delay: number | undefined;
+    if (state?.phase === 'exited') delay = Math.max(0, state.at - since);
+    else if (state?.phase === 'running') delay = undefined;
+    else if (state === undefined && runs && isShell(program.argv)) delay = undefined;
     else delay = images.stopDelayMs(image);
     if (delay === undefined) return undefined;
     longest = Math.max(longest, delay);
   }
   return longest;
+}
+
+/** The kubelet's event for a container kube-sim cannot tell what runs in: no command, an image the catalog does not know. */
+export function runsUntilStoppedMessage(c: Obj): string {
+  return `kube-sim runs no real processes, and its image catalog does not say what "${String(c.image)}" runs: container ${String(c.name)} runs until it is stopped (kube-sim.dev/duration and kube-sim.dev/exit-code end it)`;
+}
+
+/** The kubelet's event for a command that reached a program the exec shell does not have. */
+export function waitsInProgramMessage(c: Obj, program: string): string {
+  return `kube-sim runs no real processes, and its shell has no "${program}": container ${String(c.name)} runs it until it is stopped (kube-sim.dev/duration and kube-sim.dev/exit-code end it)`;
+}
+
+/** The kubelet's event for a command that loops without ever waiting on the clock. */
+export function spinsMessage(c: Obj): string {
+  return `kube-sim runs no real processes: the command of container ${String(c.name)} loops without waiting on the clock, so kube-sim stops running it there, and the container runs until it is stopped`;
 }

@@ -8,6 +8,7 @@ import {
   type ActionLog,
   type ActionName,
   type ActionResult,
+  type ContainerCommand,
   type ImagePullOutcome,
 } from './actions.js';
 import type { PodRecord } from './pod-record.js';
@@ -36,6 +37,8 @@ export interface PassEnv {
   actions(pod: KubeObject): ActionContext;
   /** How long the pod's running containers take to exit after a SIGTERM sent at `since` (undefined: one never does). */
   stopDelayMs?(pod: KubeObject, since: number): number | undefined;
+  /** When the first of the pod's running containers whose command the exec shell runs exited (undefined: none has). */
+  commandExitAt?(pod: KubeObject): number | undefined;
 }
 
 /** One stage worked out on a pod. */
@@ -49,6 +52,8 @@ export interface StageStep {
   annotations: Record<string, string | null>;
   /** Image pulls the stage made (for the record's image back-offs). */
   pulls: ImagePullOutcome[];
+  /** Commands the stage's started containers run in the exec shell. */
+  commands: ContainerCommand[];
 }
 
 export type PassPlan =
@@ -93,6 +98,7 @@ export function planPass(stages: readonly Stage[], pod: KubeObject, record: PodR
       done: (stage) => unchanged.has(stage),
       pullRetryAt: (image) => record.pullRetryAt(image),
       ...(env.stopDelayMs ? { stopDelayMs: env.stopDelayMs } : {}),
+      ...(env.commandExitAt ? { commandExitAt: env.commandExitAt } : {}),
     });
   let decision = decide(pod, (stage) => record.firstMatched(stage, now));
   if (!decision) return { kind: 'idle' };
@@ -178,7 +184,15 @@ export function playStage(stage: Stage, pod: KubeObject, env: PassEnv): StageSte
     statusChanged || metadata !== pod.metadata
       ? { ...pod, metadata, status: statusChanged ? status : pod.status }
       : pod;
-  return { stage, pod: after, events: result.events, logs: result.logs, annotations, pulls: result.pulls ?? [] };
+  return {
+    stage,
+    pod: after,
+    events: result.events,
+    logs: result.logs,
+    annotations,
+    pulls: result.pulls ?? [],
+    commands: result.commands ?? [],
+  };
 }
 
 /**

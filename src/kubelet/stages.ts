@@ -46,9 +46,10 @@ export interface StageDelay {
   /**
    * When nothing above sets the delay, what the pod's containers take. stopDelay: how long the running ones take
    * to exit after SIGTERM (their images' stop delays, their commands' exits; StageContext.stopDelayMs); no match
-   * while one will not exit by itself.
+   * while one will not exit by itself. exit: when the first running container whose command the exec shell runs
+   * exited (StageContext.commandExitAt); no match while none has.
    */
-  fromContainers?: 'stopDelay';
+  fromContainers?: 'stopDelay' | 'exit';
   /**
    * CrashLoop: the kubelet's CrashLoopBackOff, 0 for the first restart, then 10 s doubling to 5 min, by restart
    * count. ImagePull: its image back-off, 10 s doubling to 5 min by failed pulls, from the last failure (what the
@@ -95,6 +96,8 @@ export interface StageContext {
   pullRetryAt?(image: string): number | undefined;
   /** How long the pod's running containers take to exit after a SIGTERM sent at `since`; undefined: one never does. */
   stopDelayMs?(pod: KubeObject, since: number): number | undefined;
+  /** When the first of the pod's running containers whose command the exec shell runs exited; undefined: none has. */
+  commandExitAt?(pod: KubeObject): number | undefined;
 }
 
 /** A stage that applies to a pod now or later, with when it is due. */
@@ -104,15 +107,20 @@ export interface StageDecision {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Paths: .a.b, .(a|b) (either field), [*] (every element), [N], ["key.with/dots"] and [field=value] (elements whose
-// field equals value).
+// Paths: .a.b, .(a|b) (either field), [*] (every element), [N], ["key.with/dots"], [field=value] (elements whose
+// field equals value) and [field!=value].
 
 type Segment =
   | { kind: 'field'; name: string }
   | { kind: 'fields'; names: string[] }
   | { kind: 'all' }
   | { kind: 'index'; index: number }
-  | { kind: 'where'; field: string; value: string };
+  | { kind: 'where'; field: string; value: string; negated: boolean };
+
+/** Whether an element passes a [field=value] or [field!=value] filter. */
+function passes(item: unknown, seg: Extract<Segment, { kind: 'where' }>): boolean {
+  return isPlainObject(item) && (String(item[seg.field]) === seg.value) !== seg.negated;
+}
 
 const pathCache = new Map<string, Segment[]>();
 
@@ -123,7 +131,7 @@ export function compilePath(path: string): Segment[] {
   let i = 0;
   const fail = (): never => {
     throw new Error(
-      `invalid path ${JSON.stringify(path)} at ${i}: use .field, .(field|other), [*], [N], ["key"] or [field=value]`,
+      `invalid path ${JSON.stringify(path)} at ${i}: use .field, .(field|other), [*], [N], ["key"], [field=value] or [field!=value]`,
     );
   };
   while (i < path.length) {
@@ -147,9 +155,11 @@ export function compilePath(path: string): Segment[] {
       else if (/^(["']).*\1$/.test(inner)) segments.push({ kind: 'field', name: inner.slice(1, -1) });
       else if (inner.includes('=')) {
         const eq = inner.indexOf('=');
+        const negated = inner[eq - 1] === '!';
         segments.push({
           kind: 'where',
-          field: inner.slice(0, eq).trim(),
+          field: inner.slice(0, negated ? eq - 1 : eq).trim(),
+          negated,
           value: inner
             .slice(eq + 1)
             .trim()
@@ -180,8 +190,7 @@ export function evaluatePath(obj: unknown, path: string): unknown[] {
         if (seg.kind === 'all') next.push(...value);
         else if (seg.kind === 'index') {
           if (value[seg.index] !== undefined) next.push(value[seg.index]);
-        } else
-          for (const item of value) if (isPlainObject(item) && String(item[seg.field]) === seg.value) next.push(item);
+        } else for (const item of value) if (passes(item, seg)) next.push(item);
       }
     }
     current = next;
@@ -225,7 +234,7 @@ function anyValue(value: unknown, segments: readonly Segment[], i: number, accep
       continue;
     }
     for (const item of value) {
-      if (seg.kind === 'where' && !(isPlainObject(item) && String(item[seg.field]) === seg.value)) continue;
+      if (seg.kind === 'where' && !passes(item, seg)) continue;
       if (anyValue(item, segments, i + 1, accept)) return true;
     }
     return false;
@@ -314,6 +323,7 @@ export function stageDueAt(stage: Stage, pod: KubeObject, ctx: StageContext): nu
     d.since !== undefined ? (latestTimestamp(pod, d.since) ?? ctx.now) : ctx.firstSeen(stage.name);
   const delay = stageDelayMs(stage, pod, ctx);
   if (delay !== undefined) return anchor() + delay;
+  if (d.fromContainers === 'exit') return ctx.commandExitAt?.(pod);
   if (d.fromContainers !== 'stopDelay' || !ctx.stopDelayMs) return undefined;
   const since = anchor();
   const containers = ctx.stopDelayMs(pod, since);
@@ -394,8 +404,9 @@ function parseStage(doc: unknown, where: string): Stage {
   if (typeof rawDelay.fromField === 'string') delay.fromField = rawDelay.fromField;
   if (typeof rawDelay.since === 'string') delay.since = rawDelay.since;
   if (rawDelay.fromContainers !== undefined) {
-    if (rawDelay.fromContainers !== 'stopDelay') fail(at, 'delay.fromContainers must be stopDelay');
-    delay.fromContainers = 'stopDelay';
+    if (rawDelay.fromContainers !== 'stopDelay' && rawDelay.fromContainers !== 'exit')
+      fail(at, 'delay.fromContainers must be stopDelay or exit');
+    delay.fromContainers = rawDelay.fromContainers;
   }
   if (rawDelay.backoff !== undefined) {
     if (rawDelay.backoff !== 'CrashLoop' && rawDelay.backoff !== 'ImagePull')

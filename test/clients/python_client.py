@@ -117,7 +117,7 @@ def create_from_yaml(core, ns, args):
 def running_pod(core, ns, name):
     """Creates a pod and waits, with a watch, until the simulated kubelet runs it."""
     core.create_namespaced_pod(
-        ns, {"metadata": {"name": name}, "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+        ns, {"metadata": {"name": name}, "spec": {"containers": [{"name": "main", "image": "nginx"}]}}
     )
     w = watch.Watch()
     for event in w.stream(core.list_namespaced_pod, ns, field_selector=f"metadata.name={name}", timeout_seconds=30):

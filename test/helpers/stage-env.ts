@@ -7,7 +7,7 @@ import type { PassEnv } from '../../src/kubelet/stage-pass.js';
 import { volumeError } from '../../src/kubelet/volumes.js';
 import { defaultImageCatalog, Images, parseImageList } from '../../src/kubelet/images.js';
 import { MISSING_IMAGES_ANNOTATION } from '../../src/kubelet/pod-worker.js';
-import { DURATION_SETTING, stopDelayMs } from '../../src/kubelet/programs.js';
+import { commandExitAt, DURATION_SETTING, programOf, stopDelayMs } from '../../src/kubelet/programs.js';
 
 /**
  * The world a stage pass sees, without a server: a node (its name, InternalIP, pod CIDR and annotations), the
@@ -80,8 +80,13 @@ export function stageEnv(world: StageWorld, record: PodRecord): PassEnv {
           ...parseImageList(pod.metadata.annotations?.[MISSING_IMAGES_ANNOTATION] ?? ''),
         ]),
       pullRetryAt: (image) => record.pullRetryAt(image),
+      program: (c) => programOf(c, images),
+      command: (container, instance) => record.command(container, instance),
     }),
     stopDelayMs: (pod, since) =>
-      stopDelayMs(pod, images, since, setting(pod, DURATION_SETTING) !== undefined, () => undefined),
+      stopDelayMs(pod, images, since, setting(pod, DURATION_SETTING) !== undefined, (container, instance) =>
+        record.command(container, instance),
+      ),
+    commandExitAt: (pod) => commandExitAt(pod, (container, instance) => record.command(container, instance)),
   };
 }

@@ -10,6 +10,7 @@ import { test } from './commands/test.js';
 import { TEXT_UTILITIES } from './commands/text.js';
 import { readAndRun, runShell, Shell, type Machine, type Streams } from './interpreter.js';
 import { Reader } from './io.js';
+import { parse } from './parse.js';
 import { SHELL_NAMES } from './names.js';
 import type { Utility } from './proc.js';
 import { Terminal } from './terminal.js';
@@ -22,6 +23,10 @@ export interface ShellContext {
   io: ExecStreams;
   /** When the container started (cluster time), for `uptime`. */
   startedAt?: number;
+  /** Runs a program the shell does not have (a container's command waits in it); else `not found`. */
+  missing?: Machine['missing'];
+  /** Between the steps of a long loop (see Machine). */
+  pause?: Machine['pause'];
 }
 
 /** Every command a container has, built once. */
@@ -42,6 +47,11 @@ function hostnameOf(ctx: ShellContext): string {
   return (st?.kind === 'file' ? ctx.fs.read('/etc/hostname').toString('utf8') : (ctx.env.get('HOSTNAME') ?? '')).trim();
 }
 
+/** Loads the parser (its WebAssembly), so that a script's first parse needs no I/O. */
+export async function warmUp(): Promise<void> {
+  await parse('true');
+}
+
 /** Runs `argv` (as exec gives it) in the container; resolves to its exit code. */
 export async function runCommand(argv: string[], ctx: ShellContext): Promise<number> {
   const closed = new AbortController();
@@ -52,6 +62,8 @@ export async function runCommand(argv: string[], ctx: ShellContext): Promise<num
     hostname: () => hostnameOf(ctx),
     utilities: UTILITIES,
     ...(ctx.startedAt === undefined ? {} : { startedAt: ctx.startedAt }),
+    ...(ctx.missing === undefined ? {} : { missing: ctx.missing }),
+    ...(ctx.pause === undefined ? {} : { pause: ctx.pause }),
   };
   const shell = new Shell(machine, ctx.env, closed.signal);
   const name = argv[0] === undefined ? '' : posix.basename(argv[0]);
@@ -81,6 +93,7 @@ export async function runCommand(argv: string[], ctx: ShellContext): Promise<num
       return await runShell(shell, argv, io);
     }
     if (!shell.canRun(argv[0]!)) {
+      if (ctx.missing) return await ctx.missing(argv, io);
       await err.write(`${argv[0]}: command not found\n`);
       return 127;
     }

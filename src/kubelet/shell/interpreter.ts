@@ -30,6 +30,16 @@ export interface Machine {
   utilities: Record<string, Utility>;
   /** When the container started (cluster time), for `uptime`. */
   startedAt?: number;
+  /**
+   * Runs a program the shell does not have, instead of `not found`: a container's command waits in it (kube-sim runs
+   * no real process) until the container is stopped. Without it (kubectl exec), the shell says `not found`.
+   */
+  missing?: (argv: string[], io: Streams) => Promise<number>;
+  /**
+   * Between every 128 steps of a long loop, so that the server's other work runs: one event-loop turn, unless the
+   * machine says otherwise (a container's command that never waits is parked there).
+   */
+  pause?: () => Promise<void>;
 }
 
 /** Unwinds the interpreter to a loop, a function or the end of the script. */
@@ -198,7 +208,7 @@ export class Shell {
   private async tick(): Promise<void> {
     if (this.signal.aborted) throw new Interrupted();
     // a long loop lets the server's other work run between its commands
-    if (++this.steps % 128 === 0) await nextTurn();
+    if (++this.steps % 128 === 0) await (this.machine.pause ? this.machine.pause() : nextTurn());
   }
 
   async list(body: Statement[], io: Streams): Promise<number> {
@@ -614,6 +624,7 @@ export class Shell {
     if (!utility) {
       if (name.includes('/') && this.machine.fs.stat(posix.resolve(this.cwd, name))?.kind === 'file')
         return this.runFile(posix.resolve(this.cwd, name), argv, io);
+      if (this.machine.missing) return this.machine.missing(argv, io);
       await io.err.write(`${this.arg0}: ${name}: not found\n`);
       return 127;
     }
