@@ -174,12 +174,27 @@ describe('Endpoints', () => {
       (p.status as Obj).conditions = [{ type: 'Ready', status: 'True', lastTransitionTime: rfc3339(at) }];
       return p;
     };
-    assert.equal(tracker.compute('default/web', svc, [ready('a', T0)]), undefined);
-    assert.equal(tracker.compute('default/web', svc, [ready('a', T0)]), undefined);
-    assert.equal(
-      tracker.compute('default/web', svc, [ready('a', T0), ready('b', T0 + 5000), ready('c', T0 + 3000)]),
-      T0 + 3000,
-    );
+    const a = ready('a', T0);
+    assert.equal(tracker.compute('default/web', svc, [a]), undefined);
+    assert.equal(tracker.compute('default/web', svc, [a]), undefined);
+    const [b, c] = [ready('b', T0 + 5000), ready('c', T0 + 3000)];
+    tracker.podChanged('default/web', b, true);
+    tracker.podChanged('default/web', c, true);
+    assert.equal(tracker.compute('default/web', svc, [a, b, c]), T0 + 3000);
+    // A pod whose time did not move is no change; one that turned ready again is.
+    tracker.podChanged('default/web', c, true);
+    assert.equal(tracker.compute('default/web', svc, [a, b, c]), undefined);
+    const b2 = ready('b', T0 + 9000);
+    tracker.podChanged('default/web', b2, true);
+    assert.equal(tracker.compute('default/web', svc, [a, b2, c]), T0 + 9000);
+    // A pod that left and came back counts again; a changed Service is compared pod by pod.
+    tracker.podChanged('default/web', c, false);
+    assert.equal(tracker.compute('default/web', svc, [a, b2]), undefined);
+    tracker.podChanged('default/web', c, true);
+    assert.equal(tracker.compute('default/web', svc, [a, b2, c]), T0 + 3000);
+    const changed = { ...svc, metadata: { ...svc.metadata, resourceVersion: '99' } };
+    const a2 = ready('a', T0 + 7000);
+    assert.equal(tracker.compute('default/web', changed, [a2, b2, c]), T0 + 7000);
   });
 });
 

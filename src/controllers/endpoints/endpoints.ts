@@ -175,14 +175,13 @@ export function truncateSubsets(subsets: readonly Subset[]): { subsets: Subset[]
 
 /**
  * The Endpoints a Service's sync writes, or undefined when the current one already says it: subsets (truncated),
- * the Service's labels (plus the headless label), the over-capacity and trigger-time annotations (the trigger time
- * asked for only when there is something to write).
+ * the Service's labels (plus the headless label), the over-capacity and trigger-time annotations.
  */
 export function planEndpoints(
   service: KubeObject,
   pods: readonly KubeObject[],
   current: KubeObject | undefined,
-  triggerTime: number | undefined | (() => number | undefined),
+  triggerTime: number | undefined,
 ): KubeObject | undefined {
   const { subsets, truncated } = truncateSubsets(endpointSubsets(service, pods));
   const labels: Record<string, string> = { ...(service.metadata.labels ?? {}) };
@@ -195,8 +194,7 @@ export function planEndpoints(
       return undefined;
   }
   const annotations: Record<string, string> = { ...(current?.metadata.annotations ?? {}) };
-  const trigger = typeof triggerTime === 'function' ? triggerTime() : triggerTime;
-  if (trigger !== undefined) annotations[LAST_CHANGE_TRIGGER_TIME] = rfc3339Nano(trigger);
+  if (triggerTime !== undefined) annotations[LAST_CHANGE_TRIGGER_TIME] = rfc3339Nano(triggerTime);
   else delete annotations[LAST_CHANGE_TRIGGER_TIME];
   if (truncated) annotations[OVER_CAPACITY] = 'truncated';
   else delete annotations[OVER_CAPACITY];
@@ -227,7 +225,10 @@ export function endpointsController(ctx: ControllerContext): Controller {
     delete: (svc) => loop.queue.add(cacheKey(svc)),
   });
   const pacer = new SyncPacer(ctx.clock, loop.queue);
-  membership.onPodChanges(pods, (key) => pacer.add(key));
+  membership.onPodChanges(pods, (key, pod, selected) => {
+    triggers.podChanged(key, pod, selected);
+    pacer.add(key);
+  });
   // An Endpoints object deleted under a Service that should have one is made again.
   endpoints.addEventHandler({
     add: (ep) => {
@@ -260,8 +261,7 @@ export function endpointsController(ctx: ControllerContext): Controller {
     const selected = [...membership.podsOf(key)];
     pacer.synced(key, selected.length);
     const current = endpoints.get(namespace, name);
-    // The trigger time is looked at when there is something to write: the earliest change not written yet.
-    const next = planEndpoints(service, selected, current, () => triggers.compute(key, service, selected));
+    const next = planEndpoints(service, selected, current, triggers.compute(key, service, selected));
     if (!next) return;
     try {
       if (current) await ctx.client.update(Resources.endpoints, next);

@@ -220,8 +220,7 @@ export function planEndpointSlices(
   options: {
     zoneOf?: (node: string) => string | undefined;
     nodeExists?: (node: string) => boolean;
-    /** Asked for only when the plan writes a slice. */
-    triggerTime?: number | (() => number | undefined);
+    triggerTime?: number;
     maxPerSlice?: number;
   } = {},
 ): SlicePlan {
@@ -265,10 +264,11 @@ export function planEndpointSlices(
   }
   // Only a slice of the same address type and owned by this Service (not one of a deleted namesake) is reused.
   pairCreatesWithDeletes(plan, (victim, slice) => victim.addressType === slice.addressType && ownedBy(victim, service));
-  if (plan.create.length + plan.update.length > 0) {
-    const trigger = typeof options.triggerTime === 'function' ? options.triggerTime() : options.triggerTime;
-    annotateWrites(plan, LAST_CHANGE_TRIGGER_TIME, trigger === undefined ? undefined : rfc3339Nano(trigger));
-  }
+  annotateWrites(
+    plan,
+    LAST_CHANGE_TRIGGER_TIME,
+    options.triggerTime === undefined ? undefined : rfc3339Nano(options.triggerTime),
+  );
   if (missingNodes) plan.missingNodes = true;
   return plan;
 }
@@ -467,7 +467,10 @@ export function endpointSliceController(ctx: ControllerContext): Controller {
     },
   });
   const pacer = new SyncPacer(ctx.clock, loop.queue);
-  membership.onPodChanges(pods, (key) => pacer.add(key));
+  membership.onPodChanges(pods, (key, pod, selected) => {
+    triggers.podChanged(key, pod, selected);
+    pacer.add(key);
+  });
   // A slice changed by someone else (or deleted) is reconciled again; our own writes only confirm the tracker.
   requeueOnSliceChanges(slices, tracker, serviceOfSlice, (key) => pacer.add(key));
 
@@ -491,7 +494,7 @@ export function endpointSliceController(ctx: ControllerContext): Controller {
       plan = planEndpointSlices(service, selected, existing, {
         zoneOf: (node) => nodes.get(undefined, node)?.metadata.labels?.[ZONE_LABEL],
         nodeExists: (node) => nodes.get(undefined, node) !== undefined,
-        triggerTime: () => triggers.compute(key, service, selected),
+        triggerTime: triggers.compute(key, service, selected),
       });
     }
     try {

@@ -32,24 +32,25 @@ export class ServiceMembership implements CacheIndex {
   }
 
   /**
-   * Calls `queue` with the Services a pod event concerns: those selecting the pod, and on a change of its labels
-   * those that selected it before; a change that alters neither its endpoint nor its labels concerns none.
+   * Calls `changed` with each Service a pod event concerns — those selecting the pod (selected: true), and on a change
+   * of its labels those that selected it before (false); a change that alters neither its endpoint nor its labels
+   * concerns none. A deleted pod concerns the Services that selected it (false).
    */
-  onPodChanges(pods: Informer, queue: (serviceKey: string) => void): void {
+  onPodChanges(pods: Informer, changed: (serviceKey: string, pod: KubeObject, selected: boolean) => void): void {
     pods.addEventHandler({
       add: (pod) => {
-        for (const key of this.servicesOf(pod)) queue(key);
+        for (const key of this.servicesOf(pod)) changed(key, pod, true);
       },
       update: (old, pod) => {
         if (old.metadata.resourceVersion === pod.metadata.resourceVersion) return;
-        const changed = podEndpointsChanged(old, pod);
-        if (!changed.endpoints && !changed.labels) return;
-        const keys = new Set(this.servicesOf(pod));
-        if (changed.labels) for (const key of this.servicesOf(old)) keys.add(key);
-        for (const key of keys) queue(key);
+        const what = podEndpointsChanged(old, pod);
+        if (!what.endpoints && !what.labels) return;
+        const now = this.servicesOf(pod);
+        for (const key of now) changed(key, pod, true);
+        if (what.labels) for (const key of this.servicesOf(old)) if (!now.includes(key)) changed(key, pod, false);
       },
       delete: (pod) => {
-        for (const key of this.servicesOf(pod)) queue(key);
+        for (const key of this.servicesOf(pod)) changed(key, pod, false);
       },
     });
   }

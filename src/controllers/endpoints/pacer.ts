@@ -4,13 +4,15 @@ import type { WorkQueue } from '../../runtime/work-queue.js';
 /**
  * How often a Service's endpoints are synced again. A sync costs in proportion to the Service's pods, and a rollout
  * of a Service of thousands changes one pod at a time, so a sync of N pods is followed by the next no sooner than
- * N × 0.5 ms later (at most a second) on the cluster clock: a Service of one pod is synced as it changes, one of
- * 200 at most ten times a second, one of 2,000 or more once a second, each sync covering the changes since
- * the last. kube-controller-manager is held back in a like way by its API client's rate limit (20 requests a second
- * by default, shared by all its controllers). BENCHMARKS.md ("Endpoints during a rollout") has what chose 0.5 ms.
+ * N × 0.5 ms later (at most 5 s) on the cluster clock, each sync covering the changes since the last: a Service of
+ * one pod is synced as it changes, one of 200 at most ten times a second, one of 2,000 once a second, one of 10,000
+ * every 5 s; a change after a quiet spell is synced at once. kube-controller-manager is held back in a like way by
+ * its API client's rate limit (20 requests a second by default, shared by all its controllers: a change to each of
+ * a 10,000-pod Service's 100 slices takes it 5 s to write). BENCHMARKS.md ("Endpoints during a rollout") has what
+ * chose these.
  */
 const MS_PER_POD = 0.5;
-const MAX_INTERVAL_MS = 1000;
+const MAX_INTERVAL_MS = 5000;
 
 export class SyncPacer {
   /** When each Service may be synced again (ms on the clock). */
