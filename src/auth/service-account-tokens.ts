@@ -1,3 +1,4 @@
+import { makeDirectories } from '../api/directories.js';
 import {
   createHash,
   createPrivateKey,
@@ -7,7 +8,7 @@ import {
   verify,
   type KeyObject,
 } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { Clock } from '../clock/clock.js';
@@ -85,7 +86,7 @@ export class ServiceAccountTokens {
       return;
     }
     const keys = this.keyPair();
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    makeDirectories(dirname(file), 0o700);
     writeFileSync(file, keys.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   }
 

@@ -11,6 +11,14 @@ function integer(name: string, min: number) {
   };
 }
 
+// A reader that goes away (`sim replay … | head`) is no failure: the rest of the output is dropped and the command
+// finishes, with the exit code its work earned.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
+
 const program = new Command();
 program.name('sim').description('kube-sim: a local Kubernetes control plane in one process').version('0.1.0');
 

@@ -1,6 +1,7 @@
 import { createPrivateKey, generateKeyPairSync, X509Certificate, type KeyObject } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeDirectories } from '../api/directories.js';
 import { wallClock } from '../clock/clock.js';
 import type { CertificateAuthority, SigningRequest } from '../runtime/controller.js';
 import {
@@ -102,7 +103,7 @@ export class ClusterCertificateAuthority implements CertificateAuthority {
         ca = { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
       else {
         ca = generateCa();
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        makeDirectories(dir, 0o700);
         writeFileSync(keyFile, ca.key, { mode: 0o600 });
         writeFileSync(certFile, ca.cert);
       }

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { makeDirectories } from '../api/directories.js';
 import { open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
@@ -90,7 +90,7 @@ export class SnapshotFile {
   private readonly file: DurableSnapshotFile;
 
   constructor(readonly path: string) {
-    mkdirSync(dirname(path), { recursive: true });
+    makeDirectories(dirname(path));
     this.file = new DurableSnapshotFile(path);
     this.db = new Low<SnapshotData>(this.file, { revision: 0, resources: {} });
   }

@@ -1,14 +1,5 @@
-import {
-  closeSync,
-  existsSync,
-  fstatSync,
-  fsyncSync,
-  ftruncateSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  statSync,
-} from 'node:fs';
+import { makeDirectories } from '../api/directories.js';
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as zlib from 'node:zlib';
@@ -45,7 +36,7 @@ export interface WalRecord {
 export function dataPaths(path: string): { snapshot: string; wal: string } {
   const isFile = existsSync(path) ? statSync(path).isFile() : path.endsWith('.json');
   if (isFile) return { snapshot: path, wal: `${path}.wal` };
-  mkdirSync(path, { recursive: true });
+  makeDirectories(path);
   return { snapshot: join(path, 'snapshot.json'), wal: join(path, 'wal.log') };
 }
 
@@ -275,7 +266,7 @@ export class WriteAheadLog {
   }
 
   static async open(file: string, options: WalOptions): Promise<WriteAheadLog> {
-    mkdirSync(dirname(file), { recursive: true });
+    makeDirectories(dirname(file));
     const fh = await open(file, 'a');
     fsyncDir(dirname(file));
     return new WriteAheadLog(file, fh, fstatSync(fh.fd).size, 0, options);
