@@ -1,11 +1,12 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { readKubeconfig, type Connection } from '../client/kubeconfig.js';
+import { writeFileSync } from 'node:fs';
+import type { Connection } from '../client/kubeconfig.js';
 import { htmlReport } from '../scenario/html.js';
 import { loadScenario, ScenarioError, type LoadedScenario } from '../scenario/loader.js';
 import { replayReport, scenarioReport, textTimeline, type ScenarioReport } from '../scenario/report.js';
 import { runScenario } from '../scenario/runner.js';
 import { scenarioSchema } from '../scenario/schema.js';
 import { Logger, type LogLevel } from './logger.js';
+import { findServer } from './remote.js';
 
 export interface ReplayOptions {
   server?: string;
@@ -22,25 +23,11 @@ export interface ReplayOptions {
 }
 
 /**
- * The server to drive and its credentials, as kubectl puts them together: the kubeconfig's current context, with
- * --server, --token, --certificate-authority and --insecure-skip-tls-verify over what it says. Undefined: run an
- * embedded cluster. The kubeconfig is only read when named: defaulting to $KUBECONFIG or ~/.kube/config would
- * point a replay (which creates and deletes objects) at whatever cluster the user last used.
+ * The server to drive: --server or --kubeconfig only. The default kubeconfig is never read: a replay creates and
+ * deletes objects, and $KUBECONFIG or ~/.kube/config may point at whatever cluster the user last used.
  */
 function connectionOf(options: ReplayOptions): Connection | undefined {
-  const fromFile = options.kubeconfig === undefined ? undefined : readKubeconfig(options.kubeconfig);
-  const server = options.server ?? fromFile?.server;
-  if (server === undefined) {
-    if (options.token !== undefined || options.certificateAuthority !== undefined || options.insecureSkipTlsVerify)
-      throw new Error('--token, --certificate-authority and --insecure-skip-tls-verify need --server or --kubeconfig');
-    return undefined;
-  }
-  const connection: Connection = { ...fromFile, server };
-  if (options.token !== undefined) connection.token = options.token;
-  if (options.certificateAuthority !== undefined)
-    connection.caCert = readFileSync(options.certificateAuthority, 'utf8');
-  if (options.insecureSkipTlsVerify) connection.insecureSkipTlsVerify = true;
-  return connection;
+  return findServer(options, false)?.connection;
 }
 
 /**

@@ -16,7 +16,15 @@ import { loadTokenFile } from '../auth/token-file.js';
 import type { UserInfo } from '../auth/user.js';
 import { authBackend } from '../cluster/auth-backend.js';
 import { parseServiceMapping, type Cluster } from '../cluster/cluster.js';
-import { kubeconfigYaml } from '../client/kubeconfig.js';
+import {
+  contextName,
+  kubeconfigFileForMerge,
+  kubeconfigFiles,
+  kubeconfigYaml,
+  mergeKubeconfig,
+  readKubeconfigFiles,
+} from '../client/kubeconfig.js';
+import { mergeMessage } from './kubeconfig-merge.js';
 import { Logger, type LogLevel } from './logger.js';
 import { answerPlainHttp, servingTls, tlsDir, type ServingTls } from './tls.js';
 import { compactWhenQuiet } from './idle-compaction.js';
@@ -41,7 +49,12 @@ export interface ServeOptions {
   readyDelay?: string;
   images?: string;
   missingImages?: string;
-  clusterCidr: string;
+  /** Unset: 10.244.0.0/16, widened to hold --nodes. */
+  clusterCidr?: string;
+  /** --name: merge a kube-sim-NAME context into the user's kubeconfig. */
+  name?: string;
+  /** --no-switch: with --name, keep the current context. */
+  switch?: boolean;
   /** Compact the heap once the server goes quiet after it grew (see idle-compaction.ts); on unless --no-idle-compaction. */
   idleCompaction?: boolean;
   scheduler?: boolean;
@@ -53,8 +66,36 @@ export interface ServeOptions {
   mapService?: string[];
 }
 
+export const DEFAULT_CLUSTER_CIDR = '10.244.0.0/16';
+
+/**
+ * The pod CIDR range for `nodes` nodes, each of which gets a /24: --cluster-cidr when given (refused in one line if
+ * it is too small), else 10.244.0.0/16 widened to the shortest prefix that holds them (said once: a /16 runs out at
+ * 256 nodes, and each node past it would get no pod IPs and a warning of its own).
+ */
+export function clusterCidrFor(given: string | undefined, nodes: number, log: (m: string) => void): string {
+  const cidr = given ?? DEFAULT_CLUSTER_CIDR;
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(cidr.trim());
+  if (!m) throw new Error(`--cluster-cidr: "${cidr}" is not an IPv4 CIDR`);
+  const prefix = Number(m[5]);
+  const holds = 2 ** Math.max(24 - prefix, 0);
+  if (nodes <= holds) return cidr;
+  const needed = 24 - Math.ceil(Math.log2(nodes));
+  if (given !== undefined || needed < 8)
+    throw new Error(
+      `--cluster-cidr ${cidr} has ${holds.toLocaleString('en-US')} /24s for ${nodes.toLocaleString('en-US')} nodes: give a /${Math.max(needed, 1)} or larger${needed >= 8 ? ` (e.g. --cluster-cidr 10.0.0.0/${needed})` : ''}`,
+    );
+  const address = m.slice(1, 5).reduce((a, octet) => a * 256 + Number(octet), 0);
+  const base = address - (address % 2 ** (32 - needed));
+  const widened = `${[24, 16, 8, 0].map((shift) => Math.floor(base / 2 ** shift) % 256).join('.')}/${needed}`;
+  log(
+    `--nodes ${nodes}: the default cluster CIDR ${cidr} holds ${holds} nodes (a /24 each); using ${widened} (${(2 ** (24 - needed)).toLocaleString('en-US')} /24s) instead`,
+  );
+  return widened;
+}
+
 /** The node simulator's options from the flags; throws with a message for the user. */
-function kubeletOptions(options: ServeOptions): SimulatorOptions['kubelet'] {
+function kubeletOptions(options: ServeOptions, log: Logger): SimulatorOptions['kubelet'] {
   let profile = options.nodeProfile ? loadNodeProfile(options.nodeProfile) : defaultProfile();
   if (options.nodeCapacity) {
     const capacity = { ...profile.capacity, ...parseCapacity(options.nodeCapacity) };
@@ -78,7 +119,8 @@ function kubeletOptions(options: ServeOptions): SimulatorOptions['kubelet'] {
     }
     settings[key] = value;
   }
-  const kubelet: SimulatorOptions['kubelet'] = { profile, settings, clusterCidr: options.clusterCidr };
+  const clusterCidr = clusterCidrFor(options.clusterCidr, options.nodes, log.info);
+  const kubelet: SimulatorOptions['kubelet'] = { profile, settings, clusterCidr };
   if (options.stages) kubelet!.stages = loadStageFile(options.stages);
   if (options.images) kubelet!.images = loadImageCatalog(options.images);
   if (options.missingImages !== undefined) kubelet!.missingImages = missingImages(options.missingImages);
@@ -123,6 +165,15 @@ function serveSecurity(cluster: Cluster, options: ServeOptions, log: Logger): Se
   return { auth: new ApiAuth(backend, tokens), adminToken };
 }
 
+/** The current context of the kubeconfig kubectl would read, if it has one (a broken file counts as none). */
+function currentContext(): string | undefined {
+  try {
+    return readKubeconfigFiles(kubeconfigFiles())?.context;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
 export async function serve(options: ServeOptions): Promise<void> {
   const log = new Logger(options.logLevel);
@@ -147,7 +198,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       controllers: options.controllers,
       log: (level, message) => log.log(level, message),
       nodes: options.nodes,
-      kubelet: kubeletOptions(options),
+      kubelet: kubeletOptions(options, log),
       scheduler: options.scheduler,
       ca: tls ? { cert: tls.caCert, key: tls.caKey } : undefined,
       caDir: options.data !== undefined ? tlsDir(options.data) : undefined,
@@ -215,24 +266,35 @@ export async function serve(options: ServeOptions): Promise<void> {
   const url = `${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
   // What a client needs (the kubeconfig file, the admin token) is out before the "serving on" line that tells
   // scripts and tests the server is up.
+  // Without --auth any token is accepted and ignored; kubectl needs one all the same, or over https it stops to
+  // prompt for a username and password.
+  const forClients = {
+    server: url,
+    token: security?.adminToken ?? (tls ? 'kube-sim' : undefined),
+    caCert: tls?.caCert,
+  };
   if (tls || options.kubeconfig) {
     // --tls: kubectl needs the CA, so a kubeconfig carrying it (and the admin token with --auth) is written out.
     if (!options.kubeconfig && !tls?.caDir) temporaryDir = mkdtempSync(join(tmpdir(), 'kube-sim-'));
     const file = resolvePath(options.kubeconfig ?? join(tls?.caDir ?? temporaryDir!, 'kubeconfig'));
-    // Without --auth any token is accepted and ignored; kubectl needs one all the same, or over https it stops to
-    // prompt for a username and password.
-    writeFileSync(
-      file,
-      kubeconfigYaml({
-        server: url,
-        token: security?.adminToken ?? (tls ? 'kube-sim' : undefined),
-        caCert: tls?.caCert,
-      }),
-      { mode: 0o600 },
-    );
+    writeFileSync(file, kubeconfigYaml(forClients), { mode: 0o600 });
     process.stdout.write(
       `kubeconfig written to ${file}${tls ? ' (with the CA that signed the serving certificate)' : ''}: export KUBECONFIG=${file}\n`,
     );
+  }
+  if (options.name !== undefined) {
+    // kind's way: the context goes into the kubeconfig kubectl reads, so plain `kubectl` reaches this server.
+    try {
+      const merged = mergeKubeconfig(
+        kubeconfigFileForMerge(),
+        contextName(options.name),
+        forClients,
+        options.switch !== false,
+      );
+      process.stdout.write(`${mergeMessage(merged, url)}\n`);
+    } catch (err) {
+      log.warn(`--name: cannot write the kubeconfig: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
   if (security) {
     process.stdout.write(`auth on: admin token (user ${ADMIN_USER}, group system:masters): ${security.adminToken}\n`);
@@ -243,12 +305,19 @@ export async function serve(options: ServeOptions): Promise<void> {
       );
   }
   process.stdout.write(`kube-sim serving on ${url}   (live view: ${url}${UI_PATH})\n`);
-  if (!security && !tls)
-    process.stdout.write(
-      port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')
-        ? `kubectl finds it without a kubeconfig (its default is localhost:8080); or: kubectl --server ${url} get ns\n`
-        : `point kubectl at it: kubectl --server ${url} get ns   (or: sim kubeconfig --server ${url} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`,
-    );
+  if (!security && !tls && options.name === undefined) {
+    const current = currentContext();
+    if (current !== undefined)
+      process.stdout.write(
+        `note: your kubeconfig's current context is "${current}", so plain kubectl goes there, not here: use kubectl --server ${url}, or sim serve --name NAME (adds a context kube-sim-NAME and switches to it)\n`,
+      );
+    else
+      process.stdout.write(
+        port === 8080 && (options.host === '127.0.0.1' || options.host === 'localhost')
+          ? `kubectl finds it without a kubeconfig (its default is localhost:8080); or: kubectl --server ${url} get ns\n`
+          : `point kubectl at it: kubectl --server ${url} get ns   (or: sim kubeconfig --server ${url} > kubeconfig && export KUBECONFIG=$PWD/kubeconfig)\n`,
+      );
+  }
   log.info(
     `clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.data ? `, data ${options.data}` : ', in memory'}`,
   );

@@ -36,10 +36,11 @@ function exited(child: ChildProcess): boolean {
 }
 
 /** Starts `sim serve --port 0 ...args` as a child process and resolves with the URL it prints. */
-export function startServer(args: string[] = []): Promise<SimServer> {
+export function startServer(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<SimServer> {
   const child = track(
     spawn(process.execPath, [SIM, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
       cwd: ROOT,
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
   );
@@ -102,8 +103,12 @@ export function startServer(args: string[] = []): Promise<SimServer> {
 }
 
 /** Starts a server that is stopped when the test (or suite) `t` ends. */
-export async function serverFor(t: Pick<TestContext, 'after'>, args: string[] = []): Promise<SimServer> {
-  const server = await startServer(args);
+export async function serverFor(
+  t: Pick<TestContext, 'after'>,
+  args: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<SimServer> {
+  const server = await startServer(args, env);
   t.after(async () => {
     await server.stop();
   });
