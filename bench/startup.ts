@@ -17,8 +17,12 @@ export interface StartupOptions {
   kubectl: string;
 }
 
+/** How the server is started: `node bin/sim.js`, or `npx sim` as README's set-up line shows it (npx's own start included). */
+export type Launcher = 'node' | 'npx';
+
 export interface StartupFigure {
   nodes: number;
+  launcher: Launcher;
   listeningMs: Summary;
   firstGetNodesMs?: Summary;
   /** CPU time the server process had used when it printed its URL (less disturbed by a busy machine than wall time). */
@@ -33,6 +37,7 @@ export interface StartupFigures {
 }
 
 const SIM = fileURLToPath(new URL('../../bin/sim.js', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 function run(file: string, args: string[]): Promise<{ ok: boolean; stdout: string }> {
   return new Promise((resolve) => execFile(file, args, (err, stdout) => resolve({ ok: !err, stdout })));
@@ -44,17 +49,31 @@ async function timeIt(file: string, args: string[]): Promise<number> {
   return performance.now() - t0;
 }
 
-async function once(nodes: number, kubectl: string | undefined): Promise<StartupFigure['runs'][number]> {
+async function once(
+  nodes: number,
+  kubectl: string | undefined,
+  launcher: Launcher,
+): Promise<StartupFigure['runs'][number]> {
   const t0 = performance.now();
-  const child = spawn(
-    process.execPath,
-    [SIM, 'serve', '--port', '0', '--nodes', String(nodes), '--log-level', 'warn'],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const [program, ...pre] = launcher === 'npx' ? ['npx', 'sim'] : [process.execPath, SIM];
+  // Its own process group: npx runs the server as its child, and both are stopped together.
+  const child = spawn(program!, [...pre, 'serve', '--port', '0', '--nodes', String(nodes), '--log-level', 'warn'], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const signal = (name: NodeJS.Signals): void => {
+    try {
+      process.kill(-child.pid!, name);
+    } catch {
+      // already gone
+    }
+  };
   try {
     const url = await urlPrinted(child, /serving on (http:\/\/\S+)/);
     const listeningMs = performance.now() - t0;
-    const cpuMs = procCpuMs(child.pid!);
+    // With npx the child is npx, not the server: no CPU figure.
+    const cpuMs = launcher === 'node' ? procCpuMs(child.pid!) : undefined;
     if (!kubectl) return { listeningMs, cpuMs };
     for (let tries = 1; tries <= 500; tries++) {
       const r = await run(kubectl, ['--server', url, 'get', 'nodes', '--no-headers']);
@@ -65,8 +84,8 @@ async function once(nodes: number, kubectl: string | undefined): Promise<Startup
     throw new Error(`kubectl get nodes did not list ${nodes} nodes`);
   } finally {
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    signal('SIGTERM');
+    const timer = setTimeout(() => signal('SIGKILL'), 5000);
     await exited;
     clearTimeout(timer);
   }
@@ -82,11 +101,16 @@ export async function measureStartup(o: StartupOptions): Promise<StartupFigures>
     if (kubectl) kubectlAlone.push(await timeIt(kubectl, ['version', '--client']));
   }
   const figures: StartupFigure[] = [];
-  for (const nodes of o.nodeCounts) {
+  const cases: Array<{ nodes: number; launcher: Launcher }> = [
+    ...o.nodeCounts.map((nodes) => ({ nodes, launcher: 'node' as const })),
+    { nodes: 3, launcher: 'npx' },
+  ];
+  for (const { nodes, launcher } of cases) {
     const runs: StartupFigure['runs'] = [];
-    for (let i = 0; i < o.reps; i++) runs.push(await once(nodes, kubectl));
+    for (let i = 0; i < o.reps; i++) runs.push(await once(nodes, kubectl, launcher));
     const figure: StartupFigure = {
       nodes,
+      launcher,
       listeningMs: summarize(runs.map((r) => r.listeningMs)),
       cpuAtListeningMs: summarize(runs.flatMap((r) => (r.cpuMs === undefined ? [] : [r.cpuMs]))),
       runs,
@@ -94,7 +118,7 @@ export async function measureStartup(o: StartupOptions): Promise<StartupFigures>
     if (kubectl) figure.firstGetNodesMs = summarize(runs.map((r) => r.firstGetNodesMs!));
     figures.push(figure);
     process.stderr.write(
-      `  --nodes ${nodes}: listening p50 ${fmt(figure.listeningMs.p50, 0)} ms${figure.firstGetNodesMs ? `, first kubectl get nodes p50 ${fmt(figure.firstGetNodesMs.p50, 0)} ms` : ''}\n`,
+      `  ${launcher === 'npx' ? 'npx sim serve' : 'node bin/sim.js serve'} --nodes ${nodes}: listening p50 ${fmt(figure.listeningMs.p50, 0)} ms${figure.firstGetNodesMs ? `, first kubectl get nodes p50 ${fmt(figure.firstGetNodesMs.p50, 0)} ms` : ''}\n`,
     );
   }
   const result: StartupFigures = { nodeAloneMs: median(nodeAlone), figures };
@@ -119,7 +143,7 @@ export function printStartup(s: StartupFigures, o: StartupOptions): void {
         'max',
       ],
       ...s.figures.map((f) => [
-        `--nodes ${f.nodes}`,
+        `${f.launcher === 'npx' ? 'npx sim serve' : 'node bin/sim.js serve'} --nodes ${f.nodes}`,
         fmt(f.listeningMs.p50, 0),
         fmt(f.listeningMs.min, 0),
         fmt(f.listeningMs.max, 0),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -123,4 +123,40 @@ test("README's Layout names files and folders that exist", () => {
     paths.filter((p) => !existsSync(join(ROOT, p))),
     [],
   );
+});
+
+test('npm install -g . gives a sim that works from any directory', async (t) => {
+  const prefix = mkdtempSync(join(tmpdir(), 'kube-sim-global-'));
+  t.after(() => rmSync(prefix, { recursive: true, force: true }));
+  // As README says, from the repository; --offline and --ignore-scripts: the tree is built and installed already.
+  const install = spawnSync(
+    'npm',
+    ['install', '-g', '--prefix', prefix, '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '.'],
+    { cwd: ROOT, encoding: 'utf8', timeout: 120_000 },
+  );
+  assert.equal(install.status, 0, install.stderr);
+  const elsewhere = mkdtempSync(join(tmpdir(), 'kube-sim-elsewhere-'));
+  t.after(() => rmSync(elsewhere, { recursive: true, force: true }));
+  const sim = [join(prefix, 'bin', 'sim')];
+  const version = await runSim(['--version'], { command: sim, cwd: elsewhere });
+  assert.equal(version.stdout, '0.1.0\n', version.stderr);
+  // A replay runs a whole cluster (stage files, schemas, the exec shell's grammar) from outside the repository.
+  const scenario = join(elsewhere, 'pod.yaml');
+  writeFileSync(
+    scenario,
+    `name: from elsewhere
+nodes: 1
+steps:
+  - apply:
+      manifest:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: p, namespace: default}
+        spec: {containers: [{name: c, image: nginx}]}
+  - waitFor: {object: {kind: Pod, name: p}, condition: Ready, equals: "True", timeout: 1m}
+`,
+  );
+  const replay = await runSim(['replay', 'pod.yaml'], { command: sim, cwd: elsewhere });
+  assert.equal(replay.code, 0, replay.stdout + replay.stderr);
+  assert.match(replay.stdout, /passed/);
 });
