@@ -82,6 +82,50 @@ steps:
   assert.equal(wait.end, '2025-01-01T00:00:30.000Z');
 });
 
+test('a waitFor that times out names the pods that block it, their waiting reasons and last events', async () => {
+  const text = `
+name: too big
+nodes: 3
+steps:
+  - apply:
+      manifest:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: big}
+        spec:
+          replicas: 2
+          selector: {matchLabels: {app: big}}
+          template:
+            metadata: {labels: {app: big}}
+            spec: {containers: [{name: c, image: nginx, resources: {requests: {cpu: "64"}}}]}
+  - waitFor: {object: {kind: Deployment, name: big}, condition: Available, timeout: 1m}
+  - waitFor: {object: {kind: Deployment, name: big}, jsonpath: '{.status.replica}', equals: 2, timeout: 10s}
+  - waitFor: {count: {kind: Pod, selector: app=big, where: {'{.status.phase}': Running}}, equals: 2, timeout: 10s}
+`;
+  const report = scenarioReport(await runScenario(parseScenario(text, 'inline.yaml', ROOT)));
+  const [, available, typo] = report.steps;
+  assert.match(
+    available!.message!,
+    /^timed out after 1m of cluster time waiting until condition Available of Deployment default\/big equals True; found False\nnot Ready:\n {2}big-\S+ \(Pending\) — Unschedulable — last event Warning FailedScheduling: 0\/3 nodes are available: 3 Insufficient cpu\./m,
+  );
+  assert.equal(available!.message!.split('\n').filter((l) => l.startsWith('  big-')).length, 2);
+  // Only the first wait failed the run; the rest were skipped. A jsonpath naming no field says which.
+  assert.equal(typo!.status, 'skipped');
+  const again = scenarioReport(
+    await runScenario(
+      parseScenario(
+        text.replace(/ {2}- waitFor: \{object: \{kind: Deployment, name: big\}, condition.*\n/, ''),
+        'inline.yaml',
+        ROOT,
+      ),
+    ),
+  );
+  assert.match(
+    again.steps[1]!.message!,
+    /found no value: \.status has no field "replica" \(did you mean "replicas"\?\); it has: observedGeneration, replicas, /,
+  );
+});
+
 test('faults: a container crashes once, a pod is killed, a node fails and recovers; an unknown node is an error', async () => {
   const run = await runScenario(loadScenario(join(SCENARIOS, 'faults.yaml')));
   // Nodes that never registered (no node simulator) are a failure of this build, not a reason to skip.
@@ -129,7 +173,7 @@ test('invalid scenario files are rejected with every problem, by path', () => {
     (err: unknown) => {
       assert.ok(err instanceof ScenarioError);
       assert.match(err.message, /steps\[0\]\.advance: "soon" is not valid here: expected Cluster time/);
-      assert.match(err.message, /steps\[1\]: unknown key\(s\) jump/);
+      assert.match(err.message, /steps\[1\]: unknown key "jump" \(a step has a name and one of: apply, /);
       assert.match(err.message, /steps\[2\]: a step needs exactly one action .* found waitFor, expect/);
       assert.match(err.message, /steps\[3\]\.delete\.cascade: must be one of "background", "foreground", "orphan"/);
       return true;
@@ -137,6 +181,49 @@ test('invalid scenario files are rejected with every problem, by path', () => {
   );
   assert.throws(() => parseScenario('name: x\nsteps: []\n', 'x.yaml', ROOT), /steps: must NOT have fewer than 1 items/);
   assert.throws(() => parseScenario('- a\n- b\n', 'x.yaml', ROOT), /a scenario is a YAML mapping/);
+});
+
+test('a typo is one line naming the closest key or value (did you mean), in the form the author meant', () => {
+  const problems = (steps: string): string[] => {
+    try {
+      parseScenario(`name: typo\nsteps:\n${steps}`, 'typo.yaml', ROOT);
+    } catch (err) {
+      return (err as Error).message.split('\n').slice(1);
+    }
+    return [];
+  };
+  // Six lines before, half of them about the count form nobody meant.
+  assert.deepEqual(
+    problems("  - waitFor: {object: {kind: Deployment, name: web}, jsonpath: '{.status.readyReplicas}', equal: 3}\n"),
+    ['  - steps[0].waitFor: unknown key "equal" (did you mean "equals"?)'],
+  );
+  assert.deepEqual(
+    problems(
+      [
+        '  - waitfor: {object: {kind: Deployment, name: web}, condition: Available}',
+        '  - expect: {count: {kind: Pod, selectr: app=web}, equals: 2}',
+        '  - expect: [{object: {kind: Pod, nme: x}, exists: true}]',
+        '  - apply: {fille: x.yaml}',
+        '  - delete: {kind: Pod, name: x, cascade: backgruond}',
+        '  - fault: {type: node-fial, node: n}',
+        '  - advance: soon',
+        '',
+      ].join('\n'),
+    ),
+    [
+      '  - steps[0]: unknown key "waitfor" (did you mean "waitFor"?)',
+      '  - steps[1].expect.count: unknown key "selectr" (did you mean "selector"?)',
+      '  - steps[2].expect[0].object: unknown key "nme" (did you mean "name"?)',
+      '  - steps[3].apply: unknown key "fille" (did you mean "file"?)',
+      '  - steps[4].delete.cascade: must be one of "background", "foreground", "orphan" (did you mean "background"?)',
+      '  - steps[5].fault.type: must be one of "node-fail", "node-recover", "pod-kill", "container-crash" (did you mean "node-fail"?)',
+      '  - steps[6].advance: "soon" is not valid here: expected Cluster time: "90s", "5m", "1h30m", "2d", or a number of seconds',
+    ],
+  );
+  // Nothing near enough: no guess.
+  assert.deepEqual(problems('  - delete: {kind: Pod, name: x, cascade: sideways}\n'), [
+    '  - steps[0].delete.cascade: must be one of "background", "foreground", "orphan"',
+  ]);
 });
 
 test('schema/scenario.schema.json is the schema the runner validates with (regenerate: sim replay --print-schema)', () => {

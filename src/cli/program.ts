@@ -209,6 +209,7 @@ export function buildProgram(): Command {
     .option('--seed <n>', "override the scenarios' seed", integer('--seed', 0))
     .option('--report <file>', 'write the machine-readable timeline (JSON)')
     .option('--html <file>', 'write a self-contained HTML timeline')
+    .option('--junit <file>', 'write JUnit XML for CI: a testsuite per scenario, a testcase per step')
     .option('--no-changes', 'leave the object changes out of the printed timeline')
     .option('--print-schema', 'print the JSON Schema of scenario files and exit')
     .addOption(

@@ -1,10 +1,21 @@
 import { writeFileSync } from 'node:fs';
 import type { Connection } from '../client/kubeconfig.js';
 import { htmlReport } from '../scenario/html.js';
+import { junitReport } from '../scenario/junit.js';
 import { loadScenario, ScenarioError, type LoadedScenario } from '../scenario/loader.js';
-import { replayReport, scenarioReport, textTimeline, type ScenarioReport } from '../scenario/report.js';
-import { runScenario } from '../scenario/runner.js';
+import {
+  ChangeSummaries,
+  progressHeader,
+  replayReport,
+  scenarioReport,
+  stepReport,
+  timelineFooter,
+  timelineStep,
+  type ScenarioReport,
+} from '../scenario/report.js';
+import { runScenario, type RunHooks, type StepResult } from '../scenario/runner.js';
 import { scenarioSchema } from '../scenario/schema.js';
+import { offset } from '../scenario/conditions.js';
 import { Logger, type LogLevel } from './logger.js';
 import { findServer } from './remote.js';
 
@@ -17,6 +28,7 @@ export interface ReplayOptions {
   seed?: number;
   report?: string;
   html?: string;
+  junit?: string;
   changes: boolean;
   printSchema?: boolean;
   logLevel: LogLevel;
@@ -30,10 +42,55 @@ function connectionOf(options: ReplayOptions): Connection | undefined {
   return findServer(options, false)?.connection;
 }
 
+/** The exit code of a run stopped by SIGINT or SIGTERM, as a shell reports a Ctrl-C. */
+const INTERRUPTED_EXIT = 130;
+
 /**
- * `sim replay FILE…`: runs each scenario (on a fresh embedded cluster, or against --server), prints its
- * timeline and a summary, writes the reports. Exit code 0 when everything passed, 1 when an expectation or
- * step failed, 2 when a scenario file is invalid.
+ * Prints each step as it finishes, and on a terminal a progress line (on stderr, rewritten in place) while a long
+ * advance runs. The text is what the whole report prints (report.ts), a step at a time.
+ */
+class TimelineStream implements RunHooks {
+  private changes: ChangeSummaries | undefined;
+  private progressShown = false;
+
+  constructor(
+    private readonly options: ReplayOptions,
+    private readonly tty: boolean,
+  ) {}
+
+  started: RunHooks['started'] = (run) => {
+    this.changes = new ChangeSummaries(run);
+    process.stdout.write(progressHeader(run));
+  };
+
+  stepDone: RunHooks['stepDone'] = (step, run) => {
+    this.clearProgress();
+    process.stdout.write(
+      timelineStep(stepReport(step, this.changes!.of(step.index), run.startTime), { changes: this.options.changes }),
+    );
+  };
+
+  advancing: RunHooks['advancing'] = (step: StepResult, doneMs: number, totalMs: number) => {
+    if (!this.tty) return;
+    const percent = Math.floor((doneMs / totalMs) * 100);
+    process.stderr.write(
+      `\r\x1b[K  step ${step.index} ${step.title}: ${offset(doneMs, 0).slice(2)} of ${offset(totalMs, 0).slice(2)} (${percent}%)`,
+    );
+    this.progressShown = true;
+  };
+
+  clearProgress(): void {
+    if (!this.progressShown) return;
+    process.stderr.write('\r\x1b[K');
+    this.progressShown = false;
+  }
+}
+
+/**
+ * `sim replay FILE…`: runs each scenario (on a fresh embedded cluster, or against --server), streaming its
+ * timeline step by step, then a summary, and writes the reports. Exit code 0 when everything passed, 1 when an
+ * expectation or step failed, 2 when a scenario file is invalid, 130 when interrupted (SIGINT, SIGTERM): the
+ * reports then hold what ran until then.
  */
 export async function replay(files: string[], options: ReplayOptions): Promise<void> {
   if (options.printSchema) {
@@ -69,39 +126,72 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
     log.warn(
       `${loaded.length} scenarios run one after another against ${remote.server}: each sees what the ones before it left`,
     );
+
+  // The first SIGINT/SIGTERM stops the run at its next piece of work and writes the reports; a second one exits.
+  const abort = new AbortController();
+  const onSignal = (): void => {
+    if (abort.signal.aborted) process.exit(INTERRUPTED_EXIT);
+    abort.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   const reports: ScenarioReport[] = [];
-  for (const scenario of loaded) {
-    if (
-      remote &&
-      (scenario.scenario.seed !== undefined ||
-        scenario.scenario.nodes !== undefined ||
-        scenario.scenario.controllers !== undefined)
-    ) {
-      log.info(`${scenario.file}: seed, nodes and controllers are the server's own with --server`);
+  let couldNotRun = 0;
+  try {
+    for (const scenario of loaded) {
+      if (abort.signal.aborted) break;
+      if (
+        remote &&
+        (scenario.scenario.seed !== undefined ||
+          scenario.scenario.nodes !== undefined ||
+          scenario.scenario.controllers !== undefined)
+      ) {
+        log.info(`${scenario.file}: seed, nodes and controllers are the server's own with --server`);
+      }
+      const stream = new TimelineStream(options, process.stderr.isTTY === true);
+      let report: ScenarioReport;
+      try {
+        const run = await runScenario(scenario, {
+          server: remote,
+          seed: options.seed,
+          log: (level, message) => log.log(level, message),
+          signal: abort.signal,
+          hooks: stream,
+        });
+        stream.clearProgress();
+        report = scenarioReport(run);
+      } catch (err) {
+        stream.clearProgress();
+        process.stderr.write(`${scenario.file}: cannot run: ${err instanceof Error ? err.message : String(err)}\n`);
+        couldNotRun++;
+        continue;
+      }
+      reports.push(report);
+      // Steps that never ran (after a failure, or an interrupt) and a run that could not start print here.
+      const printed = report.steps.filter((s) => s.status !== 'skipped' || s.interrupted).length;
+      if (printed === 0 && report.problems.length > 0)
+        process.stdout.write(`${report.name}  (${report.file}, seed ${report.seed}, ${report.mode})\n`);
+      for (const s of report.steps) if (s.status === 'skipped') process.stdout.write(timelineStep(s, options));
+      process.stdout.write(timelineFooter(report));
+      if (loaded.length > 1) process.stdout.write('\n');
+      if (report.interruptedAt !== undefined)
+        process.stderr.write(`sim replay: interrupted at step ${report.interruptedAt} of ${scenario.file}\n`);
     }
-    let report: ScenarioReport;
-    try {
-      const run = await runScenario(scenario, {
-        server: remote,
-        seed: options.seed,
-        log: (level, message) => log.log(level, message),
-      });
-      report = scenarioReport(run);
-    } catch (err) {
-      process.stderr.write(`${scenario.file}: cannot run: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-      continue;
-    }
-    reports.push(report);
-    process.stdout.write(textTimeline(report, { changes: options.changes }));
-    if (loaded.length > 1) process.stdout.write('\n');
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
   const full = replayReport(reports);
   if (options.report) writeFileSync(options.report, `${JSON.stringify(full, null, 2)}\n`);
   if (options.html) writeFileSync(options.html, htmlReport(full));
+  if (options.junit) writeFileSync(options.junit, junitReport(full));
   if (loaded.length > 1) {
     const passed = reports.filter((r) => r.result === 'passed').length;
-    process.stdout.write(`${loaded.length} scenarios: ${passed} passed, ${loaded.length - passed} failed\n`);
+    const notRun = loaded.length - reports.length - couldNotRun;
+    process.stdout.write(
+      `${loaded.length} scenarios: ${passed} passed, ${reports.length - passed + couldNotRun} failed${notRun > 0 ? `, ${notRun} not run` : ''}\n`,
+    );
   }
-  if (full.result === 'failed' || reports.length < loaded.length) process.exitCode = 1;
+  if (abort.signal.aborted) process.exitCode = INTERRUPTED_EXIT;
+  else if (full.result === 'failed' || reports.length < loaded.length) process.exitCode = 1;
 }

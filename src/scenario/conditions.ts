@@ -2,6 +2,7 @@ import { ApiError } from '../api/errors.js';
 import { parseLabelSelector } from '../api/selectors.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
 import { evaluateJsonPath, renderValue } from '../api/jsonpath.js';
+import { closestWord } from '../api/closest.js';
 import { objectKey, type History, type HistoryEvent } from './history.js';
 import type { ApiResource, ApiResources } from './resources.js';
 import type { ScenarioTarget } from './target.js';
@@ -243,7 +244,51 @@ async function objectCondition(ctx: EvalContext, cond: ObjectCondition): Promise
   if (!obj) return { ok: false, description, found: `${what} not found` };
   const values = evaluateJsonPath(obj, path);
   const value = values.length === 0 ? undefined : values.length === 1 ? values[0] : values;
-  return { ok: compare(value, comparison), description, found: value === undefined ? 'no value' : renderValue(value) };
+  const found =
+    value !== undefined
+      ? renderValue(value)
+      : cond.condition !== undefined
+        ? `no condition ${cond.condition}${conditionTypes(obj)}`
+        : `no value: ${missingField(obj, path) ?? 'the jsonpath selects nothing'}`;
+  return { ok: compare(value, comparison), description, found };
+}
+
+function conditionTypes(obj: KubeObject): string {
+  const conditions = isPlainObject(obj.status) && Array.isArray(obj.status.conditions) ? obj.status.conditions : [];
+  const types = conditions.flatMap((c) => (isPlainObject(c) && typeof c.type === 'string' ? [c.type] : []));
+  return types.length === 0 ? ' (it has no conditions yet)' : ` (its conditions: ${types.join(', ')})`;
+}
+
+/**
+ * For a plain path ({.status.readyReplica}), which field is missing and what is there instead, with the closest
+ * name: `.status has no field "readyReplica" (did you mean "readyReplicas"?; it has: …)`. Undefined for paths
+ * with filters or wildcards, or when the path does reach a field.
+ */
+export function missingField(obj: unknown, path: string): string | undefined {
+  const m = /^\{((?:\.[A-Za-z0-9_-]+|\[\d+\])+)\}$/.exec(path.trim());
+  if (!m) return undefined;
+  const parts = [...m[1]!.matchAll(/\.([^.[\]]+)|\[(\d+)\]/g)].map((p) => p[1] ?? Number(p[2]));
+  let current: unknown = obj;
+  let at = '';
+  for (const part of parts) {
+    if (typeof part === 'number') {
+      if (!Array.isArray(current) || part >= current.length)
+        return `${at || 'the object'} ${Array.isArray(current) ? `has ${current.length} item(s), no [${part}]` : 'is not a list'}`;
+      current = current[part];
+      at += `[${part}]`;
+      continue;
+    }
+    if (!isPlainObject(current))
+      return `${at || 'the object'} is ${renderValue(current)}, not an object with "${part}"`;
+    if (!(part in current)) {
+      const keys = Object.keys(current);
+      const near = closestWord(part, keys);
+      return `${at || 'the object'} has no field "${part}"${near ? ` (did you mean "${near}"?)` : ''}${keys.length > 0 ? `; it has: ${keys.slice(0, 12).join(', ')}${keys.length > 12 ? ', …' : ''}` : ''}`;
+    }
+    current = current[part];
+    at += `.${part}`;
+  }
+  return undefined;
 }
 
 async function countCondition(ctx: EvalContext, cond: CountCondition): Promise<Outcome> {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { validateScenario } from './schema.js';
@@ -7,7 +7,7 @@ import type { Scenario } from './types.js';
 
 export interface LoadedScenario {
   scenario: Scenario;
-  /** The path as given (it names the scenario in reports). */
+  /** The path relative to the working directory when it is under it, else as given (it names the scenario in reports). */
   file: string;
   /** Directory that relative manifest paths resolve against. */
   baseDir: string;
@@ -28,7 +28,16 @@ export function loadScenario(file: string): LoadedScenario {
   } catch (err) {
     throw new ScenarioError(`${file}: cannot read: ${(err as Error).message}`);
   }
-  return parseScenario(text, file, dirname(resolve(file)));
+  return parseScenario(text, shownPath(file), dirname(resolve(file)));
+}
+
+/**
+ * A scenario's path as reports show it: relative to the working directory, so that a report made from an
+ * absolute path (a CI job's checkout) reads, and compares, the same as one made from inside the repository.
+ */
+function shownPath(file: string): string {
+  const rel = relative(process.cwd(), resolve(file));
+  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? file : rel.split(sep).join('/');
 }
 
 export function parseScenario(text: string, file: string, baseDir: string): LoadedScenario {
@@ -44,7 +53,42 @@ export function parseScenario(text: string, file: string, baseDir: string): Load
   const problems = validateScenario(value);
   if (problems.length > 0)
     throw new ScenarioError(`${file}: invalid scenario:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-  return { scenario: value as unknown as Scenario, file, baseDir };
+  const scenario = value as unknown as Scenario;
+  const unreadable = manifestFileProblems(scenario, baseDir);
+  if (unreadable.length > 0)
+    throw new ScenarioError(`${file}: invalid scenario:\n${unreadable.map((p) => `  - ${p}`).join('\n')}`);
+  return { scenario, file, baseDir };
+}
+
+/**
+ * The manifest files of apply and create steps must be there and parse before anything runs: a missing file is a
+ * mistake in the scenario (exit 2), not something to find out half-way through a run.
+ */
+function manifestFileProblems(scenario: Scenario, baseDir: string): string[] {
+  const problems: string[] = [];
+  scenario.steps.forEach((step, i) => {
+    for (const action of ['apply', 'create'] as const) {
+      const source = step[action];
+      const path = typeof source === 'string' ? source : source?.file;
+      if (path === undefined) continue;
+      let text: string;
+      try {
+        text = readFileSync(resolve(baseDir, path), 'utf8');
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        problems.push(
+          `steps[${i}].${action}: ${code === 'ENOENT' ? `no file ${path}` : `cannot read ${path}: ${(err as Error).message}`} (paths are relative to the scenario file's directory, ${baseDir})`,
+        );
+        continue;
+      }
+      try {
+        parseManifests(text, path);
+      } catch (err) {
+        problems.push(`steps[${i}].${action}: ${(err as Error).message}`);
+      }
+    }
+  });
+  return problems;
 }
 
 /** Parses a multi-document manifest text into objects (empty documents and `List`s are unpacked). */

@@ -4,7 +4,7 @@ import type { KubeObject } from '../api/types.js';
 import { isPlainObject } from '../api/types.js';
 import { offset, podState } from './conditions.js';
 import { objectKey, type HistoryEvent } from './history.js';
-import type { RunResult } from './runner.js';
+import type { RunProgress, RunResult, StepResult } from './runner.js';
 
 /** The machine-readable replay report (`--report`). Everything in it derives from the seed and the virtual clock. */
 export interface ReplayReport {
@@ -40,6 +40,8 @@ export interface StepReport {
   changes: ChangeReport[];
   /** Changes left out of `changes` because the object's summary did not change (status bookkeeping). */
   otherChanges: number;
+  /** The run was interrupted (Ctrl-C, SIGTERM) while this step ran. */
+  interrupted?: boolean;
 }
 
 /** Times are ms after the scenario's start; steps say which step's span of the timeline they fall in (0: start-up). */
@@ -91,6 +93,8 @@ export interface ScenarioReport {
   steps: StepReport[];
   /** Pods grouped by their top-level owner; times are ms after `start`. */
   pods: OwnerTimeline[];
+  /** The step that was running when the replay was interrupted; the report holds what happened until then. */
+  interruptedAt?: number;
 }
 
 export function isoTime(ms: number): string {
@@ -274,25 +278,44 @@ function podTimelines(run: RunResult, end: number): OwnerTimeline[] {
     }));
 }
 
-export function scenarioReport(run: RunResult): ScenarioReport {
-  const start = run.startTime;
-  const summaries = new Map<string, string>();
-  for (const [key, { resource, object }] of run.history.initial) summaries.set(key, summarize(resource.kind, object));
-  const changesByStep = new Map<number, { changes: ChangeReport[]; other: number }>();
-  for (const e of run.history.ordered()) {
+type ChangeBucket = { changes: ChangeReport[]; other: number };
+
+/**
+ * The history's changes as the timeline shows them, by step: each with the one-line summary of its object, and
+ * MODIFIED events whose summary did not change only counted. Reads the history from where it last stopped, so a
+ * replay that streams its timeline pays for each change once.
+ */
+export class ChangeSummaries {
+  private readonly summaries = new Map<string, string>();
+  private readonly byStep = new Map<number, ChangeBucket>();
+  private cursor = 0;
+
+  constructor(private readonly run: Pick<RunResult, 'history' | 'startTime'>) {
+    for (const [key, { resource, object }] of run.history.initial)
+      this.summaries.set(key, summarize(resource.kind, object));
+  }
+
+  /** The changes of step `index` (0: start-up), reading whatever the history gained since the last call. */
+  of(index: number): ChangeBucket {
+    const events = this.run.history.ordered();
+    for (; this.cursor < events.length; this.cursor++) this.add(events[this.cursor]!);
+    return this.byStep.get(index) ?? { changes: [], other: 0 };
+  }
+
+  private add(e: HistoryEvent): void {
     const key = objectKey(e.resource, e.object);
     const summary = e.type === 'DELETED' ? '' : summarize(e.resource.kind, e.object);
-    const previous = summaries.get(key);
-    if (e.type === 'DELETED') summaries.delete(key);
-    else summaries.set(key, summary);
-    const bucket = changesByStep.get(e.step) ?? { changes: [], other: 0 };
-    changesByStep.set(e.step, bucket);
+    const previous = this.summaries.get(key);
+    if (e.type === 'DELETED') this.summaries.delete(key);
+    else this.summaries.set(key, summary);
+    const bucket = this.byStep.get(e.step) ?? { changes: [], other: 0 };
+    this.byStep.set(e.step, bucket);
     if (e.type === 'MODIFIED' && previous === summary) {
       bucket.other++;
-      continue;
+      return;
     }
     const change: ChangeReport = {
-      at: offset(e.time, start),
+      at: offset(e.time, this.run.startTime),
       time: isoTime(e.time),
       resourceVersion: e.rv,
       type: e.type,
@@ -303,25 +326,33 @@ export function scenarioReport(run: RunResult): ScenarioReport {
     if (e.object.metadata.namespace) change.namespace = e.object.metadata.namespace;
     bucket.changes.push(change);
   }
-  const steps: StepReport[] = run.steps.map((s) => {
-    const bucket = changesByStep.get(s.index) ?? { changes: [], other: 0 };
-    const step: StepReport = {
-      index: s.index,
-      name: s.title,
-      action: s.action,
-      status: s.status,
-      at: s.status === 'skipped' ? '' : offset(s.start, start),
-      start: s.status === 'skipped' ? '' : isoTime(s.start),
-      end: s.status === 'skipped' ? '' : isoTime(s.end),
-      notes: s.notes,
-      expectations: s.expectations.map((e) => ({ ok: e.ok, description: e.description, found: e.found })),
-      changes: bucket.changes,
-      otherChanges: bucket.other,
-    };
-    if (s.message !== undefined) step.message = s.message;
-    if (s.kubectl) step.kubectl = s.kubectl;
-    return step;
-  });
+}
+
+/** One step of the report, with its changes. */
+export function stepReport(s: StepResult, bucket: ChangeBucket, start: number): StepReport {
+  const step: StepReport = {
+    index: s.index,
+    name: s.title,
+    action: s.action,
+    status: s.status,
+    at: s.status === 'skipped' ? '' : offset(s.start, start),
+    start: s.status === 'skipped' ? '' : isoTime(s.start),
+    end: s.status === 'skipped' ? '' : isoTime(s.end),
+    notes: s.notes,
+    expectations: s.expectations.map((e) => ({ ok: e.ok, description: e.description, found: e.found })),
+    changes: bucket.changes,
+    otherChanges: bucket.other,
+  };
+  if (s.message !== undefined) step.message = s.message;
+  if (s.kubectl) step.kubectl = s.kubectl;
+  if (s.interrupted) step.interrupted = true;
+  return step;
+}
+
+export function scenarioReport(run: RunResult): ScenarioReport {
+  const start = run.startTime;
+  const changes = new ChangeSummaries(run);
+  const steps: StepReport[] = run.steps.map((s) => stepReport(s, changes.of(s.index), start));
   const expectations = run.steps.flatMap((s) => s.expectations);
   const failures: string[] = [];
   for (const s of run.steps) {
@@ -333,6 +364,8 @@ export function scenarioReport(run: RunResult): ScenarioReport {
     else failures.push(`${where}: ${s.message ?? 'failed'}`);
   }
   for (const p of run.problems) failures.push(p);
+  if (run.interruptedAt !== undefined)
+    failures.push(`interrupted at step ${run.interruptedAt}: the steps after it did not run`);
   const report: ScenarioReport = {
     name: run.loaded.scenario.name,
     file: run.loaded.file,
@@ -358,6 +391,7 @@ export function scenarioReport(run: RunResult): ScenarioReport {
     pods: podTimelines(run, run.endTime),
   };
   if (run.loaded.scenario.description !== undefined) report.description = run.loaded.scenario.description;
+  if (run.interruptedAt !== undefined) report.interruptedAt = run.interruptedAt;
   return report;
 }
 
@@ -382,28 +416,64 @@ function indent(text: string, prefix: string): string {
 }
 
 /** The readable timeline `sim replay` prints: time, step, what it changed, and a pass/fail summary. */
-export function textTimeline(report: ScenarioReport, options: { changes?: boolean } = {}): string {
+export function textTimeline(report: ScenarioReport, options: TimelineOptions = {}): string {
+  return [timelineHeader(report), ...report.steps.map((s) => timelineStep(s, options)), timelineFooter(report)].join(
+    '',
+  );
+}
+
+export interface TimelineOptions {
+  changes?: boolean;
+}
+
+/** The timeline's first line: which scenario, from where, on what. */
+export function timelineHeader(run: Pick<ScenarioReport, 'name' | 'file' | 'seed' | 'mode' | 'start'>): string {
+  return `${run.name}  (${run.file}, seed ${run.seed}, ${run.mode}, starts ${run.start})\n`;
+}
+
+/** The header of a run that has only started (sim replay prints it before the first step). */
+export function progressHeader(run: RunProgress): string {
+  return timelineHeader({
+    name: run.loaded.scenario.name,
+    file: run.loaded.file,
+    seed: run.seed,
+    mode: run.mode,
+    start: isoTime(run.startTime),
+  });
+}
+
+/** A step's lines of the timeline: its line, notes, expectations, kubectl output and the changes it caused. */
+export function timelineStep(s: StepReport, options: TimelineOptions = {}): string {
   const out: string[] = [];
-  out.push(`${report.name}  (${report.file}, seed ${report.seed}, ${report.mode}, starts ${report.start})`);
-  for (const s of report.steps) {
-    const status = s.status === 'passed' ? 'ok' : s.status === 'failed' ? 'FAILED' : 'skipped';
-    out.push(`  ${(s.at || '').padEnd(12)}${String(s.index).padStart(3)}  ${s.name}  ${status}`);
-    const pad = ' '.repeat(19);
-    for (const note of s.notes) out.push(`${pad}${note}`);
-    for (const e of s.expectations)
-      out.push(`${pad}${e.ok ? 'ok  ' : 'FAIL'} ${e.description}${e.ok ? '' : `\n${pad}     found: ${e.found}`}`);
-    if (s.message && s.expectations.length === 0) out.push(indent(s.message, `${pad}! `));
-    if (s.kubectl) {
-      const text = (s.kubectl.stdout + s.kubectl.stderr).trimEnd();
-      if (text) out.push(indent(text, `${pad}| `));
-    }
-    if (options.changes !== false) {
-      for (const c of s.changes) {
-        const name = `${c.kind} ${c.namespace ? `${c.namespace}/` : ''}${c.name}`;
-        out.push(`${pad}${c.at.padEnd(10)} ${SIGN[c.type]} ${name}${c.summary ? `  ${c.summary}` : ''}`);
-      }
+  const status = s.interrupted
+    ? 'INTERRUPTED'
+    : s.status === 'passed'
+      ? 'ok'
+      : s.status === 'failed'
+        ? 'FAILED'
+        : 'skipped';
+  out.push(`  ${(s.at || '').padEnd(12)}${String(s.index).padStart(3)}  ${s.name}  ${status}`);
+  const pad = ' '.repeat(19);
+  for (const note of s.notes) out.push(`${pad}${note}`);
+  for (const e of s.expectations)
+    out.push(`${pad}${e.ok ? 'ok  ' : 'FAIL'} ${e.description}${e.ok ? '' : `\n${pad}     found: ${e.found}`}`);
+  if (s.message && s.expectations.length === 0) out.push(indent(s.message, `${pad}! `));
+  if (s.kubectl) {
+    const text = (s.kubectl.stdout + s.kubectl.stderr).trimEnd();
+    if (text) out.push(indent(text, `${pad}| `));
+  }
+  if (options.changes !== false) {
+    for (const c of s.changes) {
+      const name = `${c.kind} ${c.namespace ? `${c.namespace}/` : ''}${c.name}`;
+      out.push(`${pad}${c.at.padEnd(10)} ${SIGN[c.type]} ${name}${c.summary ? `  ${c.summary}` : ''}`);
     }
   }
+  return `${out.join('\n')}\n`;
+}
+
+/** The timeline's summary: pass or fail, counts, and one line per failure. */
+export function timelineFooter(report: ScenarioReport): string {
+  const out: string[] = [];
   const sum = report.summary;
   const took = offset(report.durationMs, 0).slice(2);
   out.push(

@@ -15,6 +15,7 @@ import {
   type EvalContext,
   type Outcome,
 } from './conditions.js';
+import { blockingPods } from './blockers.js';
 import { DEFAULT_HISTORY_EXCLUDE, History } from './history.js';
 import { findKubectl, runKubectl, splitArgs } from './kubectl.js';
 import { manifestObjects, parseManifests, ScenarioError, type LoadedScenario } from './loader.js';
@@ -36,7 +37,31 @@ export interface RunOptions {
   /** Overrides the scenario's seed. */
   seed?: number;
   log?: LogFn;
+  /** Aborted: the step running stops at its next piece of work, is marked interrupted, and no further step runs. */
+  signal?: AbortSignal;
+  hooks?: RunHooks;
 }
+
+/** What a run has to show while it goes (sim replay streams its timeline from these). */
+export interface RunProgress {
+  loaded: LoadedScenario;
+  mode: 'embedded' | 'remote';
+  seed: number;
+  startTime: number;
+  history: History;
+}
+
+export interface RunHooks {
+  /** The cluster is up and recording; no step has run. */
+  started?(run: RunProgress): void;
+  /** A step finished (passed or failed); its changes are in the history. */
+  stepDone?(step: StepResult, run: RunProgress): void;
+  /** A long advance (or sleep) moved on: `doneMs` of `totalMs` of cluster time. */
+  advancing?(step: StepResult, doneMs: number, totalMs: number): void;
+}
+
+/** A long advance goes in pieces of this much cluster time, so that it can be interrupted and show progress. */
+const ADVANCE_PIECE_MS = 60 * 60 * 1000;
 
 export interface ExpectationResult extends Outcome {}
 
@@ -55,6 +80,8 @@ export interface StepResult {
   message?: string;
   expectations: ExpectationResult[];
   kubectl?: { args: string[]; exitCode: number | null; stdout: string; stderr: string };
+  /** The run was interrupted while this step ran. */
+  interrupted?: boolean;
 }
 
 export interface RunResult {
@@ -65,9 +92,11 @@ export interface RunResult {
   endTime: number;
   steps: StepResult[];
   history: History;
-  /** Problems outside any step (history lost, cluster failed to start). */
+  /** Problems outside any step (history lost, cluster failed to start, a server the scenario cannot run on). */
   problems: string[];
   passed: boolean;
+  /** The step that was running when the run was interrupted (RunOptions.signal). */
+  interruptedAt?: number;
 }
 
 const FIELD_MANAGER = 'kube-sim-replay';
@@ -143,6 +172,13 @@ function kubectlArgs(k: KubectlStep): string[] {
 
 class StepFailure extends Error {}
 
+/** The run's signal fired while a step ran. */
+class Interrupted extends Error {
+  constructor() {
+    super('interrupted');
+  }
+}
+
 interface ContainerStatus {
   name: string;
   restartCount?: number;
@@ -186,6 +222,8 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
   }));
   const problems: string[] = [];
   const runStart = target.now();
+  const progress: RunProgress = { loaded, mode: target.mode, seed, startTime: runStart, history };
+  let interruptedAt: number | undefined;
   try {
     const resources = new ApiResources(target.http);
     await resources.load();
@@ -197,11 +235,23 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
       target.mode === 'embedded' ? (scenario.nodes ?? DEFAULT_NODES) : scenario.nodes,
       problems,
     );
-    if (scenario.namespace !== undefined) await ensureNamespace(target, resources, scenario.namespace);
-    const runner = new StepRunner(loaded, target, resources, history, steps, runStart);
+    if (target.mode === 'remote') problems.push(...(await preflight(loaded, target, resources)));
+    if (problems.length === 0 && scenario.namespace !== undefined)
+      await ensureNamespace(target, resources, scenario.namespace);
+    const runner = new StepRunner(loaded, target, resources, history, steps, runStart, options);
     if (problems.length === 0) {
+      options.hooks?.started?.(progress);
       for (let i = 0; i < scenario.steps.length; i++) {
+        if (options.signal?.aborted) {
+          interruptedAt = i + 1;
+          break;
+        }
         const ok = await runner.run(i);
+        options.hooks?.stepDone?.(steps[i]!, progress);
+        if (steps[i]!.interrupted) {
+          interruptedAt = i + 1;
+          break;
+        }
         if (!ok && steps[i]!.action !== 'expect') break;
       }
     }
@@ -213,7 +263,92 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
   }
   const endTime = steps.reduce((t, s) => Math.max(t, s.end), runStart);
   const passed = problems.length === 0 && steps.every((s) => s.status === 'passed');
-  return { loaded, mode: target.mode, seed, startTime: runStart, endTime, steps, history, problems, passed };
+  const result: RunResult = {
+    loaded,
+    mode: target.mode,
+    seed,
+    startTime: runStart,
+    endTime,
+    steps,
+    history,
+    problems,
+    passed: passed && interruptedAt === undefined,
+  };
+  if (interruptedAt !== undefined) result.interruptedAt = interruptedAt;
+  return result;
+}
+
+/** The kinds and names of the objects a scenario applies or creates, from its manifests (unreadable ones skipped). */
+function scenarioObjects(loaded: LoadedScenario): KubeObject[] {
+  const out: KubeObject[] = [];
+  for (const step of loaded.scenario.steps) {
+    const source = step.apply ?? step.create;
+    if (source === undefined) continue;
+    try {
+      const { objects, namespace } = readManifests(loaded, source);
+      for (const obj of objects)
+        out.push(namespace && !obj.metadata.namespace ? { ...obj, metadata: { ...obj.metadata, namespace } } : obj);
+    } catch {
+      // the step reports it when it runs
+    }
+  }
+  return out;
+}
+
+/**
+ * What a scenario needs of a running server, checked before its first step changes anything: a virtual clock
+ * when it advances time, and none of the objects it creates there already (a replay's counts, waits and event
+ * histories would include what an earlier run left).
+ */
+async function preflight(loaded: LoadedScenario, target: ScenarioTarget, resources: ApiResources): Promise<string[]> {
+  const problems: string[] = [];
+  const advancing = loaded.scenario.steps.flatMap((s, i) => (s.advance !== undefined ? [i + 1] : []));
+  if (!target.virtual && advancing.length > 0)
+    problems.push(
+      `the server's clock is real, and the scenario advances it (step${advancing.length === 1 ? '' : 's'} ${advancing.join(', ')}): start sim serve with --clock virtual`,
+    );
+  const namespace = loaded.scenario.namespace ?? 'default';
+  const existing: string[] = [];
+  for (const obj of scenarioObjects(loaded)) {
+    const name = obj.metadata.name;
+    const resource = obj.apiVersion && obj.kind ? resources.byKind(obj.apiVersion, obj.kind) : undefined;
+    if (!name || !resource) continue;
+    const ns = resource.namespaced ? (obj.metadata.namespace ?? namespace) : undefined;
+    try {
+      await target.client.get(resource.gvr, ns, name);
+      existing.push(`${resource.gvr.resource}/${name}${ns ? ` in ${ns}` : ''}`);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 404)) throw err;
+    }
+  }
+  if (existing.length > 0)
+    problems.push(
+      `the server already has ${[...new Set(existing)].join(', ')}, which the scenario creates: run it on a fresh server (or another namespace: the scenario's namespace field)`,
+    );
+  return problems;
+}
+
+/** The objects of an apply/create source: a file relative to the scenario, or an inline manifest. */
+export function readManifests(
+  loaded: LoadedScenario,
+  source: ManifestSource,
+): { objects: KubeObject[]; namespace?: string } {
+  if (typeof source === 'string') source = { file: source };
+  if (source.file !== undefined) {
+    const path = resolvePath(loaded.baseDir, source.file);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new StepFailure(`cannot read ${source.file}: ${(err as Error).message}`);
+    }
+    return { objects: parseManifests(text, source.file), namespace: source.namespace };
+  }
+  const objects =
+    typeof source.manifest === 'string'
+      ? parseManifests(source.manifest, 'inline manifest')
+      : manifestObjects(source.manifest, 'inline manifest');
+  return { objects, namespace: source.namespace };
 }
 
 /** The scenario's namespace is there before the first step (created during start-up, step 0, if missing). */
@@ -258,6 +393,7 @@ class StepRunner {
     private readonly history: History,
     private readonly results: StepResult[],
     private readonly startTime: number,
+    private readonly options: RunOptions,
   ) {
     this.namespace = loaded.scenario.namespace ?? 'default';
   }
@@ -286,6 +422,7 @@ class StepRunner {
       result.status = result.expectations.some((e) => !e.ok) ? 'failed' : 'passed';
     } catch (err) {
       result.status = 'failed';
+      if (err instanceof Interrupted) result.interrupted = true;
       result.message =
         err instanceof StepFailure || err instanceof ApiError || err instanceof ScenarioError
           ? err.message
@@ -323,14 +460,12 @@ class StepRunner {
           throw new StepFailure(
             `advance needs a virtual clock, and the server's clock is real (start it with --clock virtual, or use sleep)`,
           );
-        await this.target.advance(durationMs(by));
-        return;
+        return this.advance(durationMs(by), result);
       }
       case 'sleep': {
         const ms = durationMs(step.sleep!);
-        if (this.target.virtual) await this.target.advance(ms);
-        else await wallSleep(ms);
-        return;
+        if (this.target.virtual) return this.advance(ms, result);
+        return this.wallWait(ms);
       }
       case 'waitFor':
         return this.waitFor(step, result, index);
@@ -355,26 +490,31 @@ class StepRunner {
     }
   }
 
-  // ---- writes ----------------------------------------------------------------------------------------
-
-  private manifests(source: ManifestSource): { objects: KubeObject[]; namespace?: string } {
-    if (typeof source === 'string') source = { file: source };
-    if (source.file !== undefined) {
-      const path = resolvePath(this.loaded.baseDir, source.file);
-      let text: string;
-      try {
-        text = readFileSync(path, 'utf8');
-      } catch (err) {
-        throw new StepFailure(`cannot read ${source.file}: ${(err as Error).message}`);
-      }
-      return { objects: parseManifests(text, source.file), namespace: source.namespace };
-    }
-    const objects =
-      typeof source.manifest === 'string'
-        ? parseManifests(source.manifest, 'inline manifest')
-        : manifestObjects(source.manifest, 'inline manifest');
-    return { objects, namespace: source.namespace };
+  private checkSignal(): void {
+    if (this.options.signal?.aborted) throw new Interrupted();
   }
+
+  /** Moves a virtual clock on in pieces of at most an hour: a Ctrl-C stops it between two, and each shows progress. */
+  private async advance(totalMs: number, result: StepResult): Promise<void> {
+    let done = 0;
+    do {
+      this.checkSignal();
+      const piece = Math.min(totalMs - done, ADVANCE_PIECE_MS);
+      await this.target.advance(piece);
+      done += piece;
+      if (totalMs > ADVANCE_PIECE_MS) this.options.hooks?.advancing?.(result, done, totalMs);
+    } while (done < totalMs);
+  }
+
+  /** Waits on a real clock, a tenth of a second at a time so that an interrupt is seen. */
+  private async wallWait(ms: number): Promise<void> {
+    for (let waited = 0; waited < ms; waited += 100) {
+      this.checkSignal();
+      await wallSleep(Math.min(100, ms - waited));
+    }
+  }
+
+  // ---- writes ----------------------------------------------------------------------------------------
 
   private resourceOf(obj: KubeObject): ApiResource {
     const r = this.resources.byKind(obj.apiVersion!, obj.kind!);
@@ -383,7 +523,7 @@ class StepRunner {
   }
 
   private async applyOrCreate(action: 'apply' | 'create', source: ManifestSource, result: StepResult): Promise<void> {
-    const { objects, namespace } = this.manifests(source);
+    const { objects, namespace } = readManifests(this.loaded, source);
     for (const raw of objects) {
       const resource = this.resourceOf(raw);
       const ns = resource.namespaced ? (raw.metadata.namespace ?? namespace ?? this.namespace) : undefined;
@@ -679,6 +819,7 @@ class StepRunner {
     const start = this.target.now();
     const deadline = start + timeout;
     for (;;) {
+      this.checkSignal();
       const outcome = await evaluateState(ctx, w);
       if (!result.named && !w.description) result.title = `wait until ${outcome.description}`;
       if (outcome.ok) {
@@ -688,8 +829,9 @@ class StepRunner {
       const now = this.target.now();
       if (now >= deadline) {
         const hint = await this.hint(w);
+        const blockers = await blockingPods(ctx, w);
         throw new StepFailure(
-          `timed out after ${offset(deadline, start).slice(2)} of cluster time waiting until ${outcome.description}; found ${outcome.found}${hint}`,
+          `timed out after ${offset(deadline, start).slice(2)} of cluster time waiting until ${outcome.description}; found ${outcome.found}${hint}${blockers.length > 0 ? `\nnot Ready:\n${blockers.map((b) => `  ${b}`).join('\n')}` : ''}`,
         );
       }
       if (this.target.virtual) {
@@ -701,7 +843,7 @@ class StepRunner {
         const to = Math.min(next ?? deadline, deadline);
         await this.target.advance(Math.max(to - now, 1));
       } else {
-        await wallSleep(100);
+        await this.wallWait(100);
       }
     }
   }

@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv';
+import { closestWord } from '../api/closest.js';
 import { ACTIONS, type Scenario } from './types.js';
 
 /**
@@ -350,7 +351,89 @@ export function validateScenario(value: unknown): string[] {
   return explain(value, validator.errors ?? []);
 }
 
-/** Turns ajv's errors into a few precise lines, preferring the deepest ones (oneOf reports every branch). */
+const didYouMean = (word: string, candidates: readonly string[]): string => {
+  const near = closestWord(word, candidates);
+  return near === undefined ? '' : ` (did you mean "${near}"?)`;
+};
+
+/** How much a mistake at the place itself says the value is not of a form at all: a wrong type most, then a missing key. */
+const MISFIT: Record<string, number> = { type: 1000, const: 1000, required: 100 };
+/** Keywords about a scalar value itself: a value no form takes is said in one line from the place's description. */
+const SCALAR = new Set(['type', 'pattern', 'minimum', 'maximum', 'enum', 'const', 'minLength', 'format']);
+
+/** The errors under a oneOf error, by the index of the branch they come from. */
+function byBranch(o: ErrorObject, errors: readonly ErrorObject[]): Map<number, ErrorObject[]> {
+  const prefix = `${o.schemaPath}/`;
+  const branches = new Map<number, ErrorObject[]>();
+  const inside = (path: string): boolean => path === o.instancePath || path.startsWith(`${o.instancePath}/`);
+  for (const e of errors) {
+    if (!e.schemaPath.startsWith(prefix) || !inside(e.instancePath)) continue;
+    const i = Number(e.schemaPath.slice(prefix.length).split('/')[0]);
+    branches.set(i, [...(branches.get(i) ?? []), e]);
+  }
+  return branches;
+}
+
+/** Whether one of a oneOf's branches passed (then the value matched several forms, or this one is fine). */
+const someBranchPassed = (o: ErrorObject, branches: Map<number, ErrorObject[]>): boolean =>
+  branches.size < ((o.schema as unknown[] | undefined)?.length ?? branches.size);
+
+/**
+ * How badly a value misses one form: a wrong type (1000) or a missing required key (100) at the place itself say
+ * it is not this form; any other mistake weighs 1; a oneOf nested in the form counts as its best branch.
+ */
+function misfit(errors: readonly ErrorObject[], at: string): number {
+  const nested = errors.filter((e) => e.keyword === 'oneOf');
+  const outermost = nested.filter((n) => !nested.some((m) => m !== n && n.schemaPath.startsWith(`${m.schemaPath}/`)));
+  const counted = new Set<ErrorObject>(outermost);
+  let score = 0;
+  for (const n of outermost) {
+    const branches = byBranch(n, errors);
+    for (const list of branches.values()) for (const e of list) counted.add(e);
+    if (!someBranchPassed(n, branches))
+      score += Math.min(...[...branches.values()].map((list) => misfit(list, n.instancePath)));
+  }
+  for (const e of errors) if (!counted.has(e)) score += (e.instancePath === at ? MISFIT[e.keyword] : undefined) ?? 1;
+  return score;
+}
+
+/**
+ * Where a `oneOf` failed, the form the author most likely meant: the branch the value fits (its type, its
+ * required keys) with the fewest mistakes. Only that branch's errors are kept, so `equal: 3` in a waitFor is one
+ * unknown key of the object form, not also a missing `count` and three unknown keys of the count form. A scalar
+ * that fits no form is said once, from the description of what the place takes (`expected`).
+ */
+function chooseBranches(errors: ErrorObject[]): { live: ErrorObject[]; expected: Map<ErrorObject, string> } {
+  let live = errors;
+  const expected = new Map<ErrorObject, string>();
+  const oneOfs = errors.filter((e) => e.keyword === 'oneOf').sort((a, b) => a.schemaPath.length - b.schemaPath.length);
+  for (const o of oneOfs) {
+    if (!live.includes(o)) continue;
+    const branches = byBranch(o, live);
+    if (someBranchPassed(o, branches)) continue;
+    const ranked = [...branches.entries()].sort(
+      (a, b) => misfit(a[1], o.instancePath) - misfit(b[1], o.instancePath) || a[0] - b[0],
+    );
+    const [best, bestErrors] = ranked[0]!;
+    const describedHere = (e: ErrorObject): boolean =>
+      e.keyword === 'oneOf' && e.instancePath === o.instancePath && describedBy(e) !== undefined;
+    const scalarOnly =
+      bestErrors.every((e) => e.instancePath === o.instancePath && (SCALAR.has(e.keyword) || e.keyword === 'oneOf')) &&
+      !bestErrors.some(describedHere);
+    const description = describedBy(o);
+    const all = scalarOnly && description !== undefined;
+    const drop = new Set<ErrorObject>();
+    for (const [i, list] of branches) if (i !== best || all) for (const e of list) drop.add(e);
+    live = live.filter((e) => !drop.has(e));
+    if (all) expected.set(o, description);
+  }
+  return { live, expected };
+}
+
+const describedBy = (e: ErrorObject): string | undefined =>
+  (e.parentSchema as { description?: string } | undefined)?.description;
+
+/** Turns ajv's errors into one precise line per mistake. */
 function explain(value: unknown, errors: ErrorObject[]): string[] {
   const where = (path: string): string => {
     const parts = path.split('/').slice(1);
@@ -360,57 +443,67 @@ function explain(value: unknown, errors: ErrorObject[]): string[] {
   };
   const out = new Set<string>();
   // Steps with no action or two actions: say so in words rather than as failed oneOf branches.
+  const stepKeys = ['name', ...ACTIONS];
   const steps = (value as { steps?: unknown }).steps;
   if (Array.isArray(steps)) {
     steps.forEach((step, i) => {
       if (step === null || typeof step !== 'object' || Array.isArray(step)) return;
       const actions = Object.keys(step).filter((k) => (ACTIONS as readonly string[]).includes(k));
-      const unknown = Object.keys(step).filter((k) => k !== 'name' && !(ACTIONS as readonly string[]).includes(k));
-      if (unknown.length > 0)
+      const unknown = Object.keys(step).filter((k) => !stepKeys.includes(k));
+      for (const key of unknown) {
+        const near = closestWord(key, stepKeys);
         out.add(
-          `steps[${i}]: unknown key(s) ${unknown.join(', ')} (a step has a name and one of: ${ACTIONS.join(', ')})`,
+          `steps[${i}]: unknown key "${key}" ${near ? `(did you mean "${near}"?)` : `(a step has a name and one of: ${ACTIONS.join(', ')})`}`,
         );
-      else if (actions.length !== 1)
+      }
+      if (unknown.length === 0 && actions.length !== 1)
         out.add(
           `steps[${i}]: a step needs exactly one action (one of: ${ACTIONS.join(', ')}), found ${actions.length === 0 ? 'none' : actions.join(', ')}`,
         );
     });
   }
-  const meaningful = errors.filter(
-    (e) =>
-      e.keyword !== 'oneOf' &&
-      e.keyword !== 'anyOf' &&
-      !(e.keyword === 'required' && /^\/steps\/\d+$/.test(e.instancePath)),
+  const atStep = (e: ErrorObject): boolean => /^\/steps\/\d+$/.test(e.instancePath);
+  const { live, expected } = chooseBranches(
+    errors.filter((e) => !(atStep(e) && ['required', 'oneOf', 'additionalProperties'].includes(e.keyword))),
   );
-  const filtered = meaningful.filter(
-    (e) => !(e.keyword === 'additionalProperties' && /^\/steps\/\d+$/.test(e.instancePath)),
-  );
-  // Among branch errors for the same place, keep the deepest paths only.
-  const deepest = filtered.filter(
-    (e) => !filtered.some((o) => o !== e && o.instancePath.startsWith(`${e.instancePath}/`)),
-  );
-  // Several branch errors at one place (a duration that is neither a string nor a number): one line,
-  // worded from the description of what the place accepts.
-  const byPath = new Map<string, ErrorObject[]>();
-  for (const e of deepest) byPath.set(e.instancePath, [...(byPath.get(e.instancePath) ?? []), e]);
-  for (const [path, list] of byPath) {
-    if (list.length < 2) continue;
-    const oneOf = errors.find((e) => e.instancePath === path && e.keyword === 'oneOf');
-    const description = (oneOf?.parentSchema as { description?: string } | undefined)?.description;
-    if (!description) continue;
-    out.add(`${where(path)}: ${JSON.stringify(instanceAt(value, path))} is not valid here: expected ${description}`);
-    for (const e of list) deepest.splice(deepest.indexOf(e), 1);
-  }
-  for (const e of deepest) {
+  // A misspelt required key is one mistake: the unknown key with its suggestion says it, not also "missing".
+  const suggested = new Set<string>();
+  for (const e of live)
+    if (e.keyword === 'additionalProperties') {
+      const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+      const near = closestWord((e.params as { additionalProperty: string }).additionalProperty, known);
+      if (near !== undefined) suggested.add(`${e.instancePath}/${near}`);
+    }
+  for (const e of live) {
+    if (
+      e.keyword === 'required' &&
+      suggested.has(`${e.instancePath}/${(e.params as { missingProperty: string }).missingProperty}`)
+    )
+      continue;
+    if (e.keyword === 'oneOf' || e.keyword === 'anyOf') {
+      const description = expected.get(e);
+      if (description)
+        out.add(
+          `${where(e.instancePath)}: ${JSON.stringify(instanceAt(value, e.instancePath))} is not valid here: expected ${description}`,
+        );
+      continue;
+    }
     let message = e.message ?? 'is invalid';
-    if (e.keyword === 'additionalProperties')
-      message = `unknown key "${(e.params as { additionalProperty: string }).additionalProperty}"`;
-    if (e.keyword === 'enum')
-      message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+    if (e.keyword === 'additionalProperties') {
+      const key = (e.params as { additionalProperty: string }).additionalProperty;
+      const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+      message = `unknown key "${key}"${didYouMean(key, known)}`;
+    }
+    if (e.keyword === 'enum') {
+      const allowed = (e.params as { allowedValues: unknown[] }).allowedValues;
+      const given = instanceAt(value, e.instancePath);
+      message = `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}${typeof given === 'string' ? didYouMean(given, allowed.map(String)) : ''}`;
+    }
     out.add(`${where(e.instancePath)}: ${message}`);
   }
   if (out.size === 0) for (const e of errors) out.add(`${where(e.instancePath)}: ${e.message ?? 'is invalid'}`);
-  return [...out];
+  // In file order: the top level, then step by step.
+  return [...out].sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 }
 
 function instanceAt(value: unknown, pointer: string): unknown {
