@@ -17,6 +17,10 @@ const SIM = join(ROOT, 'bin/sim.js');
 export const PASSING_SHIPPED_SCENARIOS: string[] = [
   'config-watcher.yaml',
   'cronjob-week.yaml',
+  'daemonset-nodes.yaml',
+  'job-failures.yaml',
+  'pdb-drain.yaml',
+  'rollback-bad-release.yaml',
   'rolling-update-node-failure.yaml',
   'statefulset-pvcs.yaml',
 ];
