@@ -134,14 +134,16 @@ test('sim replay --report and --html: the JSON timeline and a self-contained pag
 
   const page = readFileSync(html, 'utf8');
   assert.match(page, /^<!DOCTYPE html>/);
-  assert.doesNotMatch(page, /<script|<link|src=|url\(|@import/i, 'no scripts or external assets');
+  assert.doesNotMatch(page, /<script|<link|src=|url\((?!#)|@import/i, 'no scripts or external assets');
   assert.doesNotMatch(page, /href="(?!#)/, 'links only within the page');
   assert.equal((page.match(/<svg class="timeline"/g) ?? []).length, 2, 'one timeline per scenario');
-  assert.equal((page.match(/<g class="step[ "]/g) ?? []).length, 10 + 4, 'every step marked on its timeline');
-  assert.equal((page.match(/<g class="step failed"/g) ?? []).length, 1);
+  const timelines = [...page.matchAll(/<svg class="timeline"[\s\S]*?<\/svg>/g)].map((m) => m[0]).join('');
+  assert.equal((timelines.match(/<g class="step[ "]/g) ?? []).length, 10 + 4, 'every step marked on its timeline');
+  assert.equal((timelines.match(/<g class="step failed"/g) ?? []).length, 1);
+  assert.equal((timelines.match(/<g class="broke"/g) ?? []).length, 1, 'where the failed step broke');
   assert.match(page, /class="owner">Deployment default\/web</);
-  assert.match(page, /<rect [^>]*fill="#adb5bd"><title>web-\S+: Pending from T\+0s/);
-  assert.match(page, /<tr class="failed"><td>3<\/td>/);
+  assert.match(page, /<rect [^>]*fill="#bbbbbb"><title>web-\S+: Pending from T\+0s/);
+  assert.match(page, /<tr class="failed" id="s2-step3"><td>3<\/td>/);
   assert.match(page, /found: 3: web-/);
 });
 

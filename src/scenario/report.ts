@@ -56,6 +56,9 @@ export interface PodSegment {
 export interface PodTimeline {
   name: string;
   namespace: string;
+  /** The ReplicaSet that owns it directly (a Deployment's pods), with that ReplicaSet's revision. */
+  replicaSet?: string;
+  revision?: string;
   node?: string;
   created: number;
   createdStep: number;
@@ -67,6 +70,39 @@ export interface PodTimeline {
 export interface OwnerTimeline {
   owner: string;
   pods: PodTimeline[];
+}
+
+/** A node's condition over time: Ready, NotReady or Unknown, with its taints and whether it is cordoned. */
+export interface NodeSegment extends PodSegment {
+  taints: string[];
+  unschedulable: boolean;
+}
+
+export interface NodeTimeline {
+  name: string;
+  segments: NodeSegment[];
+  deleted?: number;
+}
+
+/**
+ * A Deployment's pods against what it wants, after each change of its status: desired (spec.replicas) with the
+ * band its strategy allows — desired − maxUnavailable available at least, desired + maxSurge pods at most.
+ */
+export interface RolloutPoint {
+  at: number;
+  step: number;
+  desired: number;
+  pods: number;
+  updated: number;
+  ready: number;
+  available: number;
+  maxSurge: number;
+  maxUnavailable: number;
+}
+
+export interface RolloutTimeline {
+  deployment: string;
+  points: RolloutPoint[];
 }
 
 export interface ScenarioReport {
@@ -93,6 +129,10 @@ export interface ScenarioReport {
   steps: StepReport[];
   /** Pods grouped by their top-level owner; times are ms after `start`. */
   pods: OwnerTimeline[];
+  /** Nodes' Ready condition, taints and cordon over time; times are ms after `start`. */
+  nodes: NodeTimeline[];
+  /** Deployments' desired, ready and available pods over time (RollingUpdate band included). */
+  rollouts: RolloutTimeline[];
   /** The step that was running when the replay was interrupted; the report holds what happened until then. */
   interruptedAt?: number;
 }
@@ -238,6 +278,14 @@ function podTimelines(run: RunResult, end: number): OwnerTimeline[] {
     }
     const node = str(field(obj, 'spec', 'nodeName'));
     if (node) pod.node = node;
+    const set = obj.metadata.ownerReferences?.find((r) => r.controller && r.kind === 'ReplicaSet');
+    if (set && !pod.replicaSet) {
+      pod.replicaSet = set.name;
+      const revision = run.history.byUidLatest(set.uid)?.object.metadata.annotations?.[
+        'deployment.kubernetes.io/revision'
+      ];
+      if (revision) pod.revision = revision;
+    }
     const t = time - run.startTime;
     if (pod.last) {
       pod.last.to = t;
@@ -349,6 +397,114 @@ export function stepReport(s: StepResult, bucket: ChangeBucket, start: number): 
   return step;
 }
 
+/** Each node's Ready state, taints and cordon, a segment per change of any of them. */
+function nodeTimelines(run: RunResult, end: number): NodeTimeline[] {
+  const nodes = new Map<string, NodeTimeline & { last?: NodeSegment }>();
+  const touch = (obj: KubeObject, time: number, step: number, type: HistoryEvent['type'] | 'INITIAL'): void => {
+    const name = obj.metadata.name ?? '';
+    let node = nodes.get(name);
+    if (!node || node.deleted !== undefined) {
+      node = { name, segments: [] };
+      nodes.set(name, node);
+    }
+    const t = time - run.startTime;
+    if (node.last) {
+      node.last.to = t;
+      node.last.toStep = step;
+    }
+    if (type === 'DELETED') {
+      node.deleted = t;
+      node.last = undefined;
+      return;
+    }
+    const ready = conditionStatus(obj, 'Ready');
+    const state = ready === 'True' ? 'Ready' : ready === 'False' ? 'NotReady' : 'Unknown';
+    const taintList = field(obj, 'spec', 'taints');
+    const taints = Array.isArray(taintList)
+      ? taintList.flatMap((x) => (isPlainObject(x) ? [`${x.key}:${x.effect}`] : []))
+      : [];
+    const unschedulable = field(obj, 'spec', 'unschedulable') === true;
+    const last = node.last;
+    if (last && last.state === state && last.unschedulable === unschedulable && last.taints.join() === taints.join())
+      return;
+    const segment: NodeSegment = { from: t, fromStep: step, to: t, toStep: step, state, taints, unschedulable };
+    node.segments.push(segment);
+    node.last = segment;
+  };
+  for (const { resource, object } of run.history.initial.values())
+    if (resource.kind === 'Node' && resource.gvr.group === '') touch(object, run.startTime, 0, 'INITIAL');
+  for (const e of run.history.ordered())
+    if (e.resource.kind === 'Node' && e.resource.gvr.group === '') touch(e.object, e.time, e.step, e.type);
+  return [...nodes.values()]
+    .map(({ last, ...node }) => {
+      if (last) {
+        last.to = end - run.startTime;
+        last.toStep = run.steps.length + 1;
+      }
+      return node;
+    })
+    .sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
+}
+
+/**
+ * maxSurge/maxUnavailable as the Deployment controller resolves them (deployment/util ResolveFenceposts): a
+ * percentage of desired, surge rounded up and unavailable down; both 0 means maxUnavailable 1.
+ */
+function fenceposts(obj: KubeObject, desired: number): { maxSurge: number; maxUnavailable: number } {
+  const strategy = field(obj, 'spec', 'strategy');
+  const rolling = isPlainObject(strategy) && strategy.type !== 'Recreate' ? strategy.rollingUpdate : undefined;
+  if (isPlainObject(strategy) && strategy.type === 'Recreate') return { maxSurge: 0, maxUnavailable: desired };
+  const value = (v: unknown, fallback: string, roundUp: boolean): number => {
+    const given = v ?? fallback;
+    if (typeof given === 'number') return given;
+    const m = /^(\d+)%$/.exec(String(given));
+    if (!m) return Number(given) || 0;
+    const exact = (Number(m[1]) * desired) / 100;
+    return roundUp ? Math.ceil(exact) : Math.floor(exact);
+  };
+  const r = isPlainObject(rolling) ? rolling : {};
+  const maxSurge = value(r.maxSurge, '25%', true);
+  let maxUnavailable = value(r.maxUnavailable, '25%', false);
+  if (maxSurge === 0 && maxUnavailable === 0) maxUnavailable = 1;
+  return { maxSurge, maxUnavailable };
+}
+
+/** Every Deployment's status after each change, as points for the rollout chart. */
+function rolloutTimelines(run: RunResult): RolloutTimeline[] {
+  const byName = new Map<string, RolloutPoint[]>();
+  const add = (obj: KubeObject, time: number, step: number): void => {
+    const key = `${obj.metadata.namespace}/${obj.metadata.name}`;
+    const n = (v: unknown): number => (typeof v === 'number' ? v : 0);
+    const desired = n(field(obj, 'spec', 'replicas') ?? 1);
+    const point: RolloutPoint = {
+      at: time - run.startTime,
+      step,
+      desired,
+      pods: n(field(obj, 'status', 'replicas')),
+      updated: n(field(obj, 'status', 'updatedReplicas')),
+      ready: n(field(obj, 'status', 'readyReplicas')),
+      available: n(field(obj, 'status', 'availableReplicas')),
+      ...fenceposts(obj, desired),
+    };
+    const list = byName.get(key) ?? [];
+    const prev = list[list.length - 1];
+    const same =
+      prev &&
+      (['desired', 'pods', 'updated', 'ready', 'available', 'maxSurge', 'maxUnavailable'] as const).every(
+        (k) => prev[k] === point[k],
+      );
+    if (!same) list.push(point);
+    byName.set(key, list);
+  };
+  for (const { resource, object } of run.history.initial.values())
+    if (resource.kind === 'Deployment') add(object, run.startTime, 0);
+  for (const e of run.history.ordered())
+    if (e.resource.kind === 'Deployment' && e.type !== 'DELETED') add(e.object, e.time, e.step);
+  return [...byName.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([deployment, points]) => ({ deployment: `Deployment ${deployment}`, points }));
+}
+
 export function scenarioReport(run: RunResult): ScenarioReport {
   const start = run.startTime;
   const changes = new ChangeSummaries(run);
@@ -389,6 +545,8 @@ export function scenarioReport(run: RunResult): ScenarioReport {
     problems: run.problems,
     steps,
     pods: podTimelines(run, run.endTime),
+    nodes: nodeTimelines(run, run.endTime),
+    rollouts: rolloutTimelines(run),
   };
   if (run.loaded.scenario.description !== undefined) report.description = run.loaded.scenario.description;
   if (run.interruptedAt !== undefined) report.interruptedAt = run.interruptedAt;
