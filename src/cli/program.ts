@@ -107,7 +107,10 @@ export function buildProgram(): Command {
       '--missing-images <file|list>',
       'images no registry has (their pulls fail: ErrImagePull, ImagePullBackOff): a file, one a line, or a comma list',
     )
-    .option('--images <file>', 'what images do: pull failures, default commands, servers (replaces fixtures/images.yaml)')
+    .option(
+      '--images <file>',
+      'what images do: pull failures, default commands, servers (replaces fixtures/images.yaml)',
+    )
     .option(
       '--cluster-cidr <cidr>',
       'pod IP range; each node gets a /24 of it (default 10.244.0.0/16, widened to hold --nodes when not given)',
