@@ -14,8 +14,11 @@ export function useRerender(): () => void {
 export function useTopics(...topics: string[]): void {
   const bump = useRerender();
   const key = topics.join('\n');
+  // Effects run after the render: a frame the store applied in between told no one, so look again once subscribed.
+  const renderedAt = store.generation;
   useEffect(() => {
     const offs = topics.map((t) => store.subscribe(t, bump));
+    if (store.generation !== renderedAt) bump();
     return () => {
       for (const off of offs) off();
     };
