@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Api, type Obj } from './helpers/http.js';
-import { kubectl, kubectlMissing } from './helpers/kubectl.js';
+import { kubectlMissing, kubectlAgainst } from './helpers/kubectl.js';
 import { startServer, type SimServer } from './helpers/server.js';
 
 // Issue 21 with the real kubectl on a virtual clock: containers do what their command says where kube-sim's exec
@@ -54,12 +54,8 @@ describe('container commands with kubectl', { skip: missing }, () => {
     await server.stop();
   });
 
-  const run = (args: string[], input?: string) => kubectl(server.url, args, input === undefined ? {} : { input });
-  const k = async (args: string[], input?: string): Promise<string> => {
-    const r = await run(args, input);
-    assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed (${r.code}):\n${r.stderr}\n${r.stdout}`);
-    return r.stdout;
-  };
+  const run = (args: string[], input?: string) => kubectlAgainst(server).run(args, input);
+  const k = (args: string[], input?: string): Promise<string> => kubectlAgainst(server).ok(args, input);
   const advance = async (by: string): Promise<void> => {
     await api.expect(200, '/sim/v1/clock/advance', { method: 'POST', body: { by } });
   };
