@@ -173,3 +173,103 @@ spec:
   for (let i = 0; i < 100 && (await names()).length > 1; i++) await new Promise((r) => setTimeout(r, 100));
   assert.deepEqual(await names(), ['server']);
 });
+
+test("csrapproving approves a kubelet's client certificate request when its maker may, as kubeadm's bindings allow", {
+  timeout: 120_000,
+}, async (t) => {
+  if (skipWithoutKubectl(t)) return;
+  if (!existsSync(OPENSSL)) return t.skip(`openssl not installed (${OPENSSL}): no certificate requests to make`);
+  const data = mkdtempSync(join(tmpdir(), 'kube-sim-csrapprove-'));
+  t.after(() => rmSync(data, { recursive: true, force: true }));
+  const tokens = join(data, 'tokens.csv');
+  writeFileSync(
+    tokens,
+    [
+      'node-token,system:node:worker-2,n2,system:nodes',
+      'bootstrap-token,system:bootstrap:abcdef,b1,"system:bootstrappers,system:bootstrappers:kubeadm:default-node-token"',
+      'jane-token,jane,j1,dev',
+      '',
+    ].join('\n'),
+  );
+  const server = await startServer(['--tls', '--auth', '--token-auth-file', tokens, '--data', data, '--nodes', '0']);
+  t.after(() => server.stop());
+  const config = join(data, 'kubeconfig');
+  copyFileSync(join(data, 'tls', 'kubeconfig'), config);
+  const ok = async (args: string[], input?: string, token?: string) => {
+    const r = await kubectl(undefined, [...(token ? ['--token', token] : []), ...args], {
+      env: { KUBECONFIG: config },
+      ...(input === undefined ? {} : { input }),
+    });
+    assert.equal(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}\n${server.stderr()}`);
+    return r.stdout;
+  };
+  const request = (name: string, subject: string) => {
+    execFileSync(
+      OPENSSL,
+      ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'].concat([
+        '-keyout',
+        join(data, `${name}.key`),
+        '-subj',
+        subject,
+        '-out',
+        join(data, `${name}.csr`),
+      ]),
+      {
+        stdio: 'ignore',
+      },
+    );
+    return readFileSync(join(data, `${name}.csr`)).toString('base64');
+  };
+  const kubeletCsr = (name: string, node: string, signerName = 'kubernetes.io/kube-apiserver-client-kubelet') =>
+    `apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: ${name}}
+spec:
+  request: ${request(name, `/O=system:nodes/CN=system:node:${node}`)}
+  signerName: ${signerName}
+  usages: [digital signature, client auth]
+`;
+  const conditionOf = async (name: string) =>
+    ok(['get', 'csr', name, '-o', 'jsonpath={.status.conditions[*].reason}|{.status.conditions[*].message}']);
+  const settled = async (name: string, want: string) => {
+    let last = '';
+    for (let i = 0; i < 100; i++) {
+      last = await conditionOf(name);
+      if (last === want) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.fail(`csr ${name}: ${last}, not ${want}`);
+  };
+  // Nodes may ask for certificates (the Node authorizer's rights, which kube-sim's RBAC has no role for).
+  await ok([
+    'create',
+    'clusterrolebinding',
+    'nodes-csr',
+    '--clusterrole=system:node-bootstrapper',
+    '--group=system:nodes',
+  ]);
+  await ok(['create', 'clusterrolebinding', 'jane-csr', '--clusterrole=system:node-bootstrapper', '--user=jane']);
+
+  // A node renewing its own client certificate: selfnodeclient, bound to system:nodes by kubeadm.
+  await ok(['create', '-f', '-'], kubeletCsr('renewal', 'worker-2'), 'node-token');
+  await settled('renewal', 'AutoApproved|Auto approving self kubelet client certificate after SubjectAccessReview.');
+  // A bootstrap token's request on a new node's behalf: nodeclient, bound to kubeadm's bootstrappers.
+  await ok(['create', '-f', '-'], kubeletCsr('joining', 'worker-3'), 'bootstrap-token');
+  await settled('joining', 'AutoApproved|Auto approving kubelet client certificate after SubjectAccessReview.');
+  for (const name of ['renewal', 'joining'])
+    for (let i = 0; i < 100; i++) {
+      if ((await ok(['get', 'csr', name, '--no-headers'])).includes('Approved,Issued')) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  assert.match(await ok(['get', 'csr', 'renewal', 'joining', '--no-headers']), /Approved,Issued\n.*Approved,Issued\n$/);
+
+  // A node asking for another node's certificate, a user whom RBAC does not allow, a serving certificate: left alone.
+  await ok(['create', '-f', '-'], kubeletCsr('other-node', 'worker-9'), 'node-token');
+  await ok(['create', '-f', '-'], kubeletCsr('jane', 'worker-4'), 'jane-token');
+  await ok(['create', '-f', '-'], kubeletCsr('serving', 'worker-2', 'kubernetes.io/kubelet-serving'), 'node-token');
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.match(
+    await ok(['get', 'csr', 'other-node', 'jane', 'serving', '--no-headers']),
+    /^other-node .* Pending\njane .* Pending\nserving .* Pending\n$/,
+  );
+});

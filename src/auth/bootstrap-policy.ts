@@ -176,6 +176,17 @@ export const bootstrapClusterRoles: readonly KubeObject[] = [
     rule(['authorization.k8s.io'], ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'], ['create']),
     rule(['authentication.k8s.io'], ['selfsubjectreviews'], ['create']),
   ]),
+  // What kubelets ask for their certificates with, and the virtual subresources csrapproving checks before it
+  // approves a kubelet's client certificate.
+  clusterRole('system:node-bootstrapper', [
+    rule(['certificates.k8s.io'], ['certificatesigningrequests'], ['create', 'get', 'list', 'watch']),
+  ]),
+  clusterRole('system:certificates.k8s.io:certificatesigningrequests:nodeclient', [
+    rule(['certificates.k8s.io'], ['certificatesigningrequests/nodeclient'], ['create']),
+  ]),
+  clusterRole('system:certificates.k8s.io:certificatesigningrequests:selfnodeclient', [
+    rule(['certificates.k8s.io'], ['certificatesigningrequests/selfnodeclient'], ['create']),
+  ]),
   clusterRole('system:discovery', [
     {
       nonResourceURLs: [
@@ -199,8 +210,24 @@ export const bootstrapClusterRoles: readonly KubeObject[] = [
   ]),
 ];
 
+/** The bootstrap-token group kubeadm (and so kind) makes kubelets join with. */
+const KUBEADM_BOOTSTRAPPERS = 'system:bootstrappers:kubeadm:default-node-token';
+
 export const bootstrapClusterRoleBindings: readonly KubeObject[] = [
   clusterRoleBinding('cluster-admin', 'cluster-admin', ['system:masters']),
+  // kubeadm's (a kind cluster has them): joining kubelets may ask for a client certificate and have it approved,
+  // and nodes have their renewals approved.
+  clusterRoleBinding('kubeadm:kubelet-bootstrap', 'system:node-bootstrapper', [KUBEADM_BOOTSTRAPPERS]),
+  clusterRoleBinding(
+    'kubeadm:node-autoapprove-bootstrap',
+    'system:certificates.k8s.io:certificatesigningrequests:nodeclient',
+    [KUBEADM_BOOTSTRAPPERS],
+  ),
+  clusterRoleBinding(
+    'kubeadm:node-autoapprove-certificate-rotation',
+    'system:certificates.k8s.io:certificatesigningrequests:selfnodeclient',
+    ['system:nodes'],
+  ),
   clusterRoleBinding('system:basic-user', 'system:basic-user', ['system:authenticated']),
   clusterRoleBinding('system:discovery', 'system:discovery', ['system:authenticated']),
   clusterRoleBinding('system:public-info-viewer', 'system:public-info-viewer', [

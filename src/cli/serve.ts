@@ -214,6 +214,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   let security: ServeSecurity | undefined;
   try {
     security = options.auth || options.tokenAuthFile ? serveSecurity(cluster, options, log) : undefined;
+    cluster.authorizer = security?.auth.authorizer;
   } catch (err) {
     log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
     await cluster.close();

@@ -39,6 +39,8 @@ export interface KubeClient {
   updateStatus(gvr: Gvr, obj: KubeObject): Promise<KubeObject>;
   /** PUT of a namespace's /finalize subresource. */
   finalizeNamespace(obj: KubeObject): Promise<KubeObject>;
+  /** PUT of a CertificateSigningRequest's /approval subresource (client-go's UpdateApproval). */
+  updateApproval(obj: KubeObject): Promise<KubeObject>;
   patch(
     gvr: Gvr,
     namespace: string | undefined,
@@ -102,4 +104,5 @@ export const Resources = {
   leases: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' },
   storageclasses: { group: 'storage.k8s.io', version: 'v1', resource: 'storageclasses' },
   certificatesigningrequests: { group: 'certificates.k8s.io', version: 'v1', resource: 'certificatesigningrequests' },
+  subjectaccessreviews: { group: 'authorization.k8s.io', version: 'v1', resource: 'subjectaccessreviews' },
 } as const satisfies Record<string, Gvr>;

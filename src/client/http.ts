@@ -168,6 +168,19 @@ export class HttpClient implements KubeClient {
     );
   }
 
+  updateApproval(obj: KubeObject): Promise<KubeObject> {
+    return this.call(
+      'PUT',
+      resourcePath(
+        { group: 'certificates.k8s.io', version: 'v1', resource: 'certificatesigningrequests' },
+        undefined,
+        obj.metadata.name,
+        'approval',
+      ),
+      obj,
+    );
+  }
+
   patch(
     gvr: Gvr,
     namespace: string | undefined,

@@ -1,6 +1,7 @@
 import { RealClock, VirtualClock, type Clock } from '../clock/clock.js';
 import { SeededRandom } from '../clock/random.js';
 import type { KubeObject } from '../api/types.js';
+import type { Authorizer } from '../auth/authorizer.js';
 import { builtinKinds } from '../registry/builtin/index.js';
 import { systemPriorityClasses } from '../registry/builtin/scheduling.js';
 import { defaultStorageClass } from '../registry/builtin/storage.js';
@@ -79,6 +80,11 @@ export class Cluster {
 
   /** The HTTPS client of admission and conversion webhooks. */
   readonly webhooks: WebhookClients;
+  /**
+   * The API server's authorizer once `--auth` is on, so that the reviews in-process controllers make
+   * (csrapproving's SubjectAccessReviews) are decided by RBAC as kube-controller-manager's are. Unset: all allowed.
+   */
+  authorizer: Authorizer | undefined;
 
   private constructor(
     readonly clock: Clock,

@@ -7,6 +7,9 @@ import type { KindInfo } from '../registry/types.js';
 import type { StoreEvent, WatchEventType } from '../storage/watch.js';
 import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, WatchOptions } from '../client/client.js';
 
+/** Who the in-process controllers are to an authorizer: kube-controller-manager's user. */
+const CONTROLLERS = { username: 'system:kube-controller-manager', groups: ['system:authenticated'] };
+
 /**
  * The client for controllers running inside the simulator: the same generic store the HTTP server uses, so
  * validation, defaults, optimistic locking and watch semantics are identical. Watch events are delivered
@@ -40,7 +43,12 @@ export class InProcessClient implements KubeClient {
   }
 
   async create(gvr: Gvr, namespace: string | undefined, obj: KubeObject): Promise<KubeObject> {
-    return this.cluster.api.create(this.kind(gvr), namespace, obj);
+    const info = this.kind(gvr);
+    // A review (SubjectAccessReview…) is answered by the authorizer the API server has, as over HTTP.
+    const authorizer = info.ephemeral ? this.cluster.authorizer : undefined;
+    if (authorizer)
+      return this.cluster.api.create(info, namespace, obj, { requester: { user: CONTROLLERS, authorizer } });
+    return this.cluster.api.create(info, namespace, obj);
   }
 
   async update(gvr: Gvr, obj: KubeObject): Promise<KubeObject> {
@@ -60,6 +68,16 @@ export class InProcessClient implements KubeClient {
       obj.metadata.name!,
       obj,
       { subresource: 'finalize' },
+    );
+  }
+
+  async updateApproval(obj: KubeObject): Promise<KubeObject> {
+    return this.cluster.api.update(
+      this.kind({ group: 'certificates.k8s.io', version: 'v1', resource: 'certificatesigningrequests' }),
+      undefined,
+      obj.metadata.name!,
+      obj,
+      { subresource: 'approval' },
     );
   }
 

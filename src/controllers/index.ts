@@ -1,4 +1,5 @@
 import type { ControllerFactory } from '../runtime/manager.js';
+import { csrApprovingController } from './certificates/approver.js';
 import { csrCleanerController } from './certificates/cleaner.js';
 import { csrSigningController } from './certificates/signer.js';
 import { clusterRoleAggregationController } from './clusterrole-aggregation.js';
@@ -51,6 +52,7 @@ export const CONTROLLER_NAMES = [
   'horizontalpodautoscaling',
   'resourcequota',
   'root-ca-cert-publisher',
+  'csrapproving',
   'csrsigning',
   'csrcleaner',
   'persistentvolume-binder',
@@ -84,6 +86,7 @@ export const controllerFactories: ReadonlyMap<string, ControllerFactory> = new M
   ['horizontalpodautoscaling', (ctx) => hpaController(ctx)],
   ['resourcequota', resourceQuotaController],
   ['root-ca-cert-publisher', rootCaCertPublisher],
+  ['csrapproving', csrApprovingController],
   ['csrsigning', csrSigningController],
   ['csrcleaner', csrCleanerController],
   ['persistentvolume-binder', persistentVolumeBinder],

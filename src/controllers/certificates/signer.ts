@@ -51,7 +51,7 @@ const apiServerClient: SignerRules = (_request, usages) => {
 };
 
 /** ValidateKubeletClientCSR: a node's identity, no subject alternative names, exactly the client usages. */
-const kubeletClient: SignerRules = (r, usages) => {
+export const kubeletClientProblem: SignerRules = (r, usages) => {
   if (!isNodesOnly(r)) return NODE_ORGANIZATION_PROBLEM;
   if (r.dnsNames.length > 0) return 'DNS subjectAltNames are not allowed';
   if (r.emailAddresses.length > 0) return 'Email subjectAltNames are not allowed';
@@ -83,7 +83,7 @@ const kubeletServing: SignerRules = (r, usages) => {
 
 const SIGNERS: ReadonlyMap<string, SignerRules> = new Map([
   [KUBE_APISERVER_CLIENT, apiServerClient],
-  [KUBE_APISERVER_CLIENT_KUBELET, kubeletClient],
+  [KUBE_APISERVER_CLIENT_KUBELET, kubeletClientProblem],
   [KUBELET_SERVING, kubeletServing],
 ]);
 
