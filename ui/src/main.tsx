@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useEffect, useReducer, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { can, whoAmI } from './access.js';
 import { currentToken, KINDS, type Kind, onTokenChange, onUnauthorized, setToken } from './api.js';
 import { clock } from './clock.js';
@@ -8,7 +8,7 @@ import { Header } from './components/Header.js';
 import { Inspector } from './components/Inspector.js';
 import { NodesView } from './components/Nodes.js';
 import { WorkloadsView } from './components/Workloads.js';
-import { useRerender, useTopics } from './hooks.js';
+import { useSubscription, useTokenGeneration, useTopics } from './hooks.js';
 import { currentNotices, dismiss, onNotices } from './notices.js';
 import { MAX_EVENTS, store } from './store.js';
 import { Reflector } from './watch.js';
@@ -70,8 +70,7 @@ function TokenDialog({ onClose, reason }: { onClose: () => void; reason: string 
 }
 
 function Notices() {
-  const bump = useRerender();
-  useEffect(() => onNotices(bump), []);
+  useSubscription(onNotices);
   return (
     <div class="notices" aria-live="polite">
       {currentNotices().map((n) => (
@@ -93,8 +92,7 @@ function Notices() {
 function Banners() {
   useTopics('feeds');
   const [readOnly, setReadOnly] = useState<string | undefined>(undefined);
-  const [generation, bump] = useReducer((n: number) => n + 1, 0);
-  useEffect(() => onTokenChange(() => bump(undefined)), []);
+  const generation = useTokenGeneration();
   useEffect(() => {
     let live = true;
     void Promise.all([

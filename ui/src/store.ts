@@ -99,8 +99,6 @@ export class ClusterStore {
   private fallback: ReturnType<typeof setTimeout> | undefined;
   private readonly listeners = new Map<string, Set<() => void>>();
   private readonly feeds = new Map<Kind, FeedState>();
-  /** How many frames of changes have been applied: a view that subscribed late compares it with its render's. */
-  generation = 0;
 
   constructor() {
     for (const kind of Object.keys(RESOURCES) as Kind[]) this.objects.set(kind, new Map());
@@ -240,7 +238,6 @@ export class ClusterStore {
     this.queue = [];
     const changed = this.pendingTopics;
     this.pendingTopics = new Set();
-    this.generation++;
     for (const change of queue) {
       if (change.type === 'RESET') this.applyReset(change.kind, change.objects ?? [], changed);
       else this.apply(change.kind, change.type, change.object!, changed);

@@ -1,7 +1,6 @@
 import { memo } from 'preact/compat';
-import { useEffect } from 'preact/hooks';
 import { isKind, type KubeObject } from '../api.js';
-import { useRerender, useTopics } from '../hooks.js';
+import { useSubscription, useTopics } from '../hooks.js';
 import { shortTime } from '../model.js';
 import { eventsFilter, filterEvents, onSelection, select } from '../selection.js';
 import { eventTime, MAX_EVENTS, store } from '../store.js';
@@ -86,8 +85,7 @@ function follow(o: Involved): void {
 
 export function EventsView() {
   useTopics('events', 'feeds');
-  const bump = useRerender();
-  useEffect(() => onSelection(bump), []);
+  useSubscription(onSelection);
   const filter = eventsFilter();
   const all = store.events();
   const shown: KubeObject[] = [];

@@ -1,9 +1,9 @@
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import { ActionButton } from './ActionButton.js';
 import { stringify } from 'yaml';
 import { cordon, deletePod, drain, nodeFault } from '../actions.js';
 import { type Kind, type KubeObject, RESOURCES } from '../api.js';
-import { useRerender, useStoppedNodes, useTopics } from '../hooks.js';
+import { useStoppedNodes, useSubscription, useTopics } from '../hooks.js';
 import { nodeView, POD_STATE_TEXT, podState } from '../model.js';
 import { clearSelection, onSelection, select, selection } from '../selection.js';
 import { controllerOf, keyOf, store } from '../store.js';
@@ -177,8 +177,7 @@ function Yaml({ obj }: { obj: KubeObject }) {
 
 /** The selected object, live: its actions, owner chain and dependents, events and YAML. */
 export function Inspector() {
-  const bump = useRerender();
-  useEffect(() => onSelection(bump), []);
+  useSubscription(onSelection);
   const selected = selection();
   const live = selected ? store.get(selected.kind, selected.key) : undefined;
   // The last state seen stays on show once the object is deleted.
