@@ -360,3 +360,28 @@ test('the live view of workloads: StatefulSet ordinals, DaemonSet per node, a Jo
   t.diagnostic(`screenshot: ${await screenshot(page, 'ui-7-filtered')}`);
   assert.deepEqual(errors, []);
 });
+
+test('past ?maxPods the live view keeps a sample of the pods and says so', { skip }, async (t) => {
+  // Deleted pods go at once (no 30 s grace period), so that scaling down is seen at once.
+  const server = await serverFor(t, ['--nodes', '1', '--stop-delay', '0s']);
+  const k = kubectlAgainst(server);
+  await k.ok(['create', 'deployment', 'web', '--image=nginx', '--replicas=5']);
+  const api = new Api(server.url);
+  for (let i = 0; i < 100; i++) {
+    const pods = await api.list('/api/v1/namespaces/default/pods');
+    if (pods.items.length === 5) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const { page, errors } = await openBrowser(t);
+  await page.goto(`${server.url}/sim/ui/?maxPods=3`);
+  await page.waitForSelector('[data-watches="live"]');
+  await waitForCount(page, '.lane[data-node="node-1"] .pod', 3);
+  assert.match((await page.textContent('[data-banner="sample"]')) ?? '', /Showing a sample: 3 of 5 pods/);
+  assert.match((await page.textContent('.totals')) ?? '', /5 pods/, 'the header counts them all');
+  // Scaled down to 2: the sample follows, and the banner goes once every pod is shown.
+  await k.ok(['scale', 'deployment', 'web', '--replicas=2']);
+  await page.locator('[data-banner="sample"]').waitFor({ state: 'detached' });
+  // Whichever pods the sample held, the two that are left are shown (the thinned sample is listed again).
+  await waitForCount(page, '.lane[data-node="node-1"] .pod:not(.leaving)', 2);
+  assert.deepEqual(errors, []);
+});

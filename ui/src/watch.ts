@@ -34,6 +34,8 @@ export class Reflector {
   private stopped = false;
   private failures = 0;
   private retry: ReturnType<typeof setTimeout> | undefined;
+  /** Set while a relist to fill a sample that deletions thinned is pending. */
+  private refill: ReturnType<typeof setTimeout> | undefined;
   /** With a limit: the keys kept (a sample), and how many objects the cluster has. */
   private sample: Set<string> | undefined;
   private total = 0;
@@ -52,6 +54,7 @@ export class Reflector {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.retry);
+    clearTimeout(this.refill);
     this.socket?.close();
     this.socket = undefined;
   }
@@ -66,7 +69,7 @@ export class Reflector {
   }
 
   private async list(): Promise<void> {
-    store.setFeed(this.kind, { state: 'listing' });
+    this.feedState('listing');
     const resource = RESOURCES[this.kind];
     const query = this.limit ? `?limit=${this.limit}` : '';
     let reply: ListReply;
@@ -89,12 +92,15 @@ export class Reflector {
     this.sample = reply.metadata.continue ? new Set(items.map(keyOf)) : undefined;
     this.resourceVersion = reply.metadata.resourceVersion;
     store.reset(this.kind, items);
+    // The header counts the cluster's objects from this frame on, not the sample's.
+    if (this.sample) this.feedState('listing');
     this.watch();
   }
 
-  private feedState(): void {
+  /** Tells the header how this feed is; a sample is said so in every state (a relist keeps the banner up). */
+  private feedState(state: 'listing' | 'live' = 'live'): void {
     store.setFeed(this.kind, {
-      state: 'live',
+      state,
       ...(this.sample ? { sample: { shown: this.sample.size, total: this.total } } : {}),
     });
   }
@@ -159,7 +165,22 @@ export class Reflector {
         }
         this.sample.add(key);
       }
-      if (event.type === 'DELETED') this.sample.delete(key);
+      if (event.type === 'DELETED') {
+        this.sample.delete(key);
+        // Objects outside the sample are not watched into it: once deletions leave room, a list (at most one a
+        // second) takes the sample up again.
+        if (this.sample.size < this.total && this.refill === undefined)
+          this.refill = setTimeout(() => {
+            this.refill = undefined;
+            // Pods added since may have filled the room again.
+            const room = this.sample !== undefined && this.sample.size < Math.min(this.limit ?? 0, this.total);
+            if (this.stopped || !this.socket || !room) return;
+            this.socket.onclose = null;
+            this.socket.close();
+            this.socket = undefined;
+            void this.list();
+          }, 1000);
+      }
       if (event.type !== 'MODIFIED') this.feedState();
     }
     store.enqueue(this.kind, event.type, event.object);
