@@ -217,6 +217,37 @@ describe('kubectl with --auth', { skip: missing }, () => {
     );
   });
 
+  test('kubectl debug needs a grant of its own: admin and edit give pods/exec but not pods/ephemeralcontainers', async () => {
+    // As kube-apiserver's bootstrap policy: adding an ephemeral container bypasses admission written before they
+    // existed, so its maintainers keep the subresource out of the admin and edit roles (kubernetes#109332, #121217).
+    await ok(ADMIN, ['create', 'namespace', 'debugging']);
+    await ok(ADMIN, ['create', 'rolebinding', 'bob-admin', '--clusterrole=admin', '--user=bob', '-n', 'debugging']);
+    const canI = async (args: string[]): Promise<string> =>
+      (await run('bob-token', ['auth', 'can-i', '-n', 'debugging', ...args])).stdout.trim();
+    assert.equal(await canI(['create', 'pods/exec']), 'yes');
+    assert.equal(await canI(['patch', 'pods', '--subresource=ephemeralcontainers']), 'no');
+    assert.equal(await canI(['create', 'pods/portforward']), 'yes');
+    await ok('bob-token', ['run', 'web', '--image=nginx', '-n', 'debugging']);
+    await refused(
+      'bob-token',
+      ['debug', 'web', '--image=busybox', '--profile=general', '-n', 'debugging'],
+      'Error from server (Forbidden): pods "web" is forbidden: User "bob" cannot patch resource "pods/ephemeralcontainers" in API group "" in the namespace "debugging"',
+    );
+    // A role aggregated into edit (as the docs advise) grants it.
+    await ok(
+      ADMIN,
+      ['apply', '-f', '-'],
+      'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: debug-pods\n  labels: {rbac.authorization.k8s.io/aggregate-to-edit: "true"}\nrules:\n- {apiGroups: [""], resources: [pods/ephemeralcontainers], verbs: [patch, update]}\n',
+    );
+    let answer = '';
+    for (let i = 0; i < 50 && answer !== 'yes'; i++) {
+      answer = await canI(['patch', 'pods', '--subresource=ephemeralcontainers']);
+      if (answer !== 'yes') await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(answer, 'yes');
+    await ok('bob-token', ['debug', 'web', '--image=busybox', '--profile=general', '-n', 'debugging']);
+  });
+
   test('the kubeconfig sim kubeconfig --token --certificate-authority writes works as is', async () => {
     // The server's CA, from the kubeconfig sim serve --tls wrote.
     const written = parseYaml(readFileSync(join(dir, 'kubeconfig'), 'utf8')) as {

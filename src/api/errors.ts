@@ -261,6 +261,9 @@ export const FieldErrors = {
   duplicate(field: string, value: unknown): StatusCause {
     return { reason: 'FieldValueDuplicate', message: `Duplicate value: ${renderValue(value)}`, field };
   },
+  notFound(field: string, value: unknown): StatusCause {
+    return { reason: 'FieldValueNotFound', message: `Not found: ${renderValue(value)}`, field };
+  },
 } as const;
 
 const GO_ESCAPES: Record<string, string> = {

@@ -13,6 +13,7 @@ import { DURATION_SETTING, runsUntilStoppedMessage, type CommandLookup, type Con
 export const ACTION_NAMES = [
   'Accept',
   'Start',
+  'StartEphemeral',
   'PullBackOff',
   'Ready',
   'Exit',
@@ -55,6 +56,11 @@ export interface ContainerCommand {
   /** The command line, `$(VAR)` references expanded. */
   argv: string[];
   env: Array<[string, string]>;
+  /**
+   * It reads stdin (an ephemeral container with `stdin: true`): it runs on the streams of the attach that reaches it,
+   * and exits when that session's process does; until then it waits for input, as a process on an open stdin does.
+   */
+  interactive?: boolean;
 }
 
 export interface ActionResult {
@@ -122,7 +128,7 @@ export const EXIT_CODE_SETTING = 'kube-sim.dev/exit-code';
 // ---------------------------------------------------------------------------------------------------------
 // helpers
 
-function containersOf(pod: KubeObject, list: 'containers' | 'initContainers'): Obj[] {
+function containersOf(pod: KubeObject, list: ContainerList): Obj[] {
   const spec = isPlainObject(pod.spec) ? pod.spec : {};
   const items = spec[list];
   return Array.isArray(items) ? (items.filter(isPlainObject) as Obj[]) : [];
@@ -172,7 +178,10 @@ function setCondition(status: Obj, condition: Obj, now: string): void {
   if (!sameCondition(status, condition)) setPodCondition(status, condition, now);
 }
 
-function statuses(status: Obj, list: 'containerStatuses' | 'initContainerStatuses'): Obj[] {
+function statuses(
+  status: Obj,
+  list: 'containerStatuses' | 'initContainerStatuses' | 'ephemeralContainerStatuses',
+): Obj[] {
   return Array.isArray(status[list]) ? (status[list] as Obj[]) : [];
 }
 
@@ -180,11 +189,11 @@ function state(cs: Obj): Obj {
   return isPlainObject(cs.state) ? cs.state : {};
 }
 
-type ContainerList = 'containers' | 'initContainers';
+type ContainerList = 'containers' | 'initContainers' | 'ephemeralContainers';
 
 /** The container of that name in the pod's spec, and which list holds it. */
 function specOf(pod: KubeObject, name: string): { c: Obj; list: ContainerList } | undefined {
-  for (const list of ['initContainers', 'containers'] as const) {
+  for (const list of ['initContainers', 'containers', 'ephemeralContainers'] as const) {
     const c = containersOf(pod, list).find((x) => x.name === name);
     if (c) return { c, list };
   }
@@ -213,6 +222,7 @@ interface ContainerTexts {
 const textsBySpec: Record<ContainerList, WeakMap<object, ContainerTexts>> = {
   containers: new WeakMap(),
   initContainers: new WeakMap(),
+  ephemeralContainers: new WeakMap(),
 };
 
 function textsOf(c: Obj, list: ContainerList): ContainerTexts {
@@ -501,15 +511,17 @@ function startContainer(
     { type: 'Normal', reason: 'Created', message: texts.created, fieldPath: path },
     { type: 'Normal', reason: 'Started', message: texts.started, fieldPath: path },
   ];
-  if (program?.kind === 'unknown' && restartCount === 0 && list === 'containers')
+  if (program?.kind === 'unknown' && restartCount === 0 && list !== 'initContainers')
     events.push({ type: 'Normal', reason: SIMULATED_REASON, message: runsUntilStoppedMessage(c), fieldPath: path });
   const command =
-    program?.kind === 'command' && list === 'containers'
+    program?.kind === 'command' && list !== 'initContainers'
       ? {
           container: String(c.name),
           instance: restartCount,
           argv: program.argv.map((a) => expandVars(a, new Map(resolved.env))),
           env: resolved.env,
+          // `kubectl debug -i`: its process reads what an attach sends it.
+          ...(list === 'ephemeralContainers' && c.stdin === true ? { interactive: true } : {}),
         }
       : undefined;
   return {
@@ -554,6 +566,13 @@ function terminate(cs: Obj, exitCode: number, now: string, reason?: string): Obj
   };
   if (!cs.containerID) delete terminated.containerID;
   return { ...cs, ready: false, started: false, state: { terminated } };
+}
+
+/** An ephemeral container's status: the kubelet's prober sets `started` for app and init containers only. */
+function withoutStarted(cs: Obj): Obj {
+  if (!('started' in cs)) return cs;
+  const { started: _started, ...rest } = cs;
+  return rest;
 }
 
 function phaseFromContainers(status: Obj, restartPolicy: string): string {
@@ -687,6 +706,8 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
         result.annotations![envAnnotation(String(c.name))] = JSON.stringify(Object.fromEntries(started.env));
       return started.status;
     });
+    // Ephemeral containers whose image pull backs off are pulled again with the others.
+    startEphemeralContainers(withIP, status, ctx, result);
   }
   setCondition(status, { type: 'PodReadyToStartContainers', status: 'True' }, now);
   if (initFailed) {
@@ -715,7 +736,7 @@ function pullBackOff(pod: KubeObject, ctx: ActionContext): ActionResult {
   const now = rfc3339(ctx.now);
   const status = statusOf(pod);
   const events: ActionEvent[] = [];
-  for (const list of ['initContainerStatuses', 'containerStatuses'] as const) {
+  for (const list of ['initContainerStatuses', 'containerStatuses', 'ephemeralContainerStatuses'] as const) {
     if (!Array.isArray(status[list])) continue;
     status[list] = mapShared(statuses(status, list), (cs) => {
       const waiting = isPlainObject(state(cs).waiting) ? (state(cs).waiting as Obj) : undefined;
@@ -733,6 +754,46 @@ function pullBackOff(pod: KubeObject, ctx: ActionContext): ActionResult {
   setReadiness(status, now, false);
   sortConditions(status);
   return { events, logs: [], status };
+}
+
+/**
+ * Starts the ephemeral containers added to a running pod (`kubectl debug`) that have no status yet, and pulls again
+ * the images of those waiting in ImagePullBackOff, as any container starts (pull, environment, Created/Started, its
+ * command in the exec shell). They are never ready and never restarted; a pod without such ones is left as it is.
+ */
+function startEphemeral(pod: KubeObject, ctx: ActionContext): ActionResult {
+  const status = statusOf(pod);
+  const result: ActionResult = { events: [], logs: [], annotations: {} };
+  if (!startEphemeralContainers(pod, status, ctx, result)) return empty();
+  return { ...result, status };
+}
+
+/** startEphemeral's work on `status`, into `result`; false when no ephemeral container is to start. */
+function startEphemeralContainers(pod: KubeObject, status: Obj, ctx: ActionContext, result: ActionResult): boolean {
+  const prior = new Map(statuses(status, 'ephemeralContainerStatuses').map((cs) => [String(cs.name), cs]));
+  const specs = containersOf(pod, 'ephemeralContainers');
+  const due = specs.filter((c) => {
+    const cs = prior.get(String(c.name));
+    return cs === undefined || waitingReason(cs) === 'ImagePullBackOff';
+  });
+  if (due.length === 0) return false;
+  const now = rfc3339(ctx.now);
+  const started = new Map<string, Obj>();
+  for (const c of due) {
+    const start = startContainer(pod, c, 'ephemeralContainers', prior.get(String(c.name)), 0, ctx, now);
+    if (start.pull) (result.pulls ??= []).push(start.pull);
+    if (start.command) (result.commands ??= []).push(start.command);
+    result.events.push(...start.events);
+    result.logs.push(...start.logs);
+    if (start.env)
+      (result.annotations ??= {})[envAnnotation(String(c.name))] = JSON.stringify(Object.fromEntries(start.env));
+    started.set(String(c.name), withoutStarted(start.status));
+  }
+  // In the order they were added, as the kubelet lists them.
+  status.ephemeralContainerStatuses = specs
+    .map((c) => started.get(String(c.name)) ?? prior.get(String(c.name)))
+    .filter((cs): cs is Obj => cs !== undefined);
+  return true;
 }
 
 /** Running containers pass their readiness probes. */
@@ -759,14 +820,20 @@ function exit(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): Act
   const reason = typeof params?.reason === 'string' ? params.reason : undefined;
   const logs: ActionLog[] = [];
   const commandsOnly = params?.containers === 'exited';
+  const commandExited = (cs: Obj): Obj => {
+    const exited = commandOf(ctx, cs);
+    if (exited?.phase !== 'exited') return cs;
+    logs.push({ container: String(cs.name), end: true, lines: [] });
+    return terminate(cs, exited.exitCode, rfc3339(Math.min(exited.at, ctx.now)));
+  };
+  // An ephemeral container ends with its process (kubectl debug's shell exits) and is never restarted.
+  if (commandsOnly && Array.isArray(status.ephemeralContainerStatuses))
+    status.ephemeralContainerStatuses = mapShared(statuses(status, 'ephemeralContainerStatuses'), (cs) =>
+      isPlainObject(state(cs).running) ? withoutStarted(commandExited(cs)) : cs,
+    );
   status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
     if (!isPlainObject(state(cs).running)) return cs;
-    if (commandsOnly) {
-      const exited = commandOf(ctx, cs);
-      if (exited?.phase !== 'exited') return cs;
-      logs.push({ container: String(cs.name), end: true, lines: [] });
-      return terminate(cs, exited.exitCode, rfc3339(Math.min(exited.at, ctx.now)));
-    }
+    if (commandsOnly) return commandExited(cs);
     logs.push({
       container: String(cs.name),
       end: true,
@@ -964,6 +1031,8 @@ export function runAction(name: ActionName, pod: KubeObject, ctx: ActionContext,
       return accept(pod, ctx);
     case 'Start':
       return start(pod, ctx);
+    case 'StartEphemeral':
+      return startEphemeral(pod, ctx);
     case 'PullBackOff':
       return pullBackOff(pod, ctx);
     case 'Ready':

@@ -37,7 +37,7 @@ export async function runInContainer(argv: string[], ctx: ShellContext): Promise
 const SPIN_TURNS = 1000;
 
 /** Output split into lines, as the container runtime writes a container's log; a last line without newline on flush. */
-class LineSplitter {
+export class LineSplitter {
   private readonly decoder = new TextDecoder();
   private partial = '';
 

@@ -84,7 +84,14 @@ export class KubeletFleet implements Controller, KubeletConnector {
       adopted: (a) => this.pods.nodeAdopted(a),
       ready: (node) => this.pods.nodeReady(node),
     });
-    this.api = new KubeletApi({ agent, logs, disks, env, clock: ctx.clock });
+    this.api = new KubeletApi({
+      agent,
+      logs,
+      disks,
+      env,
+      clock: ctx.clock,
+      session: (pod, container, instance) => this.pods.session(pod, container, instance),
+    });
   }
 
   async start(): Promise<void> {

@@ -4,10 +4,11 @@ import type { Clock } from '../clock/clock.js';
 import { podNodeName as podNode } from '../api/pod-util.js';
 import { envAnnotation } from './actions.js';
 import type { AttachTarget, ExecTarget, LogSource, PortForwardTarget } from '../api/kubelet-connector.js';
-import { runInContainer } from './exec-shell.js';
+import { LineSplitter, runInContainer } from './exec-shell.js';
 import type { ContainerDisks } from './filesystem.js';
 import type { LogStore } from './logs.js';
 import type { NodeAgent } from './node-agent.js';
+import type { AttachSession } from './pod-worker.js';
 import { resolveEnv, type EnvSources } from './pod-env.js';
 import { containerSpecs } from './stage-pass.js';
 import { attachToLog, portForwardInto } from './streaming.js';
@@ -34,6 +35,15 @@ function containerStatus(pod: KubeObject, name: string): Obj | undefined {
   return undefined;
 }
 
+function ephemeralContainer(pod: KubeObject, name: string): Obj | undefined {
+  const list = isPlainObject(pod.spec) ? pod.spec.ephemeralContainers : undefined;
+  return Array.isArray(list) ? (list as unknown[]).filter(isPlainObject).find((c) => c.name === name) : undefined;
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.map(String) : [];
+}
+
 /** What the kubelet's API reads: the node agents, the log store, the containers' disks, a pod's environment, the clock. */
 export interface KubeletApiSources {
   agent(node: string): NodeAgent | undefined;
@@ -41,6 +51,8 @@ export interface KubeletApiSources {
   disks: ContainerDisks;
   env(node: string): EnvSources;
   clock: Clock;
+  /** The interactive command of a running container instance, waiting for an attach to run it (pod-worker.ts). */
+  session(pod: KubeObject, container: string, instance: number): AttachSession | undefined;
 }
 
 export class KubeletApi {
@@ -91,11 +103,49 @@ export class KubeletApi {
     return cs;
   }
 
-  /** The running container's main process: what it writes from now on. */
+  /**
+   * The running container's main process: what it writes from now on. For an ephemeral container that reads stdin
+   * (`kubectl debug -i`), its command runs in the container's shell on the client's streams, what it writes is the
+   * container's log as well, and when it exits (not when the client goes away: its stdin stays open) the container
+   * has exited with its code.
+   */
   attach(pod: KubeObject, container: string): AttachTarget {
     this.reachable(pod, `attach/${pod.metadata.namespace}/${pod.metadata.name}/${container}`);
     const cs = this.running(pod, container);
     const restarts = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
+    const interactive = ephemeralContainer(pod, container);
+    if (interactive?.stdin === true) {
+      const session = this.sources.session(pod, container, restarts);
+      // Without a session (the server restarted since the container started), its spec's command, busybox's `sh`.
+      const spec = [...strings(interactive.command), ...strings(interactive.args)];
+      const argv = session?.command.argv ?? (spec.length > 0 ? spec : ['sh']);
+      const shell = this.exec(pod, container);
+      const uid = pod.metadata.uid ?? '';
+      const { logs, clock } = this.sources;
+      return {
+        run: async (io) => {
+          let detached = false;
+          void io.closed.then(() => {
+            detached = true;
+          });
+          // A terminal's CR LF ends a log line as LF does.
+          const log = new LineSplitter((line) => logs.write(uid, container, clock.now(), line.replace(/\r$/, '')));
+          const code = await shell.run([...argv], {
+            ...io,
+            stdout: (d) => {
+              log.write(d);
+              return io.stdout(d);
+            },
+            stderr: (d) => {
+              log.write(d);
+              return io.stderr(d);
+            },
+          });
+          log.flush();
+          if (!detached) session?.exited(code);
+        },
+      };
+    }
     return attachToLog(this.sources.logs.source(pod.metadata.uid ?? '', container, restarts));
   }
 

@@ -1,5 +1,5 @@
 import { deepEqual, type KubeObject } from '../api/types.js';
-import { crashLoopDelayMs } from './actions.js';
+import { crashLoopDelayMs, type ContainerCommand } from './actions.js';
 import type { CommandState } from './programs.js';
 
 /**
@@ -58,8 +58,8 @@ export class PodRecord {
 
   /**
    * The stages already applied to the pod as it now stands without changing it: while it is the version they left,
-   * or others' writes left its status and deletion as they were (a label, a finalizer removed: the kubelet sent its
-   * SIGTERM for that deletion already).
+   * or others' writes left its spec, status and deletion as they were (a label, a finalizer removed: the kubelet sent
+   * its SIGTERM for that deletion already).
    */
   appliedWithoutChange(pod: KubeObject): ReadonlySet<string> {
     const applied = this.stages?.applied;
@@ -67,7 +67,9 @@ export class PodRecord {
     const same =
       applied.pod.metadata.resourceVersion === pod.metadata.resourceVersion ||
       (applied.pod.metadata.deletionTimestamp === pod.metadata.deletionTimestamp &&
-        deepEqual(applied.pod.status, pod.status));
+        deepEqual(applied.pod.status, pod.status) &&
+        // A spec change (an ephemeral container added) is a new state for stages that select on the spec.
+        (applied.pod.spec === pod.spec || deepEqual(applied.pod.spec, pod.spec)));
     return same ? applied.stages : NONE;
   }
 
@@ -135,11 +137,20 @@ export class PodRecord {
     return failed === undefined ? undefined : failed.lastAt + crashLoopDelayMs(failed.failures);
   }
 
-  /** The container instance's command started in the exec shell; `stop` ends it (the instance it replaces is stopped). */
-  commandStarted(container: string, instance: number, stop: () => void): void {
+  /**
+   * The container instance's command started in the exec shell; `stop` ends it (the instance it replaces is stopped).
+   * An interactive one (`session`) waits for the attach whose streams it runs on.
+   */
+  commandStarted(container: string, instance: number, stop: () => void, session?: ContainerCommand): void {
     const commands = (this.commands ??= new Map());
     commands.get(container)?.stop();
-    commands.set(container, { instance, state: { phase: 'running' }, stop });
+    commands.set(container, { instance, state: { phase: 'running' }, stop, ...(session ? { session } : {}) });
+  }
+
+  /** The interactive command of the container instance, while it runs: what an attach runs on its streams. */
+  session(container: string, instance: number): ContainerCommand | undefined {
+    const run = this.run(container, instance);
+    return run?.state.phase === 'running' ? run.session : undefined;
   }
 
   /** The command reached a program kube-sim does not have: it waits in it. False if that run is not the current one. */
@@ -217,6 +228,8 @@ interface CommandRun {
   instance: number;
   state: CommandState;
   stop: () => void;
+  /** An interactive command (stdin), run by the attach that reaches it. */
+  session?: ContainerCommand;
 }
 
 const NONE: ReadonlySet<string> = new Set();

@@ -78,15 +78,30 @@ function references(pod: KubeObject, kind: 'configMap' | 'secret'): string[] {
   return refs[kind];
 }
 
-/** The restart count of the container's instance that is running in the pod, if one is. */
+/** The restart count of the container's instance that is running in the pod (an app or ephemeral container), if one is. */
 function runningInstance(pod: KubeObject, container: string): number | undefined {
   const status = isPlainObject(pod.status) ? pod.status : {};
-  for (const cs of Array.isArray(status.containerStatuses) ? (status.containerStatuses as unknown[]) : []) {
-    if (!isPlainObject(cs) || cs.name !== container) continue;
-    if (!isPlainObject(cs.state) || !isPlainObject(cs.state.running)) return undefined;
-    return typeof cs.restartCount === 'number' ? cs.restartCount : 0;
+  for (const list of [status.containerStatuses, status.ephemeralContainerStatuses]) {
+    for (const cs of Array.isArray(list) ? (list as unknown[]) : []) {
+      if (!isPlainObject(cs) || cs.name !== container) continue;
+      if (!isPlainObject(cs.state) || !isPlainObject(cs.state.running)) return undefined;
+      return typeof cs.restartCount === 'number' ? cs.restartCount : 0;
+    }
   }
   return undefined;
+}
+
+/** The list a container's spec sits in, for an event's field path. */
+function listOf(pod: KubeObject, container: string): string {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  const ephemeral = Array.isArray(spec.ephemeralContainers) ? (spec.ephemeralContainers as unknown[]) : [];
+  return ephemeral.some((c) => isPlainObject(c) && c.name === container) ? 'ephemeralContainers' : 'containers';
+}
+
+/** An interactive container instance's command, waiting for the attach that runs it, and what reports its exit. */
+export interface AttachSession {
+  command: ContainerCommand;
+  exited(code: number): void;
 }
 
 export interface PodWorkerOptions {
@@ -180,6 +195,23 @@ export class PodWorker {
    */
   private settle(key: string, record: PodRecord): void {
     if (record.empty && this.records.get(key) === record) this.records.delete(key);
+  }
+
+  /**
+   * The interactive command of a running container instance (`kubectl debug -i`), for the attach that runs it on its
+   * streams, and what reports its exit: the pod comes back for the stage that ends the container.
+   */
+  session(pod: KubeObject, container: string, instance: number): AttachSession | undefined {
+    const key = cacheKey(pod);
+    const record = this.records.get(key);
+    const command = record?.session(container, instance);
+    if (!record || !command) return undefined;
+    return {
+      command,
+      exited: (code) => {
+        if (record.commandExited(container, instance, code, this.ctx.clock.now())) this.loop.queue.add(key);
+      },
+    };
   }
 
   private podChanged(pod: KubeObject): void {
@@ -330,8 +362,14 @@ export class PodWorker {
     now: number,
   ): void {
     const { container, instance } = command;
+    // It reads stdin: it runs when an attach brings its streams (session), and waits for input until then.
+    if (command.interactive) {
+      record.commandStarted(container, instance, () => {}, command);
+      return;
+    }
     const uid = pod.metadata.uid ?? '';
     const spec = containerSpecs(pod).find((c) => c.name === container) ?? { name: container };
+    const path = `spec.${listOf(pod, container)}{${container}}`;
     const clock = this.ctx.clock;
     const fs = containerFs(pod, spec, this.sources.env(agent.name), () => clock.now(), {
       disks: this.sources.disks,
@@ -349,19 +387,13 @@ export class PodWorker {
           if (!record.commandWaiting(container, instance, program)) return;
           // Said once, and not of an image's own server (nginx with its command written out).
           if (instance === 0 && !this.options.images.lookup(String(spec.image))?.serves)
-            agent.recorder.event(
-              pod,
-              'Normal',
-              SIMULATED_REASON,
-              waitsInProgramMessage(spec, program),
-              `spec.containers{${container}}`,
-            );
+            agent.recorder.event(pod, 'Normal', SIMULATED_REASON, waitsInProgramMessage(spec, program), path);
           // A program of its own exits on SIGTERM after the image's stop delay: a stop already waiting is due sooner.
           this.loop.queue.add(key);
         },
         spinning: () => {
           if (record.command(container, instance)?.phase === 'running')
-            agent.recorder.event(pod, 'Normal', SIMULATED_REASON, spinsMessage(spec), `spec.containers{${container}}`);
+            agent.recorder.event(pod, 'Normal', SIMULATED_REASON, spinsMessage(spec), path);
         },
         exited: (code) => {
           if (record.commandExited(container, instance, code, clock.now())) this.loop.queue.add(key);

@@ -306,7 +306,10 @@ export function stageDelayMs(stage: Stage, pod: KubeObject, ctx: Pick<StageConte
 /** The earliest time a container waiting in ImagePullBackOff may pull its image again. */
 function pullRetryAt(pod: KubeObject, ctx: StageContext): number | undefined {
   let earliest: number | undefined;
-  for (const cs of evaluatePath(pod, '.status.(initContainerStatuses|containerStatuses)[*]')) {
+  for (const cs of evaluatePath(
+    pod,
+    '.status.(initContainerStatuses|containerStatuses|ephemeralContainerStatuses)[*]',
+  )) {
     if (!isPlainObject(cs) || !isPlainObject(cs.state) || !isPlainObject(cs.state.waiting)) continue;
     if (cs.state.waiting.reason !== 'ImagePullBackOff') continue;
     const at = ctx.pullRetryAt?.(String(cs.image)) ?? ctx.now;

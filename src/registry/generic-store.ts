@@ -637,7 +637,9 @@ export class GenericStore {
     const own = subresource ? info.strategy?.subresources?.[subresource] : undefined;
     if (own) {
       const mutated = request ? this.admission.admit(request) : undefined;
-      return then(mutated, () => validated(this.prepareSubresourceUpdate(info, own, request?.obj ?? next, current)));
+      return then(mutated, () =>
+        validated(this.prepareSubresourceUpdate(info, own, request?.obj ?? next, current, subresource!)),
+      );
     }
     this.resetForUpdate(info, next, current);
     if (!request) return validated(this.prepareUpdate(info, next, current));
@@ -696,10 +698,11 @@ export class GenericStore {
     prepare: NonNullable<Strategy['subresources']>[string],
     next: KubeObject,
     current: KubeObject,
+    subresource: string,
   ): KubeObject {
     const result = prepare(next, current, this.ctx);
     result.metadata = { ...result.metadata, resourceVersion: current.metadata.resourceVersion };
-    this.validate(info, result, current);
+    this.validate(info, result, current, undefined, subresource);
     return result;
   }
 
@@ -1048,6 +1051,7 @@ export class GenericStore {
     obj: KubeObject,
     old?: KubeObject,
     statusWrite?: { metadataChanged: boolean },
+    subresource?: string,
   ): void {
     const causes: StatusCause[] =
       !statusWrite || statusWrite.metadataChanged
@@ -1060,15 +1064,18 @@ export class GenericStore {
         throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
       return;
     }
+    const own = subresource ? info.strategy?.validateSubresourceUpdate?.[subresource] : undefined;
     if (old) {
       for (const field of ['uid', 'creationTimestamp'] as const) {
         if (old.metadata[field] !== obj.metadata[field])
           causes.push(FieldErrors.invalid(`metadata.${field}`, obj.metadata[field], 'field is immutable'));
       }
       if (old.metadata.deletionTimestamp) causes.push(...noNewFinalizers(obj, old));
-      causes.push(...(info.strategy?.validateUpdate?.(obj, old) ?? []));
-    }
+      if (!own) causes.push(...(info.strategy?.validateUpdate?.(obj, old) ?? []));
+    } else causes.push(...(info.strategy?.validateCreate?.(obj) ?? []));
     causes.push(...(info.strategy?.validate?.(obj) ?? []));
+    // As ValidatePodEphemeralContainersUpdate: the object's own checks first, then what the subresource may change.
+    if (old && own) causes.push(...own(obj, old));
     if (causes.length > 0)
       throw Errors.invalid(info.group, info.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
   }

@@ -41,6 +41,8 @@ export interface Strategy {
   /** Update-time preparation: `next` is the incoming object, `old` the stored one. */
   prepareForUpdate?(next: KubeObject, old: KubeObject, ctx: StrategyContext): void;
   validate?(obj: KubeObject): StatusCause[];
+  /** The checks of a create only, beyond `validate` (a pod may not be created with ephemeral containers). */
+  validateCreate?(obj: KubeObject): StatusCause[];
   validateUpdate?(next: KubeObject, old: KubeObject): StatusCause[];
   /** Whether an update must bump metadata.generation; by default, when spec changed. */
   bumpsGeneration?(next: KubeObject, old: KubeObject): boolean;
@@ -74,6 +76,11 @@ export interface Strategy {
    * update.
    */
   subresources?: Record<string, (next: KubeObject, old: KubeObject, ctx: StrategyContext) => KubeObject>;
+  /**
+   * The update checks of a write through one of `subresources`, in place of validateUpdate (pods/ephemeralcontainers
+   * may add what a pod update may not); unset: validateUpdate's.
+   */
+  validateSubresourceUpdate?: Record<string, (next: KubeObject, old: KubeObject) => StatusCause[]>;
   /** Called on the copy that records the start of a deletion (a namespace turns Terminating). */
   prepareForDelete?(obj: KubeObject): void;
   /** Refuses a DELETE by throwing (system PriorityClasses); a DELETE of a collection does not ask, as in Go. */

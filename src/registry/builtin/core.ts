@@ -11,7 +11,15 @@ import {
 import { ageOf, col, field, num, orNone, str } from '../printers.js';
 import type { KindInfo, StrategyContext } from '../types.js';
 import { bindPod, evictPod } from '../pod-subresources.js';
-import { defaultPodSpec, defaultRequestsFromLimits, qosClass, validatePodSpec } from './pod-spec.js';
+import {
+  defaultPodSpec,
+  defaultRequestsFromLimits,
+  MIRROR_POD_ANNOTATION,
+  qosClass,
+  validateEphemeralContainersUpdate,
+  validatePodSpec,
+  withEphemeralContainers,
+} from './pod-spec.js';
 import { podIP, podRestarts, podRow } from '../pod-printer.js';
 import { coreEventColumns } from './events.js';
 import { admitPodPriority, keepPodPriority } from './scheduling.js';
@@ -153,6 +161,7 @@ const pods: KindInfo = {
   indexedFields: ['spec.nodeName'],
   extraSubresources: [
     { name: 'binding', kind: 'Binding', verbs: ['create'], create: bindPod },
+    { name: 'ephemeralcontainers', kind: 'Pod', verbs: ['get', 'patch', 'update'] },
     { name: 'eviction', kind: 'Eviction', group: 'policy', version: 'v1', verbs: ['create'], create: evictPod },
     { name: 'attach', kind: 'PodAttachOptions', verbs: ['create', 'get'] },
     { name: 'exec', kind: 'PodExecOptions', verbs: ['create', 'get'] },
@@ -182,6 +191,20 @@ const pods: KindInfo = {
     statusValidation: 'metadata',
     validate(obj) {
       return validatePodSpec(obj.spec, 'spec');
+    },
+    // ValidatePodCreate: ephemeral containers come only through pods/ephemeralcontainers.
+    validateCreate(obj) {
+      const list = isPlainObject(obj.spec) ? obj.spec.ephemeralContainers : undefined;
+      return Array.isArray(list) && list.length > 0
+        ? [FieldErrors.forbidden('spec.ephemeralContainers', 'cannot be set on create')]
+        : [];
+    },
+    subresources: { ephemeralcontainers: withEphemeralContainers },
+    validateSubresourceUpdate: {
+      ephemeralcontainers: (next, old) =>
+        old.metadata.annotations?.[MIRROR_POD_ANNOTATION] !== undefined
+          ? [FieldErrors.forbidden('', 'static pods do not support ephemeral containers')]
+          : validateEphemeralContainersUpdate(next.spec, old.spec),
     },
     validateUpdate(next, old) {
       // A status write keeps the stored spec itself, and most updates (labels, annotations, finalizers) leave it

@@ -1,5 +1,5 @@
 import { FieldErrors, type StatusCause } from '../../api/errors.js';
-import { isPlainObject } from '../../api/types.js';
+import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
 import { checkDns1123Label } from '../../api/validation.js';
 
 type Obj = Record<string, unknown>;
@@ -102,6 +102,7 @@ export function validatePodSpec(spec: unknown, path: string, allowedRestartPolic
       return undefined;
     });
   }
+  causes.push(...validateEphemeralContainers(spec.ephemeralContainers, names, `${path}.ephemeralContainers`));
   const policy = spec.restartPolicy;
   const allowed = allowedRestartPolicies ?? ['Always', 'OnFailure', 'Never'];
   if (policy !== undefined && !allowed.includes(String(policy)))
@@ -113,6 +114,115 @@ export function validatePodSpec(spec: unknown, path: string, allowedRestartPolic
     );
   }
   return causes;
+}
+
+/**
+ * The fields of an ephemeral container that must stay unset (validateEphemeralContainers' allow list, in the
+ * order of EphemeralContainerCommon's fields): an ephemeral container serves no traffic and reserves nothing.
+ */
+const FORBIDDEN_EPHEMERAL_FIELDS = [
+  'ports',
+  'resources',
+  'resizePolicy',
+  'restartPolicy',
+  'livenessProbe',
+  'readinessProbe',
+  'startupProbe',
+  'lifecycle',
+] as const;
+
+/** Set as Go sees it: anything but its zero value (an empty `resources: {}` is the zero ResourceRequirements). */
+function isSet(field: string, value: unknown): boolean {
+  if (value === undefined || value === null || value === '') return false;
+  if (field === 'resources' && isPlainObject(value))
+    return Object.values(value).some((v) => v !== undefined && v !== null);
+  return true;
+}
+
+/**
+ * validateEphemeralContainers: a name and image as any container's, a name unique across all the pod's containers,
+ * a target that is one of its containers or init containers, none of the fields of a serving container, and no
+ * volume subPath. `names` holds the names of the containers and init containers.
+ */
+function validateEphemeralContainers(list: unknown, names: ReadonlySet<string>, path: string): StatusCause[] {
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) return [FieldErrors.invalid(path, list, 'must be a list')];
+  const causes: StatusCause[] = [];
+  const all = new Set(names);
+  list.forEach((c, i) => {
+    const at = `${path}[${i}]`;
+    if (!isPlainObject(c)) return causes.push(FieldErrors.invalid(at, c, 'must be an object'));
+    const name = c.name;
+    if (typeof name !== 'string' || name === '') causes.push(FieldErrors.required(`${at}.name`, ''));
+    else for (const p of checkDns1123Label(name)) causes.push(FieldErrors.invalid(`${at}.name`, name, p));
+    if (typeof c.image !== 'string' || c.image.trim() === '') causes.push(FieldErrors.required(`${at}.image`, ''));
+    if (typeof name === 'string' && name !== '') {
+      if (all.has(name)) causes.push(FieldErrors.duplicate(`${at}.name`, name));
+      else all.add(name);
+    }
+    const target = c.targetContainerName;
+    if (typeof target === 'string' && target !== '' && !names.has(target))
+      causes.push(FieldErrors.notFound(`${at}.targetContainerName`, target));
+    for (const field of FORBIDDEN_EPHEMERAL_FIELDS)
+      if (isSet(field, c[field]))
+        causes.push(FieldErrors.forbidden(`${at}.${field}`, 'cannot be set for an Ephemeral Container'));
+    const mounts = Array.isArray(c.volumeMounts) ? c.volumeMounts : [];
+    mounts.forEach((m, j) => {
+      if (!isPlainObject(m)) return;
+      for (const field of ['subPath', 'subPathExpr'])
+        if (typeof m[field] === 'string' && m[field] !== '')
+          causes.push(
+            FieldErrors.forbidden(`${at}.volumeMounts[${j}].${field}`, 'cannot be set for an Ephemeral Container'),
+          );
+    });
+    return undefined;
+  });
+  return causes;
+}
+
+/**
+ * ValidatePodEphemeralContainersUpdate's second part: the ephemeral containers a pod has stay, each exactly as it
+ * is (a patch may reorder them). kube-apiserver appends a diff of the two containers to "may not be changed".
+ */
+export function validateEphemeralContainersUpdate(next: unknown, old: unknown): StatusCause[] {
+  const listOf = (spec: unknown): Obj[] =>
+    isPlainObject(spec) && Array.isArray(spec.ephemeralContainers)
+      ? (spec.ephemeralContainers as unknown[]).filter(isPlainObject)
+      : [];
+  const byName = new Map(listOf(next).map((c) => [c.name, c]));
+  const causes: StatusCause[] = [];
+  for (const before of listOf(old)) {
+    const after = byName.get(before.name);
+    const name = JSON.stringify(String(before.name));
+    if (!after)
+      causes.push(
+        FieldErrors.forbidden('spec.ephemeralContainers', `existing ephemeral containers ${name} may not be removed\n`),
+      );
+    else if (!deepEqual(after, before))
+      causes.push(
+        FieldErrors.forbidden('spec.ephemeralContainers', `existing ephemeral containers ${name} may not be changed\n`),
+      );
+  }
+  return causes;
+}
+
+/** Marks a static pod's mirror (kubelet's kubernetes.io/config.mirror), which takes no ephemeral containers. */
+export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
+
+/**
+ * pods/ephemeralcontainers (dropNonEphemeralContainerUpdates): the stored pod with the ephemeral containers sent,
+ * defaulted as a pod's containers are; every other change, metadata included, is dropped.
+ */
+export function withEphemeralContainers(next: KubeObject, old: KubeObject): KubeObject {
+  const spec: Obj = { ...(isPlainObject(old.spec) ? old.spec : {}) };
+  const list = isPlainObject(next.spec) ? next.spec.ephemeralContainers : undefined;
+  if (list === undefined || list === null) delete spec.ephemeralContainers;
+  else {
+    const copied = deepCopy(list);
+    if (Array.isArray(copied)) for (const c of copied) if (isPlainObject(c)) defaultContainer(c);
+    spec.ephemeralContainers = copied;
+  }
+  return { ...old, metadata: { ...old.metadata }, spec };
 }
 
 /** The QoS class a pod's requests and limits put it in (kubelet's qos.GetPodQOS, simplified to cpu/memory). */
