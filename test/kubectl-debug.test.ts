@@ -336,4 +336,24 @@ describe('kubectl debug adds ephemeral containers', { skip: missing }, () => {
       ],
     );
   });
+
+  test('kubectl debug node/node-1 runs a debugging pod on that node with the host namespaces', async () => {
+    // A command that keeps it running (busybox's sh without -i exits at once, and the pod, restartPolicy Never, ends).
+    const r = await run(['debug', 'node/node-1', '--image=busybox', '--', 'sleep', '1d']);
+    assert.equal(r.code, 0, r.stderr);
+    const name =
+      /^Creating debugging pod (node-debugger-node-1-[a-z0-9]{5}) with container debugger on node node-1\.$/m.exec(
+        r.stdout,
+      )?.[1];
+    assert.ok(name, r.stdout);
+    let pod: Obj = {};
+    await until(async () => {
+      pod = await api.get(`/api/v1/namespaces/default/pods/${name}`);
+      return (pod.status as Obj).phase === 'Running';
+    }, 'the node debugging pod to run');
+    const spec = pod.spec as Obj;
+    assert.equal(spec.nodeName, 'node-1');
+    assert.equal(spec.hostPID, true);
+    assert.equal(spec.hostNetwork, true);
+  });
 });
