@@ -266,13 +266,29 @@ template:
     );
   });
 
-  it('APIService: a Local, Available one per served group-version, CRD groups included', async () => {
+  it('APIService: a Local, Available one per served group-version, CRD groups included; metrics-server its own', async () => {
     const table = await k.ok(['get', 'apiservices']);
     const rows = table.trim().split('\n').slice(1);
     const discovery = await api.expect<{ groups: Array<{ versions: Array<{ groupVersion: string }> }> }>(200, '/apis');
     const served = ['v1', ...discovery.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))];
     assert.equal(rows.length, served.length, table);
-    for (const row of rows) assert.match(row, /^\S+\s+Local\s+True\s+\S+$/);
+    const metricsServer = rows.filter((row) => row.startsWith('v1beta1.metrics.k8s.io '));
+    assert.equal(metricsServer.length, 1, table);
+    assert.match(metricsServer[0]!, /^v1beta1\.metrics\.k8s\.io\s+kube-system\/metrics-server\s+True\s+\S+$/);
+    for (const row of rows) if (row !== metricsServer[0]) assert.match(row, /^\S+\s+Local\s+True\s+\S+$/);
+    const metrics = await api.get('/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io');
+    assert.deepEqual(metrics.spec, {
+      group: 'metrics.k8s.io',
+      version: 'v1beta1',
+      groupPriorityMinimum: 100,
+      versionPriority: 100,
+      insecureSkipTLSVerify: true,
+      service: { namespace: 'kube-system', name: 'metrics-server', port: 443 },
+    });
+    assert.deepEqual(
+      ((metrics.status as Any).conditions as Any[]).map((c) => [c.type, c.status, c.reason, c.message]),
+      [['Available', 'True', 'Passed', 'all checks passed']],
+    );
     assert.match(table, /\nv1\.\s+Local\s+True/);
     assert.match(table, /\nv2\.autoscaling\s+Local\s+True/);
     const apps = await api.get('/apis/apiregistration.k8s.io/v1/apiservices/v1.apps');

@@ -27,8 +27,28 @@ interface Fixture {
 }
 
 const DIR = join(ROOT, 'test/fixtures/discovery-1.32');
-const fixture = JSON.parse(readFileSync(join(DIR, 'resources.json'), 'utf8')) as Fixture;
-const apiVersions = readFileSync(join(DIR, 'api-versions.txt'), 'utf8');
+const kubeApiserver = JSON.parse(readFileSync(join(DIR, 'resources.json'), 'utf8')) as Fixture;
+
+/**
+ * A cluster with metrics-server (as kube-sim is by default) adds exactly its group: metrics-server 0.7's
+ * APIResourceList of metrics.k8s.io/v1beta1 (pkg/api: get and list, no singular name).
+ */
+const METRICS_SERVER: Fixture['groupVersions'] = {
+  'metrics.k8s.io/v1beta1': {
+    groupVersion: 'metrics.k8s.io/v1beta1',
+    resources: [
+      { name: 'nodes', singularName: '', namespaced: false, kind: 'NodeMetrics', verbs: ['get', 'list'] },
+      { name: 'pods', singularName: '', namespaced: true, kind: 'PodMetrics', verbs: ['get', 'list'] },
+    ],
+  },
+};
+const fixture: Fixture = { groupVersions: { ...kubeApiserver.groupVersions, ...METRICS_SERVER } };
+const apiVersions = `${[
+  ...readFileSync(join(DIR, 'api-versions.txt'), 'utf8').trimEnd().split('\n'),
+  ...Object.keys(METRICS_SERVER),
+]
+  .sort()
+  .join('\n')}\n`;
 
 /**
  * Subresources 1.32 serves that kube-sim does not yet: the proxy ones, which the simulated-apps part of issue 24
@@ -53,7 +73,7 @@ function normalized(r: Resource): string {
   });
 }
 
-describe('discovery equals kube-apiserver 1.32', () => {
+describe('discovery equals kube-apiserver 1.32 with metrics-server', () => {
   let server: SimServer;
   let api: Api;
   before(async () => {

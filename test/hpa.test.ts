@@ -14,7 +14,7 @@ const SYNC_MS = 15_000;
 const CPU_NOT_SERVED =
   'failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)';
 
-describe('horizontalpodautoscaling on a virtual clock', () => {
+describe('horizontalpodautoscaling without metrics-server, on a virtual clock', () => {
   let sim: Simulator;
   const ns = 'default';
   const kinds = () => ({
@@ -57,7 +57,12 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
   const advance = (ms: number): Promise<void> => sim.cluster.virtualClock!.advance(ms);
 
   before(async () => {
-    sim = await startSimulator({ clock: 'virtual', seed: 1, controllers: 'horizontalpodautoscaling' });
+    sim = await startSimulator({
+      clock: 'virtual',
+      seed: 1,
+      controllers: 'horizontalpodautoscaling',
+      metricsServer: false,
+    });
   });
   after(async () => {
     await sim.close();
@@ -209,9 +214,9 @@ describe('horizontalpodautoscaling on a virtual clock', () => {
   });
 });
 
-test('kubectl autoscale, get hpa and describe hpa show what a metrics-less cluster shows', async (t) => {
+test('kubectl autoscale, get hpa and describe hpa show what a cluster without metrics-server shows', async (t) => {
   if (skipWithoutKubectl(t)) return;
-  const server: SimServer = await startServer(['--clock', 'virtual', '--nodes', '0']);
+  const server: SimServer = await startServer(['--clock', 'virtual', '--nodes', '0', '--no-metrics-server']);
   t.after(() => server.stop());
   const api = new Api(server.url);
   const { ok: k } = kubectlAgainst(server);

@@ -79,6 +79,10 @@ export function buildProgram(): Command {
       10_000,
     )
     .option('--controllers <list>', "controllers to run, kube-controller-manager style ('*', '-name')", '*')
+    .option(
+      '--no-metrics-server',
+      'serve no metrics.k8s.io: a cluster without metrics-server (kubectl top and HPAs find no metrics API)',
+    )
     .addOption(
       new Option('--log-level <level>', 'how much to log').choices(['error', 'warn', 'info', 'debug']).default('info'),
     )

@@ -64,6 +64,8 @@ export interface ServeOptions {
   kubeconfig?: string;
   /** --map-service values. */
   mapService?: string[];
+  /** false with --no-metrics-server. */
+  metricsServer?: boolean;
 }
 
 export const DEFAULT_CLUSTER_CIDR = '10.244.0.0/16';
@@ -193,6 +195,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       seed: options.seed,
       watchHistory: options.watchHistory,
       eventTtlMs: parseDuration(options.eventTtl),
+      metricsServer: options.metricsServer !== false,
       dataPath: options.data,
       repairData: options.repair,
       controllers: options.controllers,

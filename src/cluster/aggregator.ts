@@ -16,8 +16,20 @@ import { groupVersion, resourceKey } from '../registry/types.js';
 const MANAGED = 'kube-aggregator.kubernetes.io/automanaged';
 const BUILTIN = new Set(builtinKinds.map((k) => groupVersion(k)));
 
+/** An extension API server's APIService (metrics-server's, as its components.yaml registers it). */
+export interface ExtensionApiService {
+  group: string;
+  version: string;
+  groupPriorityMinimum: number;
+  versionPriority: number;
+  service: { namespace: string; name: string; port: number };
+  labels: Record<string, string>;
+}
+
 export class LocalApiServices {
   private pending = false;
+  /** Group-versions an extension API server serves: not Local, and never removed as a custom resource's would be. */
+  private readonly extensions = new Map<string, ExtensionApiService>();
 
   constructor(
     private readonly registry: Registry,
@@ -34,7 +46,36 @@ export class LocalApiServices {
       if (priority && this.registry.groupVersions().some((x) => groupVersion(x) === gv))
         this.ensure(gv, priority, 'onstart');
     }
+    for (const extension of this.extensions.values()) this.ensureExtension(extension);
     this.syncCustomResources();
+  }
+
+  /**
+   * An APIService pointing at an extension API server that kube-sim simulates in-process (metrics-server): made on
+   * start where missing, Available as the aggregator finds a healthy one ("all checks passed").
+   */
+  registerExtension(extension: ExtensionApiService): void {
+    this.extensions.set(`${extension.group}/${extension.version}`, extension);
+  }
+
+  private ensureExtension(extension: ExtensionApiService): void {
+    const name = `${extension.version}.${extension.group}`;
+    if (this.api.store.get(resourceKey(apiServices), undefined, name)) return;
+    this.write(
+      name,
+      {
+        metadata: { name, labels: extension.labels },
+        spec: {
+          group: extension.group,
+          version: extension.version,
+          groupPriorityMinimum: extension.groupPriorityMinimum,
+          versionPriority: extension.versionPriority,
+          insecureSkipTLSVerify: true,
+          service: extension.service,
+        },
+      },
+      { reason: 'Passed', message: 'all checks passed' },
+    );
   }
 
   private schedule(): void {
@@ -49,7 +90,8 @@ export class LocalApiServices {
   /** One APIService for every served group-version of custom resources, none for a group-version no longer served. */
   private syncCustomResources(): void {
     const served = new Set(this.registry.groupVersions().map((gv) => groupVersion(gv)));
-    for (const gv of served) if (!BUILTIN.has(gv)) this.ensure(gv, CRD_API_PRIORITY, 'true');
+    for (const gv of served)
+      if (!BUILTIN.has(gv) && !this.extensions.has(gv)) this.ensure(gv, CRD_API_PRIORITY, 'true');
     for (const service of this.api.store.all(resourceKey(apiServices))) {
       if (service.metadata.labels?.[MANAGED] !== 'true') continue;
       const spec = service.spec as { group?: string; version?: string } | undefined;
@@ -71,16 +113,20 @@ export class LocalApiServices {
     const [group, version] = gv.includes('/') ? gv.split('/') : ['', gv];
     const name = `${version}.${group}`;
     if (this.api.store.get(resourceKey(apiServices), undefined, name)) return;
+    this.write(
+      name,
+      {
+        metadata: { name, labels: { [MANAGED]: managed } },
+        spec: { group, version, groupPriorityMinimum, versionPriority },
+      },
+      { reason: 'Local', message: 'Local APIServices are always available' },
+    );
+  }
+
+  /** Creates an APIService and records it Available. */
+  private write(name: string, body: KubeObject, available: { reason: string; message: string }): void {
     try {
-      this.api.create(
-        apiServices,
-        undefined,
-        {
-          metadata: { name, labels: { [MANAGED]: managed } },
-          spec: { group, version, groupPriorityMinimum, versionPriority },
-        },
-        { internal: true },
-      );
+      this.api.create(apiServices, undefined, body, { internal: true });
       const created: KubeObject = this.api.get(apiServices, undefined, name);
       this.api.update(
         apiServices,
@@ -94,8 +140,7 @@ export class LocalApiServices {
                 type: 'Available',
                 status: 'True',
                 lastTransitionTime: rfc3339(this.api.ctx.clock.now()),
-                reason: 'Local',
-                message: 'Local APIServices are always available',
+                ...available,
               },
             ],
           },

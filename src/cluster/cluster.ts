@@ -25,7 +25,8 @@ export { parseServiceMapping, type ServiceMapping } from '../registry/webhook-cl
 import { webhookPlugins } from '../registry/admission/webhooks.js';
 import { ValidatingAdmissionPolicies } from '../registry/admission/policies.js';
 import { NodePortAllocator } from './node-port-allocator.js';
-import { LocalApiServices } from './aggregator.js';
+import { LocalApiServices, type ExtensionApiService } from './aggregator.js';
+import { metricsKinds } from '../registry/builtin/metrics.js';
 import { FlowControlConfig } from './apf.js';
 import { KubernetesEndpoints } from './kubernetes-endpoints.js';
 
@@ -52,7 +53,22 @@ export interface ClusterOptions {
   caDir?: string;
   /** Services whose webhook servers run on the host (`sim serve --map-service`). */
   serviceMappings?: ServiceMapping[];
+  /**
+   * Serve metrics.k8s.io as metrics-server does, from simulated usage (default true; false: a cluster without
+   * metrics-server, where `kubectl top` and HPAs find no metrics API).
+   */
+  metricsServer?: boolean;
 }
+
+/** metrics-server's APIService, as its release manifest (components.yaml) registers it. */
+const METRICS_SERVER: ExtensionApiService = {
+  group: 'metrics.k8s.io',
+  version: 'v1beta1',
+  groupPriorityMinimum: 100,
+  versionPriority: 100,
+  service: { namespace: 'kube-system', name: 'metrics-server', port: 443 },
+  labels: { 'k8s-app': 'metrics-server' },
+};
 
 export const DEFAULT_VIRTUAL_START = Date.UTC(2025, 0, 1);
 
@@ -131,6 +147,10 @@ export class Cluster {
     this.ipAllocator = ips;
     this.nodePorts = nodePorts;
     this.apiServices = new LocalApiServices(this.registry, this.api);
+    if (options.metricsServer !== false) {
+      for (const info of metricsKinds) this.registry.add(info);
+      this.apiServices.registerExtension(METRICS_SERVER);
+    }
     this.flowControl = new FlowControlConfig(this.api);
     this.kubernetesEndpoints = new KubernetesEndpoints(
       this.api,

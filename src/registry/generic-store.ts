@@ -2,7 +2,7 @@ import { goJsonType } from '../api/go-json.js';
 import { rfc3339 } from '../clock/clock.js';
 import { ApiError, Errors, FieldErrors, orderedDetails, type StatusCause, type Status } from '../api/errors.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type PatchType } from '../api/patch.js';
-import { parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
+import { LabelSelector, parseFieldSelector, parseLabelSelector } from '../api/selectors.js';
 import {
   deepCopy,
   deepEqual,
@@ -146,7 +146,8 @@ export class GenericStore {
   /** GET of one object: at once, or once its CRD's conversion webhook has converted it. */
   read(info: KindInfo, namespace: string | undefined, name: string): MaybePromise<KubeObject> {
     if (info.computed) {
-      const found = info.computed(this.ctx).find((o) => o.metadata.name === name);
+      const read = { namespace: scoped(info, namespace), name, label: LabelSelector.everything(), store: this.store };
+      const found = info.computed(this.ctx, read).find((o) => o.metadata.name === name);
       if (!found) throw Errors.notFound(info, name);
       return found;
     }
@@ -166,7 +167,9 @@ export class GenericStore {
         apiVersion: groupVersion(info),
         kind: `${info.kind}List`,
         metadata: {} as KubeList['metadata'],
-        items: info.computed(this.ctx).filter((o) => label.matches(o.metadata.labels) && field.matches(fields(o))),
+        items: info
+          .computed(this.ctx, { namespace: scoped(info, namespace), label, store: this.store })
+          .filter((o) => label.matches(o.metadata.labels) && field.matches(fields(o))),
       };
     }
     const token = query.continue ? decodeContinue(query.continue) : undefined;

@@ -8,6 +8,8 @@ import type { GenericStore } from './generic-store.js';
 import type { Requester } from '../auth/requester.js';
 import type { UserInfo } from '../auth/user.js';
 import type { MaybePromise } from '../api/maybe-async.js';
+import type { LabelSelector } from '../api/selectors.js';
+import type { MemoryStore } from '../storage/memory-store.js';
 
 /** What a strategy may use besides the object: cluster time, the seeded RNG, and allocators. */
 export interface StrategyContext {
@@ -213,9 +215,11 @@ export interface KindInfo {
   act?(api: GenericStore, namespace: string | undefined, obj: KubeObject, options: { dryRun?: boolean }): Status;
   /**
    * Read-only kinds computed on each read instead of stored (v1 ComponentStatus: the control plane's components as
-   * probed now): every object there is.
+   * probed now; metrics.k8s.io from the pods' state): the objects a read asks for, from the stored objects it names.
+   * A GET (`read.name` set) answers the one object, or throws its own Status (404 of the object it is computed
+   * from); none is the kind's 404.
    */
-  computed?(ctx: StrategyContext): KubeObject[];
+  computed?(ctx: StrategyContext, read: ComputedRead): KubeObject[];
   /** Every request on the kind is answered with this warning (`v1 ComponentStatus is deprecated in v1.19+`). */
   deprecated?: string;
   /**
@@ -251,6 +255,16 @@ export interface KindInfo {
     typeName?: string;
     strategicMergePatch?: boolean;
   };
+}
+
+/** What a read of a computed kind asks for, and the store it is computed from. */
+export interface ComputedRead {
+  namespace: string | undefined;
+  /** A GET's name; unset for a LIST. */
+  name?: string;
+  /** A LIST's label selector (the generic store filters by it again, and by the field selector). */
+  label: LabelSelector;
+  store: Pick<MemoryStore, 'get' | 'list'>;
 }
 
 /**

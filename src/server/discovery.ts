@@ -41,7 +41,8 @@ function legacyResourceList(gv: string, kinds: KindInfo[]): unknown {
     };
     if (info.shortNames?.length) entry.shortNames = info.shortNames;
     if (info.categories?.length) entry.categories = info.categories;
-    entry.storageVersionHash = storageVersionHash(info);
+    // Only kinds kept in storage have a storage version (a computed kind's REST storage is no genericregistry.Store).
+    if (!info.computed) entry.storageVersionHash = storageVersionHash(info);
     resources.push(entry);
     for (const sub of subresourcesOf(info)) {
       const s: Record<string, unknown> = {
