@@ -320,10 +320,21 @@ function podTimelines(run: RunResult, end: number): OwnerTimeline[] {
   }
   return [...byOwner.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([owner, list]) => ({
-      owner,
-      pods: list.sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : 1)),
-    }));
+    .map(([owner, list]) => ({ owner, pods: groupedByReplicaSet(list) }));
+}
+
+/**
+ * Pods in creation order, those of one ReplicaSet kept together (sets in the order their first pod came): a pod an
+ * old ReplicaSet makes after a newer one's (a replacement for an evicted one) joins its set's lanes.
+ */
+function groupedByReplicaSet(list: PodTimeline[]): PodTimeline[] {
+  const byCreation = list.sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : 1));
+  const setOrder = new Map<string, number>();
+  for (const pod of byCreation) if (!setOrder.has(pod.replicaSet ?? '')) setOrder.set(pod.replicaSet ?? '', setOrder.size);
+  return byCreation
+    .map((pod, i) => ({ pod, i }))
+    .sort((a, b) => setOrder.get(a.pod.replicaSet ?? '')! - setOrder.get(b.pod.replicaSet ?? '')! || a.i - b.i)
+    .map(({ pod }) => pod);
 }
 
 type ChangeBucket = { changes: ChangeReport[]; other: number };
