@@ -330,7 +330,8 @@ function podTimelines(run: RunResult, end: number): OwnerTimeline[] {
 function groupedByReplicaSet(list: PodTimeline[]): PodTimeline[] {
   const byCreation = list.sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : 1));
   const setOrder = new Map<string, number>();
-  for (const pod of byCreation) if (!setOrder.has(pod.replicaSet ?? '')) setOrder.set(pod.replicaSet ?? '', setOrder.size);
+  for (const pod of byCreation)
+    if (!setOrder.has(pod.replicaSet ?? '')) setOrder.set(pod.replicaSet ?? '', setOrder.size);
   return byCreation
     .map((pod, i) => ({ pod, i }))
     .sort((a, b) => setOrder.get(a.pod.replicaSet ?? '')! - setOrder.get(b.pod.replicaSet ?? '')! || a.i - b.i)
