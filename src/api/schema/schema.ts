@@ -53,8 +53,10 @@ let byGvk: Map<string, string> | undefined;
 function schemaFile(): string {
   const beside = fileURLToPath(new URL('./builtin-schemas.json', import.meta.url));
   if (existsSync(beside)) return beside;
-  // Compiled: dist/src/api/schema/schema.js reads the source tree's copy.
-  return fileURLToPath(new URL('../../../../src/api/schema/builtin-schemas.json', import.meta.url));
+  // Compiled, dist/src/api/schema/schema.js reads the source tree's copy; bundled, dist/src/bundle/*.js does.
+  const compiled = fileURLToPath(new URL('../../../../src/api/schema/builtin-schemas.json', import.meta.url));
+  if (existsSync(compiled)) return compiled;
+  return fileURLToPath(new URL('../../../src/api/schema/builtin-schemas.json', import.meta.url));
 }
 
 export function parseShape(type: string): Shape {

@@ -1,0 +1,32 @@
+// Bundles the compiled CLI (dist/src/cli/main.js and everything it imports, npm packages included) into
+// dist/src/bundle/, which bin/sim.js starts when it is newer than the last `tsc` build. Node's module loader
+// spends most of start-up linking and compiling ~300 separate files; a bundle is a few. The lazily loaded parts
+// (serve, replay, the exec shell, CEL…) stay separate chunks, loaded when used. Run by `npm run build`,
+// `npm install` (prepare) and `npm test`, after tsc.
+import { rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+// At dist/src/bundle/, the same depth as dist/src/<layer>/, so the paths the modules find their data by
+// (`new URL('../../../fixtures/…', import.meta.url)`) resolve alike from a chunk.
+const outdir = `${root}dist/src/bundle`;
+await rm(outdir, { recursive: true, force: true });
+await build({
+  absWorkingDir: root,
+  entryPoints: ['dist/src/cli/main.js'],
+  bundle: true,
+  splitting: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  outdir,
+  logLevel: 'warning',
+  // web-tree-sitter finds its .wasm beside its own file, which a bundled copy is not; undici, imported only by
+  // the HTTP client, keeps its named exports when Node loads it itself.
+  external: ['web-tree-sitter', 'tree-sitter-bash', 'undici'],
+  // The CommonJS packages (fastify…) call require(), which an ES module has only when it makes one.
+  banner: {
+    js: "import { createRequire as __simCreateRequire } from 'node:module';\nconst require = __simCreateRequire(import.meta.url);",
+  },
+});
