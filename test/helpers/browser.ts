@@ -71,10 +71,20 @@ export async function openBrowser(
 
 /**
  * Saves a screenshot of the page under SCREENSHOTS and returns its path. Transitions and animations are finished
- * first, so the picture shows what the page settles on rather than a frame of a bar growing.
+ * first, so the picture shows what the page settles on rather than a frame of a bar growing; pods just deleted
+ * (which fade out where they were for 0.7 s) are let go first, or the still would show the holes they leave.
  */
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(SCREENSHOTS, { recursive: true });
+  await page
+    .waitForFunction(
+      () => (globalThis as unknown as PageGlobals).document.querySelectorAll('.pod.leaving').length === 0,
+      undefined,
+      {
+        timeout: 3000,
+      },
+    )
+    .catch(() => undefined);
   const path = join(SCREENSHOTS, `${name}.png`);
   await page.screenshot({ path, animations: 'disabled' });
   return path;
