@@ -218,6 +218,20 @@ export function buildProgram(): Command {
     .option('--html <file>', 'write a self-contained HTML timeline')
     .option('--junit <file>', 'write JUnit XML for CI: a testsuite per scenario, a testcase per step')
     .option('--no-changes', 'leave the object changes out of the printed timeline')
+    .option(
+      '--ui',
+      "serve the live view of the replay's cluster (URL on stderr): start once it is open, keep it up after the end until Ctrl-C",
+    )
+    .option('--port <port>', 'with --ui: the port to serve on (default: a free one)', integer('--port', 0))
+    .option(
+      '--pace <rate>',
+      'at most this many cluster seconds per wall second while time passes (default 10 with --ui, else no limit; 0: none)',
+      (value: string) => {
+        const n = Number(value);
+        if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('--pace must be a number ≥ 0');
+        return n;
+      },
+    )
     .option('--print-schema', 'print the JSON Schema of scenario files and exit')
     .addOption(
       new Option('--log-level <level>', 'how much to log (stderr)')

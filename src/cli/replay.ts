@@ -18,6 +18,7 @@ import { scenarioSchema } from '../scenario/schema.js';
 import { offset } from '../scenario/conditions.js';
 import { Logger, type LogLevel } from './logger.js';
 import { findServer } from './remote.js';
+import { UI_PATH } from '../server/ui.js';
 
 export interface ReplayOptions {
   server?: string;
@@ -32,6 +33,70 @@ export interface ReplayOptions {
   changes: boolean;
   printSchema?: boolean;
   logLevel: LogLevel;
+  /** Serve the live view of the replay's cluster, and keep it up after the last step until Ctrl-C. */
+  ui?: boolean;
+  port?: number;
+  pace?: number;
+}
+
+/** With --ui, cluster time runs at most this many times as fast as the wall's, unless --pace says otherwise. */
+const UI_PACE = 10;
+
+/** Resolves when the signal fires (at once if it has). */
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+/** Resolves when the user presses Enter on a terminal; never without one. */
+function enterPressed(): { pressed: Promise<void>; stop: () => void } {
+  if (!process.stdin.isTTY) return { pressed: new Promise(() => undefined), stop: () => undefined };
+  let listener: (() => void) | undefined;
+  const pressed = new Promise<void>((resolve) => {
+    listener = () => resolve();
+    process.stdin.once('data', listener);
+  });
+  return {
+    pressed,
+    stop: () => {
+      process.stdin.off('data', listener!);
+      process.stdin.pause();
+    },
+  };
+}
+
+/**
+ * --ui: prints where the live view of the replay's cluster is, and before the first scenario's first step waits
+ * until a browser has opened it (or Enter is pressed), so that the person watching sees every step. Later
+ * scenarios are served on the same port, so the open page follows them.
+ */
+class LiveView {
+  port: number;
+  private waited = false;
+
+  constructor(
+    port: number,
+    private readonly signal: AbortSignal,
+  ) {
+    this.port = port;
+  }
+
+  serving = async (url: string, pageOpened: Promise<void> | undefined): Promise<void> => {
+    this.port = Number(new URL(url).port) || this.port;
+    const page = `${url.replace(/\/$/, '')}${UI_PATH}`;
+    if (!pageOpened || this.waited) {
+      process.stderr.write(`live view: ${page}\n`);
+      return;
+    }
+    this.waited = true;
+    const tty = process.stdin.isTTY === true;
+    process.stderr.write(
+      `live view of the replay's cluster: ${page}\nthe replay starts when it is open${tty ? ' (or press Enter)' : ''}\n`,
+    );
+    const enter = enterPressed();
+    await Promise.race([pageOpened, enter.pressed, aborted(this.signal)]);
+    enter.stop();
+  };
 }
 
 /**
@@ -122,6 +187,16 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
     }
   }
   if (process.exitCode === 2) return;
+  if ((options.port !== undefined || options.pace !== undefined) && remote) {
+    process.stderr.write('sim replay: --port and --pace are for the embedded cluster, not a --server\n');
+    process.exitCode = 2;
+    return;
+  }
+  if (options.port !== undefined && !options.ui) {
+    process.stderr.write('sim replay: --port is where --ui serves the live view: give --ui too\n');
+    process.exitCode = 2;
+    return;
+  }
   if (remote && loaded.length > 1)
     log.warn(
       `${loaded.length} scenarios run one after another against ${remote.server}: each sees what the ones before it left`,
@@ -137,8 +212,12 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
   process.on('SIGTERM', onSignal);
   const reports: ScenarioReport[] = [];
   let couldNotRun = 0;
+  const view = options.ui ? new LiveView(options.port ?? 0, abort.signal) : undefined;
+  const pace = options.pace ?? (options.ui ? UI_PACE : 0);
+  /** With --ui: the last scenario's cluster, left running for the page. */
+  let kept: (() => Promise<void>) | undefined;
   try {
-    for (const scenario of loaded) {
+    for (const [i, scenario] of loaded.entries()) {
       if (abort.signal.aborted) break;
       if (
         remote &&
@@ -156,8 +235,11 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
           seed: options.seed,
           log: (level, message) => log.log(level, message),
           signal: abort.signal,
-          hooks: stream,
+          hooks: view ? Object.assign(stream, { serving: view.serving }) : stream,
+          ...(view ? { serve: { port: view.port }, keepOpen: !remote && i === loaded.length - 1 } : {}),
+          pace,
         });
+        kept = run.close;
         stream.clearProgress();
         report = scenarioReport(run);
       } catch (err) {
@@ -177,9 +259,10 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
       if (report.interruptedAt !== undefined)
         process.stderr.write(`sim replay: interrupted at step ${report.interruptedAt} of ${scenario.file}\n`);
     }
-  } finally {
+  } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    throw err;
   }
   const full = replayReport(reports);
   if (options.report) writeFileSync(options.report, `${JSON.stringify(full, null, 2)}\n`);
@@ -194,4 +277,14 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
   }
   if (abort.signal.aborted) process.exitCode = INTERRUPTED_EXIT;
   else if (full.result === 'failed' || reports.length < loaded.length) process.exitCode = 1;
+  if (kept) {
+    if (!abort.signal.aborted)
+      process.stderr.write(
+        `replay finished: the live view stays up on the cluster as the replay left it (its clock paused; the page can step it) until Ctrl-C\n`,
+      );
+    await aborted(abort.signal);
+    await kept();
+  }
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
 }

@@ -40,6 +40,12 @@ export interface RunOptions {
   /** Aborted: the step running stops at its next piece of work, is marked interrupted, and no further step runs. */
   signal?: AbortSignal;
   hooks?: RunHooks;
+  /** Serve the embedded cluster over HTTP (and so its live view) before the first step, on this port (0: any). */
+  serve?: { port: number };
+  /** Embedded: at most this many cluster seconds per wall second while time passes (0 or unset: no limit). */
+  pace?: number;
+  /** Leave the cluster running after the last step; the result's `close` stops it. */
+  keepOpen?: boolean;
 }
 
 /** What a run has to show while it goes (sim replay streams its timeline from these). */
@@ -52,6 +58,11 @@ export interface RunProgress {
 }
 
 export interface RunHooks {
+  /**
+   * With `serve`: the cluster answers at `url`, and `pageOpened` (embedded only) resolves once a browser has loaded
+   * its live view. The first step waits for the promise this returns.
+   */
+  serving?(url: string, pageOpened: Promise<void> | undefined): Promise<void>;
   /** The cluster is up and recording; no step has run. */
   started?(run: RunProgress): void;
   /** A step finished (passed or failed); its changes are in the history. */
@@ -97,6 +108,8 @@ export interface RunResult {
   passed: boolean;
   /** The step that was running when the run was interrupted (RunOptions.signal). */
   interruptedAt?: number;
+  /** With `keepOpen`: stops the cluster the run left running. */
+  close?: () => Promise<void>;
 }
 
 const FIELD_MANAGER = 'kube-sim-replay';
@@ -207,6 +220,9 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
         controllers: scenario.controllers,
         nodes: scenario.nodes ?? DEFAULT_NODES,
         log: options.log,
+        port: options.serve?.port,
+        pace: options.pace,
+        signal: options.signal,
       });
   const history = new History(target);
   const steps: StepResult[] = scenario.steps.map((step, i) => ({
@@ -224,6 +240,7 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
   const runStart = target.now();
   const progress: RunProgress = { loaded, mode: target.mode, seed, startTime: runStart, history };
   let interruptedAt: number | undefined;
+  let keep = false;
   try {
     const resources = new ApiResources(target.http);
     await resources.load();
@@ -239,6 +256,10 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
     if (problems.length === 0 && scenario.namespace !== undefined)
       await ensureNamespace(target, resources, scenario.namespace);
     const runner = new StepRunner(loaded, target, resources, history, steps, runStart, options);
+    if (problems.length === 0 && options.serve) {
+      const { server } = await target.connection();
+      await options.hooks?.serving?.(server, target.mode === 'embedded' ? target.pageOpened() : undefined);
+    }
     if (problems.length === 0) {
       options.hooks?.started?.(progress);
       for (let i = 0; i < scenario.steps.length; i++) {
@@ -257,9 +278,10 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
     }
     await history.catchUp();
     problems.push(...history.problems);
+    keep = options.keepOpen === true;
   } finally {
     history.stop();
-    await target.close();
+    if (!keep) await target.close();
   }
   const endTime = steps.reduce((t, s) => Math.max(t, s.end), runStart);
   const passed = problems.length === 0 && steps.every((s) => s.status === 'passed');
@@ -275,6 +297,7 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
     passed: passed && interruptedAt === undefined,
   };
   if (interruptedAt !== undefined) result.interruptedAt = interruptedAt;
+  if (keep) result.close = () => target.close();
   return result;
 }
 

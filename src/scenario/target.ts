@@ -39,6 +39,8 @@ export interface ScenarioTarget {
   nextTimerAt(): number | undefined;
   /** Where kubectl finds the server, with its credentials (an embedded target starts listening on 127.0.0.1 the first time). */
   connection(): Promise<Connection>;
+  /** Resolves when a browser has loaded the live view (/sim/ui/) from this server (embedded only). */
+  pageOpened(): Promise<void>;
   /** Names of the controllers running, when known. */
   controllers(): string[] | undefined;
   close(): Promise<void>;
@@ -50,7 +52,18 @@ export interface EmbeddedOptions {
   controllers?: string;
   nodes?: number;
   log?: LogFn;
+  /** The port to listen on when a connection is first asked for (0: a free one). */
+  port?: number;
+  /**
+   * At most this many ms of cluster time per ms of wall time while time passes (0 or unset: as fast as it can), so
+   * that a person watching the live view sees the replay happen. Aborting `signal` ends a paced advance early.
+   */
+  pace?: number;
+  signal?: AbortSignal;
 }
+
+/** A paced advance moves the clock on this often (wall time). */
+const PACE_TICK_MS = 100;
 
 function injectTransport(app: FastifyInstance): HttpTransport {
   return async ({ method, path, body, contentType }: HttpRequest): Promise<HttpReply> => {
@@ -75,18 +88,35 @@ export async function embeddedTarget(options: EmbeddedOptions): Promise<Scenario
   let address = '127.0.0.1:0';
   const app = sim.buildServer({ advertiseAddress: () => address });
   let url: Promise<string> | undefined;
+  let opened!: () => void;
+  const pageOpened = new Promise<void>((resolve) => (opened = resolve));
+  // The page's script is loaded once per page load: the first says a person is watching.
+  app.addHook('onResponse', async (request) => {
+    if (request.url.startsWith('/sim/ui/main.js')) opened();
+  });
   const client = sim.client();
+  const pace = options.pace ?? 0;
+  const pacedAdvance = async (ms: number): Promise<void> => {
+    for (let done = 0; done < ms && !options.signal?.aborted; ) {
+      const piece = Math.min(ms - done, pace * PACE_TICK_MS);
+      const wallStart = wallClock.now();
+      await clock.advance(piece);
+      done += piece;
+      await wallSleep(Math.max(0, piece / pace - (wallClock.now() - wallStart)));
+    }
+  };
   return {
     mode: 'embedded',
     client,
     http: injectTransport(app),
     virtual: true,
     now: () => clock.now(),
-    advance: (ms) => clock.advance(ms),
+    advance: (ms) => (pace > 0 ? pacedAdvance(ms) : clock.advance(ms)),
     settle: () => clock.settle(),
     nextTimerAt: () => clock.nextTimerAt(),
+    pageOpened: () => pageOpened,
     connection: async () => ({
-      server: await (url ??= app.listen({ host: '127.0.0.1', port: 0 }).then(() => {
+      server: await (url ??= app.listen({ host: '127.0.0.1', port: options.port ?? 0 }).then(() => {
         const port = (app.server.address() as AddressInfo).port;
         address = `127.0.0.1:${port}`;
         return `http://${address}`;
@@ -155,6 +185,8 @@ export async function remoteTarget(connection: Connection): Promise<ScenarioTarg
       else now = Date.parse((await readClock()).now);
     },
     nextTimerAt: () => undefined,
+    // A running server's page is its own: nothing to wait for.
+    pageOpened: async () => undefined,
     connection: async () => ({ ...connection, server: baseUrl }),
     controllers: () => undefined,
     close: async () => undefined,
