@@ -249,3 +249,101 @@ test('kubectl autoscale, get hpa and describe hpa show what a cluster without me
   );
   assert.match(describe, /Warning\s+FailedComputeMetricsReplicas\s+.*invalid metrics \(1 invalid out of 1\)/);
 });
+
+test('kubectl: an HPA scales a Deployment up and down on simulated CPU, with its behavior policies', async (t) => {
+  if (skipWithoutKubectl(t)) return;
+  const server: SimServer = await startServer(['--clock', 'virtual', '--nodes', '2', '--seed', '5']);
+  t.after(() => server.stop());
+  const api = new Api(server.url);
+  const { ok: k } = kubectlAgainst(server);
+  const advance = (by: string) => api.expect(200, '/sim/v1/clock/advance', { method: 'POST', body: { by } });
+  const replicas = async (): Promise<number> =>
+    ((await api.get('/apis/apps/v1/namespaces/default/deployments/web')).spec as Obj).replicas as number;
+  const rescales = async (): Promise<string[]> =>
+    ((await api.get('/api/v1/namespaces/default/events')).items as Obj[])
+      .filter((e) => e.reason === 'SuccessfulRescale')
+      .sort((a, b) => String(a.firstTimestamp).localeCompare(String(b.firstTimestamp)))
+      .map((e) => String(e.message));
+  await k(
+    ['apply', '-f', '-'],
+    `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx, resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 10
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}}]
+  behavior:
+    scaleDown:
+      stabilizationWindowSeconds: 60
+      policies: [{type: Pods, value: 2, periodSeconds: 30}]
+`,
+  );
+  await advance('1m');
+  assert.match(await k(['get', 'hpa', 'web']), /\nweb\s+Deployment\/web\s+cpu: 1%\/50%\s+1\s+10\s+1\s+/);
+
+  // 400m of load on one pod requesting 100m: 401%, 9 wanted; the default scale-up policies allow 1 + 4 = 5.
+  await k(['annotate', 'service', 'web', 'kube-sim.dev/cpu-load=400m']);
+  await advance('15s');
+  assert.equal(await replicas(), 5);
+  const limited = JSON.parse(await k(['get', 'hpa', 'web', '-o', 'json'])) as Obj;
+  const condition = (type: string) =>
+    ((limited.status as Obj).conditions as Obj[]).find((c) => c.type === type) as Obj | undefined;
+  assert.deepEqual(
+    [condition('ScalingLimited')?.status, condition('ScalingLimited')?.reason],
+    ['True', 'ScaleUpLimit'],
+  );
+  assert.equal(condition('ScalingActive')?.reason, 'ValidMetricFound');
+  // The next sync sees the new pods' metrics (81% each): 9 (the 15 s policy period has passed), where 46% (45.4m rounded up to a millicore, as Quantity.MilliValue does) is
+  // within the tolerance of 50%.
+  await advance('2m');
+  assert.equal(await replicas(), 9);
+  assert.match(await k(['get', 'hpa', 'web']), /cpu: 46%\/50%\s+1\s+10\s+9\s+/);
+  const top = await k(['top', 'pods', '-l', 'app=web']);
+  assert.equal(top.trim().split('\n').length, 10, top);
+  for (const row of top.trim().split('\n').slice(1)) assert.match(row, /^web-\S+\s+46m\s+8Mi\s*$/);
+
+  // The load stops: 1% wants 1 replica, after the 60 s window, 2 pods per 30 s.
+  await k(['annotate', 'service', 'web', 'kube-sim.dev/cpu-load-']);
+  await advance('45s');
+  assert.equal(await replicas(), 9, 'within the scale-down stabilization window');
+  const seen: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    await advance('15s');
+    const n = await replicas();
+    if (seen[seen.length - 1] !== n) seen.push(n);
+  }
+  assert.deepEqual(seen, [7, 5, 3, 1]);
+  assert.deepEqual((await rescales()).slice(-4), [
+    'New size: 7; reason: All metrics below target',
+    'New size: 5; reason: All metrics below target',
+    'New size: 3; reason: All metrics below target',
+    'New size: 1; reason: All metrics below target',
+  ]);
+  const describe = await k(['describe', 'hpa', 'web']);
+  assert.match(
+    describe,
+    /ScalingActive\s+True\s+ValidMetricFound\s+the HPA was able to successfully calculate a replica count from cpu resource utilization \(percentage of request\)/,
+  );
+  assert.match(
+    describe,
+    /Normal\s+SuccessfulRescale\s+.*New size: 5; reason: cpu resource utilization \(percentage of request\) above target/,
+  );
+});

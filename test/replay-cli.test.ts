@@ -18,6 +18,7 @@ export const PASSING_SHIPPED_SCENARIOS: string[] = [
   'config-watcher.yaml',
   'cronjob-week.yaml',
   'daemonset-nodes.yaml',
+  'hpa-walkthrough.yaml',
   'job-failures.yaml',
   'pdb-drain.yaml',
   'rollback-bad-release.yaml',

@@ -16,7 +16,7 @@ import { isPlainObject, type KubeObject } from './types.js';
  * `kube-sim.dev/cpu-usage.NAME` (memory likewise) to container NAME alone and win over the pod-wide one. A Service's
  * `kube-sim.dev/cpu-load` is the CPU its clients cost in all, shared evenly by its ready endpoints (added to each
  * one's first container), with profile times counted from the Service's creation: scaling out lowers each pod's
- * share, as a real load would.
+ * share, as a real load would. A container never uses more CPU than its `resources.limits.cpu` (it is throttled).
  */
 export const CPU_USAGE = 'kube-sim.dev/cpu-usage';
 export const MEMORY_USAGE = 'kube-sim.dev/memory-usage';

@@ -12,7 +12,7 @@ import { endpointSliceMirroringController } from './endpoints/mirroring.js';
 import { deploymentController } from './deployment/controller.js';
 import { disruptionController } from './disruption.js';
 import { garbageCollector } from './garbage-collector.js';
-import { hpaController } from './hpa.js';
+import { hpaController } from './hpa/controller.js';
 import { jobController } from './job/controller.js';
 import { namespaceController } from './namespace.js';
 import { nodeLifecycleController } from './node-lifecycle.js';

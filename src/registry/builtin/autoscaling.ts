@@ -15,8 +15,7 @@ import type { KindInfo } from '../types.js';
  *   autoscaling.alpha.kubernetes.io/behavior         spec.behavior
  *   autoscaling.alpha.kubernetes.io/conditions       status.conditions
  *
- * There is no metrics API: the HPA controller (src/controllers/hpa.ts) writes what kube-controller-manager writes
- * without one (see README).
+ * The HPA controller is src/controllers/hpa/ (see README).
  */
 type Obj = Record<string, unknown>;
 

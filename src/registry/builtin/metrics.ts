@@ -1,7 +1,7 @@
 import { Errors } from '../../api/errors.js';
 import { rfc3339 } from '../../clock/clock.js';
 import { podNodeName, podPhase } from '../../api/pod-util.js';
-import { addQuantities, formatQuantity, parseQuantity, ZERO_QUANTITY } from '../../api/quantity.js';
+import { addQuantities, formatQuantity, milliValue, parseQuantity, ZERO_QUANTITY } from '../../api/quantity.js';
 import { FieldSelector, LabelSelector, selectorFromObject } from '../../api/selectors.js';
 import { isPlainObject, type KubeObject } from '../../api/types.js';
 import {
@@ -159,9 +159,11 @@ class MetricsRead {
     const { cpu, memory } = containerProfiles(pod, name);
     const from = this.scrape - windowMs - startedAt;
     const to = this.scrape - startedAt;
-    const cpuMilli = (cpu ? meanOver(cpu, IDLE_CPU_MILLI, from, to) : IDLE_CPU_MILLI) + extraMilli;
+    const wanted = (cpu ? meanOver(cpu, IDLE_CPU_MILLI, from, to) : IDLE_CPU_MILLI) + extraMilli;
+    // A container is throttled at its CPU limit, whatever its load asks for.
+    const limit = cpuLimitMilli(pod, name);
     return {
-      cpu: cpuMilli * 1e6,
+      cpu: Math.min(wanted, limit) * 1e6,
       memory: memory ? valueAt(memory, IDLE_MEMORY_BYTES, to) : IDLE_MEMORY_BYTES,
     };
   }
@@ -236,6 +238,14 @@ class MetricsRead {
 }
 
 const NO_FIELDS = new FieldSelector([]);
+
+/** A container's resources.limits.cpu in millicores (Infinity without one). */
+function cpuLimitMilli(pod: KubeObject, container: string): number {
+  const containers = obj(pod.spec).containers;
+  const spec = Array.isArray(containers) ? containers.map(obj).find((c) => c.name === container) : undefined;
+  const limit = parseQuantity(obj(obj(spec?.resources).limits).cpu);
+  return limit ? Number(milliValue(limit)) : Number.POSITIVE_INFINITY;
+}
 
 /** metrics-server's ObjectMeta: the object's name, namespace and labels, created "now" (at the scrape here). */
 function metadataOf(o: KubeObject, at: number): KubeObject['metadata'] {

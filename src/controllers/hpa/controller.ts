@@ -1,22 +1,38 @@
-import { ApiError } from '../api/errors.js';
-import { goLabelSelectorString, parseLabelSelector } from '../api/selectors.js';
-import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
-import { rfc3339 } from '../clock/clock.js';
-import type { Gvr } from '../client/client.js';
-import { ReconcileLoop, type Controller, type ControllerContext, type ReconcileResult } from '../runtime/controller.js';
+import { ApiError } from '../../api/errors.js';
+import { goLabelSelectorString, parseLabelSelector } from '../../api/selectors.js';
+import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
+import { rfc3339 } from '../../clock/clock.js';
+import type { Gvr } from '../../client/client.js';
+import {
+  ReconcileLoop,
+  type Controller,
+  type ControllerContext,
+  type ReconcileResult,
+} from '../../runtime/controller.js';
+import { behaviorOf, ScaleHistory } from './behavior.js';
+import {
+  computeResourceMetric,
+  MetricError,
+  type ResourceMetricReads,
+  type ResourceMetricResult,
+} from './resource-metrics.js';
 
 /**
  * The HorizontalPodAutoscaler controller (kube-controller-manager's horizontalpodautoscaling, pkg/controller/
- * podautoscaler/horizontal.go) as it runs in a cluster without metrics-server or a custom/external metrics adapter:
- * every sync period it reads the target's /scale, clamps replicas outside [minReplicas, maxReplicas] through it,
- * and otherwise fails to compute metrics exactly as kube-controller-manager does when the metrics APIs are not
- * served — the same conditions, events and message texts, and no rescale.
+ * podautoscaler/horizontal.go). Every sync period it reads the target's /scale, clamps replicas outside
+ * [minReplicas, maxReplicas] through it, and in range computes the replicas each metric asks for: Resource and
+ * ContainerResource metrics from metrics.k8s.io (the replica calculator, ./replica-calculator.ts), then the
+ * stabilization and rate limits of ./behavior.ts, with kube-controller-manager's conditions, events and texts.
+ * Pods, Object and External metrics need a custom or external metrics adapter, which kube-sim does not run: they
+ * fail as they do in a cluster without one, and so do Resource metrics with `--no-metrics-server`.
  */
 export const DEFAULT_SYNC_PERIOD_MS = 15_000; // --horizontal-pod-autoscaler-sync-period
 
 const HPAS: Gvr = { group: 'autoscaling', version: 'v2', resource: 'horizontalpodautoscalers' };
+const PODS: Gvr = { group: '', version: 'v1', resource: 'pods' };
+const POD_METRICS: Gvr = { group: 'metrics.k8s.io', version: 'v1beta1', resource: 'pods' };
 const COMPONENT = 'horizontal-pod-autoscaler';
-/** client-go's answer to a list of an API group nobody serves (metrics.k8s.io without metrics-server). */
+/** client-go's answer to a list of an API group nobody serves (external.metrics.k8s.io without an adapter). */
 const NOT_SERVED = 'the server could not find the requested resource';
 const NO_CUSTOM_METRICS =
   'unable to fetch metrics from custom metrics API: no custom metrics API (custom.metrics.k8s.io) registered';
@@ -124,40 +140,15 @@ function parseGroupVersion(apiVersion: string): { group: string } | { error: str
 }
 
 /**
- * What computeReplicasForMetric reports for one metric when no metrics API is served (replica_calculator.go and
- * metrics/client.go wrap the client's error on the way up). E.g. a CPU utilization target:
- *   event FailedGetResourceMetric: failed to get cpu utilization: unable to get metrics for resource cpu: unable to
- *     fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)
- *   error: failed to get cpu resource metric value: <the same>
+ * What computeReplicasForMetric reports for a metric no adapter serves (Pods, Object, External: replica_calculator.go
+ * and metrics/client.go wrap the client's error on the way up). E.g. a Pods metric:
+ *   event FailedGetPodsMetric: unable to get metric packets: unable to fetch metrics from custom metrics API: no
+ *     custom metrics API (custom.metrics.k8s.io) registered
+ *   error: failed to get pods metric value: <the same>
  */
 export function metricFailure(metric: Obj, namespace: string): MetricFailure {
   const type = str(metric.type);
   switch (type) {
-    case 'Resource':
-    case 'ContainerResource': {
-      const source = obj(type === 'Resource' ? metric.resource : metric.containerResource);
-      const name = str(source.name);
-      const target = obj(source.target);
-      const fetch = `unable to get metrics for resource ${name}: unable to fetch metrics from resource metrics API: ${NOT_SERVED} (get pods.metrics.k8s.io)`;
-      let cause: string;
-      if (target.averageValue !== undefined && target.averageValue !== null)
-        cause = `failed to get ${name} usage: ${fetch}`;
-      else if (target.averageUtilization === undefined || target.averageUtilization === null)
-        cause =
-          'invalid resource metric source: neither an average utilization target nor an average value (usage) target was set';
-      else cause = `failed to get ${name} utilization: ${fetch}`;
-      if (type === 'Resource')
-        return {
-          reason: 'FailedGetResourceMetric',
-          cause,
-          error: `failed to get ${name} resource metric value: ${cause}`,
-        };
-      return {
-        reason: 'FailedGetContainerResourceMetric',
-        cause,
-        error: `failed to get ${str(source.container)} container metric value: ${cause}`,
-      };
-    }
     case 'Pods': {
       const cause = `unable to get metric ${str(obj(obj(metric.pods).metric).name)}: ${NO_CUSTOM_METRICS}`;
       return { reason: 'FailedGetPodsMetric', cause, error: `failed to get pods metric value: ${cause}` };
@@ -217,6 +208,14 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
   const hpas = ctx.informers.for(HPAS);
   const recorder = ctx.recorder(COMPONENT);
   const loop = new ReconcileLoop('horizontalpodautoscaling', ctx, reconcile);
+  /** What each HPA's past syncs recommended and scaled (horizontal.go's recommendations and scale events). */
+  const histories = new Map<string, ScaleHistory>();
+  const reads: ResourceMetricReads = {
+    podMetrics: async (namespace, selector) =>
+      (await ctx.client.list(POD_METRICS, namespace, { labelSelector: selector })).items,
+    // The label index answers the selector: the pods of the target, not a scan of the namespace.
+    pods: async (namespace, selector) => (await ctx.client.list(PODS, namespace, { labelSelector: selector })).items,
+  };
   const keyOf = (hpa: KubeObject): string => `${hpa.metadata.namespace}/${hpa.metadata.name}`;
 
   // enqueueHPA: AddRateLimited on a rate limiter that always answers the sync period, so a new or changed HPA is
@@ -229,9 +228,12 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
   async function reconcile(key: string): Promise<ReconcileResult | void> {
     const slash = key.indexOf('/');
     const hpa = hpas.get(key.slice(0, slash), key.slice(slash + 1));
-    if (!hpa) return;
+    if (!hpa) {
+      histories.delete(key);
+      return;
+    }
     try {
-      await reconcileAutoscaler(deepCopy(hpa));
+      await reconcileAutoscaler(deepCopy(hpa), key);
     } catch (err) {
       // processNextWorkItem: every error is only logged; the HPA comes back after the sync period all the same.
       if (!(err instanceof ApiError && err.code === 409))
@@ -240,7 +242,7 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
     return { requeueAfterMs: syncPeriodMs };
   }
 
-  async function reconcileAutoscaler(hpa: KubeObject): Promise<void> {
+  async function reconcileAutoscaler(hpa: KubeObject, key: string): Promise<void> {
     const namespace = hpa.metadata.namespace!;
     const original = statusOf(hpa.status);
     let status = statusOf(hpa.status);
@@ -303,6 +305,13 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
     );
 
     const currentReplicas = num(obj(scale.spec).replicas);
+    let history = histories.get(key);
+    if (!history) histories.set(key, (history = new ScaleHistory()));
+    history.recordInitial(currentReplicas, now());
+    const behavior = behaviorOf(spec);
+    let metricStatuses: Obj[] | undefined;
+    /** Some metrics failed but others gave a proposal: the sync scales on those and ends with this error. */
+    let partialError: string | undefined;
     const minReplicas = typeof spec.minReplicas === 'number' ? spec.minReplicas : 1;
     const maxReplicas = num(spec.maxReplicas);
     let desiredReplicas = 0;
@@ -328,14 +337,37 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
       rescaleReason = 'Current number of replicas below Spec.MinReplicas';
       desiredReplicas = minReplicas;
     } else {
-      // In range: the replica count comes from metrics, and none can be read here.
-      const error = computeReplicasForMetrics(hpa, status, obj(scale.status), namespace, now());
-      status = withReplicas(status, currentReplicas, status.desiredReplicas, error.statuses);
-      await updateStatusIfNeeded().catch((err: unknown) => ctx.log('debug', messageOf(err)));
-      recorder.event(hpa, 'Warning', 'FailedComputeMetricsReplicas', error.message);
-      throw new Error(
-        `failed to compute desired number of replicas based on listed metrics for ${reference}: ${error.message}`,
-      );
+      const computed = await computeReplicasForMetrics(hpa, status, scale, namespace, now());
+      metricStatuses = computed.statuses;
+      if (computed.replicas === -1) {
+        status = withReplicas(status, currentReplicas, status.desiredReplicas, metricStatuses);
+        await updateStatusIfNeeded().catch((err: unknown) => ctx.log('debug', messageOf(err)));
+        recorder.event(hpa, 'Warning', 'FailedComputeMetricsReplicas', computed.error ?? '');
+        throw new Error(
+          `failed to compute desired number of replicas based on listed metrics for ${reference}: ${computed.error}`,
+        );
+      }
+      partialError = computed.error;
+      let rescaleMetric = '';
+      if (computed.replicas > desiredReplicas) {
+        desiredReplicas = computed.replicas;
+        rescaleMetric = computed.metric;
+      }
+      if (desiredReplicas > currentReplicas) rescaleReason = `${rescaleMetric} above target`;
+      if (desiredReplicas < currentReplicas) rescaleReason = 'All metrics below target';
+      const normalization = {
+        current: currentReplicas,
+        desired: desiredReplicas,
+        min: minReplicas,
+        max: maxReplicas,
+        now: now(),
+      };
+      const normalized = behavior
+        ? history.normalizeWithBehavior(normalization, behavior)
+        : history.normalize(normalization);
+      for (const c of normalized.conditions) setCondition(status, c.type, c.status, c.reason, c.message, now());
+      desiredReplicas = normalized.replicas;
+      rescale = desiredReplicas !== currentReplicas;
     }
 
     if (rescale) {
@@ -356,7 +388,7 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
           `the HPA controller was unable to update the target scale: ${messageOf(err)}`,
           now(),
         );
-        status = withReplicas(status, currentReplicas, status.desiredReplicas, undefined);
+        status = withReplicas(status, currentReplicas, status.desiredReplicas, metricStatuses);
         await updateStatusIfNeeded().catch((e: unknown) => ctx.log('debug', messageOf(e)));
         throw new Error(`failed to rescale ${reference}: ${messageOf(err)}`);
       }
@@ -369,11 +401,13 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
         now(),
       );
       recorder.event(hpa, 'Normal', 'SuccessfulRescale', `New size: ${desiredReplicas}; reason: ${rescaleReason}`);
+      history.recordScale(behavior, currentReplicas, desiredReplicas, now());
       removeCondition(status, 'ScaledToZero');
     } else desiredReplicas = currentReplicas;
 
-    status = withReplicas(status, currentReplicas, desiredReplicas, undefined, rescale ? now() : undefined);
+    status = withReplicas(status, currentReplicas, desiredReplicas, metricStatuses, rescale ? now() : undefined);
     await updateStatusIfNeeded();
+    if (partialError !== undefined) throw new Error(partialError);
   }
 
   /** Scales(ns).Update under retry.RetryOnConflict: a conflict re-reads the scale and tries again. */
@@ -393,18 +427,19 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
   }
 
   /**
-   * computeReplicasForMetrics when no metric can be read: the selector checks, then one failure per metric (an event
-   * each), ScalingActive from the first, and an empty MetricStatus per metric ({type: ""}, which kubectl shows as
-   * <unknown>).
+   * computeReplicasForMetrics: the selector checks, then each metric's proposal (an event per failing one); the
+   * highest proposal wins. All failing, or some failing while the rest would scale down: -1 and ScalingActive False
+   * from the first failure; else ScalingActive True (ValidMetricFound). `statuses` has one MetricStatus per metric,
+   * empty ({type: ""}, which kubectl shows as <unknown>) where it failed.
    */
-  function computeReplicasForMetrics(
+  async function computeReplicasForMetrics(
     hpa: KubeObject,
     status: Status,
-    scaleStatus: Obj,
+    scale: KubeObject,
     namespace: string,
     now: number,
-  ): { message: string; statuses?: Obj[] } {
-    const selector = str(scaleStatus.selector);
+  ): Promise<{ replicas: number; metric: string; statuses?: Obj[]; error?: string }> {
+    const selector = str(obj(scale.status).selector);
     if (selector === '') {
       recorder.event(hpa, 'Warning', 'SelectorRequired', 'selector is required');
       setCondition(
@@ -415,7 +450,7 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
         "the HPA target's scale is missing a selector",
         now,
       );
-      return { message: 'selector is required' };
+      return { replicas: -1, metric: '', error: 'selector is required' };
     }
     try {
       parseLabelSelector(selector);
@@ -423,25 +458,71 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
       const message = `couldn't convert selector into a corresponding internal selector object: ${messageOf(err)}`;
       recorder.event(hpa, 'Warning', 'InvalidSelector', message);
       setCondition(status, 'ScalingActive', 'False', 'InvalidSelector', message, now);
-      return { message };
+      return { replicas: -1, metric: '', error: message };
     }
+    const specReplicas = num(obj(scale.spec).replicas);
     const metrics = (Array.isArray(obj(hpa.spec).metrics) ? (obj(hpa.spec).metrics as unknown[]) : []).map(obj);
-    const failures = metrics.map((metric) => metricFailure(metric, namespace));
-    for (const f of failures) recorder.event(hpa, 'Warning', f.reason, f.cause);
-    const first = failures[0];
-    if (first)
-      setCondition(
-        status,
-        'ScalingActive',
-        'False',
-        first.reason,
-        `the HPA was unable to compute the replica count: ${first.cause}`,
-        now,
-      );
-    return {
-      message: `invalid metrics (${failures.length} invalid out of ${metrics.length}), first error is: ${first?.error ?? ''}`,
-      statuses: metrics.map(() => ({ type: '' })),
-    };
+    const statuses: Obj[] = metrics.map(() => ({ type: '' }));
+    let replicas = 0;
+    let metric = '';
+    let invalid = 0;
+    let first: MetricFailure | undefined;
+    for (const [i, spec] of metrics.entries()) {
+      try {
+        const proposal = await computeReplicasForMetric(spec, specReplicas, namespace, selector, now);
+        statuses[i] = proposal.status;
+        if (replicas === 0 || proposal.replicas > replicas) {
+          replicas = proposal.replicas;
+          metric = proposal.metricName;
+        }
+      } catch (err) {
+        const failure: MetricFailure =
+          err instanceof MetricError
+            ? { reason: err.reason, cause: err.eventMessage, error: err.message }
+            : { reason: 'FailedGetResourceMetric', cause: messageOf(err), error: messageOf(err) };
+        recorder.event(hpa, 'Warning', failure.reason, failure.cause);
+        first ??= failure;
+        invalid++;
+      }
+    }
+    const error = first
+      ? `invalid metrics (${invalid} invalid out of ${metrics.length}), first error is: ${first.error}`
+      : undefined;
+    if (invalid >= metrics.length || (invalid > 0 && replicas < specReplicas)) {
+      if (first)
+        setCondition(
+          status,
+          'ScalingActive',
+          'False',
+          first.reason,
+          `the HPA was unable to compute the replica count: ${first.cause}`,
+          now,
+        );
+      return { replicas: -1, metric: '', statuses, error };
+    }
+    setCondition(
+      status,
+      'ScalingActive',
+      'True',
+      'ValidMetricFound',
+      `the HPA was able to successfully calculate a replica count from ${metric}`,
+      now,
+    );
+    return { replicas, metric, statuses, error };
+  }
+
+  /** computeReplicasForMetric: Resource metrics from the metrics API; the others as no adapter serves them. */
+  async function computeReplicasForMetric(
+    spec: Obj,
+    specReplicas: number,
+    namespace: string,
+    selector: string,
+    now: number,
+  ): Promise<ResourceMetricResult> {
+    if (spec.type === 'Resource' || spec.type === 'ContainerResource')
+      return computeResourceMetric(reads, spec, specReplicas, namespace, selector, now);
+    const failure = metricFailure(spec, namespace);
+    throw new MetricError(failure.reason, failure.cause, failure.error);
   }
 
   return { name: 'horizontalpodautoscaling', start: async () => loop.start(), stop: () => loop.stop() };
