@@ -92,6 +92,27 @@ test('image catalogs: their errors name the file and the field', () => {
   );
   const catalog = parseImageCatalog('kind: ImageCatalog\nstopDelay: 3s\nmissing: [app]\n');
   assert.deepEqual(catalog, { stopDelayMs: 3000, missing: ['app'], images: [] });
+  assert.throws(
+    () => parseImageCatalog('kind: ImageCatalog\nimages: [{images: [app], http: {paths: {}}}]\n', 'f.yaml'),
+    /^Error: f\.yaml: images\[0\]\.http\.otherwise: must be an object$/,
+  );
+  assert.throws(
+    () =>
+      parseImageCatalog(
+        'kind: ImageCatalog\nimages: [{images: [app], http: {otherwise: {status: 7, body: x}}}]\n',
+        'f.yaml',
+      ),
+    /^Error: f\.yaml: images\[0\]\.http\.otherwise\.status: must be an HTTP status code$/,
+  );
+});
+
+test("the catalog's http answers: nginx's pages per path with its Server header, a 404 page for any other path", () => {
+  const nginx = new Images(defaultImageCatalog()).lookup('nginx:1.27')?.http;
+  assert.equal(nginx?.paths?.['/']?.status, 200);
+  assert.deepEqual(nginx?.paths?.['/']?.headers, { Server: 'nginx/1.27.3', 'Content-Type': 'text/html' });
+  assert.equal(nginx?.paths?.['/index.html']?.body, nginx?.paths?.['/']?.body);
+  assert.equal(nginx?.otherwise.status, 404);
+  assert.equal(new Images(defaultImageCatalog()).lookup('redis')?.http, undefined);
 });
 
 test("the pod record's image back-off: 10 s after the first failed pull, doubling to 5 min, over once pulled", () => {

@@ -15,6 +15,11 @@ export interface KubeletConnector {
   attach(pod: KubeObject, container: string): AttachTarget;
   /** Checks the pod's sandbox runs and returns a way into its network namespace. */
   portForward(pod: KubeObject): PortForwardTarget;
+  /**
+   * A TCP connection to the pod's IP and port, as the API server's pods and services proxy dials it; rejects with
+   * the dial's error (`dial tcp 10.244.0.5:81: connect: connection refused`) when nothing listens there.
+   */
+  dial(pod: KubeObject, port: number): Promise<Duplex>;
   /** The nodes whose kubelets run here, each with whether it is failed (for GET /sim/v1/nodes). */
   kubelets(): Array<{ node: string; failed: boolean }>;
   /** Stops a node's kubelet (no heartbeats, its pods stop progressing); false when there is no such node. */

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { Resources } from '../client/client.js';
 import type { Informer } from '../client/informer.js';
@@ -10,6 +11,7 @@ import type {
   PortForwardTarget,
 } from '../api/kubelet-connector.js';
 import { ContainerDisks } from './filesystem.js';
+import { HttpApps } from './http-app.js';
 import { Images, type ImageCatalog } from './images.js';
 import { KubeletApi } from './kubelet-api.js';
 import { LogStore } from './logs.js';
@@ -65,10 +67,11 @@ export class KubeletFleet implements Controller, KubeletConnector {
     const disks = new ContainerDisks();
     const env = (node: string): EnvSources => this.envSources(node);
     const agent = (node: string) => this.agents.get(node);
+    const images = new Images(options.images);
     const podOptions = {
       stages: options.stages,
       settings: options.settings,
-      images: new Images(options.images),
+      images,
       missingImages: options.missingImages,
     };
     this.pods = new PodWorker(ctx, podOptions, {
@@ -90,6 +93,7 @@ export class KubeletFleet implements Controller, KubeletConnector {
       disks,
       env,
       clock: ctx.clock,
+      apps: new HttpApps(images, ctx.clock),
       session: (pod, container, instance) => this.pods.session(pod, container, instance),
     });
   }
@@ -121,6 +125,10 @@ export class KubeletFleet implements Controller, KubeletConnector {
 
   portForward(pod: KubeObject): PortForwardTarget {
     return this.api.portForward(pod);
+  }
+
+  dial(pod: KubeObject, port: number): Promise<Duplex> {
+    return this.api.dial(pod, port);
   }
 
   kubelets(): Array<{ node: string; failed: boolean }> {

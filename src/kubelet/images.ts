@@ -20,6 +20,21 @@ export interface ImageInfo {
   serves: boolean;
   /** Its own stop delay, instead of the catalog's. */
   stopDelayMs?: number;
+  /** What it answers on the ports its containers declare (http-app.ts). */
+  http?: ImageHttp;
+}
+
+/** An HTTP answer of a simulated app: its body may use ${name}, ${port}, … and the container's $(VAR). */
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** What an image's server answers: per path, and for every other path. */
+export interface ImageHttp {
+  paths?: Record<string, HttpAnswer>;
+  otherwise: HttpAnswer;
 }
 
 export interface ImageCatalog {
@@ -135,6 +150,38 @@ function duration(value: unknown, where: string): number {
   }
 }
 
+function httpAnswer(value: unknown, where: string, headers: Record<string, string>): HttpAnswer {
+  if (!isPlainObject(value)) fail(where, 'must be an object');
+  const status = value.status ?? 200;
+  if (!Number.isInteger(status) || (status as number) < 100 || (status as number) > 999)
+    fail(`${where}.status`, 'must be an HTTP status code');
+  if (typeof value.body !== 'string') fail(`${where}.body`, 'must be a string');
+  const own = value.headers ?? {};
+  if (!isPlainObject(own) || !Object.values(own).every((v) => typeof v === 'string'))
+    fail(`${where}.headers`, 'must map header names to strings');
+  return { status: status as number, headers: { ...headers, ...(own as Record<string, string>) }, body: value.body };
+}
+
+/** An entry's `http`: `headers` sent with every answer, `paths` answered as listed, `otherwise` for the rest. */
+function imageHttp(value: unknown, where: string): ImageHttp {
+  if (!isPlainObject(value)) fail(where, 'must be an object');
+  const headers = value.headers ?? {};
+  if (!isPlainObject(headers) || !Object.values(headers).every((v) => typeof v === 'string'))
+    fail(`${where}.headers`, 'must map header names to strings');
+  const common = headers as Record<string, string>;
+  const http: ImageHttp = { otherwise: httpAnswer(value.otherwise, `${where}.otherwise`, common) };
+  if (value.paths !== undefined) {
+    if (!isPlainObject(value.paths)) fail(`${where}.paths`, 'must map paths to answers');
+    http.paths = Object.fromEntries(
+      Object.entries(value.paths).map(([path, answer]) => [
+        path,
+        httpAnswer(answer, `${where}.paths["${path}"]`, common),
+      ]),
+    );
+  }
+  return http;
+}
+
 /** Parses an image catalog (YAML of kind ImageCatalog). */
 export function parseImageCatalog(text: string, source = 'images'): ImageCatalog {
   let doc: unknown;
@@ -155,6 +202,7 @@ export function parseImageCatalog(text: string, source = 'images'): ImageCatalog
     if (raw.entrypoint !== undefined) info.entrypoint = stringList(raw.entrypoint, `${where}.entrypoint`);
     if (raw.cmd !== undefined) info.cmd = stringList(raw.cmd, `${where}.cmd`);
     if (raw.stopDelay !== undefined) info.stopDelayMs = duration(raw.stopDelay, `${where}.stopDelay`);
+    if (raw.http !== undefined) info.http = imageHttp(raw.http, `${where}.http`);
     return info;
   });
   return {

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { ApiError, Errors } from '../api/errors.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { Clock } from '../clock/clock.js';
@@ -5,6 +6,7 @@ import { podNodeName as podNode } from '../api/pod-util.js';
 import { envAnnotation } from './actions.js';
 import type { AttachTarget, ExecTarget, LogSource, PortForwardTarget } from '../api/kubelet-connector.js';
 import { LineSplitter, runInContainer } from './exec-shell.js';
+import { duplexPair, type HttpApps } from './http-app.js';
 import type { ContainerDisks } from './filesystem.js';
 import type { LogStore } from './logs.js';
 import type { NodeAgent } from './node-agent.js';
@@ -51,6 +53,8 @@ export interface KubeletApiSources {
   disks: ContainerDisks;
   env(node: string): EnvSources;
   clock: Clock;
+  /** The simulated apps behind the pods' ports. */
+  apps: HttpApps;
   /** The interactive command of a running container instance, waiting for an attach to run it (pod-worker.ts). */
   session(pod: KubeObject, container: string, instance: number): AttachSession | undefined;
 }
@@ -152,7 +156,20 @@ export class KubeletApi {
   /** The pod's network namespace. */
   portForward(pod: KubeObject): PortForwardTarget {
     this.reachable(pod, `portForward/${pod.metadata.namespace}/${pod.metadata.name}`);
-    return portForwardInto(pod);
+    return portForwardInto(pod, this.sources.apps);
+  }
+
+  /** A connection to the pod's IP and port from the cluster network (the API server's proxy). */
+  dial(pod: KubeObject, port: number): Promise<Duplex> {
+    const status = isPlainObject(pod.status) ? pod.status : {};
+    const address = `${typeof status.podIP === 'string' ? status.podIP : ''}:${port}`;
+    // A pod on a node that is down: nothing routes to its network.
+    if (!this.sources.agent(podNode(pod))?.up)
+      return Promise.reject(new Error(`dial tcp ${address}: connect: no route to host`));
+    const [client, server] = duplexPair();
+    if (this.sources.apps.serve(pod, port, server) === undefined)
+      return Promise.reject(new Error(`dial tcp ${address}: connect: connection refused`));
+    return Promise.resolve(client);
   }
 
   /** A process in a running container: the environment it started with, its mounted files. */

@@ -25,6 +25,7 @@ import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPTED, OpenApiV2 } from './
 import type { KubeletConnector } from '../api/kubelet-connector.js';
 import type { ApiAuth } from '../auth/api-auth.js';
 import { PodConnect } from './pod-connect.js';
+import { ApiProxy } from './proxy.js';
 import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources.js';
 import { isUiRequest, registerUiRoutes } from './ui.js';
 
@@ -147,6 +148,7 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
   const openapi = new OpenApi(cluster.registry);
   const openapiV2 = new OpenApiV2(cluster.registry, openapi);
   const resources = new ResourceHandler(cluster, options.kubelet);
+  const proxy = new ApiProxy(cluster, options.kubelet);
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) =>
@@ -270,6 +272,18 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
       }
     }
     if (version === undefined) throw Errors.pathNotFound();
+    // pods/NAME/proxy/... and services/NAME/proxy/...: the rest of the path is the pod's.
+    if (
+      legacy &&
+      version === 'v1' &&
+      segments.length >= 5 &&
+      segments[0] === 'namespaces' &&
+      (segments[2] === 'pods' || segments[2] === 'services') &&
+      segments[4] === 'proxy'
+    ) {
+      const rawPath = (request.raw.url ?? '').split('?')[0]!;
+      return proxy.handle(segments[2], segments[1]!, segments[3]!, rawPath, request, reply);
+    }
     if (segments.length === 0) {
       if (request.method !== 'GET') throw Errors.methodNotAllowed();
       const doc = discovery.resourceList(group, version);

@@ -167,6 +167,7 @@ const pods: KindInfo = {
     { name: 'exec', kind: 'PodExecOptions', verbs: ['create', 'get'] },
     { name: 'log', kind: 'Pod', verbs: ['get'] },
     { name: 'portforward', kind: 'PodPortForwardOptions', verbs: ['create', 'get'] },
+    { name: 'proxy', kind: 'PodProxyOptions', verbs: ['create', 'delete', 'get', 'patch', 'update'] },
   ],
   strategy: {
     defaults(obj) {
@@ -443,6 +444,9 @@ const services: KindInfo = {
   categories: ['all'],
   status: true,
   nameRule: 'dns1035',
+  extraSubresources: [
+    { name: 'proxy', kind: 'ServiceProxyOptions', verbs: ['create', 'delete', 'get', 'patch', 'update'] },
+  ],
   strategy: {
     defaults(obj) {
       const s = spec(obj);
