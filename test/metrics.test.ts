@@ -155,6 +155,27 @@ describe('metrics.k8s.io on a virtual clock', () => {
       message: 'nodes "node-9" not found',
     });
   });
+
+  it('a node that is not Ready answers no scrape: neither it nor its pods are reported', () => {
+    const nodes = sim.cluster.kind('', 'v1', 'nodes');
+    const node = sim.cluster.api.get(nodes, undefined, 'node-1');
+    const status = node.status as Obj;
+    const conditions = (status.conditions as Obj[]).map((c) =>
+      c.type === 'Ready' ? { ...c, status: 'Unknown', reason: 'NodeStatusUnknown' } : c,
+    );
+    sim.cluster.api.update(
+      nodes,
+      undefined,
+      'node-1',
+      { ...node, status: { ...status, conditions } },
+      {
+        subresource: 'status',
+      },
+    );
+    assert.deepEqual(sim.cluster.api.list(kinds().nodeMetrics, undefined, {}).items, []);
+    assert.deepEqual(sim.cluster.api.list(kinds().podMetrics, 'default', {}).items, []);
+    assert.throws(() => metricsOf('shop-1'), { message: 'podmetrics.metrics.k8s.io "default/shop-1" not found' });
+  });
 });
 
 test('kubectl top pods, top pods --containers and top nodes read the simulated usage', async (t) => {

@@ -28,8 +28,10 @@ import type { ComputedRead, KindInfo, StrategyContext } from '../types.js';
  *   instant and `window` the 15 s since the previous one;
  * - CPU is a rate between two samples, so a container is reported once it ran 10 s before a scrape (a fresh
  *   container's first window runs from its start: started 12:00:18, at the 12:00:30 scrape window 12s); a pod is
- *   reported when it is Running and every running container is, memory being the working set at the scrape;
- * - a node is its pods plus the system's own use (kubelet, runtime, OS), reported while it is Ready.
+ *   reported when it is Running on a Ready node and every running container is, memory being the working set at
+ *   the scrape;
+ * - a node is its pods plus the system's own use (kubelet, runtime, OS), reported while it is Ready (a node that is
+ *   not has a kubelet that does not answer the scrape: neither it nor its pods are reported).
  *
  * Quantities are in metrics-server's units: CPU from nanocores (`12345n`, canonical `250m` when exact), memory in
  * bytes of whole pages (`10184Ki`).
@@ -168,9 +170,22 @@ class MetricsRead {
     };
   }
 
+  private readonly readyNodes = new Map<string, boolean>();
+
+  /** Whether a node's kubelet answers scrapes: its Ready condition is True. */
+  private nodeReady(name: string): boolean {
+    let ready = this.readyNodes.get(name);
+    if (ready === undefined) {
+      const node = this.store.get(NODES, undefined, name);
+      ready = node !== undefined && readySince(node) !== undefined;
+      this.readyNodes.set(name, ready);
+    }
+    return ready;
+  }
+
   /** PodMetrics of a pod, or undefined when metrics-server would have none for it. */
   podMetrics(pod: KubeObject): KubeObject | undefined {
-    if (podPhase(pod) !== 'Running') return undefined;
+    if (podPhase(pod) !== 'Running' || !this.nodeReady(podNodeName(pod))) return undefined;
     const running = runningContainers(pod).filter((c) => c.startedAt <= this.scrape);
     if (running.length === 0) return undefined;
     const samples = running.map((c) => sampleSince(c.startedAt, this.scrape));
@@ -208,10 +223,8 @@ class MetricsRead {
 
   /** NodeMetrics of a node, or undefined while it is not Ready (its kubelet does not answer the scrape). */
   nodeMetrics(node: KubeObject, pods?: readonly KubeObject[]): KubeObject | undefined {
-    const conditions = obj(node.status).conditions;
-    const ready = (Array.isArray(conditions) ? conditions.map(obj) : []).find((c) => c.type === 'Ready');
-    if (ready?.status !== 'True') return undefined;
-    const since = Date.parse(String(ready.lastTransitionTime ?? node.metadata.creationTimestamp ?? '')) || 0;
+    const since = readySince(node);
+    if (since === undefined) return undefined;
     const sample = sampleSince(since, this.scrape);
     if (!sample) return undefined;
     const onNode =
@@ -238,6 +251,14 @@ class MetricsRead {
 }
 
 const NO_FIELDS = new FieldSelector([]);
+
+/** When a node turned Ready, or undefined while it is not (its kubelet does not answer metrics-server). */
+function readySince(node: KubeObject): number | undefined {
+  const conditions = obj(node.status).conditions;
+  const ready = (Array.isArray(conditions) ? conditions.map(obj) : []).find((c) => c.type === 'Ready');
+  if (ready?.status !== 'True') return undefined;
+  return Date.parse(String(ready.lastTransitionTime ?? node.metadata.creationTimestamp ?? '')) || 0;
+}
 
 /** A container's resources.limits.cpu in millicores (Infinity without one). */
 function cpuLimitMilli(pod: KubeObject, container: string): number {
