@@ -302,3 +302,21 @@ function renderValue(value: unknown): string {
   if (value === null || value === undefined) return 'null';
   return JSON.stringify(value);
 }
+
+/**
+ * A write of the server's own that may lose a race harmlessly (the object changed or went meanwhile, 409 or 404; or,
+ * with several API servers over etcd, another one made it first): the loss is no error, the racing change brings
+ * whoever cares back. Other failures are thrown, or rejected when the write waited.
+ */
+export function raceTolerant(write: () => unknown): unknown {
+  const lostRace = (err: unknown): undefined => {
+    if (err instanceof ApiError && (err.code === 409 || err.code === 404)) return undefined;
+    throw err;
+  };
+  try {
+    const result = write();
+    return result instanceof Promise ? result.catch(lostRace) : result;
+  } catch (err) {
+    return lostRace(err);
+  }
+}

@@ -35,3 +35,17 @@ export function sync<T>(value: MaybePromise<T>): T {
   if (value instanceof Promise) throw new Error('a synchronous read or write met an asynchronous step');
   return value;
 }
+
+/**
+ * A write nobody waits for (the server's own bookkeeping): where it turned out to wait (etcd), its failure goes to
+ * `onError` rather than becoming an unhandled rejection that would stop the process.
+ */
+export function settle(value: MaybePromise<unknown>, onError: (err: unknown) => void): void {
+  if (value instanceof Promise) value.catch(onError);
+}
+
+/** Waits for those of `values` that are promises (none: at once). */
+export function allOf(values: ReadonlyArray<MaybePromise<unknown>>): MaybePromise<void> {
+  const pending = values.filter((v) => v instanceof Promise);
+  if (pending.length > 0) return Promise.all(pending).then(() => undefined);
+}

@@ -62,6 +62,16 @@ export function buildProgram(): Command {
       'keep the cluster across restarts and crashes: a directory (snapshot.json + wal.log), or a snapshot file (+ FILE.wal)',
     )
     .option(
+      '--etcd-servers <urls>',
+      "keep the cluster in etcd (comma-separated client URLs, as kube-apiserver's flag): several sim serve processes then serve one cluster",
+    )
+    .option('--etcd-prefix <prefix>', 'with --etcd-servers: the prefix of every key', '/registry')
+    .option(
+      '--etcd-compaction-interval <duration>',
+      "with --etcd-servers: how often etcd's history is compacted (0: never), as kube-apiserver's flag",
+      '5m',
+    )
+    .option(
       '--repair',
       'with --data: truncate a corrupt write-ahead log at its first bad record instead of refusing to start',
     )

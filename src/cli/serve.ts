@@ -34,6 +34,9 @@ export interface ServeOptions {
   host: string;
   data?: string;
   repair?: boolean;
+  etcdServers?: string;
+  etcdPrefix?: string;
+  etcdCompactionInterval?: string;
   clock: 'real' | 'virtual';
   seed?: number;
   watchHistory: number;
@@ -176,6 +179,29 @@ function currentContext(): string | undefined {
   }
 }
 
+/** --etcd-servers and its companions, checked: undefined without it. */
+function etcdOptions(options: ServeOptions): SimulatorOptions['etcd'] {
+  if (options.etcdServers === undefined) return undefined;
+  if (options.data !== undefined) throw new Error('--data and --etcd-servers are exclusive: etcd keeps the cluster');
+  const endpoints = options.etcdServers
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const url of endpoints)
+    if (!/^https?:\/\/[^/]+\/?$/.test(url))
+      throw new Error(`--etcd-servers: "${url}" is not an etcd client URL (e.g. http://127.0.0.1:2379)`);
+  if (endpoints.length === 0) throw new Error('--etcd-servers: no URL given');
+  const prefix = options.etcdPrefix ?? '/registry';
+  if (!prefix.startsWith('/')) throw new Error(`--etcd-prefix: "${prefix}" must start with /`);
+  let compactionIntervalMs: number;
+  try {
+    compactionIntervalMs = parseDuration(options.etcdCompactionInterval ?? '5m');
+  } catch {
+    throw new Error(`--etcd-compaction-interval: "${options.etcdCompactionInterval}" is not a duration (e.g. 5m, 0)`);
+  }
+  return { endpoints, prefix, compactionIntervalMs };
+}
+
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
 export async function serve(options: ServeOptions): Promise<void> {
   const log = new Logger(options.logLevel);
@@ -190,7 +216,9 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
   let sim: Simulator;
   try {
+    const etcd = etcdOptions(options);
     sim = await startSimulator({
+      etcd,
       clock: options.clock,
       seed: options.seed,
       watchHistory: options.watchHistory,
@@ -323,7 +351,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       );
   }
   log.info(
-    `clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.data ? `, data ${options.data}` : ', in memory'}`,
+    `clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.etcdServers ? `, etcd ${options.etcdServers} (prefix ${options.etcdPrefix ?? '/registry'})` : options.data ? `, data ${options.data}` : ', in memory'}`,
   );
   log.info(`controllers: ${manager.names().join(', ') || '(none)'}`);
   log.info(

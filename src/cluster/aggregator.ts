@@ -1,5 +1,6 @@
 import { rfc3339 } from '../clock/clock.js';
-import { ApiError } from '../api/errors.js';
+import { raceTolerant } from '../api/errors.js';
+import { allOf, settle, then, type MaybePromise } from '../api/maybe-async.js';
 import type { KubeObject } from '../api/types.js';
 import { apiServices, BUILTIN_API_PRIORITIES, CRD_API_PRIORITY } from '../registry/builtin/apiregistration.js';
 import { builtinKinds } from '../registry/builtin/index.js';
@@ -40,14 +41,16 @@ export class LocalApiServices {
   }
 
   /** The built-in group-versions' APIServices, made where missing (the autoregister controller on start). */
-  registerBuiltins(): void {
+  registerBuiltins(): MaybePromise<void> {
+    const writes: unknown[] = [];
     for (const gv of BUILTIN) {
       const priority = BUILTIN_API_PRIORITIES[gv];
       if (priority && this.registry.groupVersions().some((x) => groupVersion(x) === gv))
-        this.ensure(gv, priority, 'onstart');
+        writes.push(this.ensure(gv, priority, 'onstart'));
     }
-    for (const extension of this.extensions.values()) this.ensureExtension(extension);
-    this.syncCustomResources();
+    for (const extension of this.extensions.values()) writes.push(this.ensureExtension(extension));
+    writes.push(this.syncCustomResources());
+    return allOf(writes);
   }
 
   /**
@@ -58,10 +61,10 @@ export class LocalApiServices {
     this.extensions.set(`${extension.group}/${extension.version}`, extension);
   }
 
-  private ensureExtension(extension: ExtensionApiService): void {
+  private ensureExtension(extension: ExtensionApiService): unknown {
     const name = `${extension.version}.${extension.group}`;
-    if (this.api.store.get(resourceKey(apiServices), undefined, name)) return;
-    this.write(
+    if (this.api.store.get(resourceKey(apiServices), undefined, name)) return undefined;
+    return this.write(
       name,
       {
         metadata: { name, labels: extension.labels },
@@ -83,37 +86,37 @@ export class LocalApiServices {
     this.pending = true;
     queueMicrotask(() => {
       this.pending = false;
-      this.syncCustomResources();
+      settle(this.syncCustomResources(), () => undefined);
     });
   }
 
   /** One APIService for every served group-version of custom resources, none for a group-version no longer served. */
-  private syncCustomResources(): void {
+  private syncCustomResources(): MaybePromise<void> {
+    const writes: unknown[] = [];
     const served = new Set(this.registry.groupVersions().map((gv) => groupVersion(gv)));
     for (const gv of served)
-      if (!BUILTIN.has(gv) && !this.extensions.has(gv)) this.ensure(gv, CRD_API_PRIORITY, 'true');
+      if (!BUILTIN.has(gv) && !this.extensions.has(gv)) writes.push(this.ensure(gv, CRD_API_PRIORITY, 'true'));
     for (const service of this.api.store.all(resourceKey(apiServices))) {
       if (service.metadata.labels?.[MANAGED] !== 'true') continue;
       const spec = service.spec as { group?: string; version?: string } | undefined;
       const gv = spec?.group ? `${spec.group}/${spec.version}` : String(spec?.version);
       if (served.has(gv)) continue;
-      try {
-        this.api.delete(apiServices, undefined, service.metadata.name!, { internal: true });
-      } catch (err) {
-        if (!(err instanceof ApiError && err.code === 404)) throw err;
-      }
+      writes.push(
+        raceTolerant(() => this.api.delete(apiServices, undefined, service.metadata.name!, { internal: true })),
+      );
     }
+    return allOf(writes);
   }
 
   private ensure(
     gv: string,
     [groupPriorityMinimum, versionPriority]: readonly [number, number],
     managed: string,
-  ): void {
+  ): unknown {
     const [group, version] = gv.includes('/') ? gv.split('/') : ['', gv];
     const name = `${version}.${group}`;
-    if (this.api.store.get(resourceKey(apiServices), undefined, name)) return;
-    this.write(
+    if (this.api.store.get(resourceKey(apiServices), undefined, name)) return undefined;
+    return this.write(
       name,
       {
         metadata: { name, labels: { [MANAGED]: managed } },
@@ -124,32 +127,30 @@ export class LocalApiServices {
   }
 
   /** Creates an APIService and records it Available. */
-  private write(name: string, body: KubeObject, available: { reason: string; message: string }): void {
-    try {
-      this.api.create(apiServices, undefined, body, { internal: true });
-      const created: KubeObject = this.api.get(apiServices, undefined, name);
-      this.api.update(
-        apiServices,
-        undefined,
-        name,
-        {
-          ...created,
-          status: {
-            conditions: [
-              {
-                type: 'Available',
-                status: 'True',
-                lastTransitionTime: rfc3339(this.api.ctx.clock.now()),
-                ...available,
-              },
-            ],
+  private write(name: string, body: KubeObject, available: { reason: string; message: string }): unknown {
+    // Made meanwhile by someone else (another API server, with etcd): theirs stands.
+    return raceTolerant(() =>
+      then(this.api.create(apiServices, undefined, body, { internal: true }), (created: KubeObject) =>
+        this.api.update(
+          apiServices,
+          undefined,
+          name,
+          {
+            ...created,
+            status: {
+              conditions: [
+                {
+                  type: 'Available',
+                  status: 'True',
+                  lastTransitionTime: rfc3339(this.api.ctx.clock.now()),
+                  ...available,
+                },
+              ],
+            },
           },
-        },
-        { subresource: 'status', internal: true },
-      );
-    } catch (err) {
-      // Made meanwhile by someone else: theirs stands.
-      if (!(err instanceof ApiError && err.code === 409)) throw err;
-    }
+          { subresource: 'status', internal: true },
+        ),
+      ),
+    );
   }
 }

@@ -1,5 +1,6 @@
 import { rfc3339 } from '../clock/clock.js';
-import { ApiError } from '../api/errors.js';
+import { raceTolerant } from '../api/errors.js';
+import { allOf, settle, type MaybePromise } from '../api/maybe-async.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import {
   bootstrapFlowSchemas,
@@ -27,15 +28,18 @@ export class FlowControlConfig {
     });
   }
 
-  bootstrap(): void {
-    for (const level of bootstrapPriorityLevels) this.ensure(priorityLevelConfigurations, PRIORITY_LEVELS, level);
-    for (const schema of bootstrapFlowSchemas) this.ensure(flowSchemas, FLOW_SCHEMAS, schema);
+  bootstrap(): MaybePromise<void> {
+    const writes: unknown[] = [];
+    for (const level of bootstrapPriorityLevels)
+      writes.push(this.ensure(priorityLevelConfigurations, PRIORITY_LEVELS, level));
+    for (const schema of bootstrapFlowSchemas) writes.push(this.ensure(flowSchemas, FLOW_SCHEMAS, schema));
+    return allOf(writes);
   }
 
-  private ensure(info: typeof flowSchemas, table: string, body: Record<string, unknown>): void {
+  private ensure(info: typeof flowSchemas, table: string, body: Record<string, unknown>): unknown {
     const name = (body.metadata as { name: string }).name;
     if (this.api.store.get(table, undefined, name)) return;
-    this.api.create(info, undefined, body, { internal: true });
+    return raceTolerant(() => this.api.create(info, undefined, body, { internal: true }));
   }
 
   private schedule(): void {
@@ -60,18 +64,19 @@ export class FlowControlConfig {
         ...(isPlainObject(schema.status) ? schema.status : {}),
         conditions: [...conditions(schema).filter((c) => c.type !== 'Dangling'), wanted],
       };
-      try {
-        this.api.update(
-          flowSchemas,
-          undefined,
-          schema.metadata.name!,
-          { ...schema, status },
-          { subresource: 'status', internal: true },
-        );
-      } catch (err) {
-        // Changed or gone meanwhile: that change brings us back here.
-        if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) throw err;
-      }
+      // Changed or gone meanwhile: that change brings us back here.
+      settle(
+        raceTolerant(() =>
+          this.api.update(
+            flowSchemas,
+            undefined,
+            schema.metadata.name!,
+            { ...schema, status },
+            { subresource: 'status', internal: true },
+          ),
+        ),
+        () => undefined,
+      );
     }
   }
 }

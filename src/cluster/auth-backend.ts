@@ -1,3 +1,5 @@
+import { raceTolerant } from '../api/errors.js';
+import { settle } from '../api/maybe-async.js';
 import type { AuthBackend } from '../auth/api-auth.js';
 import { serviceAccountTokens } from '../registry/serviceaccount-token.js';
 import { resourceKey } from '../registry/types.js';
@@ -11,7 +13,10 @@ export function authBackend(cluster: Cluster): AuthBackend {
     ensure: (resource, obj) => {
       const info = cluster.kind('rbac.authorization.k8s.io', 'v1', resource);
       if (!cluster.store.get(resourceKey(info), undefined, obj.metadata.name!))
-        cluster.api.create(info, undefined, structuredClone(obj), { internal: true });
+        settle(
+          raceTolerant(() => cluster.api.create(info, undefined, structuredClone(obj), { internal: true })),
+          (err) => cluster.log('error', `could not create ${resource} ${obj.metadata.name}: ${String(err)}`),
+        );
     },
   };
 }

@@ -13,7 +13,10 @@ import { StorageObjectInUseProtection } from '../registry/admission/storage-prot
 import { GenericStore } from '../registry/generic-store.js';
 import { Registry } from '../registry/registry.js';
 import { resourceKey, type KindInfo, type StrategyContext } from '../registry/types.js';
-import { MemoryStore } from '../storage/memory-store.js';
+import { MemoryStore, type StoreWrites } from '../storage/memory-store.js';
+import { EtcdStore, type EtcdStoreOptions } from '../storage/etcd-store.js';
+import { raceTolerant } from '../api/errors.js';
+import { allOf, sync, then, type MaybePromise } from '../api/maybe-async.js';
 import { SnapshotFile } from '../storage/snapshot.js';
 import { dataPaths, scanWal, truncateWal, WriteAheadLog } from '../storage/wal.js';
 import { ClusterCertificateAuthority, type CaPem } from './certificate-authority.js';
@@ -58,6 +61,8 @@ export interface ClusterOptions {
    * metrics-server, where `kubectl top` and HPAs find no metrics API).
    */
   metricsServer?: boolean;
+  /** etcd as the store (`--etcd-servers`), this process's store its watch cache; exclusive with dataPath. */
+  etcd?: Omit<EtcdStoreOptions, 'log'>;
 }
 
 /** metrics-server's APIService, as its release manifest (components.yaml) registers it. */
@@ -101,13 +106,18 @@ export class Cluster {
    * (csrapproving's SubjectAccessReviews) are decided by RBAC as kube-controller-manager's are. Unset: all allowed.
    */
   authorizer: Authorizer | undefined;
+  /** With --etcd-servers: etcd, which every write goes to, feeding `store` as its watch cache. */
+  private etcd: EtcdStore | undefined;
+  readonly log: NonNullable<ClusterOptions['log']>;
 
   private constructor(
     readonly clock: Clock,
     readonly random: SeededRandom,
     readonly store: MemoryStore,
     options: ClusterOptions,
+    writes: StoreWrites = store,
   ) {
+    this.log = options.log ?? (() => undefined);
     this.certificates = new ClusterCertificateAuthority({ pem: options.ca, dir: options.caDir });
     this.registry = new Registry(store);
     const ips = new ClusterIPAllocator(random);
@@ -123,11 +133,11 @@ export class Cluster {
       crdsOfGroup: (group) =>
         store.all(crdKey).filter((crd) => (crd.spec as { group?: unknown } | undefined)?.group === group),
     };
-    this.api = new GenericStore(store, this.registry, ctx);
+    this.api = new GenericStore(store, this.registry, ctx, writes);
     // kube-apiserver's admission chain: the plugins take their places in its order (admission/chain.ts).
     this.api.admission.register(new LimitRanger(store));
     this.api.admission.register(new StorageObjectInUseProtection());
-    this.api.admission.register(new ResourceQuotaAdmission(store));
+    this.api.admission.register(new ResourceQuotaAdmission(store, writes));
     this.webhooks = new WebhookClients(store, random, options.serviceMappings ?? [], clock);
     this.closers.push(() => this.webhooks.close());
     const webhooks = webhookPlugins({ store, registry: this.registry, clients: this.webhooks, random });
@@ -157,7 +167,7 @@ export class Cluster {
       this.kind('', 'v1', 'endpoints'),
       this.kind('discovery.k8s.io', 'v1', 'endpointslices'),
     );
-    const expiry = new EventExpiry(store, clock, options.eventTtlMs ?? DEFAULT_EVENT_TTL_MS);
+    const expiry = new EventExpiry(store, clock, options.eventTtlMs ?? DEFAULT_EVENT_TTL_MS, undefined, writes);
     this.closers.push(() => expiry.stop());
   }
 
@@ -170,6 +180,7 @@ export class Cluster {
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
     const random = options.seed !== undefined ? new SeededRandom(options.seed) : SeededRandom.fromOs();
     let store: MemoryStore;
+    if (options.etcd) return Cluster.startOnEtcd(options, options.etcd, random);
     if (options.dataPath) {
       const paths = dataPaths(options.dataPath);
       const snapshotFile = new SnapshotFile(paths.snapshot);
@@ -204,7 +215,7 @@ export class Cluster {
       // The log on top of the snapshot: objects, the revision counter and the watch history after the snapshot.
       const unserved = new Set<string>();
       for (const r of scan.records)
-        if (r.r > snapshot.revision && !store.replay(r.k, r.t, r.r, r.o, r.n, r.m)) unserved.add(r.k);
+        if (r.r > snapshot.revision && store.replay(r.k, r.t, r.r, r.o, r.n, r.m) === false) unserved.add(r.k);
       if (unserved.size > 0)
         cluster.recoveryNotes.push(
           `dropped logged changes of resources this server does not serve: ${[...unserved].join(', ')}`,
@@ -228,13 +239,58 @@ export class Cluster {
       store.holdWatchEvents();
       store.onChange((key, event) => wal.append(key, event));
       if (scan.records.length > 0 || scan.discarded) await wal.requestCompaction();
-      cluster.bootstrap();
+      sync(cluster.bootstrap());
       return cluster;
     }
     const clock = clockFor(options);
     store = new MemoryStore(options.watchHistory, 0, () => clock.now());
     const cluster = new Cluster(clock, random, store, options);
-    cluster.bootstrap();
+    sync(cluster.bootstrap());
+    return cluster;
+  }
+
+  /**
+   * A cluster whose store is etcd: the cache is filled from one read of the prefix (CustomResourceDefinitions first,
+   * so that their resources are served when their objects come), then one watch keeps it current. What bootstrap
+   * makes is made once, by whichever API server comes first.
+   */
+  private static async startOnEtcd(
+    options: ClusterOptions,
+    etcdOptions: Omit<EtcdStoreOptions, 'log'>,
+    random: SeededRandom,
+  ): Promise<Cluster> {
+    const { snapshot, attach } = await EtcdStore.connect({ ...etcdOptions, log: options.log });
+    const clock = clockFor(options);
+    const store = new MemoryStore(options.watchHistory, snapshot.revision, () => clock.now());
+    const etcd = attach(store);
+    const cluster = new Cluster(clock, random, store, options, etcd);
+    cluster.etcd = etcd;
+    cluster.closers.push(() => etcd.close());
+    const crds = resourceKey(customResourceDefinitions);
+    const unserved = new Set<string>();
+    for (const crdsFirst of [true, false]) {
+      const byResource = new Map<string, KubeObject[]>();
+      for (const kv of snapshot.kvs) {
+        const where = etcd.parseKey(kv.key);
+        if (!where) {
+          if (!crdsFirst) unserved.add(kv.key.toString());
+          continue;
+        }
+        if ((where.resource === crds) !== crdsFirst) continue;
+        let objects = byResource.get(where.resource);
+        if (!objects) byResource.set(where.resource, (objects = []));
+        objects.push(etcd.decode(kv));
+      }
+      for (const [resource, objects] of byResource) store.load(resource, objects);
+    }
+    if (unserved.size > 0)
+      cluster.recoveryNotes.push(`etcd holds ${unserved.size} keys of resources this server does not serve`);
+    for (const svc of store.all('/services')) {
+      cluster.ipAllocator.reserve((svc.spec as { clusterIP?: unknown }).clusterIP);
+      cluster.nodePorts.changed(undefined, svc);
+    }
+    etcd.start();
+    await cluster.bootstrap();
     return cluster;
   }
 
@@ -242,40 +298,53 @@ export class Cluster {
    * What a fresh kube-apiserver creates: the system namespaces, PriorityClasses and the `kubernetes` Service; and
    * what kind adds to a new cluster: the default StorageClass.
    */
-  private bootstrap(): void {
+  /**
+   * (With etcd, each step waits for the one before, as its objects must be in place for the next: the namespaces
+   * before the `kubernetes` Service; another API server starting meanwhile may make some of them first.)
+   */
+  private bootstrap(): MaybePromise<void> {
     const namespaces = this.kind('', 'v1', 'namespaces');
     const fresh = !this.store.get(resourceKey(namespaces), undefined, 'default');
+    const made: unknown[] = [];
+    const make = (info: KindInfo, namespace: string | undefined, body: unknown): void => {
+      made.push(raceTolerant(() => this.api.create(info, namespace, body, { internal: true })));
+    };
     for (const name of SYSTEM_NAMESPACES) {
       if (!this.store.get(resourceKey(namespaces), undefined, name))
-        this.api.create(namespaces, undefined, { metadata: { name } }, { internal: true });
+        make(namespaces, undefined, { metadata: { name } });
     }
     // The scheduling post-start hook's system PriorityClasses.
     const priorityClasses = this.kind('scheduling.k8s.io', 'v1', 'priorityclasses');
     for (const pc of systemPriorityClasses) {
       if (!this.store.get(resourceKey(priorityClasses), undefined, (pc.metadata as { name: string }).name))
-        this.api.create(priorityClasses, undefined, pc, { internal: true });
+        make(priorityClasses, undefined, pc);
     }
     // kind's default StorageClass comes with a new cluster (once: a cluster kept with --data may have deleted it).
-    if (fresh)
-      this.api.create(this.kind('storage.k8s.io', 'v1', 'storageclasses'), undefined, defaultStorageClass, {
-        internal: true,
-      });
+    if (fresh) make(this.kind('storage.k8s.io', 'v1', 'storageclasses'), undefined, defaultStorageClass);
     // The aggregator's Local APIServices and the API Priority and Fairness configuration.
-    this.apiServices.registerBuiltins();
-    this.flowControl.bootstrap();
-    const services = this.kind('', 'v1', 'services');
-    if (!this.store.get(resourceKey(services), 'default', 'kubernetes')) {
-      this.api.create(
-        services,
-        'default',
-        {
-          metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
-          spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] },
-        },
-        { internal: true },
-      );
-    }
-    this.kubernetesEndpoints.reconcile();
+    made.push(this.apiServices.registerBuiltins());
+    made.push(this.flowControl.bootstrap());
+    const rest = (): MaybePromise<void> => {
+      const services = this.kind('', 'v1', 'services');
+      const service: unknown = !this.store.get(resourceKey(services), 'default', 'kubernetes')
+        ? raceTolerant(() =>
+            this.api.create(
+              services,
+              'default',
+              {
+                metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
+                spec: {
+                  clusterIP: '10.96.0.1',
+                  ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }],
+                },
+              },
+              { internal: true },
+            ),
+          )
+        : undefined;
+      return then(allOf([service]), () => this.kubernetesEndpoints.reconcile());
+    };
+    return then(allOf(made), rest);
   }
 
   kind(group: string, version: string, resource: string): KindInfo {
@@ -309,6 +378,14 @@ export class Cluster {
    */
   durable(revision: number = this.store.currentRevision): Promise<void> | undefined {
     return this.wal?.whenDurable(revision);
+  }
+
+  /**
+   * With etcd, a promise that resolves once this API server's cache has caught up with etcd's latest revision, so a
+   * read without a resourceVersion sees every write acknowledged before it, by any API server; else undefined.
+   */
+  consistentRead(): Promise<void> | undefined {
+    return this.etcd?.consistentRead();
   }
 
   async flush(): Promise<void> {

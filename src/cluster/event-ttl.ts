@@ -1,6 +1,7 @@
 import type { Clock, TimerHandle } from '../clock/clock.js';
 import type { KubeObject } from '../api/types.js';
-import type { MemoryStore } from '../storage/memory-store.js';
+import { settle } from '../api/maybe-async.js';
+import type { MemoryStore, StoreWrites } from '../storage/memory-store.js';
 
 /** kube-apiserver's default --event-ttl: events are dropped an hour after they were last written. */
 export const DEFAULT_EVENT_TTL_MS = 60 * 60 * 1000;
@@ -32,6 +33,7 @@ export class EventExpiry {
     private readonly clock: Clock,
     private readonly ttlMs = DEFAULT_EVENT_TTL_MS,
     private readonly resources: readonly string[] = ['/events'],
+    private readonly writes: StoreWrites = store,
   ) {
     if (resources.length > 1) this.resource = [];
     store.onChange((resource, event) => {
@@ -65,7 +67,13 @@ export class EventExpiry {
       const current = this.store.get(resource, this.namespace[i]!, this.name[i]!);
       // Only the entry of the latest write expires the event; earlier entries of a rewritten event are stale.
       if (current && Number(current.metadata.resourceVersion) === this.revision[i])
-        this.store.delete(resource, this.namespace[i]!, this.name[i]!);
+        // With etcd every API server expires it: the first one's delete wins, the others' find it gone.
+        settle(
+          this.writes.delete(resource, this.namespace[i]!, this.name[i]!, {
+            resourceVersion: String(this.revision[i]),
+          }),
+          () => undefined,
+        );
     }
     if (this.head > 4096 && this.head * 2 > this.at.length) {
       for (const column of [this.at, this.revision, this.namespace, this.name, this.resource])

@@ -1,4 +1,5 @@
-import { ApiError } from '../api/errors.js';
+import { raceTolerant } from '../api/errors.js';
+import { allOf, settle, type MaybePromise } from '../api/maybe-async.js';
 import { deepEqual, type KubeObject } from '../api/types.js';
 import type { GenericStore } from '../registry/generic-store.js';
 import { resourceKey, type KindInfo } from '../registry/types.js';
@@ -34,13 +35,13 @@ export class KubernetesEndpoints {
     this.pending = true;
     queueMicrotask(() => {
       this.pending = false;
-      this.reconcile();
+      settle(this.reconcile(), () => undefined);
     });
   }
 
   /** Writes what is not as it should be (on start, and after anyone else's change). */
-  reconcile(): void {
-    this.ensure(this.endpoints, {
+  reconcile(): MaybePromise<void> {
+    const endpoints = this.ensure(this.endpoints, {
       metadata: { labels: { 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
       subsets: [
         {
@@ -49,41 +50,41 @@ export class KubernetesEndpoints {
         },
       ],
     });
-    this.ensure(this.slices, {
+    const slices = this.ensure(this.slices, {
       metadata: { labels: { 'kubernetes.io/service-name': NAME } },
       addressType: 'IPv4',
       endpoints: [{ addresses: [API_SERVER_ADDRESS], conditions: { ready: true } }],
       ports: [{ name: 'https', port: API_SERVER_PORT, protocol: 'TCP' }],
     });
+    return allOf([endpoints, slices]);
   }
 
   private ensure(
     info: KindInfo,
     wanted: { metadata: { labels: Record<string, string> } } & Record<string, unknown>,
-  ): void {
+  ): unknown {
     // The namespace is made before this runs; a cluster whose `default` namespace is gone has no such Service either.
-    if (!this.api.store.get('/namespaces', undefined, NAMESPACE)) return;
+    if (!this.api.store.get('/namespaces', undefined, NAMESPACE)) return undefined;
     const current = this.api.store.get(resourceKey(info), NAMESPACE, NAME);
     // Being deleted (held by a finalizer): made again once it is gone.
-    if (current?.metadata.deletionTimestamp) return;
+    if (current?.metadata.deletionTimestamp) return undefined;
     const { metadata, ...body } = wanted;
     if (current) {
       const same =
         deepEqual(current.metadata.labels ?? {}, metadata.labels) &&
         Object.entries(body).every(([k, v]) => deepEqual((current as Record<string, unknown>)[k], v));
-      if (same) return;
+      if (same) return undefined;
     }
     const object: KubeObject = {
       ...(current ?? {}),
       ...body,
       metadata: { ...(current?.metadata ?? {}), name: NAME, namespace: NAMESPACE, labels: metadata.labels },
     } as KubeObject;
-    try {
-      if (current) this.api.update(info, NAMESPACE, NAME, object, { internal: true });
-      else this.api.create(info, NAMESPACE, object, { internal: true });
-    } catch (err) {
-      // A write that raced ours: its change brings us back here.
-      if (!(err instanceof ApiError && (err.code === 409 || err.code === 404))) throw err;
-    }
+    // A write that raced ours: its change brings us back here.
+    return raceTolerant(() =>
+      current
+        ? this.api.update(info, NAMESPACE, NAME, object, { internal: true })
+        : this.api.create(info, NAMESPACE, object, { internal: true }),
+    );
   }
 }

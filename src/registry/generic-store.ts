@@ -24,7 +24,7 @@ import {
 } from '../api/schema/field-validation.js';
 import { schemaNameForKind } from '../api/schema/schema.js';
 import { eachInOrder, sync, then, type MaybePromise } from '../api/maybe-async.js';
-import type { MemoryStore } from '../storage/memory-store.js';
+import type { MemoryStore, StoreWrites } from '../storage/memory-store.js';
 import { StoreEvent, type Watch, type WatchFilter, type WatchSink } from '../storage/watch.js';
 import { fieldsOf, type Registry } from './registry.js';
 import type { Requester } from '../auth/requester.js';
@@ -128,6 +128,8 @@ export class GenericStore {
     readonly store: MemoryStore,
     readonly registry: Registry,
     readonly ctx: StrategyContext,
+    /** Where writes go: the store itself, or etcd with the store as its watch cache (storage/etcd-store.ts). */
+    readonly writes: StoreWrites = store,
   ) {}
 
   /**
@@ -205,7 +207,10 @@ export class GenericStore {
     const obj = this.decodeBody(info, namespace, body, options.takeBody);
     this.checkFields(info, obj, options);
     if (info.ephemeral) return info.ephemeral(obj, this.ctx, options.requester);
-    if (info.act) return info.act(this, namespace, obj, { dryRun: options.dryRun }) as unknown as KubeObject;
+    if (info.act)
+      return info.act(this, namespace, obj, {
+        dryRun: options.dryRun,
+      }) as MaybePromise<unknown> as MaybePromise<KubeObject>;
     return this.createDecoded(info, obj, options);
   }
 
@@ -282,9 +287,10 @@ export class GenericStore {
     return then(toStorage(info, obj), (stored) => {
       const store = (commits: Array<() => void> | undefined): MaybePromise<KubeObject> => {
         if (options.dryRun) return obj;
-        const created = this.store.create(resourceKey(info), stored);
-        if (commits) for (const commit of commits) commit();
-        return fromStorage(info, created);
+        return then(this.writes.create(resourceKey(info), stored), (created) => {
+          if (commits) for (const commit of commits) commit();
+          return fromStorage(info, created);
+        });
       };
       return request ? then(this.admission.validate(request), store) : store(undefined);
     });
@@ -601,13 +607,14 @@ export class GenericStore {
     const commit = (storageForm: KubeObject, commits: Array<() => void> | undefined): MaybePromise<KubeObject> => {
       const emptied = storageForm === stored;
       let stale = false;
-      const { object, changed } = this.store.guaranteedUpdate(
+      const written = this.writes.guaranteedUpdate(
         key,
         ns,
         name,
         preconditions,
         (latest) => {
-          // Only after admission or a conversion waited can another write have come in between: start again from it.
+          // Only after admission or a conversion waited (or another API server wrote first, with etcd) can another
+          // write have come in between: start again from it.
           if (latest !== stored) {
             stale = true;
             return latest;
@@ -616,13 +623,16 @@ export class GenericStore {
         },
         options.dryRun,
       );
-      if (stale) {
-        if (attempt >= MAX_UPDATE_ATTEMPTS) throw Errors.conflict(info, name);
-        return this.attemptUpdate(info, ns, name, preconditions, produce, options, attempt + 1);
-      }
-      if (emptied && !options.dryRun) return fromStorage(info, this.store.delete(key, ns, name));
-      if (changed && commits && !options.dryRun) for (const c of commits) c();
-      return fromStorage(info, object);
+      return then(written, ({ object, changed }) => {
+        if (stale) {
+          if (attempt >= MAX_UPDATE_ATTEMPTS) throw Errors.conflict(info, name);
+          return this.attemptUpdate(info, ns, name, preconditions, produce, options, attempt + 1);
+        }
+        if (emptied && !options.dryRun)
+          return then(this.writes.delete(key, ns, name), (gone) => fromStorage(info, gone));
+        if (changed && commits && !options.dryRun) for (const c of commits) c();
+        return fromStorage(info, object);
+      });
     };
     const validated = (prepared: KubeObject): MaybePromise<KubeObject> => {
       if (!subresource) options.requester?.admit?.(info, prepared, current);
@@ -781,11 +791,13 @@ export class GenericStore {
     const held = (info.strategy?.specFinalizers?.(current) ?? []).length > 0;
     if (finalizers.length === 0 && grace === 0 && !held) {
       if (options.dryRun) return { body: current, gone: false };
-      const gone = this.store.delete(key, ns, name, preconditions);
-      return { body: successStatus(info, gone), gone: true };
+      return then(this.writes.delete(key, ns, name, preconditions), (gone) => ({
+        body: successStatus(info, gone),
+        gone: true,
+      }));
     }
     const now = this.ctx.clock.now();
-    const marked = this.store.guaranteedUpdate(
+    const marking = this.writes.guaranteedUpdate(
       key,
       ns,
       name,
@@ -804,11 +816,11 @@ export class GenericStore {
       },
       options.dryRun,
     );
-    if (!options.dryRun && shouldDeleteDuringUpdate(info, marked.object)) {
-      const gone = this.store.delete(key, ns, name);
-      return { body: successStatus(info, gone), gone: true };
-    }
-    return then(fromStorage(info, marked.object), (body) => ({ body, gone: false }));
+    return then(marking, (marked) => {
+      if (!options.dryRun && shouldDeleteDuringUpdate(info, marked.object))
+        return then(this.writes.delete(key, ns, name), (gone) => ({ body: successStatus(info, gone), gone: true }));
+      return then(fromStorage(info, marked.object), (body) => ({ body, gone: false }));
+    });
   }
 
   /** DELETE of a collection: each listed object through delete (and admission), in order; ones gone meanwhile skipped. */

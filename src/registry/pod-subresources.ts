@@ -4,6 +4,7 @@ import { selectorFromObject } from '../api/selectors.js';
 import { orderedStatus, pdbSpec, pdbStatus, withDisruptionAllowedCondition, type PdbStatus } from '../api/pdb.js';
 import { setPodCondition } from '../api/pod-util.js';
 import { isPlainObject, type KubeObject, type DeleteOptions } from '../api/types.js';
+import { then, type MaybePromise } from '../api/maybe-async.js';
 import type { GenericStore } from './generic-store.js';
 import { resourceKey, type KindInfo } from './types.js';
 
@@ -26,7 +27,7 @@ export function bindPod(
   name: string,
   body: unknown,
   options: { dryRun?: boolean },
-): Status {
+): MaybePromise<Status> {
   if (!isPlainObject(body)) throw Errors.badRequest("Object 'Binding' is not a JSON object");
   const meta = isPlainObject(body.metadata) ? body.metadata : {};
   if (meta.name !== undefined && meta.name !== name)
@@ -44,7 +45,7 @@ export function bindPod(
   if (typeof meta.resourceVersion === 'string' && meta.resourceVersion !== '')
     preconditions.resourceVersion = meta.resourceVersion;
   const now = rfc3339(api.ctx.clock.now());
-  api.store.guaranteedUpdate(
+  const bound = api.writes.guaranteedUpdate(
     resourceKey(info),
     namespace,
     name,
@@ -69,7 +70,7 @@ export function bindPod(
     },
     options.dryRun,
   );
-  return created();
+  return then(bound, created);
 }
 
 /** Eviction's own Status for a pod that more than one budget covers: a Failure without a reason, code 500. */
@@ -131,7 +132,13 @@ function budgetsFor(api: GenericStore, pdbInfo: KindInfo, pod: KubeObject): Kube
  * since apiservers run side by side; here the eviction reads and writes in one synchronous call, so nothing can
  * come between.
  */
-function takeDisruption(api: GenericStore, pdbInfo: KindInfo, pdb: KubeObject, podName: string, dryRun: boolean): void {
+function takeDisruption(
+  api: GenericStore,
+  pdbInfo: KindInfo,
+  pdb: KubeObject,
+  podName: string,
+  dryRun: boolean,
+): MaybePromise<unknown> {
   const status = pdbStatus(pdb);
   const name = pdb.metadata.name!;
   if ((status.observedGeneration ?? 0) < (pdb.metadata.generation ?? 0)) throw stillProcessing(name);
@@ -153,12 +160,12 @@ function takeDisruption(api: GenericStore, pdbInfo: KindInfo, pdb: KubeObject, p
       `The disruption budget ${name} needs ${status.desiredHealthy} healthy pods and has ${status.currentHealthy} currently`,
       0,
     );
-  if (dryRun) return;
+  if (dryRun) return undefined;
   const now = rfc3339(api.ctx.clock.now());
   let next: PdbStatus = { ...status, disruptionsAllowed: status.disruptionsAllowed - 1 };
   if (next.disruptionsAllowed === 0) next = withDisruptionAllowedCondition(next, now);
   next.disruptedPods = { ...(status.disruptedPods ?? {}), [podName]: now };
-  api.update(
+  return api.update(
     pdbInfo,
     pdb.metadata.namespace,
     name,
@@ -178,11 +185,13 @@ function markAndDelete(
   namespace: string | undefined,
   name: string,
   options: DeleteOptions,
-): void {
+): MaybePromise<unknown> {
   const preconditions = { ...(options.preconditions ?? {}) };
+  const remove = (): MaybePromise<unknown> =>
+    api.delete(info, namespace, name, { ...options, preconditions, internal: true });
   if (!options.dryRun) {
     const now = rfc3339(api.ctx.clock.now());
-    const { object } = api.store.guaranteedUpdate(resourceKey(info), namespace, name, preconditions, (current) => {
+    const marked = api.writes.guaranteedUpdate(resourceKey(info), namespace, name, preconditions, (current) => {
       // A metadata of its own: the store stamps the new resourceVersion into it, and `current` is still shared.
       const next: KubeObject = {
         ...current,
@@ -201,9 +210,12 @@ function markAndDelete(
       );
       return next;
     });
-    if (preconditions.resourceVersion) preconditions.resourceVersion = object.metadata.resourceVersion;
+    return then(marked, ({ object }) => {
+      if (preconditions.resourceVersion) preconditions.resourceVersion = object.metadata.resourceVersion;
+      return remove();
+    });
   }
-  api.delete(info, namespace, name, { ...options, preconditions, internal: true });
+  return remove();
 }
 
 /**
@@ -223,7 +235,7 @@ export function evictPod(
   name: string,
   body: unknown,
   options: { dryRun?: boolean },
-): Status {
+): MaybePromise<Status> {
   if (!isPlainObject(body)) throw Errors.badRequest("Object 'Eviction' is not a JSON object");
   const meta = isPlainObject(body.metadata) ? body.metadata : {};
   if (meta.name !== undefined && meta.name !== name)
@@ -241,10 +253,7 @@ export function evictPod(
       deleteOptions.preconditions.resourceVersion = requested.preconditions.resourceVersion;
   }
   const pod = api.get(info, namespace, name);
-  if (canIgnoreBudget(pod)) {
-    markAndDelete(api, info, namespace, name, deleteOptions);
-    return created();
-  }
+  if (canIgnoreBudget(pod)) return then(markAndDelete(api, info, namespace, name, deleteOptions), created);
 
   const pdbInfo = api.registry.lookup('policy', 'v1', 'poddisruptionbudgets');
   const pdbs = pdbInfo ? budgetsFor(api, pdbInfo, pod) : [];
@@ -261,8 +270,10 @@ export function evictPod(
       pdbSpec(pdb).unhealthyPodEvictionPolicy === 'AlwaysAllow' ||
       (status.currentHealthy >= status.desiredHealthy && status.desiredHealthy > 0);
     // An unready pod counts towards neither currentHealthy nor desiredHealthy: deleting it disrupts nothing.
-    if (isReady(pod) || !unhealthyMayGo) takeDisruption(api, pdbInfo, pdb, name, deleteOptions.dryRun === true);
+    if (isReady(pod) || !unhealthyMayGo)
+      return then(takeDisruption(api, pdbInfo, pdb, name, deleteOptions.dryRun === true), () =>
+        then(markAndDelete(api, info, namespace, name, deleteOptions), created),
+      );
   }
-  markAndDelete(api, info, namespace, name, deleteOptions);
-  return created();
+  return then(markAndDelete(api, info, namespace, name, deleteOptions), created);
 }

@@ -212,7 +212,12 @@ export interface KindInfo {
    * Create-only kinds that act on another stored object and are never stored themselves (v1 Binding binds the pod
    * its name names): what a POST does, answered with the Status it returns.
    */
-  act?(api: GenericStore, namespace: string | undefined, obj: KubeObject, options: { dryRun?: boolean }): Status;
+  act?(
+    api: GenericStore,
+    namespace: string | undefined,
+    obj: KubeObject,
+    options: { dryRun?: boolean },
+  ): MaybePromise<Status>;
   /**
    * Read-only kinds computed on each read instead of stored (v1 ComponentStatus: the control plane's components as
    * probed now; metrics.k8s.io from the pods' state): the objects a read asks for, from the stored objects it names.
@@ -284,7 +289,7 @@ export interface ExtraSubresource {
     name: string,
     body: unknown,
     options: { dryRun?: boolean },
-  ): Status | KubeObject;
+  ): MaybePromise<Status | KubeObject>;
 }
 
 export function groupVersion(info: Pick<KindInfo, 'group' | 'version'>): string {

@@ -120,6 +120,11 @@ export class ResourceHandler {
       !info.verbs.includes(verbOf(method, name !== undefined, target.watchPath || boolParam(query, 'watch')))
     )
       throw Errors.methodNotAllowed();
+    // A read without a resourceVersion must see every write acknowledged before it, by any API server (etcd).
+    if (method === 'GET' && !one(query, 'resourceVersion') && subresource === undefined) {
+      const caughtUp = this.cluster.consistentRead();
+      if (caughtUp) await caughtUp;
+    }
     if (name === undefined) {
       if (method === 'GET') {
         if (target.watchPath || boolParam(query, 'watch'))
@@ -165,10 +170,11 @@ export class ResourceHandler {
         this.body(request, false, extra.kind).value,
         options,
       );
-      return then(admitted, (body) => {
-        const result = extra.create!(this.cluster.api, info, namespace, name, body, { dryRun: options.dryRun });
-        return this.sendText(warn(reply, options), 201, negotiated, JSON.stringify(result), result);
-      });
+      return then(admitted, (body) =>
+        then(extra.create!(this.cluster.api, info, namespace, name, body, { dryRun: options.dryRun }), (result) =>
+          this.sendText(warn(reply, options), 201, negotiated, JSON.stringify(result), result),
+        ),
+      );
     }
     if (info.resource === 'pods' && subresource === 'log') {
       if (method !== 'GET') throw Errors.methodNotAllowed();

@@ -1,4 +1,5 @@
 import { Errors, type GroupResource } from '../api/errors.js';
+import type { MaybePromise } from '../api/maybe-async.js';
 import type { FieldSelector, LabelSelector } from '../api/selectors.js';
 import { deepEqual, type KubeObject, type Preconditions } from '../api/types.js';
 import { compactObject } from './compact.js';
@@ -39,6 +40,29 @@ export interface ListResult {
 }
 
 export type ChangeListener = (resourceKey: string, event: StoreEvent) => void;
+
+/**
+ * The writes of the store, which the registry's generic store goes through: the in-memory store answers at once;
+ * a store whose truth lives elsewhere (etcd: etcd-store.ts) answers once the write is committed there and its
+ * watch has brought it into the cache.
+ */
+export interface StoreWrites {
+  create(resource: string, obj: KubeObject): MaybePromise<KubeObject>;
+  guaranteedUpdate(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    preconditions: Preconditions,
+    tryUpdate: (current: KubeObject) => KubeObject,
+    dryRun?: boolean,
+  ): MaybePromise<{ object: KubeObject; changed: boolean }>;
+  delete(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    preconditions?: Preconditions,
+  ): MaybePromise<KubeObject>;
+}
 
 export function objectKey(namespace: string | undefined, name: string): string {
   return `${namespace ?? ''}/${name}`;
@@ -167,7 +191,7 @@ function keyList(keys: Keys | readonly string[]): string[] {
   return typeof keys === 'string' ? [keys] : Array.isArray(keys) ? keys.slice() : [...(keys as Set<string>)];
 }
 
-export class MemoryStore {
+export class MemoryStore implements StoreWrites {
   private revision: number;
   private readonly tables = new Map<string, ResourceTable>();
   private readonly listeners: ChangeListener[] = [];
@@ -199,6 +223,24 @@ export class MemoryStore {
   unregister(key: string): void {
     this.tables.get(key)?.hub.closeAll();
     this.tables.delete(key);
+  }
+
+  /** The resource's registration (undefined when it is not served). */
+  spec(key: string): ResourceSpec | undefined {
+    return this.tables.get(key)?.spec;
+  }
+
+  /**
+   * Moves the revision on without a change of ours: a store fed by etcd's watch learns that everything up to
+   * `revision` has been seen (a progress notification) when the last writes were outside its keys.
+   */
+  advanceRevision(revision: number): void {
+    if (revision > this.revision) this.revision = revision;
+  }
+
+  /** Watches from before `revision` get 410 Expired from now on (their events were compacted away in etcd). */
+  compactHistory(revision: number): void {
+    for (const table of this.tables.values()) table.hub.compactThrough(revision);
   }
 
   onChange(listener: ChangeListener): void {
@@ -464,14 +506,14 @@ export class MemoryStore {
     obj: KubeObject | undefined,
     namespace?: string,
     name?: string,
-  ): boolean {
+  ): StoreEvent | null | false {
     this.revision = revision;
     const table = this.tables.get(resource);
     if (!table) return false; // a resource this build does not serve
     if (type === 'D') {
       const key = objectKey(namespace || undefined, name!);
       const current = table.objects.get(key);
-      if (!current) return true;
+      if (!current) return null;
       table.objects.delete(key);
       table.order.remove(key);
       table.index(key, current, false);
@@ -479,7 +521,7 @@ export class MemoryStore {
       const event = new StoreEvent('DELETED', last, current, revision);
       table.hub.record(event);
       this.notify(resource, event);
-      return true;
+      return event;
     }
     const key = objectKey(obj!.metadata.namespace, obj!.metadata.name!);
     const current = table.objects.get(key);
@@ -492,7 +534,7 @@ export class MemoryStore {
     const event = new StoreEvent(current ? 'MODIFIED' : 'ADDED', obj!, current, revision);
     table.hub.record(event);
     this.notify(resource, event);
-    return true;
+    return event;
   }
 }
 
@@ -508,7 +550,7 @@ function deepFreeze(value: unknown): void {
   for (const child of Object.values(value)) deepFreeze(child);
 }
 
-function checkPreconditions(gr: GroupResource, current: KubeObject, pre: Preconditions): void {
+export function checkPreconditions(gr: GroupResource, current: KubeObject, pre: Preconditions): void {
   if (pre.uid && pre.uid !== current.metadata.uid) {
     throw Errors.conflict(
       gr,
@@ -525,7 +567,7 @@ function checkPreconditions(gr: GroupResource, current: KubeObject, pre: Precond
  * Whether an update changes nothing but the resourceVersion: compared in place, no copies (it runs on every write).
  * Metadata last: most writes change the spec or status (a Lease's renewTime, a status), not metadata.
  */
-function sameIgnoringVersion(next: KubeObject, current: KubeObject): boolean {
+export function sameIgnoringVersion(next: KubeObject, current: KubeObject): boolean {
   const keys = Object.keys(next);
   if (keys.length !== Object.keys(current).length) return false;
   for (const key of keys) {

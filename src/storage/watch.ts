@@ -202,6 +202,11 @@ export class WatchHub {
     return this.watcherCount;
   }
 
+  /** Watches from before `revision` are answered 410 Expired from now on. */
+  compactThrough(revision: number): void {
+    if (revision > this.history.compactedThrough) this.history.compactedThrough = revision;
+  }
+
   oldestResumableRevision(): number {
     return this.history.compactedThrough;
   }

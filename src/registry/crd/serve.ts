@@ -1,4 +1,5 @@
 import { ApiError } from '../../api/errors.js';
+import { settle } from '../../api/maybe-async.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
 import { evaluateJsonPath } from '../../api/jsonpath.js';
 import type { MemoryStore } from '../../storage/memory-store.js';
@@ -106,7 +107,7 @@ export function serveCustomResources(
         // Instances held by finalizers of their own: the next change to the table looks again.
         if (store.all(resourceKey(storage)).length > 0) continue;
       }
-      api.writeUpdate(
+      const finalized = api.writeUpdate(
         customResourceDefinitions,
         undefined,
         name,
@@ -128,6 +129,8 @@ export function serveCustomResources(
         },
         { internal: true },
       );
+      // With etcd, another API server may have finished the same CRD first: its change brings us back, if need be.
+      settle(finalized, () => undefined);
     }
   };
 
