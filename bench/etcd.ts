@@ -7,7 +7,8 @@
  * and kube-sim in memory as the ceiling. Each round measures the three in turn with the same load generator: C
  * concurrent keep-alive clients (64) for S seconds after a 1 s warm-up; every write is a new key. Prints writes/s,
  * latency percentiles, CPU per write (server and load generator) and writes per fsync, per round, then the
- * medians and their ratios. Skips (exit 0) when etcd is not installed:
+ * medians and their ratios. Then kube-sim over that etcd (`--etcd-servers`, a prefix of its own): one API server
+ * taking the creates, and two taking alternate ones (each watching all of them into its cache). Skips (exit 0) when etcd is not installed:
  * `apt-get install -y etcd-server`.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -53,7 +54,8 @@ function freePort(): Promise<number> {
 
 interface Target {
   name: string;
-  pid: number;
+  /** The processes whose CPU counts as the server's (two for two API servers over etcd, etcd itself not included). */
+  pids: number[];
   /** fsyncs of the server's log so far: writes/fsync shows how far group commit amortises them. */
   fsyncs(): Promise<number>;
   /** Sends write number i; resolves with the HTTP status. */
@@ -151,13 +153,14 @@ async function measure(target: Target, round: number): Promise<Result> {
   const workers = Array.from({ length: CLIENTS }, worker);
   await new Promise((resolve) => setTimeout(resolve, WARMUP_MS));
   counting = true;
-  const cpuBefore = procCpuMs(target.pid) ?? 0;
+  const serverCpu = (): number => target.pids.reduce((sum, pid) => sum + (procCpuMs(pid) ?? 0), 0);
+  const cpuBefore = serverCpu();
   const fsyncsBefore = await target.fsyncs();
   const clientBefore = process.cpuUsage();
   const started = performance.now();
   await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
   const seconds = (performance.now() - started) / 1000;
-  const cpu = (procCpuMs(target.pid) ?? 0) - cpuBefore;
+  const cpu = serverCpu() - cpuBefore;
   const client = process.cpuUsage(clientBefore);
   const fsyncs = (await target.fsyncs()) - fsyncsBefore;
   counting = false;
@@ -231,11 +234,17 @@ try {
   const etcd = await startEtcd(binary, dir);
   const sim = await spawnServer(['--nodes', '0', '--data', join(dir, 'sim')]);
   const memory = await spawnServer(['--nodes', '0']);
+  // kube-sim over the same etcd member (a prefix of its own, so etcd's raw puts are not in its caches): one API
+  // server, then two taking alternate writes, each watching everything both write.
+  const overEtcd = ['--nodes', '0', '--etcd-servers', `http://127.0.0.1:${etcd.port}`, '--etcd-prefix', '/bench-sim'];
+  const onEtcd = await spawnServer([...overEtcd, '--etcd-compaction-interval', '0']);
+  const onEtcd2 = await spawnServer([...overEtcd, '--etcd-compaction-interval', '0', '--controllers=-*']);
+  const etcdPorts = [onEtcd, onEtcd2].map((s) => Number(new URL(s.url).port));
   const simPort = Number(new URL(sim.url).port);
   const walCommits = new CommitCounter(join(dir, 'sim', 'wal.log'));
   const memoryPort = Number(new URL(memory.url).port);
   const simAgent = new http.Agent({ keepAlive: false });
-  for (const port of [simPort, memoryPort])
+  for (const port of [simPort, memoryPort, etcdPorts[0]!])
     await post(
       simAgent,
       port,
@@ -251,7 +260,7 @@ try {
   const targets: Target[] = [
     {
       name: 'etcd',
-      pid: etcd.child.pid!,
+      pids: [etcd.child.pid!],
       ok: 200,
       fsyncs: () => etcdWalFsyncs(etcd.port),
       write: (agent, i) =>
@@ -267,15 +276,29 @@ try {
     },
     {
       name: 'kube-sim --data',
-      pid: sim.child.pid!,
+      pids: [sim.child.pid!],
       ok: 201,
       // Each group commit starts with a marker record ({"t":"B",…}) and ends with one fdatasync.
       fsyncs: async () => walCommits.count(),
       write: (agent, i) => post(agent, simPort, '/api/v1/namespaces/bench/configmaps', configMap(i)),
     },
     {
+      name: 'kube-sim etcd×1',
+      pids: [onEtcd.child.pid!],
+      ok: 201,
+      fsyncs: () => etcdWalFsyncs(etcd.port),
+      write: (agent, i) => post(agent, etcdPorts[0]!, '/api/v1/namespaces/bench/configmaps', configMap(i)),
+    },
+    {
+      name: 'kube-sim etcd×2',
+      pids: [onEtcd.child.pid!, onEtcd2.child.pid!],
+      ok: 201,
+      fsyncs: () => etcdWalFsyncs(etcd.port),
+      write: (agent, i) => post(agent, etcdPorts[i % 2]!, '/api/v1/namespaces/bench/configmaps', configMap(i)),
+    },
+    {
       name: 'kube-sim memory',
-      pid: memory.child.pid!,
+      pids: [memory.child.pid!],
       ok: 201,
       fsyncs: async () => 0,
       write: (agent, i) => post(agent, memoryPort, '/api/v1/namespaces/bench/configmaps', configMap(i)),
@@ -314,6 +337,12 @@ try {
   console.log(
     `kube-sim --data / etcd: ${(simRate / etcdRate).toFixed(2)}× (target ≥ 2×); --data / in memory: ${(simRate / memoryRate).toFixed(2)}×`,
   );
+  const overEtcdRates = ['kube-sim etcd×1', 'kube-sim etcd×2'].map((n) =>
+    median(results.get(n)!.map((r) => r.perSecond)),
+  );
+  console.log(
+    `median writes/s over etcd (--etcd-servers): one API server ${overEtcdRates[0]!.toFixed(0)}, two ${overEtcdRates[1]!.toFixed(0)}`,
+  );
   console.log(
     `load average at end ${os
       .loadavg()
@@ -323,6 +352,8 @@ try {
   walCommits.stop();
   await sim.stop();
   await memory.stop();
+  await onEtcd.stop();
+  await onEtcd2.stop();
   etcd.child.kill('SIGTERM');
   await new Promise((resolve) => etcd.child.once('exit', resolve));
 } finally {

@@ -120,8 +120,10 @@ export class ResourceHandler {
       !info.verbs.includes(verbOf(method, name !== undefined, target.watchPath || boolParam(query, 'watch')))
     )
       throw Errors.methodNotAllowed();
-    // A read without a resourceVersion must see every write acknowledged before it, by any API server (etcd).
-    if (method === 'GET' && !one(query, 'resourceVersion') && subresource === undefined) {
+    // With etcd: a read without a resourceVersion must see every write acknowledged before it, by any API server,
+    // and so must a write, which starts from the object as this server's cache holds it (an object another server
+    // has just created is no 404 here).
+    if ((method !== 'GET' || !one(query, 'resourceVersion')) && subresource !== 'log') {
       const caughtUp = this.cluster.consistentRead();
       if (caughtUp) await caughtUp;
     }

@@ -441,13 +441,19 @@ export class EtcdStore implements StoreWrites {
         {
           compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
           success: [{ request_put: { key, value } }],
-          failure: [],
+          failure: [{ request_range: { key } }],
         },
         o,
       ),
     );
-    if (!result.succeeded) throw Errors.alreadyExists(this.groupResource(resource), name);
-    const revision = Number(result.header.revision);
+    let revision = Number(result.header.revision);
+    if (!result.succeeded) {
+      // The client sends a request again on another member when the first one went away mid-request: when that
+      // first one had committed it, the key holds this very write (its new uid), which is no AlreadyExists.
+      const existing = result.responses[0]?.response_range?.kvs[0];
+      if (!existing?.value.equals(value)) throw Errors.alreadyExists(this.groupResource(resource), name);
+      revision = Number(existing.mod_revision);
+    }
     return this.committed(revision, () => this.decode({ value, mod_revision: String(revision) } as IKeyValue));
   }
 
@@ -484,6 +490,9 @@ export class EtcdStore implements StoreWrites {
           o,
         ),
       );
+      // (No "it holds our value, so it was our own retried write" here, unlike create: another server may well
+      // have written the same bytes from the same version, and each client must not think its update went in.)
+      const latest = result.responses[0]?.response_range?.kvs[0];
       if (result.succeeded) {
         const revision = Number(result.header.revision);
         const object = await this.committed(revision, () =>
@@ -491,7 +500,7 @@ export class EtcdStore implements StoreWrites {
         );
         return { object, changed: true };
       }
-      await this.catchUp(result.responses[0]?.response_range?.kvs[0], Number(result.header.revision));
+      await this.catchUp(latest, Number(result.header.revision));
     }
     throw Errors.conflict(gr, name);
   }
