@@ -294,7 +294,9 @@ try {
       pids: [onEtcd.child.pid!, onEtcd2.child.pid!],
       ok: 201,
       fsyncs: () => etcdWalFsyncs(etcd.port),
-      write: (agent, i) => post(agent, etcdPorts[i % 2]!, '/api/v1/namespaces/bench/configmaps', configMap(i)),
+      // Names of their own: the two etcd targets share the prefix and namespace.
+      write: (agent, i) =>
+        post(agent, etcdPorts[i % 2]!, '/api/v1/namespaces/bench/configmaps', configMap(i + 5_000_000)),
     },
     {
       name: 'kube-sim memory',

@@ -14,7 +14,7 @@ import { GenericStore } from '../registry/generic-store.js';
 import { Registry } from '../registry/registry.js';
 import { resourceKey, type KindInfo, type StrategyContext } from '../registry/types.js';
 import { MemoryStore, type StoreWrites } from '../storage/memory-store.js';
-import { EtcdStore, type EtcdStoreOptions } from '../storage/etcd-store.js';
+import type { EtcdStore, EtcdStoreOptions } from '../storage/etcd-store.js';
 import { raceTolerant } from '../api/errors.js';
 import { allOf, sync, then, type MaybePromise } from '../api/maybe-async.js';
 import { SnapshotFile } from '../storage/snapshot.js';
@@ -259,6 +259,8 @@ export class Cluster {
     etcdOptions: Omit<EtcdStoreOptions, 'log'>,
     random: SeededRandom,
   ): Promise<Cluster> {
+    // Loaded only here: the etcd client (gRPC, protobuf) costs start-up time nobody else should pay.
+    const { EtcdStore } = await import('../storage/etcd-store.js');
     const { snapshot, attach } = await EtcdStore.connect({ ...etcdOptions, log: options.log });
     const clock = clockFor(options);
     const store = new MemoryStore(options.watchHistory, snapshot.revision, () => clock.now());
@@ -386,6 +388,10 @@ export class Cluster {
    */
   consistentRead(): Promise<void> | undefined {
     return this.etcd?.consistentRead();
+  }
+
+  get storedInEtcd(): boolean {
+    return this.etcd !== undefined;
   }
 
   async flush(): Promise<void> {

@@ -108,6 +108,29 @@ export class ResourceHandler {
 
   async handle(target: ResourceTarget, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const query = request.query as Query;
+    if (request.method === 'GET') {
+      // With etcd: a read without a resourceVersion sees every write acknowledged before it, by any API server.
+      if (!one(query, 'resourceVersion') && target.subresource !== 'log') {
+        const caughtUp = this.cluster.consistentRead();
+        if (caughtUp) await caughtUp;
+      }
+      return this.handleNow(target, request, reply);
+    }
+    if (!this.cluster.storedInEtcd) return this.handleNow(target, request, reply);
+    try {
+      return await this.handleNow(target, request, reply);
+    } catch (err) {
+      // With etcd, a write starts from the object as this server's cache holds it, which may not yet have another
+      // server's latest write: a 404 or 409 is only an answer once the cache has caught up with etcd (and the write
+      // tried again). The body is decoded afresh from its bytes; nothing was written.
+      if (!(err instanceof ApiError && (err.code === 404 || err.code === 409)) || reply.sent) throw err;
+      await this.cluster.consistentRead();
+      return this.handleNow(target, request, reply);
+    }
+  }
+
+  private async handleNow(target: ResourceTarget, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const query = request.query as Query;
     let negotiated = negotiate(request.headers.accept);
     if (isPrettyPrint(query.pretty, request.headers['user-agent'])) negotiated = { ...negotiated, pretty: true };
     const { info, namespace, name, subresource } = target;
@@ -120,13 +143,6 @@ export class ResourceHandler {
       !info.verbs.includes(verbOf(method, name !== undefined, target.watchPath || boolParam(query, 'watch')))
     )
       throw Errors.methodNotAllowed();
-    // With etcd: a read without a resourceVersion must see every write acknowledged before it, by any API server,
-    // and so must a write, which starts from the object as this server's cache holds it (an object another server
-    // has just created is no 404 here).
-    if ((method !== 'GET' || !one(query, 'resourceVersion')) && subresource !== 'log') {
-      const caughtUp = this.cluster.consistentRead();
-      if (caughtUp) await caughtUp;
-    }
     if (name === undefined) {
       if (method === 'GET') {
         if (target.watchPath || boolParam(query, 'watch'))

@@ -13,6 +13,8 @@ export interface ServedCluster {
   readonly store: { readonly currentRevision: number };
   /** With --data, resolves once every change up to `revision` (default: the latest) is on disk; else undefined. */
   durable(revision?: number): Promise<void> | undefined;
+  /** Whether the cluster is kept in etcd (`--etcd-servers`), which other API servers may write too. */
+  readonly storedInEtcd: boolean;
   /** With etcd, resolves once this server has seen every write etcd acknowledged so far; else undefined. */
   consistentRead(): Promise<void> | undefined;
 }
