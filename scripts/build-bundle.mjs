@@ -22,9 +22,9 @@ await build({
   target: 'node20',
   outdir,
   logLevel: 'warning',
-  // web-tree-sitter finds its .wasm beside its own file, which a bundled copy is not; undici, imported only by
-  // the HTTP client, keeps its named exports when Node loads it itself.
-  external: ['web-tree-sitter', 'tree-sitter-bash', 'undici'],
+  // web-tree-sitter finds its .wasm beside its own file, which a bundled copy is not, and etcd3 its .proto files;
+  // undici, imported only by the HTTP client, keeps its named exports when Node loads it itself.
+  external: ['web-tree-sitter', 'tree-sitter-bash', 'undici', 'etcd3'],
   // The CommonJS packages (fastify…) call require(), which an ES module has only when it makes one.
   banner: {
     js: "import { createRequire as __simCreateRequire } from 'node:module';\nconst require = __simCreateRequire(import.meta.url);",
