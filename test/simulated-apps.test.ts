@@ -232,6 +232,24 @@ describe('simulated apps behind ports', { skip: missing }, () => {
       JSON.parse((await viaProxy('/api/v1/namespaces/default/pods/slow/proxy/')).body).message,
       `error trying to reach service: dial tcp ${slowIP}:80: connect: connection refused`,
     );
+    // kubectl port-forward to it: kubectl listens (the pod is Running), the connection is refused inside the pod.
+    const toSlow = spawnKubectl(server.url, ['port-forward', 'pod/slow', ':80']);
+    forwards.push(toSlow);
+    await toSlow.until((out) => /Forwarding from 127\.0\.0\.1:\d+ -> 80\n/.test(out), 'the listener');
+    const local = Number(/Forwarding from 127\.0\.0\.1:(\d+)/.exec(toSlow.stdout)![1]);
+    await assert.rejects(fetch(`http://127.0.0.1:${local}/`));
+    await toSlow.exited;
+    assert.match(
+      toSlow.stderr,
+      /an error occurred forwarding \d+ -> 80: .*dial tcp4 127\.0\.0\.1:80: connect: connection refused/,
+    );
+  });
+
+  test('HEAD through the proxy: the headers of the answer, no body', async () => {
+    const res = await fetch(`${proxyUrl}/api/v1/namespaces/default/pods/nginx/proxy/`, { method: 'HEAD' });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-length'), '615');
+    assert.equal(await res.text(), '');
   });
 });
 
