@@ -83,6 +83,11 @@ describe('metrics.k8s.io on a virtual clock', () => {
     await advance(15_000);
     assert.equal(metricsOf('fresh').window, '15s');
     assert.equal(metricsOf('fresh').timestamp, '2025-01-01T00:00:30Z');
+    await advance(7_000);
+    const later = metricsOf('fresh');
+    assert.equal(later.timestamp, '2025-01-01T00:00:30Z', 'a read between scrapes sees the last one');
+    assert.equal(later.metadata.creationTimestamp, '2025-01-01T00:00:37Z', 'created when read, as metrics-server does');
+    await advance(8_000); // to the next scrape, where the tests below start
   });
 
   it('before its first rate a pod has no metrics: a GET is 404 podmetrics, an unknown pod 404 pods', async () => {

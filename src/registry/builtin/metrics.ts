@@ -95,6 +95,8 @@ function sampleSince(since: number, at: number): Sample | undefined {
  */
 class MetricsRead {
   readonly scrape: number;
+  /** When the read happens: metrics-server stamps each object's creationTimestamp with it. */
+  private readonly now: number;
   private readonly loads = new Map<string, Array<{ selector: LabelSelector; load: UsageProfile; created: number }>>();
   private readonly readyCounts = new Map<object, number>();
 
@@ -103,6 +105,7 @@ class MetricsRead {
     now: number,
   ) {
     this.scrape = lastScrape(now);
+    this.now = now;
   }
 
   /** The Services of a namespace with a load, with their selectors. */
@@ -199,7 +202,7 @@ class MetricsRead {
     return {
       kind: 'PodMetrics',
       apiVersion: `${GROUP}/v1beta1`,
-      metadata: metadataOf(pod, this.scrape),
+      metadata: metadataOf(pod, this.now),
       timestamp: rfc3339(first.timestamp),
       window: goDuration(first.windowMs),
       containers,
@@ -242,7 +245,7 @@ class MetricsRead {
     return {
       kind: 'NodeMetrics',
       apiVersion: `${GROUP}/v1beta1`,
-      metadata: metadataOf(node, this.scrape),
+      metadata: metadataOf(node, this.now),
       timestamp: rfc3339(sample.timestamp),
       window: goDuration(sample.windowMs),
       usage: usageOf(usage),
@@ -268,7 +271,7 @@ function cpuLimitMilli(pod: KubeObject, container: string): number {
   return limit ? Number(milliValue(limit)) : Number.POSITIVE_INFINITY;
 }
 
-/** metrics-server's ObjectMeta: the object's name, namespace and labels, created "now" (at the scrape here). */
+/** metrics-server's ObjectMeta: the object's name, namespace and labels, created "now" (when it is read). */
 function metadataOf(o: KubeObject, at: number): KubeObject['metadata'] {
   const metadata: KubeObject['metadata'] = { name: o.metadata.name };
   if (o.metadata.namespace) metadata.namespace = o.metadata.namespace;
