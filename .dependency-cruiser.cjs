@@ -13,6 +13,7 @@
  *   registry    the table of kinds and a strategy per kind, over storage
  *   auth        authentication and authorization; reads objects through narrow ports, never the registry
  *   storage     the store, watch history, persistence, JSON encoding and interning
+ *   metrics     the Prometheus series the server and components count in (prom-client); a leaf
  *   api, clock  leaves: object helpers, errors, selectors, the version; time and the seeded RNG
  */
 const layers = {
@@ -27,19 +28,21 @@ const layers = {
     'registry',
     'auth',
     'storage',
+    'metrics',
     'api',
     'clock',
   ],
   scenario: ['cluster', 'client', 'api', 'clock'],
-  server: ['registry', 'auth', 'storage', 'api', 'clock'],
+  server: ['registry', 'auth', 'storage', 'metrics', 'api', 'clock'],
   controllers: ['runtime', 'client', 'api', 'clock'],
-  scheduler: ['runtime', 'client', 'api', 'clock'],
+  scheduler: ['runtime', 'client', 'metrics', 'api', 'clock'],
   kubelet: ['runtime', 'client', 'api', 'clock'],
-  runtime: ['client', 'api', 'clock'],
+  runtime: ['client', 'metrics', 'api', 'clock'],
   client: ['api', 'clock'],
   registry: ['storage', 'auth', 'api', 'clock'],
   auth: ['api', 'clock'],
   storage: ['api', 'clock'],
+  metrics: [],
   api: [],
   clock: [],
 };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { VirtualClock } from '../src/clock/clock.js';
+import { Metrics } from '../src/metrics/metrics.js';
 import { WorkQueue } from '../src/runtime/work-queue.js';
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -90,4 +91,28 @@ test('shutDown drops batched keys and wakes waiting workers with undefined', asy
   for (let i = 0; i < 3; i++) await turn();
   assert.equal(queue.length, 0);
   assert.equal(queue.idle, true);
+});
+
+test("client-go's metrics: depth counts keys waiting (one added while worked on too), adds each add that queued, retries", async () => {
+  const metrics = new Metrics().workQueue('q');
+  const queue = new WorkQueue(new VirtualClock(0), { metrics });
+  queue.add('a');
+  queue.add('a');
+  queue.add('b');
+  assert.deepEqual([metrics.depth.value, metrics.adds.value], [2, 2], 'a second add of a waiting key is no add');
+  const a = (await queue.get())!;
+  assert.equal(metrics.depth.value, 1);
+  queue.add(a); // while a worker has it: waiting again
+  assert.deepEqual([metrics.depth.value, metrics.adds.value], [2, 3]);
+  queue.done(a);
+  assert.equal(metrics.depth.value, 2, 'coming back after done is not another add');
+  assert.deepEqual(await drain(queue), ['b', 'a']);
+  assert.deepEqual([metrics.depth.value, metrics.adds.value], [0, 3]);
+  assert.equal(metrics.queueDuration.count, 3);
+  assert.equal(metrics.workDuration.count, 3);
+  queue.addRateLimited('c');
+  assert.equal(metrics.retries.value, 1);
+  queue.add('d');
+  queue.shutDown();
+  assert.equal(metrics.depth.value, 0, 'a queue shut down holds nothing');
 });

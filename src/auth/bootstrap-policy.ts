@@ -205,6 +205,22 @@ export const bootstrapClusterRoles: readonly KubeObject[] = [
       verbs: ['get'],
     },
   ]),
+  // Read access to the monitoring endpoints: /metrics, and the health checks one by one (/livez/etcd …).
+  clusterRole('system:monitoring', [
+    {
+      nonResourceURLs: [
+        '/healthz',
+        '/healthz/*',
+        '/livez',
+        '/livez/*',
+        '/metrics',
+        '/metrics/slis',
+        '/readyz',
+        '/readyz/*',
+      ],
+      verbs: ['get'],
+    },
+  ]),
   clusterRole('system:public-info-viewer', [
     { nonResourceURLs: ['/healthz', '/livez', '/readyz', '/version', '/version/'], verbs: ['get'] },
   ]),
@@ -230,6 +246,7 @@ export const bootstrapClusterRoleBindings: readonly KubeObject[] = [
   ),
   clusterRoleBinding('system:basic-user', 'system:basic-user', ['system:authenticated']),
   clusterRoleBinding('system:discovery', 'system:discovery', ['system:authenticated']),
+  clusterRoleBinding('system:monitoring', 'system:monitoring', ['system:monitoring']),
   clusterRoleBinding('system:public-info-viewer', 'system:public-info-viewer', [
     'system:authenticated',
     'system:unauthenticated',

@@ -43,6 +43,15 @@ export class RealClock implements Clock {
 /** Wall-clock time for network deadlines (watch timeouts, slow clients), which are not cluster time. */
 export const wallClock: Clock = new RealClock();
 
+/**
+ * The process's own monotonic time in seconds, for measuring the simulator itself (the durations `/metrics`
+ * reports: how long a request or a reconcile took to serve). Never cluster time: a virtual clock stands still
+ * while a request is served, so it would report every one as instant.
+ */
+export function processSeconds(): number {
+  return performance.now() / 1000;
+}
+
 /** A pending timer is its own handle: one object a timer (a virtual day of a few nodes fires tens of thousands). */
 class VirtualTimer implements TimerHandle {
   cancelled = false;

@@ -32,6 +32,8 @@ import { LocalApiServices, type ExtensionApiService } from './aggregator.js';
 import { metricsKinds } from '../registry/builtin/metrics.js';
 import { FlowControlConfig } from './apf.js';
 import { KubernetesEndpoints } from './kubernetes-endpoints.js';
+import { Metrics } from '../metrics/metrics.js';
+import { registerObjectMetrics } from './object-metrics.js';
 
 export interface ClusterOptions {
   clock?: 'real' | 'virtual';
@@ -109,6 +111,8 @@ export class Cluster {
   /** With --etcd-servers: etcd, which every write goes to, feeding `store` as its watch cache. */
   private etcd: EtcdStore | undefined;
   readonly log: NonNullable<ClusterOptions['log']>;
+  /** What `/metrics` reports: the API server's, the components' and the objects' series. */
+  readonly metrics = new Metrics();
 
   private constructor(
     readonly clock: Clock,
@@ -120,6 +124,7 @@ export class Cluster {
     this.log = options.log ?? (() => undefined);
     this.certificates = new ClusterCertificateAuthority({ pem: options.ca, dir: options.caDir });
     this.registry = new Registry(store);
+    registerObjectMetrics(this.metrics, store);
     const ips = new ClusterIPAllocator(random);
     const nodePorts = new NodePortAllocator(random);
     const crdKey = resourceKey(customResourceDefinitions);

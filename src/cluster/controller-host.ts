@@ -25,5 +25,6 @@ export function controllerHost(cluster: Cluster): ControllerHost {
     clock: cluster.clock,
     random: cluster.random,
     certificates: cluster.certificates,
+    metrics: cluster.metrics,
   };
 }

@@ -3,6 +3,7 @@ import type { Clock } from '../clock/clock.js';
 import type { SeededRandom } from '../clock/random.js';
 import type { Gvr, KubeClient } from '../client/client.js';
 import type { SharedInformers } from '../client/informer.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { EventRecorder } from './events.js';
 import { WorkQueue, type WorkQueueOptions } from './work-queue.js';
 
@@ -60,6 +61,8 @@ export interface ControllerContext {
   clock: Clock;
   random: SeededRandom;
   recorder(component: string): EventRecorder;
+  /** The component's metrics registry (work queues, the scheduler's); absent, nothing is counted. */
+  metrics?: Metrics;
   log(level: 'error' | 'warn' | 'info' | 'debug', message: string): void;
 }
 
@@ -88,7 +91,7 @@ export class ReconcileLoop {
     private readonly workers = 1,
     queueOptions: WorkQueueOptions = {},
   ) {
-    this.queue = new WorkQueue(ctx.clock, queueOptions);
+    this.queue = new WorkQueue(ctx.clock, { metrics: ctx.metrics?.workQueue(name), ...queueOptions });
     ctx.clock.addIdleCheck?.(() => !this.running || this.idle);
   }
 

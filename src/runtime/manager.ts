@@ -3,6 +3,7 @@ import type { SeededRandom } from '../clock/random.js';
 import type { KubeClient } from '../client/client.js';
 import { SharedInformers } from '../client/informer.js';
 import type { ApiResources, CertificateAuthority, Controller, ControllerContext } from './controller.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { EventRecorder } from './events.js';
 
 export type ControllerFactory = (ctx: ControllerContext) => Controller;
@@ -39,6 +40,7 @@ export interface ControllerHost {
   readonly clock: Clock;
   readonly random: SeededRandom;
   readonly certificates?: CertificateAuthority;
+  readonly metrics?: Metrics;
 }
 
 /** Starts the selected controllers against a cluster through a client of their own and shared informers. */
@@ -59,6 +61,7 @@ export class ControllerManager {
       informers: this.informers,
       clock: host.clock,
       random: host.random,
+      metrics: host.metrics,
       recorder: (component) => {
         let r = recorders.get(component);
         if (!r) recorders.set(component, (r = new EventRecorder(this.client, host.clock, component)));

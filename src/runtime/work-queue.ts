@@ -1,4 +1,5 @@
-import type { Clock, TimerHandle } from '../clock/clock.js';
+import { processSeconds, type Clock, type TimerHandle } from '../clock/clock.js';
+import type { WorkQueueMetrics } from '../metrics/metrics.js';
 
 export interface WorkQueueOptions {
   /** The first retry's delay after a failure (doubled each further failure); default 5 ms. */
@@ -15,6 +16,8 @@ export interface WorkQueueOptions {
    * has the counts that chose 4.)
    */
   batchTurns?: number;
+  /** client-go's work queue metrics (depth, adds, retries, time queued, time worked), shared by queues of one name. */
+  metrics?: WorkQueueMetrics;
 }
 
 /**
@@ -37,6 +40,10 @@ export class WorkQueue {
   /** Keys added while a batch is open (batchTurns), queued together when it closes. */
   private readonly batch = new Set<string>();
   private turnsLeft = 0;
+  private readonly metrics: WorkQueueMetrics | undefined;
+  /** With metrics: when each queued key was added, and when each key in a worker's hands was handed out. */
+  private readonly addedAt = new Map<string, number>();
+  private readonly startedAt = new Map<string, number>();
 
   constructor(
     private readonly clock: Clock,
@@ -45,6 +52,7 @@ export class WorkQueue {
     this.baseDelayMs = options.baseDelayMs ?? 5;
     this.maxDelayMs = options.maxDelayMs ?? 1_000_000;
     this.batchTurns = options.batchTurns ?? 0;
+    this.metrics = options.metrics;
   }
 
   get length(): number {
@@ -82,13 +90,37 @@ export class WorkQueue {
   private enqueue(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
-    if (this.processing.has(key)) return;
+    if (this.metrics) this.added(this.metrics, key);
+    if (!this.processing.has(key)) this.dispatch(key);
+  }
+
+  /** A dirty key no worker holds: to a waiting worker, else to the back of the queue. */
+  private dispatch(key: string): void {
     const waiter = this.waiters.shift();
     if (waiter) {
       this.dirty.delete(key);
-      this.processing.add(key);
+      this.handOut(key);
       waiter(key);
     } else this.queue.push(key);
+  }
+
+  private added(metrics: WorkQueueMetrics, key: string): void {
+    metrics.adds.value++;
+    metrics.depth.value++;
+    if (!this.addedAt.has(key)) this.addedAt.set(key, processSeconds());
+  }
+
+  /** A key goes to a worker. */
+  private handOut(key: string): void {
+    this.processing.add(key);
+    const metrics = this.metrics;
+    if (!metrics) return;
+    const now = processSeconds();
+    metrics.depth.value--;
+    const at = this.addedAt.get(key);
+    if (at !== undefined) metrics.queueDuration.observe(now - at);
+    this.addedAt.delete(key);
+    this.startedAt.set(key, now);
   }
 
   /** Adds the key after a delay; an earlier pending delay for the same key wins. */
@@ -109,6 +141,7 @@ export class WorkQueue {
   addRateLimited(key: string): void {
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
+    if (this.metrics) this.metrics.retries.value++;
     this.addAfter(key, Math.min(this.baseDelayMs * 2 ** n, this.maxDelayMs));
   }
 
@@ -129,7 +162,7 @@ export class WorkQueue {
         this.head = 0;
       }
       this.dirty.delete(key);
-      this.processing.add(key);
+      this.handOut(key);
       return Promise.resolve(key);
     }
     if (this.shuttingDown) return Promise.resolve(undefined);
@@ -138,15 +171,21 @@ export class WorkQueue {
 
   done(key: string): void {
     this.processing.delete(key);
-    if (this.dirty.has(key)) {
-      this.dirty.delete(key);
-      this.enqueue(key);
+    const started = this.metrics ? this.startedAt.get(key) : undefined;
+    if (started !== undefined) {
+      this.metrics!.workDuration.observe(processSeconds() - started);
+      this.startedAt.delete(key);
     }
+    // Added while it was worked on: it was counted then, and is queued now.
+    if (this.dirty.has(key) && !this.shuttingDown) this.dispatch(key);
   }
 
   shutDown(): void {
     this.shuttingDown = true;
     this.batch.clear();
+    // What was waiting is dropped: it no longer counts in the depth (a queue of the same name may take over).
+    if (this.metrics) this.metrics.depth.value -= this.dirty.size;
+    this.addedAt.clear();
     for (const { timer } of this.delayed.values()) timer.cancel();
     this.delayed.clear();
     for (const w of this.waiters.splice(0)) w(undefined);

@@ -21,6 +21,7 @@ import {
   type PodRequest,
 } from './plugins.js';
 import { BIND_TIMEOUT_MS, VolumeBinder, type VolumePlan } from './volume-binding.js';
+import type { SchedulerMetrics } from '../metrics/metrics.js';
 
 function count(map: Map<string, Map<string, number>>, owner: string, key: string, delta: number): void {
   let inner = map.get(owner);
@@ -105,6 +106,8 @@ export class Scheduler implements Controller {
    */
   private readonly waitingForVolumes = new Map<string, { node: string; deadline: number; claims: string[] }>();
   private readonly claimWaiters = new Map<string, Set<string>>();
+  /** scheduler_schedule_attempts_total's series (and scheduler_pending_pods, read from the queues). */
+  private readonly attempts: SchedulerMetrics | undefined;
 
   constructor(private readonly ctx: ControllerContext) {
     this.pods = ctx.informers.for(Gvrs.pods);
@@ -114,7 +117,15 @@ export class Scheduler implements Controller {
       this.wakeUnschedulable();
     });
     this.recorder = ctx.recorder(SCHEDULER_NAME);
-    this.loop = new ReconcileLoop('scheduler', ctx, (key) => this.schedule(key), 1);
+    this.loop = new ReconcileLoop('scheduler', ctx, (key) => this.attempt(key), 1);
+    // kube-scheduler's queues, as near as this one's state says: keys waiting to be tried (activeQ), pods moved
+    // back after a cluster change that wait out their back-off or their turn (backoffQ), pods parked until a
+    // change (unschedulablePods).
+    this.attempts = ctx.metrics?.scheduler(SCHEDULER_NAME, () => ({
+      active: this.loop.queue.length,
+      backoff: this.unschedulable.size - this.parked.size,
+      unschedulable: this.parked.size,
+    }));
     this.pods.addEventHandler({
       add: (pod) => this.podChanged(undefined, pod),
       update: (old, pod) => this.podChanged(old, pod),
@@ -302,6 +313,16 @@ export class Scheduler implements Controller {
   // ---------------------------------------------------------------------------------------------------
   // one scheduling cycle
 
+  /** A cycle that fails for another reason than the pod not fitting is an error attempt (it is retried). */
+  private async attempt(key: string): Promise<ReconcileResult | void> {
+    try {
+      return await this.schedule(key);
+    } catch (err) {
+      if (this.attempts) this.attempts.error.value++;
+      throw err;
+    }
+  }
+
   private async schedule(key: string): Promise<ReconcileResult | void> {
     const slash = key.indexOf('/');
     const pod = this.pods.get(key.slice(0, slash), key.slice(slash + 1));
@@ -420,6 +441,7 @@ export class Scheduler implements Controller {
       throw err;
     }
     this.forgetUnschedulable(key);
+    if (this.attempts) this.attempts.scheduled.value++;
     this.recorder.event(
       pod,
       'Normal',
@@ -446,6 +468,7 @@ export class Scheduler implements Controller {
     this.unschedulable.set(key, { attempts: (previous?.attempts ?? 0) + 1, at: now });
     // Parked in the same synchronous step as the failed filter: a change after it moves the pod again.
     this.parked.add(key);
+    if (this.attempts) this.attempts.unschedulable.value++;
     this.recorder.event(pod, 'Warning', 'FailedScheduling', message);
     // setPodCondition replaces the conditions array: the other parts stay the stored pod's, which the store's write skips.
     const status: Obj = isPlainObject(pod.status) ? { ...pod.status } : {};

@@ -1,6 +1,7 @@
 import type { Clock, VirtualClock } from '../clock/clock.js';
 import type { GenericStore } from '../registry/generic-store.js';
 import type { Registry } from '../registry/registry.js';
+import type { Metrics } from '../metrics/metrics.js';
 
 /** What the HTTP server serves (cluster/Cluster is one): the table of kinds, the generic store, time, durability. */
 export interface ServedCluster {
@@ -17,4 +18,6 @@ export interface ServedCluster {
   readonly storedInEtcd: boolean;
   /** With etcd, resolves once this server has seen every write etcd acknowledged so far; else undefined. */
   consistentRead(): Promise<void> | undefined;
+  /** What `/metrics` serves; the server counts its requests in it. */
+  readonly metrics: Metrics;
 }

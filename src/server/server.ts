@@ -28,6 +28,9 @@ import { PodConnect } from './pod-connect.js';
 import { ApiProxy } from './proxy.js';
 import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources.js';
 import { isUiRequest, registerUiRoutes } from './ui.js';
+import { RequestInstrumentation } from './request-metrics.js';
+import { EXPOSITION_CONTENT_TYPE } from '../metrics/metrics.js';
+import { processSeconds } from '../clock/clock.js';
 
 export interface ServerOptions {
   /** Address clients are told to use in /api's serverAddressByClientCIDRs (host:port). */
@@ -149,6 +152,8 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
   const openapiV2 = new OpenApiV2(cluster.registry, openapi);
   const resources = new ResourceHandler(cluster, options.kubelet);
   const proxy = new ApiProxy(cluster, options.kubelet);
+  const instrumentation = new RequestInstrumentation(cluster.metrics.requests);
+  app.decorateRequest('apiSeries', null);
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) =>
@@ -200,6 +205,11 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
         ),
       ),
     );
+  // kube-apiserver's /metrics: authorized as a non-resource URL (system:monitoring and cluster-admin may get it).
+  app.get('/metrics', async (_req, reply) => {
+    const text = await cluster.metrics.exposition();
+    void reply.code(200).header('content-type', EXPOSITION_CONTENT_TYPE).send(text);
+  });
   for (const path of ['/healthz', '/livez', '/readyz'])
     app.get(path, (_req, reply) => void reply.code(200).header('content-type', 'text/plain; charset=utf-8').send('ok'));
 
@@ -292,15 +302,30 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
     }
     const target = resolveTarget(cluster, group, version, segments);
     if (!target) throw Errors.pathNotFound();
+    instrumentation.routed(target, request, reply);
     await resources.handle(target, request, reply);
   };
   const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-  app.route({ method: [...methods], url: '/api/*', handler: (req, reply) => handleApi(req, reply, true) });
-  app.route({ method: [...methods], url: '/apis/*', handler: (req, reply) => handleApi(req, reply, false) });
+  const onResponse = instrumentation.answered;
+  app.route({ method: [...methods], url: '/api/*', onResponse, handler: (req, reply) => handleApi(req, reply, true) });
+  app.route({
+    method: [...methods],
+    url: '/apis/*',
+    onResponse,
+    handler: (req, reply) => handleApi(req, reply, false),
+  });
 
   registerSimRoutes(app, cluster, options.kubelet);
   registerUiRoutes(app);
-  attachWebSockets(app, cluster, resources, new PodConnect(cluster, options.kubelet), auth, options.logger);
+  attachWebSockets(
+    app,
+    cluster,
+    resources,
+    new PodConnect(cluster, options.kubelet),
+    instrumentation,
+    auth,
+    options.logger,
+  );
   return app;
 }
 
@@ -424,15 +449,22 @@ function attachWebSockets(
   cluster: ServedCluster,
   resources: ResourceHandler,
   connect: PodConnect,
+  instrumentation: RequestInstrumentation,
   auth: ApiAuth | undefined,
   logger: ((line: string) => void) | undefined,
 ): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY_BYTES });
-  const reject = (socket: Duplex, err: ApiError, contentType = 'application/json'): void =>
+  const rejectWith = (socket: Duplex, err: ApiError, contentType = 'application/json'): void =>
     rejectUpgrade(socket, err.code, contentType, contentType === 'application/json' ? statusJson(err) : err.message);
   onUpgrade(
     app.server,
     (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const startedAt = processSeconds();
+      let refused: ((code: number) => void) | undefined;
+      const reject = (socket: Duplex, err: ApiError, contentType = 'application/json'): void => {
+        refused?.(err.code);
+        rejectWith(socket, err, contentType);
+      };
       try {
         auth?.check(req);
         const url = new URL(req.url ?? '/', 'http://localhost');
@@ -443,6 +475,7 @@ function attachWebSockets(
         else if (segments[0] === 'apis' && segments.length >= 4)
           target = resolveTarget(cluster, segments[1]!, segments[2]!, segments.slice(3));
         if (!target) return reject(socket, Errors.pathNotFound());
+        refused = instrumentation.upgrade(target, url.searchParams, socket, startedAt, processSeconds);
         const sub = target.subresource;
         if (
           (sub === 'exec' || sub === 'attach' || sub === 'portforward') &&
