@@ -514,7 +514,7 @@ function startContainer(
   if (program?.kind === 'unknown' && restartCount === 0 && list !== 'initContainers')
     events.push({ type: 'Normal', reason: SIMULATED_REASON, message: runsUntilStoppedMessage(c), fieldPath: path });
   const command =
-    program?.kind === 'command' && list !== 'initContainers'
+    program?.kind === 'command'
       ? {
           container: String(c.name),
           instance: restartCount,
@@ -647,6 +647,80 @@ function accept(pod: KubeObject, ctx: ActionContext): ActionResult {
   return { ...empty(), status };
 }
 
+/** A restartable init container (restartPolicy: Always): a sidecar, which starts and keeps running. */
+function isSidecar(c: Obj | undefined): boolean {
+  return c?.restartPolicy === 'Always';
+}
+
+function completed(cs: Obj | undefined): boolean {
+  const t = cs && state(cs).terminated;
+  return isPlainObject(t) && t.exitCode === 0;
+}
+
+/** Init containers not done yet: regular ones that have not completed, sidecars that are not running. */
+function incompleteInits(inits: Obj[], list: Obj[]): string[] {
+  const byName = new Map(list.map((cs) => [String(cs.name), cs]));
+  return inits
+    .filter((c) => {
+      const cs = byName.get(String(c.name));
+      return isSidecar(c) ? !(cs && isPlainObject(state(cs).running)) : !completed(cs);
+    })
+    .map((c) => String(c.name));
+}
+
+/** Every regular init container completed, every sidecar started: the app containers may start. */
+function initialized(inits: Obj[], list: Obj[]): boolean {
+  return incompleteInits(inits, list).length === 0;
+}
+
+/**
+ * The kubelet's init containers, in order: each regular one runs to completion before the next starts (its command
+ * in the exec shell, whose exit the container-exit stage records; one kube-sim cannot run completes at once); a
+ * sidecar starts and the next goes on beside it. One that failed, waits in back-off or cannot start (its image, its
+ * environment) holds the rest back; the restart stages and the pull back-off take it on from there.
+ */
+function startInits(pod: KubeObject, inits: Obj[], status: Obj, result: ActionResult, ctx: ActionContext, now: string) {
+  const prior = new Map(statuses(status, 'initContainerStatuses').map((cs) => [String(cs.name), cs]));
+  let blocked = false;
+  return inits.map((c) => {
+    const name = String(c.name);
+    const previous = prior.get(name);
+    if (blocked) return previous ?? waitingStatus(c, 'PodInitializing');
+    const sidecar = isSidecar(c);
+    if (previous && isPlainObject(state(previous).running)) {
+      if (!sidecar) blocked = true;
+      return previous;
+    }
+    if (completed(previous) && !sidecar) return previous!;
+    if (previous && (isPlainObject(state(previous).terminated) || waitingReason(previous) === 'CrashLoopBackOff')) {
+      blocked = true;
+      return previous;
+    }
+    const restartCount = typeof previous?.restartCount === 'number' ? previous.restartCount : 0;
+    const started = startContainer(pod, c, 'initContainers', previous, restartCount, ctx, now);
+    if (started.pull) (result.pulls ??= []).push(started.pull);
+    result.events.push(...started.events);
+    if (!started.env) {
+      blocked = true;
+      return started.status;
+    }
+    if (started.command || sidecar) {
+      if (started.command) (result.commands ??= []).push(started.command);
+      result.logs.push(...started.logs);
+      if (!sidecar) blocked = true;
+      return started.status;
+    }
+    // Nothing kube-sim can run (no command, kube-sim.dev/duration): it completes at once.
+    for (const log of started.logs)
+      result.logs.push({
+        ...log,
+        lines: [...log.lines, flat('[kube-sim] container ', name, ' exited with code 0')],
+        end: true,
+      });
+    return terminate(started.status, 0, now);
+  });
+}
+
 /** Mounts volumes, runs init containers to completion, starts the app containers: the pod is Running. */
 function start(pod: KubeObject, ctx: ActionContext): ActionResult {
   const now = rfc3339(ctx.now);
@@ -670,27 +744,8 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
   const withIP: KubeObject = { ...pod, status };
   const result: ActionResult = { events: [], logs: [], annotations: {} };
   const inits = containersOf(pod, 'initContainers');
-  if (inits.length > 0) {
-    const priorInits = new Map(statuses(status, 'initContainerStatuses').map((cs) => [String(cs.name), cs]));
-    let blocked = false;
-    status.initContainerStatuses = inits.map((c) => {
-      const prior = priorInits.get(String(c.name));
-      if (prior && isPlainObject(state(prior).terminated)) return prior;
-      if (blocked) return prior ?? waitingStatus(c, 'PodInitializing');
-      const started = startContainer(withIP, c, 'initContainers', prior, 0, ctx, now);
-      if (!started.env) blocked = true;
-      if (started.pull) (result.pulls ??= []).push(started.pull);
-      result.events.push(...started.events);
-      for (const log of started.logs)
-        result.logs.push({
-          ...log,
-          lines: [...log.lines, flat('[kube-sim] container ', String(c.name), ' exited with code 0')],
-          end: true,
-        });
-      return started.env ? terminate(started.status, 0, now) : started.status;
-    });
-  }
-  const initFailed = statuses(status, 'initContainerStatuses').some((cs) => !isPlainObject(state(cs).terminated));
+  if (inits.length > 0) status.initContainerStatuses = startInits(withIP, inits, status, result, ctx, now);
+  const initFailed = !initialized(inits, statuses(status, 'initContainerStatuses'));
   const previous = new Map(statuses(status, 'containerStatuses').map((cs) => [String(cs.name), cs]));
   if (!initFailed) {
     status.containerStatuses = containersOf(pod, 'containers').map((c) => {
@@ -711,9 +766,7 @@ function start(pod: KubeObject, ctx: ActionContext): ActionResult {
   }
   setCondition(status, { type: 'PodReadyToStartContainers', status: 'True' }, now);
   if (initFailed) {
-    const pending = statuses(status, 'initContainerStatuses')
-      .filter((cs) => !isPlainObject(state(cs).terminated))
-      .map((cs) => String(cs.name));
+    const pending = incompleteInits(inits, statuses(status, 'initContainerStatuses'));
     setCondition(
       status,
       {
@@ -800,9 +853,20 @@ function startEphemeralContainers(pod: KubeObject, status: Obj, ctx: ActionConte
 function ready(pod: KubeObject, ctx: ActionContext): ActionResult {
   const now = rfc3339(ctx.now);
   const status = statusOf(pod);
-  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) =>
-    isPlainObject(state(cs).running) && cs.ready !== true ? { ...cs, ready: true } : cs,
-  );
+  const readied = (cs: Obj): Obj =>
+    isPlainObject(state(cs).running) && cs.ready !== true ? { ...cs, ready: true } : cs;
+  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), readied);
+  // Sidecars too: with no readiness probe, a running one is ready.
+  if (Array.isArray(status.initContainerStatuses)) {
+    const sidecars = new Set(
+      containersOf(pod, 'initContainers')
+        .filter(isSidecar)
+        .map((c) => String(c.name)),
+    );
+    status.initContainerStatuses = mapShared(statuses(status, 'initContainerStatuses'), (cs) =>
+      sidecars.has(String(cs.name)) ? readied(cs) : cs,
+    );
+  }
   setReadiness(status, now, false);
   sortConditions(status);
   return { ...empty(), status };
@@ -850,6 +914,7 @@ function exit(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): Act
     return terminate(cs, code, now, reason);
   });
   status.phase = phaseFromContainers(status, restartPolicyOf(pod));
+  if (commandsOnly && initExited(pod, status, logs, ctx)) status.phase = 'Failed';
   const terminal = status.phase === 'Succeeded' || status.phase === 'Failed';
   setReadiness(status, now, terminal);
   if (terminal) setCondition(status, { type: 'PodReadyToStartContainers', status: 'False' }, now);
@@ -857,35 +922,81 @@ function exit(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): Act
   return { events: [], logs, status };
 }
 
+/**
+ * Init containers whose commands exited end with their codes. True when that fails the pod: a regular init container
+ * failed and the pod never restarts (Init:Error); under OnFailure or Always the restart stages restart it.
+ */
+function initExited(pod: KubeObject, status: Obj, logs: ActionLog[], ctx: ActionContext): boolean {
+  if (!Array.isArray(status.initContainerStatuses)) return false;
+  const specs = new Map(containersOf(pod, 'initContainers').map((c) => [String(c.name), c]));
+  let failsPod = false;
+  status.initContainerStatuses = mapShared(statuses(status, 'initContainerStatuses'), (cs) => {
+    if (!isPlainObject(state(cs).running)) return cs;
+    const exited = commandOf(ctx, cs);
+    if (exited?.phase !== 'exited') return cs;
+    logs.push({ container: String(cs.name), end: true, lines: [] });
+    const ended = terminate(cs, exited.exitCode, rfc3339(Math.min(exited.at, ctx.now)));
+    // A sidecar always restarts: it waits out its back-off (none the first time) beside the running pod.
+    if (isSidecar(specs.get(String(cs.name)))) return crashLoopWaiting(pod, ended);
+    if (exited.exitCode !== 0 && restartPolicyOf(pod) === 'Never') failsPod = true;
+    return ended;
+  });
+  return failsPod;
+}
+
+/**
+ * Whether an exited container restarts: an app container by the pod's restartPolicy; a sidecar always; a regular init
+ * container when it failed, unless the pod never restarts (one that completed is done).
+ */
+function restarts(policy: string, cs: Obj, init: Obj | undefined): boolean {
+  if (!init) return wantsRestart(policy, cs);
+  const t = state(cs).terminated;
+  if (!isPlainObject(t)) return false;
+  return isSidecar(init) || (t.exitCode !== 0 && policy !== 'Never');
+}
+
+/** The statuses a BackOff or Restart works on: the init containers' with params.init, else the app containers'. */
+function listOf(pod: KubeObject, params: Obj | undefined) {
+  if (params?.init !== true) return { list: 'containerStatuses' as const, inits: undefined };
+  const inits = new Map(containersOf(pod, 'initContainers').map((c) => [String(c.name), c]));
+  return { list: 'initContainerStatuses' as const, inits };
+}
+
+/** An exited container waiting in CrashLoopBackOff for its restart, its exit its last state. */
+function crashLoopWaiting(pod: KubeObject, cs: Obj): Obj {
+  const ref = `${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})`;
+  const wait = goDuration(crashLoopDelayMs(typeof cs.restartCount === 'number' ? cs.restartCount : 0));
+  return {
+    ...cs,
+    lastState: { terminated: state(cs).terminated },
+    ready: false,
+    started: false,
+    state: {
+      waiting: {
+        reason: 'CrashLoopBackOff',
+        message: `back-off ${wait} restarting failed container=${String(cs.name)} pod=${ref}`,
+      },
+    },
+  };
+}
+
 /** An exited container that will restart waits in CrashLoopBackOff. */
-function backOff(pod: KubeObject, ctx: ActionContext): ActionResult {
+function backOff(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): ActionResult {
   const now = rfc3339(ctx.now);
   const status = statusOf(pod);
   const policy = restartPolicyOf(pod);
   const events: ActionEvent[] = [];
   const ref = `${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})`;
-  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
-    if (!wantsRestart(policy, cs)) return cs;
-    const restarts = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
-    const wait = goDuration(crashLoopDelayMs(restarts));
+  const { list, inits } = listOf(pod, params);
+  status[list] = mapShared(statuses(status, list), (cs) => {
+    if (!restarts(policy, cs, inits?.get(String(cs.name)))) return cs;
     events.push({
       type: 'Warning',
       reason: 'BackOff',
       message: `Back-off restarting failed container ${String(cs.name)} in pod ${ref}`,
       fieldPath: fieldPath(pod, String(cs.name)),
     });
-    return {
-      ...cs,
-      lastState: { terminated: state(cs).terminated },
-      ready: false,
-      started: false,
-      state: {
-        waiting: {
-          reason: 'CrashLoopBackOff',
-          message: `back-off ${wait} restarting failed container=${String(cs.name)} pod=${ref}`,
-        },
-      },
-    };
+    return crashLoopWaiting(pod, cs);
   });
   setReadiness(status, now, false);
   sortConditions(status);
@@ -901,23 +1012,27 @@ function restart(pod: KubeObject, ctx: ActionContext, params: Obj | undefined): 
   const status = statusOf(pod);
   const policy = restartPolicyOf(pod);
   const result: ActionResult = { events: [], logs: [], annotations: {} };
-  const specs = new Map(containersOf(pod, 'containers').map((c) => [String(c.name), c]));
-  status.containerStatuses = mapShared(statuses(status, 'containerStatuses'), (cs) => {
+  const { list, inits } = listOf(pod, params);
+  const specs = inits ?? new Map(containersOf(pod, 'containers').map((c) => [String(c.name), c]));
+  status[list] = mapShared(statuses(status, list), (cs) => {
     const waitingReason = isPlainObject(state(cs).waiting) ? (state(cs).waiting as Obj).reason : undefined;
     const terminated = state(cs).terminated;
     const c = specs.get(String(cs.name));
     if (!c) return cs;
-    if (waitingReason !== 'CrashLoopBackOff' && !wantsRestart(policy, cs)) return cs;
+    if (waitingReason !== 'CrashLoopBackOff' && !restarts(policy, cs, inits && c)) return cs;
     if (params?.first === true && cs.restartCount !== 0) return cs;
     const last = isPlainObject(terminated) ? { terminated } : isPlainObject(cs.lastState) ? cs.lastState : {};
-    const restarts = (typeof cs.restartCount === 'number' ? cs.restartCount : 0) + 1;
-    const started = startContainer(pod, c, 'containers', { ...cs, lastState: last }, restarts, ctx, now);
+    const count = (typeof cs.restartCount === 'number' ? cs.restartCount : 0) + 1;
+    const kind = inits ? 'initContainers' : 'containers';
+    const started = startContainer(pod, c, kind, { ...cs, lastState: last }, count, ctx, now);
     if (started.pull) (result.pulls ??= []).push(started.pull);
     if (started.command) (result.commands ??= []).push(started.command);
     result.events.push(...started.events);
     result.logs.push(...started.logs);
-    if (started.env)
+    if (started.env && !inits)
       result.annotations![envAnnotation(String(c.name))] = JSON.stringify(Object.fromEntries(started.env));
+    // An init container kube-sim cannot run completes at once, as it did the first time.
+    if (inits && started.env && !started.command && !isSidecar(c)) return terminate(started.status, 0, now);
     return started.status;
   });
   status.phase = phaseFromContainers(status, policy);
@@ -1040,7 +1155,7 @@ export function runAction(name: ActionName, pod: KubeObject, ctx: ActionContext,
     case 'Exit':
       return exit(pod, ctx, params);
     case 'BackOff':
-      return backOff(pod, ctx);
+      return backOff(pod, ctx, params);
     case 'Restart':
       return restart(pod, ctx, params);
     case 'Kill':

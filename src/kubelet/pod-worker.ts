@@ -81,7 +81,7 @@ function references(pod: KubeObject, kind: 'configMap' | 'secret'): string[] {
 /** The restart count of the container's instance that is running in the pod (an app or ephemeral container), if one is. */
 function runningInstance(pod: KubeObject, container: string): number | undefined {
   const status = isPlainObject(pod.status) ? pod.status : {};
-  for (const list of [status.containerStatuses, status.ephemeralContainerStatuses]) {
+  for (const list of [status.initContainerStatuses, status.containerStatuses, status.ephemeralContainerStatuses]) {
     for (const cs of Array.isArray(list) ? (list as unknown[]) : []) {
       if (!isPlainObject(cs) || cs.name !== container) continue;
       if (!isPlainObject(cs.state) || !isPlainObject(cs.state.running)) return undefined;

@@ -86,11 +86,11 @@ function runningStatuses(pod: KubeObject): Map<string, Obj> {
   return running;
 }
 
-/** When the first of the pod's running containers (app or ephemeral) whose command exited did (undefined: none has). */
+/** When the first of the pod's running containers (init, app or ephemeral) whose command exited did (undefined: none has). */
 export function commandExitAt(pod: KubeObject, command: CommandLookup): number | undefined {
   let first: number | undefined;
   const status = isPlainObject(pod.status) ? pod.status : {};
-  for (const list of [status.containerStatuses, status.ephemeralContainerStatuses]) {
+  for (const list of [status.initContainerStatuses, status.containerStatuses, status.ephemeralContainerStatuses]) {
     for (const cs of Array.isArray(list) ? (list as unknown[]) : []) {
       if (!isRunning(cs)) continue;
       const state = command(String((cs as Obj).name), restartCountOf(cs as Obj));

@@ -270,8 +270,20 @@ function latestTimestamp(pod: KubeObject, path: string): number | undefined {
   return latest;
 }
 
+/**
+ * The restart count whose back-off is due: the highest of the containers waiting in CrashLoopBackOff (init
+ * containers too), else of all the app containers.
+ */
 function maxRestartCount(pod: KubeObject): number {
   let max = 0;
+  let waiting = false;
+  for (const cs of evaluatePath(pod, '.status.(initContainerStatuses|containerStatuses)[*]')) {
+    if (!isPlainObject(cs) || !isPlainObject(cs.state) || !isPlainObject(cs.state.waiting)) continue;
+    if (cs.state.waiting.reason !== 'CrashLoopBackOff' || typeof cs.restartCount !== 'number') continue;
+    if (!waiting || cs.restartCount > max) max = cs.restartCount;
+    waiting = true;
+  }
+  if (waiting) return max;
   for (const v of evaluatePath(pod, '.status.containerStatuses[*].restartCount'))
     if (typeof v === 'number' && v > max) max = v;
   return max;
