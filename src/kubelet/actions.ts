@@ -520,8 +520,8 @@ function startContainer(
           instance: restartCount,
           argv: program.argv.map((a) => expandVars(a, new Map(resolved.env))),
           env: resolved.env,
-          // `kubectl debug -i`: its process reads what an attach sends it.
-          ...(list === 'ephemeralContainers' && c.stdin === true ? { interactive: true } : {}),
+          // `kubectl run -i`, `kubectl debug -i`: its process reads what an attach sends it.
+          ...(list !== 'initContainers' && c.stdin === true ? { interactive: true } : {}),
         }
       : undefined;
   return {

@@ -37,9 +37,16 @@ function containerStatus(pod: KubeObject, name: string): Obj | undefined {
   return undefined;
 }
 
-function ephemeralContainer(pod: KubeObject, name: string): Obj | undefined {
-  const list = isPlainObject(pod.spec) ? pod.spec.ephemeralContainers : undefined;
-  return Array.isArray(list) ? (list as unknown[]).filter(isPlainObject).find((c) => c.name === name) : undefined;
+/** An app or ephemeral container's spec (init containers never read an attach's stdin). */
+function attachableContainer(pod: KubeObject, name: string): Obj | undefined {
+  const spec = isPlainObject(pod.spec) ? pod.spec : {};
+  for (const list of [spec.containers, spec.ephemeralContainers]) {
+    const found = Array.isArray(list)
+      ? (list as unknown[]).filter(isPlainObject).find((c) => c.name === name)
+      : undefined;
+    if (found) return found;
+  }
+  return undefined;
 }
 
 function strings(value: unknown): string[] {
@@ -108,16 +115,16 @@ export class KubeletApi {
   }
 
   /**
-   * The running container's main process: what it writes from now on. For an ephemeral container that reads stdin
-   * (`kubectl debug -i`), its command runs in the container's shell on the client's streams, what it writes is the
-   * container's log as well, and when it exits (not when the client goes away: its stdin stays open) the container
-   * has exited with its code.
+   * The running container's main process: what it writes from now on. For a container that reads stdin (`kubectl
+   * run -i`, `kubectl debug -i`), its command runs in the container's shell on the client's streams, what it writes
+   * is the container's log as well, and when it exits the container has exited with its code (not when the client
+   * goes away, unless the container reads stdin once: its stdin stays open).
    */
   attach(pod: KubeObject, container: string): AttachTarget {
     this.reachable(pod, `attach/${pod.metadata.namespace}/${pod.metadata.name}/${container}`);
     const cs = this.running(pod, container);
     const restarts = typeof cs.restartCount === 'number' ? cs.restartCount : 0;
-    const interactive = ephemeralContainer(pod, container);
+    const interactive = attachableContainer(pod, container);
     if (interactive?.stdin === true) {
       const session = this.sources.session(pod, container, restarts);
       // Without a session (the server restarted since the container started), its spec's command, busybox's `sh`.
@@ -146,7 +153,9 @@ export class KubeletApi {
             },
           });
           log.flush();
-          if (!detached) session?.exited(code);
+          // A client that goes away leaves stdin open, unless the container reads it once (stdinOnce, as
+          // `kubectl run -i` makes it): then its end is the end of the input, and the shell's exit the container's.
+          if (!detached || interactive.stdinOnce === true) session?.exited(code);
         },
       };
     }

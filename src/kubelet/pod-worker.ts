@@ -307,12 +307,16 @@ export class PodWorker {
     }
     // The commands of container instances that ended are stopped; those of the instances just started begin.
     record.endCommands((container, instance) => runningInstance(current, container) === instance);
-    const commands = steps.flatMap((s) => s.commands);
-    if (commands.length > 0) {
+    const commands = steps
+      .flatMap((s) => s.commands)
+      .filter((command) => runningInstance(current, command.container) === command.instance);
+    // One that reads stdin waits for the attach that runs it: it is there before anything else can run (kubectl run
+    // -i attaches as soon as it sees the pod Running, maybe before the shell below has loaded).
+    for (const command of commands) if (command.interactive) this.awaitAttach(command, record);
+    if (commands.some((command) => !command.interactive)) {
       const shell = await loadShell();
       for (const command of commands)
-        if (runningInstance(current, command.container) === command.instance)
-          this.launch(shell, cacheKey(pod), current, command, agent, record, now);
+        if (!command.interactive) this.launch(shell, cacheKey(pod), current, command, agent, record, now);
     }
     const phase = isPlainObject(current.status) ? current.status.phase : undefined;
     if (phase === 'Succeeded' || phase === 'Failed') releasePodIP(record, agent.ips);
@@ -348,6 +352,11 @@ export class PodWorker {
     };
   }
 
+  /** A command that reads stdin: it runs when an attach brings its streams (session), and waits for input until then. */
+  private awaitAttach(command: ContainerCommand, record: PodRecord): void {
+    record.commandStarted(command.container, command.instance, () => {}, command);
+  }
+
   /**
    * Starts a container instance's command in the exec shell, in the container's environment and files: its output is
    * the instance's log, its exit (kept in the pod's record) brings the pod back for the stage that ends the container.
@@ -362,11 +371,6 @@ export class PodWorker {
     now: number,
   ): void {
     const { container, instance } = command;
-    // It reads stdin: it runs when an attach brings its streams (session), and waits for input until then.
-    if (command.interactive) {
-      record.commandStarted(container, instance, () => {}, command);
-      return;
-    }
     const uid = pod.metadata.uid ?? '';
     const spec = containerSpecs(pod).find((c) => c.name === container) ?? { name: container };
     const path = `spec.${listOf(pod, container)}{${container}}`;
