@@ -88,6 +88,11 @@ export function buildProgram(): Command {
       integer('--watch-history', 1),
       10_000,
     )
+    .option(
+      '--components <list>',
+      'what this process runs, of apiserver,controllers,scheduler,kubelets (with --etcd-servers, several processes share the work: controllers and scheduler elect a leader on their Lease)',
+      'apiserver,controllers,scheduler,kubelets',
+    )
     .option('--controllers <list>', "controllers to run, kube-controller-manager style ('*', '-name')", '*')
     .option(
       '--no-metrics-server',

@@ -5,7 +5,13 @@ import type { Server as TlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { parseDuration } from '../clock/clock.js';
-import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
+import {
+  COMPONENTS,
+  startSimulator,
+  type Component,
+  type Simulator,
+  type SimulatorOptions,
+} from '../cluster/simulator.js';
 import { defaultProfile, loadNodeProfile, parseCapacity } from '../kubelet/node.js';
 import { loadImageCatalog, parseImageList } from '../kubelet/images.js';
 import { loadStageFile } from '../kubelet/stages.js';
@@ -37,6 +43,8 @@ export interface ServeOptions {
   etcdServers?: string;
   etcdPrefix?: string;
   etcdCompactionInterval?: string;
+  /** --components: a comma-separated subset of apiserver,controllers,scheduler,kubelets. */
+  components?: string;
   clock: 'real' | 'virtual';
   seed?: number;
   watchHistory: number;
@@ -202,6 +210,25 @@ function etcdOptions(options: ServeOptions): SimulatorOptions['etcd'] {
   return { endpoints, prefix, compactionIntervalMs };
 }
 
+/** --components, checked: the set of components this process runs. */
+function componentsOf(options: ServeOptions): Set<Component> {
+  const names = (options.components ?? COMPONENTS.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  const known = new Set<string>(COMPONENTS);
+  for (const name of names)
+    if (!known.has(name))
+      throw new Error(`--components: unknown component "${name}" (known: ${COMPONENTS.join(', ')})`);
+  if (names.length === 0) throw new Error(`--components: none given (known: ${COMPONENTS.join(', ')})`);
+  const components = new Set(names as Component[]);
+  if (!components.has('apiserver') && options.etcdServers === undefined)
+    throw new Error(
+      '--components without apiserver needs --etcd-servers: the components work on the cluster that etcd keeps, which another sim serve serves',
+    );
+  return components;
+}
+
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
 export async function serve(options: ServeOptions): Promise<void> {
   const log = new Logger(options.logLevel);
@@ -215,10 +242,13 @@ export async function serve(options: ServeOptions): Promise<void> {
     return;
   }
   let sim: Simulator;
+  let components: Set<Component>;
   try {
     const etcd = etcdOptions(options);
+    components = componentsOf(options);
     sim = await startSimulator({
       etcd,
+      components,
       clock: options.clock,
       seed: options.seed,
       watchHistory: options.watchHistory,
@@ -242,6 +272,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
   const { cluster, controllers: manager } = sim;
   for (const note of cluster.recoveryNotes) log.warn(note);
+  if (!components.has('apiserver')) return runComponentsOnly(sim, [...components], options, log);
   let security: ServeSecurity | undefined;
   try {
     security = options.auth || options.tokenAuthFile ? serveSecurity(cluster, options, log) : undefined;
@@ -353,8 +384,33 @@ export async function serve(options: ServeOptions): Promise<void> {
   log.info(
     `clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.etcdServers ? `, etcd ${options.etcdServers} (prefix ${options.etcdPrefix ?? '/registry'})` : options.data ? `, data ${options.data}` : ', in memory'}`,
   );
-  log.info(`controllers: ${manager.names().join(', ') || '(none)'}`);
+  log.info(
+    options.etcdServers && components.has('controllers')
+      ? 'controllers: started while this process leads Lease kube-system/kube-controller-manager'
+      : `controllers: ${manager.names().join(', ') || '(none)'}`,
+  );
   log.info(
     `nodes: ${options.nodes > 0 ? `${options.nodes} simulated (kubelets adopt Nodes created later too)` : 'none simulated'}; scheduler ${(options.scheduler ?? options.nodes > 0) ? 'on' : 'off'}`,
+  );
+}
+
+/**
+ * A process without the API server (`--components controllers,scheduler`, over etcd): its components work on the
+ * cluster etcd keeps through this process's own cache and writes, as kube-controller-manager works through its
+ * kube-apiserver; it says so on stdout in one line (scripts wait for it, as for "serving on") and stops on a signal.
+ */
+function runComponentsOnly(sim: Simulator, components: Component[], options: ServeOptions, log: Logger): void {
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: shutting down`);
+    await sim.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.stdout.write(
+    `kube-sim components running: ${components.join(', ')} (no API server; the cluster is in etcd ${options.etcdServers})\n`,
   );
 }

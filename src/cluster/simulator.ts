@@ -11,6 +11,8 @@ import { buildServer, type ServerOptions } from '../server/server.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
 import { controllerHost } from './controller-host.js';
 import { InProcessClient } from './in-process-client.js';
+import { LeaderElector } from '../runtime/leader-election.js';
+import { hostname } from 'node:os';
 
 export interface SimulatorOptions extends ClusterOptions {
   /** Controllers to run, kube-controller-manager style ('*', 'name', '-name'); default '*'. */
@@ -22,7 +24,16 @@ export interface SimulatorOptions extends ClusterOptions {
   kubelet?: Partial<Omit<KubeletOptions, 'nodes'>>;
   /** Run the default scheduler (default: when there are simulated nodes). */
   scheduler?: boolean;
+  /**
+   * Which of the controllers, the scheduler and the kubelets this process runs (`sim serve --components`; default
+   * all). With etcd, the controllers and the scheduler elect a leader on their Lease in kube-system, so that several
+   * processes may run them and one at a time leads.
+   */
+  components?: ReadonlySet<Component>;
 }
+
+export const COMPONENTS = ['apiserver', 'controllers', 'scheduler', 'kubelets'] as const;
+export type Component = (typeof COMPONENTS)[number];
 
 export interface Simulator {
   cluster: Cluster;
@@ -48,17 +59,48 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const selected = selectControllers(options.controllers ?? '*', CONTROLLER_NAMES);
   const cluster = await Cluster.start(options);
   const host = controllerHost(cluster);
-  const controllers = new ControllerManager(host, log);
-  cluster.onClose(() => controllers.stop());
-  await controllers.start(controllerFactories, selected);
+  const runs = (component: Component): boolean => options.components?.has(component) ?? true;
+  /**
+   * Starts a component's manager, or, with etcd (where other processes may run it too), once this process leads its
+   * Lease; a leader that loses the Lease stops, and a fresh manager starts should it lead again.
+   */
+  const startElected = async (
+    lease: string,
+    start: (manager: ControllerManager) => Promise<void>,
+  ): Promise<ControllerManager> => {
+    let manager = new ControllerManager(host, log);
+    cluster.onClose(() => manager.stop());
+    if (!options.etcd) {
+      await start(manager);
+      return manager;
+    }
+    const elector = new LeaderElector({
+      name: lease,
+      identity: `${hostname()}_${cluster.random.uuid()}`,
+      client: new InProcessClient(cluster),
+      clock: cluster.clock,
+      log,
+      onStartedLeading: () => start(manager),
+      onStoppedLeading: () => {
+        manager.stop();
+        manager = new ControllerManager(host, log);
+      },
+    });
+    cluster.onClose(() => elector.stop());
+    elector.start();
+    return manager;
+  };
+  const controllers = runs('controllers')
+    ? await startElected('kube-controller-manager', (m) => m.start(controllerFactories, selected))
+    : new ControllerManager(host, log);
   const serverOptions: Partial<ServerOptions> = {};
   // The scheduler and the kubelets are components of their own (own client and informers), as in a cluster.
-  if (options.scheduler ?? (options.nodes ?? 0) > 0) {
-    const scheduler = new ControllerManager(host, log);
-    cluster.onClose(() => scheduler.stop());
-    await scheduler.start(new Map([['scheduler', (ctx) => new Scheduler(ctx)]]), new Set(['scheduler']));
+  if (runs('scheduler') && (options.scheduler ?? (options.nodes ?? 0) > 0)) {
+    await startElected('kube-scheduler', (m) =>
+      m.start(new Map([['scheduler', (ctx) => new Scheduler(ctx)]]), new Set(['scheduler'])),
+    );
   }
-  if ((options.nodes ?? 0) > 0) {
+  if (runs('kubelets') && (options.nodes ?? 0) > 0) {
     const kubelets = new ControllerManager(host, log);
     const fleet = new KubeletFleet(kubelets.context, {
       nodes: options.nodes!,

@@ -1,7 +1,7 @@
 import { Etcd3, type IKeyValue, type IWatchResponse } from 'etcd3';
 import { ApiError, Errors, type GroupResource } from '../api/errors.js';
 import type { KubeObject, Preconditions } from '../api/types.js';
-import { checkPreconditions, sameIgnoringVersion, type MemoryStore, type StoreWrites } from './memory-store.js';
+import { sameIgnoringVersion, type MemoryStore, type StoreWrites } from './memory-store.js';
 import type { StoreEvent } from './watch.js';
 
 /**
@@ -473,9 +473,7 @@ export class EtcdStore implements StoreWrites {
     const gr = this.groupResource(resource);
     const key = this.keyOf(resource, namespace, name);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const current = this.store.get(resource, namespace, name);
-      if (!current) throw Errors.notFound(gr, name);
-      checkPreconditions(gr, current, preconditions);
+      const current = this.store.current(resource, namespace, name, preconditions);
       const next = tryUpdate(current);
       if (next === current || sameIgnoringVersion(next, current)) return { object: current, changed: false };
       if (dryRun) return { object: next, changed: true };
@@ -514,9 +512,7 @@ export class EtcdStore implements StoreWrites {
     const gr = this.groupResource(resource);
     const key = this.keyOf(resource, namespace, name);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const current = this.store.get(resource, namespace, name);
-      if (!current) throw Errors.notFound(gr, name);
-      checkPreconditions(gr, current, preconditions);
+      const current = this.store.current(resource, namespace, name, preconditions);
       const result = await this.rpc('txn', (o) =>
         this.client.kv.txn(
           {
