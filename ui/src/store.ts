@@ -56,6 +56,14 @@ export function eventTime(event: KubeObject): number {
   return text ? Date.parse(text) : 0;
 }
 
+/** Whether two versions of an object name the same owners (and keep the same uid). */
+function sameOwnerUids(a: KubeObject, b: KubeObject): boolean {
+  if (a.metadata.uid !== b.metadata.uid) return false;
+  const x = a.metadata.ownerReferences ?? [];
+  const y = b.metadata.ownerReferences ?? [];
+  return x.length === y.length && x.every((ref, i) => ref.uid === y[i]!.uid);
+}
+
 function addTo(index: Map<string, Set<string>>, key: string, value: string): void {
   let set = index.get(key);
   if (!set) index.set(key, (set = new Set()));
@@ -69,22 +77,28 @@ function removeFrom(index: Map<string, Set<string>>, key: string, value: string)
   if (set.size === 0) index.delete(key);
 }
 
+function byName(a: KubeObject, b: KubeObject): number {
+  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+}
+
 /** Creation time, then name: a lane's pods keep their places as others come and go. */
 function byAge(a: KubeObject, b: KubeObject): number {
   const ta = a.metadata.creationTimestamp ?? '';
   const tb = b.metadata.creationTimestamp ?? '';
   if (ta !== tb) return ta < tb ? -1 : 1;
-  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+  return byName(a, b);
 }
 
-/** At most this many events are kept; the oldest go first. */
-export const MAX_EVENTS = 10_000;
+/** At most this many events are kept (`?maxEvents=N` sets another bound); the oldest go first. */
+export const MAX_EVENTS = Number(new URLSearchParams(location.search).get('maxEvents')) || 10_000;
 
 export class ClusterStore {
   private readonly objects = new Map<Kind, Map<string, KubeObject>>();
   private readonly byUid = new Map<string, KubeObject>();
   private readonly kindByUid = new Map<string, Kind>();
   private readonly children = new Map<string, Set<string>>();
+  /** An owner's dependents of one kind by name, as uids: sorted again only when the set of them changes. */
+  private readonly childrenByName = new Map<string, Map<Kind, string[]>>();
   private readonly podsByNode = new Map<string, Map<string, KubeObject>>();
   private readonly eventsByInvolved = new Map<string, Set<string>>();
   private readonly sortedLanes = new Map<string, KubeObject[]>();
@@ -132,6 +146,31 @@ export class ClusterStore {
       if (found) out.push(found);
     }
     return out;
+  }
+
+  /**
+   * The first `limit` dependents of `uid` of one kind by name, and how many there are. A status change of one of
+   * a ReplicaSet's 5,000 pods costs `limit` lookups, not a sort of them all.
+   */
+  dependentsByName(uid: string, kind: Kind, limit = Number.POSITIVE_INFINITY): { first: KubeObject[]; total: number } {
+    let byKind = this.childrenByName.get(uid);
+    if (!byKind) this.childrenByName.set(uid, (byKind = new Map()));
+    let sorted = byKind.get(kind);
+    if (!sorted) {
+      sorted = this.dependents(uid)
+        .filter((d) => d.kind === kind)
+        .map((d) => d.object)
+        .sort(byName)
+        .map((o) => o.metadata.uid!);
+      byKind.set(kind, sorted);
+    }
+    const first: KubeObject[] = [];
+    for (const child of sorted) {
+      if (first.length >= limit) break;
+      const found = this.byUid.get(child);
+      if (found) first.push(found);
+    }
+    return { first, total: sorted.length };
   }
 
   /** The pods bound to a node ('' for those not scheduled yet), oldest first. */
@@ -262,11 +301,13 @@ export class ClusterStore {
     const old = map.get(key);
     // List items carry no kind; watch events do. Every kept object says what it is.
     const obj = incoming.kind ? incoming : { ...incoming, kind };
-    if (old) this.unindex(kind, old, changed);
+    // Most changes are of status: the object keeps its owners, and its owners' sorted dependents stay valid.
+    const sameOwners = old !== undefined && type !== 'DELETED' && sameOwnerUids(old, obj);
+    if (old) this.unindex(kind, old, changed, sameOwners);
     if (type === 'DELETED') map.delete(key);
     else {
       map.set(key, obj);
-      this.index(kind, obj, changed);
+      this.index(kind, obj, changed, sameOwners);
     }
     changed.add(`kind:${kind}`);
     changed.add(`key:${kind}/${key}`);
@@ -274,13 +315,16 @@ export class ClusterStore {
     if (uid) changed.add(`uid:${uid}`);
   }
 
-  private index(kind: Kind, obj: KubeObject, changed: Set<string>): void {
+  private index(kind: Kind, obj: KubeObject, changed: Set<string>, sameOwners: boolean): void {
     const uid = obj.metadata.uid;
     if (uid) {
       this.byUid.set(uid, obj);
       this.kindByUid.set(uid, kind);
       for (const ref of obj.metadata.ownerReferences ?? []) {
-        addTo(this.children, ref.uid, uid);
+        if (!sameOwners) {
+          addTo(this.children, ref.uid, uid);
+          this.childrenByName.get(ref.uid)?.delete(kind);
+        }
         changed.add(`owner:${ref.uid}`);
       }
     }
@@ -304,13 +348,16 @@ export class ClusterStore {
     }
   }
 
-  private unindex(kind: Kind, obj: KubeObject, changed: Set<string>): void {
+  private unindex(kind: Kind, obj: KubeObject, changed: Set<string>, sameOwners: boolean): void {
     const uid = obj.metadata.uid;
     if (uid) {
       this.byUid.delete(uid);
       this.kindByUid.delete(uid);
       for (const ref of obj.metadata.ownerReferences ?? []) {
-        removeFrom(this.children, ref.uid, uid);
+        if (!sameOwners) {
+          removeFrom(this.children, ref.uid, uid);
+          this.childrenByName.get(ref.uid)?.delete(kind);
+        }
         changed.add(`owner:${ref.uid}`);
       }
     }

@@ -36,18 +36,14 @@ function dependentsOf(uid: string | undefined, kind: Kind): KubeObject[] {
     .map((d) => d.object);
 }
 
-function byName(a: KubeObject, b: KubeObject): number {
-  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
-}
-
-function PodRow({ pods }: { pods: KubeObject[] }) {
-  const shown = pods.slice(0, MAX_PODS_SHOWN);
+/** The first of an owner's pods by name, and how many more there are. */
+function PodRow({ pods, total }: { pods: KubeObject[]; total: number }) {
   return (
     <div class="pods mini">
-      {shown.map((pod) => (
+      {pods.map((pod) => (
         <PodChip key={pod.metadata.uid} pod={pod} named={false} />
       ))}
-      {pods.length > shown.length && <span class="more">+{pods.length - shown.length}</span>}
+      {total > pods.length && <span class="more">+{total - pods.length}</span>}
     </div>
   );
 }
@@ -158,12 +154,12 @@ function RolloutBar({ deployment, newRs }: { deployment: KubeObject; newRs: Kube
 
 const ReplicaSetRow = memo(function ReplicaSetRow({ rs, newest }: { rs: KubeObject; newest: boolean }) {
   useTopics(`owner:${rs.metadata.uid}`);
-  const pods = dependentsOf(rs.metadata.uid, 'Pod').sort(byName);
+  const pods = store.dependentsByName(rs.metadata.uid ?? '', 'Pod', MAX_PODS_SHOWN);
   const s = status<{ replicas: number; readyReplicas: number; availableReplicas: number }>(rs);
   const desired = (rs.spec as { replicas?: number } | undefined)?.replicas ?? 0;
   return (
     <div
-      class={`rs${newest ? ' newest' : ''}${desired === 0 && pods.length === 0 ? ' idle' : ''}`}
+      class={`rs${newest ? ' newest' : ''}${desired === 0 && pods.total === 0 ? ' idle' : ''}`}
       data-rs={rs.metadata.name}
     >
       <div class="rs-head">
@@ -174,7 +170,7 @@ const ReplicaSetRow = memo(function ReplicaSetRow({ rs, newest }: { rs: KubeObje
           {(s.replicas ?? 0) !== desired ? ` · ${s.replicas ?? 0} current` : ''}
         </span>
       </div>
-      {pods.length > 0 && <PodRow pods={pods} />}
+      {pods.total > 0 && <PodRow pods={pods.first} total={pods.total} />}
     </div>
   );
 });
@@ -305,7 +301,7 @@ const JobCard = memo(function JobCard({ job }: { job: KubeObject }) {
   const s = status<{ active: number; succeeded: number; failed: number }>(job);
   const completions = spec.completions ?? 1;
   const outcome = jobOutcome(job);
-  const pods = dependentsOf(job.metadata.uid, 'Pod').sort(byName);
+  const pods = store.dependentsByName(job.metadata.uid ?? '', 'Pod', MAX_PODS_SHOWN);
   const pct = (n: number) => `${Math.min(100, (n / Math.max(1, completions)) * 100)}%`;
   return (
     <article class="card" data-job={job.metadata.name}>
@@ -329,7 +325,7 @@ const JobCard = memo(function JobCard({ job }: { job: KubeObject }) {
         <span>failed {s.failed ?? 0}</span>
         <span>parallelism {spec.parallelism ?? 1}</span>
       </div>
-      {pods.length > 0 && <PodRow pods={pods} />}
+      {pods.total > 0 && <PodRow pods={pods.first} total={pods.total} />}
     </article>
   );
 });
