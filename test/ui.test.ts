@@ -215,6 +215,10 @@ test('the live view with --auth --tls: it asks for a token, watches with it over
   const dialog = page.locator('form.dialog');
   await dialog.waitFor();
   assert.match((await dialog.textContent()) ?? '', /requires a bearer token/);
+  // A token the server does not know: the dialog comes back and says so.
+  await dialog.locator('input[name="token"]').fill('no-such-token');
+  await dialog.locator('button[type="submit"]').click();
+  await page.waitForSelector('form.dialog:has-text("did not accept this token (401 Unauthorized)")');
   await dialog.locator('input[name="token"]').fill('reader-token');
   await dialog.locator('button[type="submit"]').click();
   await page.waitForSelector('[data-watches="live"]');
@@ -229,7 +233,13 @@ test('the live view with --auth --tls: it asks for a token, watches with it over
   await page.waitForSelector('[data-action="fail node"][title^="you may not"]');
   assert.equal(await page.locator('[data-action="cordon"]').isDisabled(), true);
   assert.equal(await page.locator('[data-deployment="web"] .scale button').first().isDisabled(), true);
+  assert.equal(await page.locator('[data-action="drain"]').isDisabled(), true);
   t.diagnostic(`screenshot: ${await screenshot(page, 'ui-5-read-only')}`);
+  // A pod's inspector: deleting it is not the reader's either.
+  await page.locator('.lane[data-node="node-1"] .pod').first().click();
+  await page.waitForSelector('[data-inspecting^="Pod/default/web-"]');
+  await page.waitForSelector('[data-action="delete pod"][title^="you may not delete pods in namespace default"]');
+  assert.equal(await page.locator('[data-action="delete pod"]').isDisabled(), true);
 
   // The admin's token: every button is enabled, and acts.
   await page.click('button.user');
@@ -383,5 +393,35 @@ test('past ?maxPods the live view keeps a sample of the pods and says so', { ski
   await page.locator('[data-banner="sample"]').waitFor({ state: 'detached' });
   // Whichever pods the sample held, the two that are left are shown (the thinned sample is listed again).
   await waitForCount(page, '.lane[data-node="node-1"] .pod:not(.leaving)', 2);
+  assert.deepEqual(errors, []);
+});
+
+test('past ?maxEvents the events feed keeps the newest: an event that comes in once the kept ones are many still shows', {
+  skip,
+}, async (t) => {
+  const server = await serverFor(t, ['--nodes', '0']);
+  const api = new Api(server.url);
+  const event = (n: number, reason: string) => ({
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `probe.${n}`, namespace: 'default' },
+    involvedObject: { kind: 'ConfigMap', name: 'probe', namespace: 'default' },
+    reason,
+    message: `event ${n}`,
+    type: 'Normal',
+    count: 1,
+    firstTimestamp: `2025-01-01T00:00:0${n}Z`,
+    lastTimestamp: `2025-01-01T00:00:0${n}Z`,
+  });
+  for (let n = 1; n <= 5; n++) await api.create('/api/v1/namespaces/default/events', event(n, `Old${n}`));
+  const { page, errors } = await openBrowser(t);
+  await page.goto(`${server.url}/sim/ui/?maxEvents=3`);
+  await page.waitForSelector('[data-watches="live"]');
+  await waitForCount(page, '.events td.reason', 3);
+  // A sample of three was listed; the feed is for what happens next, so a new event joins and an old one goes.
+  await api.create('/api/v1/namespaces/default/events', event(6, 'Newest'));
+  await page.waitForSelector('.events td.reason:text("Newest")');
+  await waitForCount(page, '.events td.reason', 3);
+  assert.equal(await page.textContent('.events tbody tr:first-child td.reason'), 'Newest', 'newest first');
   assert.deepEqual(errors, []);
 });

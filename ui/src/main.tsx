@@ -26,7 +26,7 @@ let reflectors: Reflector[] = [];
 
 function startWatching(): void {
   for (const r of reflectors) r.stop();
-  reflectors = KINDS.map((kind) => new Reflector(kind, LIMITS[kind]));
+  reflectors = KINDS.map((kind) => new Reflector(kind, LIMITS[kind], kind === 'Event' ? 'newest' : 'sample'));
   for (const r of reflectors) r.start();
   void clock.refresh();
 }

@@ -42,8 +42,13 @@ export class Reflector {
 
   constructor(
     private readonly kind: Kind,
-    /** At most this many objects are kept; past it the page shows a sample and says so. */
+    /** At most this many objects are listed; past it the page shows a sample and says so. */
     private readonly limit?: number,
+    /**
+     * 'sample': a sample listed once is kept, new objects join it only while there is room. 'newest': every new
+     * object is taken (the store lets the oldest go), as a feed of Events wants the latest rather than the first.
+     */
+    private readonly keep: 'sample' | 'newest' = 'sample',
   ) {}
 
   start(): void {
@@ -159,7 +164,8 @@ export class Reflector {
       if (event.type === 'ADDED') this.total++;
       if (event.type === 'DELETED') this.total--;
       if (!this.sample.has(key)) {
-        if (event.type !== 'ADDED' || this.sample.size >= (this.limit ?? 0)) {
+        const full = this.keep === 'sample' && this.sample.size >= (this.limit ?? 0);
+        if (event.type !== 'ADDED' || full) {
           if (event.type !== 'MODIFIED') this.feedState();
           return;
         }
@@ -169,7 +175,7 @@ export class Reflector {
         this.sample.delete(key);
         // Objects outside the sample are not watched into it: once deletions leave room, a list (at most one a
         // second) takes the sample up again.
-        if (this.sample.size < this.total && this.refill === undefined)
+        if (this.keep === 'sample' && this.sample.size < this.total && this.refill === undefined)
           this.refill = setTimeout(() => {
             this.refill = undefined;
             // Pods added since may have filled the room again.
