@@ -76,9 +76,18 @@ export function buildProgram(): Command {
       'with --data: truncate a corrupt write-ahead log at its first bad record instead of refusing to start',
     )
     .addOption(
-      new Option('--clock <mode>', 'real time, or virtual time that moves only when told')
-        .choices(['real', 'virtual'])
-        .default('real'),
+      new Option(
+        '--clock <mode>',
+        'real time, or virtual time that moves only when told (default: real; virtual with --snapshot)',
+      ).choices(['real', 'virtual']),
+    )
+    .option(
+      '--snapshot <file>',
+      "boot from a snapshot (sim snapshot export): its nodes get kubelets, its pods stay where they are; the virtual clock starts at the snapshot's time",
+    )
+    .option(
+      '--start-time <time>',
+      "where a virtual clock starts (RFC 3339; default: the snapshot's time, else 2025-01-01T00:00:00Z)",
     )
     .option('--seed <n>', 'seed for uids, generated names and IPs (random by default)', integer('--seed', 0))
     .option('--event-ttl <duration>', 'how long Events live after their last write (kube-apiserver --event-ttl)', '1h')
@@ -163,10 +172,42 @@ export function buildProgram(): Command {
       '--no-idle-compaction',
       'do not compact the heap when the server goes quiet after it grew (one pause of the server: ~1 s with 30,000 pods)',
     )
-    .action(async (opts) => {
+    .action(async (opts, command: Command) => {
       const { serve } = await import('./serve.js');
+      // With --snapshot the cluster is the snapshot's nodes: node-1 … node-N only when --nodes asks for them.
+      if (opts.snapshot !== undefined && command.getOptionValueSource('nodes') === 'default') opts.nodes = 0;
       await serve(opts);
     });
+
+  const snapshot = program
+    .command('snapshot')
+    .description("save a cluster's state to a file (sim serve --snapshot boots one from it)");
+  remoteOptions(
+    snapshot
+      .command('export')
+      .description(
+        'read a cluster (kube-sim or any other) through its API and print its objects as a snapshot: sim snapshot export --kubeconfig FILE > cluster.yaml',
+      )
+      .option(
+        '-n, --namespace <ns>',
+        "only this namespace's objects (repeatable or comma-separated; cluster-scoped objects are all read)",
+        collect,
+      )
+      .option('--include-secrets', 'export Secrets too (left out by default; service-account tokens never)')
+      .option('--keep-managed-fields', 'keep metadata.managedFields (dropped by default)')
+      .addOption(
+        new Option(
+          '-o, --output <format>',
+          'yaml, or json: one JSON document per object (a YAML stream all the same, read back far faster)',
+        )
+          .choices(['yaml', 'json'])
+          .default('yaml'),
+      )
+      .option('--page-size <n>', 'objects per list request (limit/continue)', integer('--page-size', 1), 500),
+  ).action(async (opts) => {
+    const { exportSnapshot } = await import('./snapshot.js');
+    await exportSnapshot(opts);
+  });
 
   program
     .command('kubeconfig')

@@ -34,6 +34,18 @@ import { mergeMessage } from './kubeconfig-merge.js';
 import { Logger, type LogLevel } from './logger.js';
 import { answerPlainHttp, servingTls, tlsDir, type ServingTls } from './tls.js';
 import { compactWhenQuiet } from './idle-compaction.js';
+import { parseSnapshot, type Snapshot } from '../api/snapshot.js';
+
+/** A snapshot file, read and parsed; throws a message naming the file. */
+export function readSnapshotFile(file: string): Snapshot {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`--snapshot: cannot read ${file}: ${(err as Error).message}`);
+  }
+  return parseSnapshot(text, file);
+}
 
 export interface ServeOptions {
   port: number;
@@ -45,7 +57,12 @@ export interface ServeOptions {
   etcdCompactionInterval?: string;
   /** --components: a comma-separated subset of apiserver,controllers,scheduler,kubelets. */
   components?: string;
-  clock: 'real' | 'virtual';
+  /** Unset: real, or virtual with --snapshot. */
+  clock?: 'real' | 'virtual';
+  /** Boot from this snapshot file (sim snapshot export). */
+  snapshot?: string;
+  /** Where a virtual clock starts (RFC 3339). */
+  startTime?: string;
   seed?: number;
   watchHistory: number;
   eventTtl: string;
@@ -246,10 +263,19 @@ export async function serve(options: ServeOptions): Promise<void> {
   try {
     const etcd = etcdOptions(options);
     components = componentsOf(options);
+    const snapshot = options.snapshot !== undefined ? readSnapshotFile(options.snapshot) : undefined;
+    let startTime: number | undefined;
+    if (options.startTime !== undefined) {
+      startTime = Date.parse(options.startTime);
+      if (Number.isNaN(startTime))
+        throw new Error(`--start-time: "${options.startTime}" is not an RFC 3339 time (e.g. 2025-06-01T12:00:00Z)`);
+    }
     sim = await startSimulator({
       etcd,
       components,
-      clock: options.clock,
+      clock: options.clock ?? (snapshot ? 'virtual' : 'real'),
+      startTime,
+      snapshot,
       seed: options.seed,
       watchHistory: options.watchHistory,
       eventTtlMs: parseDuration(options.eventTtl),
@@ -382,15 +408,16 @@ export async function serve(options: ServeOptions): Promise<void> {
       );
   }
   log.info(
-    `clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.etcdServers ? `, etcd ${options.etcdServers} (prefix ${options.etcdPrefix ?? '/registry'})` : options.data ? `, data ${options.data}` : ', in memory'}`,
+    `clock ${cluster.clock.mode}, seed ${cluster.random.seed}${options.etcdServers ? `, etcd ${options.etcdServers} (prefix ${options.etcdPrefix ?? '/registry'})` : options.data ? `, data ${options.data}` : ', in memory'}${options.snapshot ? `, booted from ${options.snapshot} (${cluster.restoredNodes.size} nodes)` : ''}`,
   );
   log.info(
     options.etcdServers && components.has('controllers')
       ? 'controllers: started while this process leads Lease kube-system/kube-controller-manager'
       : `controllers: ${manager.names().join(', ') || '(none)'}`,
   );
+  const simulated = options.nodes + cluster.restoredNodes.size;
   log.info(
-    `nodes: ${options.nodes > 0 ? `${options.nodes} simulated (kubelets adopt Nodes created later too)` : 'none simulated'}; scheduler ${(options.scheduler ?? options.nodes > 0) ? 'on' : 'off'}`,
+    `nodes: ${simulated > 0 ? `${simulated} simulated (kubelets adopt Nodes created later too)` : 'none simulated'}; scheduler ${(options.scheduler ?? simulated > 0) ? 'on' : 'off'}`,
   );
 }
 

@@ -42,10 +42,20 @@ export interface FetchReply {
  */
 export async function connectionFetch(connection: Connection): Promise<Fetch> {
   let base: Fetch = fetch;
-  if (connection.server.startsWith('https:') && (connection.caCert !== undefined || connection.insecureSkipTlsVerify)) {
+  const clientCertificate =
+    connection.clientCert !== undefined && connection.clientKey !== undefined
+      ? { cert: connection.clientCert, key: connection.clientKey }
+      : {};
+  if (
+    connection.server.startsWith('https:') &&
+    (connection.caCert !== undefined || connection.insecureSkipTlsVerify || clientCertificate.cert !== undefined)
+  ) {
     const { Agent, fetch: undiciFetch } = await import('undici');
     const dispatcher = new Agent({
-      connect: connection.insecureSkipTlsVerify ? { rejectUnauthorized: false } : { ca: connection.caCert },
+      connect: {
+        ...(connection.insecureSkipTlsVerify ? { rejectUnauthorized: false } : { ca: connection.caCert }),
+        ...clientCertificate,
+      },
     });
     base = (url, init) => undiciFetch(url, { ...init, dispatcher });
   }

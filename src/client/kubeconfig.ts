@@ -12,6 +12,9 @@ export interface Connection {
   /** PEM of the CA that signed the server's certificate. */
   caCert?: string;
   insecureSkipTlsVerify?: boolean;
+  /** PEM of a client certificate and its key (kind's and kubeadm's admin kubeconfigs authenticate so). */
+  clientCert?: string;
+  clientKey?: string;
 }
 
 /**
@@ -207,5 +210,19 @@ export function readKubeconfigFiles(
         ? readFileSync(relative(userFound.file, text(user.tokenFile)!), 'utf8').trim()
         : undefined));
   if (token) connection.token = token;
+  if (user && userFound) {
+    const pem = (dataKey: string, fileKey: string): string | undefined => {
+      const data = text(user[dataKey]);
+      if (data) return Buffer.from(data, 'base64').toString('utf8');
+      const path = text(user[fileKey]);
+      return path ? readFileSync(relative(userFound.file, path), 'utf8') : undefined;
+    };
+    const cert = pem('client-certificate-data', 'client-certificate');
+    const key = pem('client-key-data', 'client-key');
+    if (cert && key) {
+      connection.clientCert = cert;
+      connection.clientKey = key;
+    }
+  }
   return { connection, context: contextName, file: found.file };
 }

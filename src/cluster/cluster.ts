@@ -34,6 +34,8 @@ import { FlowControlConfig } from './apf.js';
 import { KubernetesEndpoints } from './kubernetes-endpoints.js';
 import { Metrics } from '../metrics/metrics.js';
 import { registerObjectMetrics } from './object-metrics.js';
+import type { Snapshot } from '../api/snapshot.js';
+import { restoreSnapshot, type RestoredNodes } from './snapshot-restore.js';
 
 export interface ClusterOptions {
   clock?: 'real' | 'virtual';
@@ -65,6 +67,11 @@ export interface ClusterOptions {
   metricsServer?: boolean;
   /** etcd as the store (`--etcd-servers`), this process's store its watch cache; exclusive with dataPath. */
   etcd?: Omit<EtcdStoreOptions, 'log'>;
+  /**
+   * Boot from a snapshot (`sim serve --snapshot`): its objects are the cluster, with new uids; a virtual clock
+   * starts at the snapshot's time unless startTime says otherwise. Not with dataPath.
+   */
+  snapshot?: Snapshot;
 }
 
 /** metrics-server's APIService, as its release manifest (components.yaml) registers it. */
@@ -98,8 +105,10 @@ export class Cluster {
   readonly certificates: ClusterCertificateAuthority;
   private closers: Array<() => Promise<void> | void> = [];
   private wal: WriteAheadLog | undefined;
-  /** What start-up found in --data worth telling the user (a discarded torn record, a repair). */
+  /** What start-up found in --data or the snapshot worth telling the user (a discarded torn record, a repair). */
   readonly recoveryNotes: string[] = [];
+  /** The nodes of the snapshot the cluster booted from (their kubelets adopt them as they are). */
+  restoredNodes: RestoredNodes = new Map();
 
   /** The HTTPS client of admission and conversion webhooks. */
   readonly webhooks: WebhookClients;
@@ -183,6 +192,10 @@ export class Cluster {
   private readonly kubernetesEndpoints: KubernetesEndpoints;
 
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
+    if (options.snapshot && (options.dataPath || options.etcd))
+      throw new Error(
+        '--snapshot boots a new cluster from the file: it cannot be combined with --data or --etcd-servers',
+      );
     const random = options.seed !== undefined ? new SeededRandom(options.seed) : SeededRandom.fromOs();
     let store: MemoryStore;
     if (options.etcd) return Cluster.startOnEtcd(options, options.etcd, random);
@@ -247,9 +260,30 @@ export class Cluster {
       sync(cluster.bootstrap());
       return cluster;
     }
-    const clock = clockFor(options);
-    store = new MemoryStore(options.watchHistory, 0, () => clock.now());
+    const snapshot = options.snapshot;
+    const snapshotTime = snapshot?.header.time ? Date.parse(snapshot.header.time) : undefined;
+    const clock = clockFor(options, snapshotTime);
+    // A snapshot's objects take resourceVersions 1 … N: the store's revision starts after them.
+    store = new MemoryStore(options.watchHistory, snapshot?.objects.length ?? 0, () => clock.now());
     const cluster = new Cluster(clock, random, store, options);
+    if (snapshot) {
+      const restored = await restoreSnapshot(snapshot, {
+        store,
+        registry: cluster.registry,
+        api: cluster.api,
+        random,
+        now: clock.now(),
+      });
+      cluster.recoveryNotes.push(...restored.notes);
+      cluster.restoredNodes = restored.nodes;
+      const namespaces = cluster.kind('', 'v1', 'namespaces');
+      for (const name of restored.missingNamespaces)
+        await cluster.api.create(namespaces, undefined, { metadata: { name } }, { internal: true });
+      if (restored.missingNamespaces.length > 0)
+        cluster.recoveryNotes.push(
+          `made the namespaces the snapshot's objects are in but it does not hold: ${restored.missingNamespaces.join(', ')}`,
+        );
+    }
     sync(cluster.bootstrap());
     return cluster;
   }

@@ -95,15 +95,19 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     : new ControllerManager(host, log);
   const serverOptions: Partial<ServerOptions> = {};
   // The scheduler and the kubelets are components of their own (own client and informers), as in a cluster.
-  if (runs('scheduler') && (options.scheduler ?? (options.nodes ?? 0) > 0)) {
+  // A snapshot's Nodes get kubelets (and pods a scheduler) as node-1 … node-N do.
+  const restoredNodes = cluster.restoredNodes;
+  const simulatedNodes = (options.nodes ?? 0) + restoredNodes.size;
+  if (runs('scheduler') && (options.scheduler ?? simulatedNodes > 0)) {
     await startElected('kube-scheduler', (m) =>
       m.start(new Map([['scheduler', (ctx) => new Scheduler(ctx)]]), new Set(['scheduler'])),
     );
   }
-  if (runs('kubelets') && (options.nodes ?? 0) > 0) {
+  if (runs('kubelets') && simulatedNodes > 0) {
     const kubelets = new ControllerManager(host, log);
     const fleet = new KubeletFleet(kubelets.context, {
-      nodes: options.nodes!,
+      nodes: options.nodes ?? 0,
+      restoredNodes,
       profile: options.kubelet?.profile ?? defaultProfile(),
       stages: options.kubelet?.stages ?? defaultStages(),
       settings: options.kubelet?.settings ?? {},

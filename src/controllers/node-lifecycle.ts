@@ -105,12 +105,22 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     for (const p of pods.byIndex('nodelifecycle-node', node)) podLoop.queue.add(cacheKey(p));
   };
 
+  /**
+   * When this controller first saw each node (kube-controller-manager's nodeHealthMap probeTimestamp on first
+   * sight): a node's grace period runs from then at the earliest, so a controller that starts on nodes whose last
+   * heartbeat is old (a restart, a cluster booted from a snapshot) gives their kubelets a full period to report.
+   */
+  const firstSeen = new Map<string, number>();
   nodes.addEventHandler({
-    add: (node) => nodeLoop.queue.add(node.metadata.name!),
+    add: (node) => {
+      firstSeen.set(node.metadata.name!, ctx.clock.now());
+      nodeLoop.queue.add(node.metadata.name!);
+    },
     update: (old, node) => {
       nodeLoop.queue.add(node.metadata.name!);
       if (!deepEqual(taintsOf(old), taintsOf(node))) enqueuePodsOf(node.metadata.name!);
     },
+    delete: (node) => firstSeen.delete(node.metadata.name!),
   });
   // Renewals are not events to react to (kube-controller-manager only reads the Lease lister, every
   // --node-monitor-period): each reconcile of a live node requeues itself for when its grace period would run
@@ -131,13 +141,17 @@ export function nodeLifecycleController(ctx: ControllerContext): Controller {
     delete: (pod) => scheduled.delete(cacheKey(pod)),
   });
 
-  /** The last sign of life: the Lease's renewTime, the Ready heartbeat, or the node's creation. */
+  /** The last sign of life: the Lease's renewTime, the Ready heartbeat, the node's creation, or its first sight. */
   function lastProbe(node: KubeObject): { at: number; everPosted: boolean } {
     const lease = leases.get(NODE_LEASE_NAMESPACE, node.metadata.name!);
     const ready = conditionsOf(node).find((c) => c.type === 'Ready');
     const renew = time((lease?.spec as Obj | undefined)?.renewTime);
     const heartbeat = time(ready?.lastHeartbeatTime);
-    return { at: Math.max(renew, heartbeat, time(node.metadata.creationTimestamp)), everPosted: ready !== undefined };
+    const seen = firstSeen.get(node.metadata.name!) ?? 0;
+    return {
+      at: Math.max(renew, heartbeat, time(node.metadata.creationTimestamp), seen),
+      everPosted: ready !== undefined,
+    };
   }
 
   async function reconcileNode(name: string): Promise<ReconcileResult | void> {

@@ -128,6 +128,8 @@ export interface NodeAgentOptions {
   profile: NodeProfile;
   /** Pod CIDRs per node are /24s of this range. */
   clusterCidr: string;
+  /** Nodes of a snapshot: adopted as they are, and failed at once when they were not Ready (fleet.ts). */
+  restoredNodes?: ReadonlyMap<string, { ready: boolean }>;
 }
 
 /** Every simulated node's kubelet, node side (as kwok simulates a cluster's nodes from one process). */
@@ -245,7 +247,9 @@ export class NodeAgents {
     let cidr = typeof spec.podCIDR === 'string' ? spec.podCIDR : undefined;
     if (cidr) this.cidrs.reserve(cidr);
     const patch: Obj = {};
-    const labels = nodeLabels(name, index, this.options.profile);
+    // A snapshot's node keeps the labels it had: zone labels it lacked would change where pods spread.
+    const restored = this.options.restoredNodes?.get(name);
+    const labels = restored ? {} : nodeLabels(name, index, this.options.profile);
     const missing = Object.fromEntries(Object.entries(labels).filter(([k]) => node.metadata.labels?.[k] === undefined));
     if (Object.keys(missing).length > 0) patch.metadata = { labels: missing };
     if (!cidr) {
@@ -265,6 +269,8 @@ export class NodeAgents {
       spec.unschedulable !== true,
       (a) => this.heartbeat(a),
     );
+    // A node that was not Ready in the snapshot has a kubelet that does not answer, as `sim node fail` leaves it.
+    if (restored && !restored.ready) agent.failed = true;
     this.agents.set(name, agent);
     this.hooks.adopted(agent);
     const running = this.running;
@@ -275,6 +281,7 @@ export class NodeAgents {
       } catch (err) {
         this.ctx.log('warn', `kubelet ${name}: cannot register: ${(err as Error).message}`);
       }
+      if (agent.failed) return;
       agent.recorder.event(node, 'Normal', 'Starting', 'Starting kubelet.');
       if (running) await this.heartbeat(agent);
       this.hooks.ready(name);

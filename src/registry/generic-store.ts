@@ -297,6 +297,15 @@ export class GenericStore {
   }
 
   /**
+   * An object restored from a snapshot, as it will be stored: checked as a create would check it (ObjectMeta, the
+   * kind's own rules), in its storage form, its uid, resourceVersion and status kept. Throws the 422 a create gets.
+   */
+  restoredForm(info: KindInfo, obj: KubeObject): MaybePromise<KubeObject> {
+    this.validate(info, obj);
+    return toStorage(info, obj);
+  }
+
+  /**
    * The admission attributes of a client's write, or undefined for the server's own (WriteOptions.internal) and
    * when no plugin is registered.
    */
