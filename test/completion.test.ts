@@ -43,7 +43,16 @@ test('bash: sourced, it completes commands, options, choices and scenario files'
     assert.equal(r.stderr, '');
     return r.stdout.split('\n').filter(Boolean).sort();
   };
-  assert.deepEqual(complete('sim', ''), ['clock', 'completion', 'kubeconfig', 'node', 'replay', 'serve', 'snapshot']);
+  assert.deepEqual(complete('sim', ''), [
+    'clock',
+    'completion',
+    'kubeconfig',
+    'node',
+    'record',
+    'replay',
+    'serve',
+    'snapshot',
+  ]);
   assert.deepEqual(complete('sim', 'se'), ['serve']);
   assert.deepEqual(complete('sim', 'serve', '--cl'), ['--clock', '--cluster-cidr']);
   assert.deepEqual(complete('sim', 'serve', '--clock', ''), ['real', 'virtual']);
@@ -78,7 +87,16 @@ test('fish: sourced, complete -C lists commands with descriptions, options and c
       .map((l) => l.split('\t')[0]!)
       .sort();
   };
-  assert.deepEqual(complete('sim '), ['clock', 'completion', 'kubeconfig', 'node', 'replay', 'serve', 'snapshot']);
+  assert.deepEqual(complete('sim '), [
+    'clock',
+    'completion',
+    'kubeconfig',
+    'node',
+    'record',
+    'replay',
+    'serve',
+    'snapshot',
+  ]);
   assert.deepEqual(complete('sim serve --cl'), ['--clock', '--cluster-cidr']);
   assert.deepEqual(complete('sim serve --clock '), ['real', 'virtual']);
   assert.deepEqual(complete('sim clock advance --ser'), ['--server']);

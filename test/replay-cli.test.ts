@@ -24,6 +24,7 @@ export const PASSING_SHIPPED_SCENARIOS: string[] = [
   'rollback-bad-release.yaml',
   'rolling-update-node-failure.yaml',
   'statefulset-pvcs.yaml',
+  'what-if-spot-pool.yaml',
 ];
 
 interface Run {

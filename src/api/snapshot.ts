@@ -64,6 +64,8 @@ export const SKIPPED_RESOURCES: Readonly<Record<string, string>> = {
   'leases.coordination.k8s.io': "heartbeats and leader elections of the source's kubelets and controllers",
   'apiservices.apiregistration.k8s.io': "the target's aggregator registers its own",
   componentstatuses: 'not stored objects',
+  'nodes.metrics.k8s.io': "the source's usage, not stored objects",
+  'pods.metrics.k8s.io': "the source's usage, not stored objects",
   'csinodes.storage.k8s.io': "written by the source's kubelets",
   'volumeattachments.storage.k8s.io': "the source's attach/detach state",
   'certificatesigningrequests.certificates.k8s.io': "requests signed by the source's CA",

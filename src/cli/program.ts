@@ -209,6 +209,23 @@ export function buildProgram(): Command {
     await exportSnapshot(opts);
   });
 
+  remoteOptions(
+    program
+      .command('record')
+      .description(
+        "watch a cluster and write what changed as a trace: a scenario that starts from a snapshot and re-applies the users' changes at their times (sim replay TRACE)",
+      )
+      .requiredOption('--out <file>', 'the trace to write (its snapshot goes beside it: FILE.snapshot.yaml)')
+      .option('--duration <duration>', 'how long to record (wall clock; Ctrl-C stops earlier)', '1h')
+      .option(
+        '--resources <list>',
+        `what to watch (comma-separated; default ${'nodes,pods,deployments,replicasets,…'})`,
+      ),
+  ).action(async (opts) => {
+    const { record } = await import('./record.js');
+    await record(opts);
+  });
+
   program
     .command('kubeconfig')
     .description('print a kubeconfig for a kube-sim server, or merge it into yours (--merge)')
@@ -285,6 +302,15 @@ export function buildProgram(): Command {
       (value: string) => {
         const n = Number(value);
         if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('--pace must be a number ≥ 0');
+        return n;
+      },
+    )
+    .option(
+      '--speed <rate>',
+      'the same as --pace (sim replay TRACE --speed 60: an hour of a recording in a minute)',
+      (value: string) => {
+        const n = Number(value);
+        if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('--speed must be a number ≥ 0');
         return n;
       },
     )

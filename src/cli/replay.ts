@@ -27,6 +27,8 @@ export interface ReplayOptions {
   certificateAuthority?: string;
   insecureSkipTlsVerify?: boolean;
   seed?: number;
+  /** --speed: the same as --pace. */
+  speed?: number;
   report?: string;
   html?: string;
   junit?: string;
@@ -187,7 +189,7 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
     }
   }
   if (process.exitCode === 2) return;
-  if ((options.port !== undefined || options.pace !== undefined) && remote) {
+  if ((options.port !== undefined || options.pace !== undefined || options.speed !== undefined) && remote) {
     process.stderr.write('sim replay: --port and --pace are for the embedded cluster, not a --server\n');
     process.exitCode = 2;
     return;
@@ -213,7 +215,7 @@ export async function replay(files: string[], options: ReplayOptions): Promise<v
   const reports: ScenarioReport[] = [];
   let couldNotRun = 0;
   const view = options.ui ? new LiveView(options.port ?? 0, abort.signal) : undefined;
-  const pace = options.pace ?? (options.ui ? UI_PACE : 0);
+  const pace = options.pace ?? options.speed ?? (options.ui ? UI_PACE : 0);
   /** With --ui: the last scenario's cluster, left running for the page. */
   let kept: (() => Promise<void>) | undefined;
   try {

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { validateScenario } from './schema.js';
+import { parseSnapshot, SnapshotError, type Snapshot } from '../api/snapshot.js';
 import type { Scenario } from './types.js';
 
 export interface LoadedScenario {
@@ -11,6 +12,8 @@ export interface LoadedScenario {
   file: string;
   /** Directory that relative manifest paths resolve against. */
   baseDir: string;
+  /** The snapshot the scenario starts from (its `snapshot` file), read when the scenario is loaded. */
+  snapshot?: Snapshot;
 }
 
 export class ScenarioError extends Error {
@@ -57,7 +60,27 @@ export function parseScenario(text: string, file: string, baseDir: string): Load
   const unreadable = manifestFileProblems(scenario, baseDir);
   if (unreadable.length > 0)
     throw new ScenarioError(`${file}: invalid scenario:\n${unreadable.map((p) => `  - ${p}`).join('\n')}`);
-  return { scenario, file, baseDir };
+  if (scenario.snapshot === undefined) return { scenario, file, baseDir };
+  return { scenario, file, baseDir, snapshot: readSnapshot(file, baseDir, scenario.snapshot) };
+}
+
+/** The scenario's snapshot file, read and parsed: a missing or broken one is a mistake in the scenario (exit 2). */
+function readSnapshot(file: string, baseDir: string, path: string): Snapshot {
+  let text: string;
+  try {
+    text = readFileSync(resolve(baseDir, path), 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ScenarioError(
+      `${file}: invalid scenario:\n  - snapshot: ${code === 'ENOENT' ? `no file ${path}` : `cannot read ${path}: ${(err as Error).message}`} (paths are relative to the scenario file's directory, ${baseDir})`,
+    );
+  }
+  try {
+    return parseSnapshot(text, path);
+  } catch (err) {
+    if (!(err instanceof SnapshotError)) throw err;
+    throw new ScenarioError(`${file}: invalid scenario:\n  - snapshot: ${err.message}`);
+  }
 }
 
 /**

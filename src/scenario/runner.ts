@@ -25,6 +25,7 @@ import {
   ACTIONS,
   type Action,
   type Assertion,
+  type DrainStep,
   type FaultStep,
   type KubectlStep,
   type ManifestSource,
@@ -175,6 +176,8 @@ export function describeStep(step: Step): string {
       const f = step.fault!;
       return `fault ${f.type} ${f.node ?? f.pod ?? f.selector ?? ''}`.trim();
     }
+    case 'drain':
+      return `drain ${step.drain!.node ?? step.drain!.selector}`;
   }
 }
 
@@ -184,6 +187,10 @@ function kubectlArgs(k: KubectlStep): string[] {
 }
 
 class StepFailure extends Error {}
+
+function cacheKeyOf(obj: KubeObject): string {
+  return `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+}
 
 /** The run's signal fired while a step ran. */
 class Interrupted extends Error {
@@ -212,17 +219,20 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
   const scenario = loaded.scenario;
   const seed = options.seed ?? scenario.seed ?? 1;
   const startTime = scenario.startTime ? Date.parse(scenario.startTime) : undefined;
+  const snapshot = loaded.snapshot;
+  const nodes = scenario.nodes ?? (snapshot ? 0 : DEFAULT_NODES);
   const target: ScenarioTarget = options.server
     ? await remoteTarget(options.server)
     : await embeddedTarget({
         seed,
         startTime,
         controllers: scenario.controllers,
-        nodes: scenario.nodes ?? DEFAULT_NODES,
+        nodes,
         log: options.log,
         port: options.serve?.port,
         pace: options.pace,
         signal: options.signal,
+        snapshot,
       });
   const history = new History(target);
   const steps: StepResult[] = scenario.steps.map((step, i) => ({
@@ -246,13 +256,12 @@ export async function runScenario(loaded: LoadedScenario, options: RunOptions = 
     await resources.load();
     await history.start(resources.all(), scenario.history?.exclude ?? DEFAULT_HISTORY_EXCLUDE);
     await target.settle();
-    await checkNodes(
-      target,
-      resources,
-      target.mode === 'embedded' ? (scenario.nodes ?? DEFAULT_NODES) : scenario.nodes,
-      problems,
-    );
-    if (target.mode === 'remote') problems.push(...(await preflight(loaded, target, resources)));
+    if (!snapshot) await checkNodes(target, resources, target.mode === 'embedded' ? nodes : scenario.nodes, problems);
+    if (target.mode === 'remote' && snapshot)
+      problems.push(
+        `the scenario starts from a snapshot (${scenario.snapshot}), which only an embedded cluster boots from: run it without --server (or start sim serve --snapshot ${scenario.snapshot} and leave snapshot out)`,
+      );
+    else if (target.mode === 'remote') problems.push(...(await preflight(loaded, target, resources)));
     if (problems.length === 0 && scenario.namespace !== undefined)
       await ensureNamespace(target, resources, scenario.namespace);
     const runner = new StepRunner(loaded, target, resources, history, steps, runStart, options);
@@ -510,6 +519,8 @@ class StepRunner {
       }
       case 'fault':
         return this.fault(step.fault!, result);
+      case 'drain':
+        return this.drain(step.drain!, result);
     }
   }
 
@@ -720,15 +731,19 @@ class StepRunner {
     switch (f.type) {
       case 'node-fail':
       case 'node-recover': {
-        if (!f.node) throw new StepFailure(`${f.type} needs node`);
+        if (!f.node && !f.selector) throw new StepFailure(`${f.type} needs node or selector`);
         const verb = f.type === 'node-fail' ? 'fail' : 'recover';
-        await this.simPost(
-          `/sim/v1/nodes/${encodeURIComponent(f.node)}/${verb}`,
-          {},
-          `${f.type} ${f.node}`,
-          `this server has no node simulator (POST /sim/v1/nodes/NAME/${verb} is not served), so nodes cannot be failed or recovered`,
-        );
-        result.notes.push(`node ${f.node} ${verb === 'fail' ? 'failed' : 'recovered'}`);
+        // A node pool fails together: every node the selector matches, in name order.
+        const names = f.node ? [f.node] : await this.nodesBySelector(f.selector!, f.type);
+        for (const node of names) {
+          await this.simPost(
+            `/sim/v1/nodes/${encodeURIComponent(node)}/${verb}`,
+            {},
+            `${f.type} ${node}`,
+            `this server has no node simulator (POST /sim/v1/nodes/NAME/${verb} is not served), so nodes cannot be failed or recovered`,
+          );
+          result.notes.push(`node ${node} ${verb === 'fail' ? 'failed' : 'recovered'}`);
+        }
         return;
       }
       case 'pod-kill': {
@@ -826,6 +841,80 @@ class StepRunner {
     result.notes.push(
       `pod ${f.pod}: containers exited with code ${exitCode}; now ${podState(after)}, ${restarts(afterStatuses)} restart(s)`,
     );
+  }
+
+  private async nodesBySelector(selector: string, what: string): Promise<string[]> {
+    const names = await this.namesBySelector(this.resources.resolve('nodes'), undefined, selector);
+    if (names.length === 0) throw new StepFailure(`${what}: no node matches ${selector}`);
+    return names;
+  }
+
+  /**
+   * kubectl drain --ignore-daemonsets on cluster time: cordons the nodes, then asks the Eviction API for each of
+   * their pods (but DaemonSet and mirror pods), retrying the refused ones (429: a PodDisruptionBudget) every 5 s
+   * of cluster time, as kubectl does, until `timeout`; then waits until the evicted pods are gone. Fails naming the
+   * pods it could not evict.
+   */
+  private async drain(d: DrainStep, result: StepResult): Promise<void> {
+    const nodesResource = this.resources.resolve('nodes');
+    const pods = this.resources.resolve('pods');
+    const names = d.node ? [d.node] : await this.nodesBySelector(d.selector!, 'drain');
+    const deadline = this.target.now() + durationMs(d.timeout ?? '5m');
+    for (const node of names) {
+      try {
+        await this.target.client.patch(nodesResource.gvr, undefined, node, 'merge', { spec: { unschedulable: true } });
+      } catch (err) {
+        throw new StepFailure(`drain ${node}: ${(err as Error).message}`);
+      }
+      result.notes.push(`node/${node} cordoned`);
+    }
+    const onNodes = async (): Promise<KubeObject[]> => {
+      const out: KubeObject[] = [];
+      for (const node of names) {
+        const list = await this.target.client.list(pods.gvr, undefined, { fieldSelector: `spec.nodeName=${node}` });
+        for (const pod of list.items) {
+          const owner = pod.metadata.ownerReferences?.find((r) => r.controller);
+          const mirror = pod.metadata.annotations?.['kubernetes.io/config.mirror'] !== undefined;
+          if (owner?.kind !== 'DaemonSet' && !mirror) out.push(pod);
+        }
+      }
+      return out.sort((a, b) => cacheKeyOf(a).localeCompare(cacheKeyOf(b)));
+    };
+    const evicted = new Set<string>();
+    for (;;) {
+      this.checkSignal();
+      const pending = (await onNodes()).filter((p) => !p.metadata.deletionTimestamp && !evicted.has(cacheKeyOf(p)));
+      const refused: string[] = [];
+      for (const pod of pending) {
+        const { namespace, name } = pod.metadata;
+        try {
+          await this.target.client.createSubresource!(pods.gvr, namespace, name!, 'eviction', {
+            apiVersion: 'policy/v1',
+            kind: 'Eviction',
+            metadata: { name, namespace },
+          });
+          evicted.add(cacheKeyOf(pod));
+          if (evicted.size <= 10) result.notes.push(`evicting pod ${namespace}/${name}`);
+        } catch (err) {
+          if (err instanceof ApiError && err.code === 404) continue;
+          if (!(err instanceof ApiError && err.code === 429))
+            throw new StepFailure(`evict ${namespace}/${name}: ${(err as Error).message}`);
+          refused.push(`${namespace}/${name} (${err.message})`);
+        }
+      }
+      await this.target.settle();
+      const left = (await onNodes()).length;
+      if (refused.length === 0 && left === 0) break;
+      if (this.target.now() >= deadline)
+        throw new StepFailure(
+          `drain: after ${offset(deadline, deadline - durationMs(d.timeout ?? '5m')).slice(2)} of cluster time, ${left} pod(s) are still on ${names.join(', ')}${refused.length > 0 ? `; evictions refused: ${refused.join('; ')}` : ''}`,
+        );
+      // Refused evictions are asked again 5 s later (kubectl drain's retry); evicted pods are waited for.
+      const next =
+        refused.length > 0 ? this.target.now() + 5000 : (this.target.nextTimerAt() ?? this.target.now() + 1000);
+      await this.target.advance(Math.max(Math.min(next, deadline) - this.target.now(), 1));
+    }
+    result.notes.push(`drained ${names.join(', ')}: ${evicted.size} pod(s) evicted`);
   }
 
   // ---- waitFor -----------------------------------------------------------------------------------------

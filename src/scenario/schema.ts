@@ -262,6 +262,21 @@ const stepProperties: Record<string, unknown> = {
     description: 'Assertions: on objects, counts, and the history of changes',
     oneOf: [assertion, { type: 'array', minItems: 1, items: assertion }],
   },
+  drain: {
+    type: 'object',
+    description:
+      'Cordon nodes and evict their pods through the Eviction API (PodDisruptionBudgets decide), as kubectl drain --ignore-daemonsets, on cluster time',
+    additionalProperties: false,
+    properties: {
+      node: { type: 'string' },
+      selector: { ...labelSelector, description: 'The nodes to drain, by label: "pool=spot"' },
+      timeout: {
+        ...duration,
+        description: 'how long refused evictions are retried, every 5s (cluster time, default 5m)',
+      },
+    },
+    oneOf: [{ required: ['node'] }, { required: ['selector'] }],
+  },
   fault: {
     type: 'object',
     required: ['type'],
@@ -303,7 +318,19 @@ export const scenarioSchema = {
     nodes: {
       type: 'integer',
       minimum: 0,
-      description: 'Simulated nodes node-1 … node-N with their kubelets (default 3, as sim serve; 0: none)',
+      description:
+        "Simulated nodes node-1 … node-N with their kubelets (default 3, as sim serve; 0: none; with a snapshot: added to the snapshot's, default 0)",
+    },
+    recorded: {
+      type: 'object',
+      description:
+        'What sim record saw besides the user changes the steps re-apply: the source, the times, the changes by controllers and kubelets (not replayed)',
+    },
+    snapshot: {
+      type: 'string',
+      minLength: 1,
+      description:
+        "Start from this snapshot (sim snapshot export; a path relative to the scenario file): its nodes, pods and objects as they were, the clock at the snapshot's time unless startTime says",
     },
     controllers: { type: 'string', description: "Controllers to run (default '*'), as sim serve --controllers" },
     namespace: {

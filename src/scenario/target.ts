@@ -14,6 +14,7 @@ import {
 import type { Connection } from '../client/kubeconfig.js';
 import { DEFAULT_VIRTUAL_START } from '../cluster/cluster.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../cluster/simulator.js';
+import type { Snapshot } from '../api/snapshot.js';
 
 export type LogFn = NonNullable<SimulatorOptions['log']>;
 
@@ -48,7 +49,10 @@ export interface ScenarioTarget {
 
 export interface EmbeddedOptions {
   seed: number;
+  /** Default: the snapshot's time, else 2025-01-01. */
   startTime?: number;
+  /** Boot from this snapshot (its nodes are simulated besides `nodes`). */
+  snapshot?: Snapshot;
   controllers?: string;
   nodes?: number;
   log?: LogFn;
@@ -78,9 +82,10 @@ export async function embeddedTarget(options: EmbeddedOptions): Promise<Scenario
   const simOptions: SimulatorOptions & { nodes?: number } = {
     clock: 'virtual',
     seed: options.seed,
-    startTime: options.startTime ?? DEFAULT_VIRTUAL_START,
+    startTime: options.startTime ?? (options.snapshot?.header.time ? undefined : DEFAULT_VIRTUAL_START),
     controllers: options.controllers ?? '*',
     log: options.log,
+    snapshot: options.snapshot,
   };
   if (options.nodes !== undefined) simOptions.nodes = options.nodes;
   const sim: Simulator = await startSimulator(simOptions);

@@ -9,8 +9,12 @@ export interface Scenario {
   seed?: number;
   /** Where the virtual clock starts (RFC 3339; default 2025-01-01T00:00:00Z). */
   startTime?: string;
-  /** Simulated nodes node-1 … node-N (default 3, as `sim serve`; 0: none). */
+  /** Simulated nodes node-1 … node-N (default 3, as `sim serve`; 0: none; with a snapshot, added to its nodes, default 0). */
   nodes?: number;
+  /** A snapshot file (`sim snapshot export`, relative to the scenario file) the cluster boots from. */
+  snapshot?: string;
+  /** A trace's record of what it saw (`sim record`, trace.ts): read by people, not by the runner. */
+  recorded?: unknown;
   /** Controllers to run, as `sim serve --controllers` (default '*'). */
   controllers?: string;
   /** Namespace for manifests and references that name none (default 'default'). */
@@ -31,6 +35,7 @@ export const ACTIONS = [
   'waitFor',
   'expect',
   'fault',
+  'drain',
 ] as const;
 export type Action = (typeof ACTIONS)[number];
 
@@ -47,6 +52,14 @@ export interface Step {
   waitFor?: WaitForStep;
   expect?: Assertion | Assertion[];
   fault?: FaultStep;
+  drain?: DrainStep;
+}
+
+/** Cordon and evict, as `kubectl drain --ignore-daemonsets`, retrying refused evictions on cluster time. */
+export interface DrainStep {
+  node?: string;
+  selector?: string;
+  timeout?: Duration;
 }
 
 /** "90s", "1h30m", "2d", or a number of seconds. */

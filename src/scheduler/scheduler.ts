@@ -261,8 +261,15 @@ export class Scheduler implements Controller {
       };
       this.states.set(name, s);
       this.orderDirty = true;
-      // Pods seen bound to it before the node itself.
-      for (const [key, a] of [...this.accounted]) if (a.node === name) this.account(key, name, a.request, a.owner);
+      // Pods seen bound to it before the node itself (a restart with --data, a snapshot): accounted, but not yet
+      // counted on a node state. (account() would take them off this new state first, and so count them as 0.)
+      for (const a of this.accounted.values()) {
+        if (a.node !== name) continue;
+        for (const [k, v] of a.request.resources) s.requested.set(k, (s.requested.get(k) ?? 0) + v);
+        s.nonZeroCpu += a.request.nonZeroCpu;
+        s.nonZeroMemory += a.request.nonZeroMemory;
+        s.pods++;
+      }
     } else {
       s.node = node;
       s.allocatable = allocatableOf(node);
