@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only create|list|fanout|density|startup] [-- --objects N] [-- --nodes N --pods N] [-- --out FILE]`
+ * `npm run bench [-- --quick] [-- --only create|list|fanout|density|startup|snapshot] [-- --objects N] [-- --nodes N --pods N] [-- --out FILE]`
  *
  * 1. Create throughput over HTTP: 32 keep-alive connections POSTing ~1.5 KB ConfigMaps and Pods
  *    (metadata.generateName) to a kube-sim server in this process, next to an empty fastify route in the same
@@ -11,6 +11,8 @@
  * 4. Density (bench/density.ts): 5,000 nodes and 150,000 pods (--quick: 100 and 2,000): creation time, RSS,
  *    list pods -A, a label-selected list, Lease renew periods.
  * 5. Start-up (bench/startup.ts): sim serve to listening and to the first kubectl get nodes.
+ * 6. Snapshots (bench/snapshot.ts): a 5,000-node cluster (--nodes; --quick: 100) exported (YAML,
+ *    JSON), booted with sim serve --snapshot, and a what-if replayed on it (5,000 pods; --quick: 100 nodes, 200 pods).
  *
  * Every measurement waits for the rest of the machine to be quiet and is repeated when other processes used
  * CPU during it (the figures say how many runs were undisturbed; --quick neither waits nor repeats). Prints tables and writes bench-results.json
@@ -44,9 +46,10 @@ import { fmt, median, mib, round, summarize, table, type Summary } from './stats
 import { measureDensity, printDensity } from './density.js';
 import { measureFanout, printFanout } from './fanout.js';
 import { measureStartup, printStartup } from './startup.js';
+import { measureSnapshot, printSnapshot } from './snapshot.js';
 import { childrenCpuMs } from './server-process.js';
 
-const SECTIONS = ['create', 'list', 'fanout', 'density', 'startup'] as const;
+const SECTIONS = ['create', 'list', 'fanout', 'density', 'startup', 'snapshot'] as const;
 type Section = (typeof SECTIONS)[number];
 const KUBECTL = process.env.KUBE_SIM_KUBECTL ?? '/usr/bin/kubectl';
 
@@ -846,6 +849,18 @@ async function main(): Promise<void> {
       const startup = await measureStartup(startupOptions);
       results.startup = startup;
       printStartup(startup, startupOptions);
+    }
+    if (runs('snapshot')) {
+      const nodes = options.quick ? 100 : options.densityNodes;
+      const snapshotOptions = { nodes, deployments: options.quick ? 4 : 10, replicas: options.quick ? 50 : 500 };
+      process.stderr.write(`snapshot export, boot and replay, ${nodes} nodes…\n`);
+      await waitForQuiet(options);
+      const cpu = new CpuWindow();
+      const snapshot = await measureSnapshot(snapshotOptions);
+      const { otherCpu } = cpu.stop();
+      results.snapshot = { ...snapshot, otherCpu };
+      printSnapshot(snapshot);
+      console.log(`other processes used ${fmt(otherCpu, 2)} cores on average during the snapshot run`);
     }
   } finally {
     await load.close();

@@ -172,7 +172,7 @@ export class SnapshotError extends Error {
 
 /**
  * The documents of a YAML stream. A document that is one JSON value (`sim snapshot export -o json` writes each
- * object so) is read with JSON.parse, some 30 times faster than a YAML parser reads a pod; any other is YAML.
+ * object so) is read with JSON.parse, far faster than a YAML parser (BENCHMARKS.md); any other is YAML.
  * Documents are split at lines starting with `---`, which inside a document can only be a block scalar's content,
  * and those are indented.
  */

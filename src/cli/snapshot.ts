@@ -216,7 +216,7 @@ async function listAll(
 
 /**
  * The snapshot as text, a piece at a time: the header, then one document per object — YAML, or with `json` one JSON
- * line per object (still a YAML stream, and some 30 times faster to read back: BENCHMARKS.md).
+ * line per object (still a YAML stream, and far faster to read back: BENCHMARKS.md).
  */
 export function* snapshotText(snapshot: Snapshot, output: 'yaml' | 'json'): Generator<string> {
   yield toYaml(snapshot.header);
