@@ -179,6 +179,13 @@ describe('simulated apps behind ports', { skip: missing }, () => {
     }
     const lastFour = new Set(seen.slice(-4).map((b) => /^v2 from (\S+) /.exec(b)![1]!));
     for (const name of lastFour) assert.ok(after.includes(name), `${name} is a new pod`);
+    // kubectl port-forward svc/web picks a pod when it starts: after the rollout, one of the new ones.
+    const port = await portForward('svc/web', 80, 8080);
+    const body = await (await fetch(`http://127.0.0.1:${port}/`)).text();
+    assert.ok(
+      after.some((p) => body === `v2 from ${p} (blue)\n`),
+      `${body} names one of the new pods ${after.join(', ')}`,
+    );
   });
 
   test('refusals: no endpoints, no such service port, a port nobody listens on, a pod not running', async () => {
