@@ -5,7 +5,15 @@ import type { Cluster } from './cluster.js';
 import { scaleOf, writeScale } from '../registry/scale.js';
 import type { KindInfo } from '../registry/types.js';
 import type { StoreEvent, WatchEventType } from '../storage/watch.js';
-import type { Gvr, KubeClient, ListOptions, WatchEventHandler, WatchHandle, WatchOptions } from '../client/client.js';
+import {
+  Resources,
+  type Gvr,
+  type KubeClient,
+  type ListOptions,
+  type WatchEventHandler,
+  type WatchHandle,
+  type WatchOptions,
+} from '../client/client.js';
 
 /** Who the in-process controllers are to an authorizer: kube-controller-manager's user. */
 const CONTROLLERS = { username: 'system:kube-controller-manager', groups: ['system:authenticated'] };
@@ -56,28 +64,21 @@ export class InProcessClient implements KubeClient {
   }
 
   async updateStatus(gvr: Gvr, obj: KubeObject): Promise<KubeObject> {
-    return this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj, {
-      subresource: 'status',
-    });
+    return this.updateThrough(gvr, obj, 'status');
   }
 
   async finalizeNamespace(obj: KubeObject): Promise<KubeObject> {
-    return this.cluster.api.update(
-      this.kind({ group: '', version: 'v1', resource: 'namespaces' }),
-      undefined,
-      obj.metadata.name!,
-      obj,
-      { subresource: 'finalize' },
-    );
+    return this.updateThrough(Resources.namespaces, obj, 'finalize');
   }
 
   async updateApproval(obj: KubeObject): Promise<KubeObject> {
-    return this.cluster.api.update(
-      this.kind({ group: 'certificates.k8s.io', version: 'v1', resource: 'certificatesigningrequests' }),
-      undefined,
-      obj.metadata.name!,
-      obj,
-      { subresource: 'approval' },
+    return this.updateThrough(Resources.certificatesigningrequests, obj, 'approval');
+  }
+
+  /** A PUT through one of the kind's subresources (status, a namespace's finalize, a CSR's approval). */
+  private updateThrough(gvr: Gvr, obj: KubeObject, subresource: string): Promise<KubeObject> {
+    return Promise.resolve(
+      this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj, { subresource }),
     );
   }
 
