@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
-import { parseDuration, wallClock } from '../clock/clock.js';
+import { parseDuration, wallClock, type TimerHandle } from '../clock/clock.js';
 import type { KubeObject } from '../api/types.js';
 import { connectionFetch, fetchTransport, HttpClient } from '../client/http.js';
 import type { Connection } from '../client/kubeconfig.js';
@@ -54,8 +54,23 @@ async function clusterClock(http: ReturnType<typeof fetchTransport>): Promise<{ 
   };
   let current = await read();
   if (current === undefined) return { now: () => wallClock.now(), stop: () => undefined };
-  const timer = setInterval(() => void read().then((t) => (current = t ?? current)), 100);
-  return { now: () => current!, stop: () => clearInterval(timer) };
+  let timer: TimerHandle | undefined;
+  let stopped = false;
+  const poll = (): void => {
+    if (stopped) return;
+    timer = wallClock.setTimer(100, () => {
+      void read().then((t) => {
+        current = t ?? current;
+        poll();
+      });
+    });
+  };
+  poll();
+  const stop = (): void => {
+    stopped = true;
+    timer?.cancel();
+  };
+  return { now: () => current!, stop };
 }
 
 /** When a user's change was written, by the server's clock: its field manager entry's time (to the second). */
@@ -111,7 +126,7 @@ function follow(
           });
           return;
         }
-        setTimeout(start, error ? 1000 : 0);
+        wallClock.setTimer(error ? 1000 : 0, start);
       },
     );
   };
@@ -205,6 +220,7 @@ export async function record(flags: RecordFlags): Promise<void> {
     return;
   }
   await new Promise<void>((resolve) => {
+    // A plain timer, not wallClock's (which does not hold the process open): it is what keeps `sim record` running.
     const timer = setTimeout(resolve, durationMs);
     const onSignal = (): void => {
       clearTimeout(timer);

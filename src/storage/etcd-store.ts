@@ -1,5 +1,6 @@
 import { Etcd3, type IKeyValue, type IWatchResponse } from 'etcd3';
 import { ApiError, Errors, type GroupResource } from '../api/errors.js';
+import { wallClock, type TimerHandle } from '../clock/clock.js';
 import type { KubeObject, Preconditions } from '../api/types.js';
 import { sameIgnoringVersion, type MemoryStore, type StoreWrites } from './memory-store.js';
 import type { StoreEvent } from './watch.js';
@@ -17,7 +18,7 @@ import type { StoreEvent } from './watch.js';
  * and `<group>/<resource>` for custom resources and the apiextensions and apiregistration groups. Values are JSON
  * without the resourceVersion, as kube-apiserver writes custom resources (built-in kinds it writes as protobuf).
  *
- * This talks to a real etcd over the network, so its timeouts are wall-clock ones (setTimeout), not the cluster's
+ * This talks to a real etcd over the network, so its timeouts are wall-clock ones (wallClock), not the cluster's
  * Clock: a virtual clock standing still must not stop a consistent read from finding out etcd's revision.
  */
 export interface EtcdStoreOptions {
@@ -110,8 +111,8 @@ export class EtcdStore implements StoreWrites {
   private readonly recent = new Map<number, StoreEvent>();
   private stream: Awaited<ReturnType<Etcd3['watchClient']['watch']>> | undefined;
   private closed = false;
-  private compactTimer: NodeJS.Timeout | undefined;
-  private progressTimer: NodeJS.Timeout | undefined;
+  private compactTimer: TimerHandle | undefined;
+  private progressTimer: TimerHandle | undefined;
 
   private constructor(
     private readonly client: Etcd3,
@@ -265,7 +266,7 @@ export class EtcdStore implements StoreWrites {
       'warn',
       `etcd watch lost (${err instanceof Error ? err.message : String(err)}); reconnecting from revision ${this.store.currentRevision + 1}`,
     );
-    setTimeout(() => void this.watchFrom(this.store.currentRevision + 1), RECONNECT_MS).unref();
+    wallClock.setTimer(RECONNECT_MS, () => void this.watchFrom(this.store.currentRevision + 1));
   }
 
   /** Applies one watch response to the cache; false when the watch was canceled (it must be made again). */
@@ -367,7 +368,7 @@ export class EtcdStore implements StoreWrites {
     const done = this.waiters.splice(0, i);
     for (const w of done) w.resolve(w.revision === revision ? event : this.recent.get(w.revision));
     if (this.waiters.length === 0 && this.progressTimer) {
-      clearTimeout(this.progressTimer);
+      this.progressTimer.cancel();
       this.progressTimer = undefined;
     }
   }
@@ -376,15 +377,14 @@ export class EtcdStore implements StoreWrites {
   private reached(revision: number, timeoutMs = WRITE_VISIBLE_MS): Promise<StoreEvent | undefined> {
     if (revision <= this.store.currentRevision) return Promise.resolve(this.recent.get(revision));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = wallClock.setTimer(timeoutMs, () => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
         reject(Errors.timeout(`etcd's change at revision ${revision} did not reach this API server in time`));
-      }, timeoutMs);
-      timer.unref();
+      });
       const waiter: Waiter = {
         revision,
         resolve: (event) => {
-          clearTimeout(timer);
+          timer.cancel();
           resolve(event);
         },
       };
@@ -420,8 +420,7 @@ export class EtcdStore implements StoreWrites {
       } catch {
         // the stream is being replaced; the new one asks again
       }
-      this.progressTimer = setTimeout(ask, PROGRESS_RETRY_MS);
-      this.progressTimer.unref();
+      this.progressTimer = wallClock.setTimer(PROGRESS_RETRY_MS, ask);
     };
     ask();
   }
@@ -549,7 +548,7 @@ export class EtcdStore implements StoreWrites {
    * see the key's new version and wait another interval. So one compaction per interval, however many servers.
    */
   private scheduleCompaction(version: number, revision: number): void {
-    this.compactTimer = setTimeout(() => {
+    this.compactTimer = wallClock.setTimer(this.options.compactionIntervalMs, () => {
       void this.compactOnce(version, revision).then(
         ([v, r]) => this.scheduleCompaction(v, r),
         (err: unknown) => {
@@ -557,8 +556,7 @@ export class EtcdStore implements StoreWrites {
           this.scheduleCompaction(version, revision);
         },
       );
-    }, this.options.compactionIntervalMs);
-    this.compactTimer.unref();
+    });
   }
 
   private async compactOnce(version: number, revision: number): Promise<[number, number]> {
@@ -582,7 +580,7 @@ export class EtcdStore implements StoreWrites {
   /** One etcd request, with a deadline; etcd's failures become a Status (500 InternalError), as kube-apiserver's do. */
   private async rpc<T>(what: string, call: (options: { deadline: Date }) => Promise<T>): Promise<T> {
     try {
-      return await call({ deadline: new Date(Date.now() + RPC_DEADLINE_MS) });
+      return await call({ deadline: new Date(wallClock.now() + RPC_DEADLINE_MS) });
     } catch (err) {
       if (err instanceof ApiError) throw err;
       const failure = Errors.internal(`etcd ${what}: ${grpcMessage(err)}`);
@@ -593,8 +591,8 @@ export class EtcdStore implements StoreWrites {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.compactTimer);
-    clearTimeout(this.progressTimer);
+    this.compactTimer?.cancel();
+    this.progressTimer?.cancel();
     try {
       this.stream?.end();
     } catch {
