@@ -200,6 +200,31 @@ describe('horizontalpodautoscaling without metrics-server, on a virtual clock', 
     );
   });
 
+  it("defaults a behavior's unset rules as kube-apiserver does, leaving scale-down's window to the controller", async () => {
+    const created = await sim.cluster.api.create(kinds().hpas, ns, {
+      apiVersion: 'autoscaling/v2',
+      kind: 'HorizontalPodAutoscaler',
+      metadata: { name: 'behaved' },
+      spec: {
+        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'behaved' },
+        maxReplicas: 3,
+        behavior: { scaleUp: { selectPolicy: 'Min' } },
+      },
+    });
+    assert.deepEqual((created.spec as Obj).behavior, {
+      scaleUp: {
+        selectPolicy: 'Min',
+        stabilizationWindowSeconds: 0,
+        policies: [
+          { type: 'Pods', value: 4, periodSeconds: 15 },
+          { type: 'Percent', value: 100, periodSeconds: 15 },
+        ],
+      },
+      scaleDown: { selectPolicy: 'Max', policies: [{ type: 'Percent', value: 100, periodSeconds: 15 }] },
+    });
+    await sim.cluster.api.delete(kinds().hpas, ns, 'behaved');
+  });
+
   it('a target scaled to zero disables scaling', async () => {
     const d = sim.cluster.api.get(kinds().deployments, ns, 'low');
     sim.cluster.api.update(kinds().deployments, ns, 'low', { ...d, spec: { ...(d.spec as Obj), replicas: 0 } });

@@ -47,12 +47,15 @@ function isCpuUtilization(m: Obj): boolean {
   return m.type === 'Resource' && r.name === 'cpu' && obj(r.target).averageUtilization !== undefined;
 }
 
-/** GenerateHPAScaleUpRules / GenerateHPAScaleDownRules: the unset parts of a behavior's rules. */
+/**
+ * GenerateHPAScaleUpRules / GenerateHPAScaleDownRules: the unset parts of a behavior's rules. Scale-down's window is
+ * left unset, as kube-apiserver leaves it: the controller then uses its --horizontal-pod-autoscaler-downscale-stabilization.
+ */
 function defaultRules(rules: unknown, up: boolean): Obj {
   const r = obj(rules);
-  return {
+  return compact({
     ...r,
-    stabilizationWindowSeconds: r.stabilizationWindowSeconds ?? (up ? 0 : 300),
+    stabilizationWindowSeconds: r.stabilizationWindowSeconds ?? (up ? 0 : undefined),
     selectPolicy: r.selectPolicy ?? 'Max',
     policies:
       r.policies ??
@@ -62,7 +65,7 @@ function defaultRules(rules: unknown, up: boolean): Obj {
             { type: 'Percent', value: 100, periodSeconds: 15 },
           ]
         : [{ type: 'Percent', value: 100, periodSeconds: 15 }]),
-  };
+  });
 }
 
 /** SetDefaults_HorizontalPodAutoscaler (v2): minReplicas 1, CPU at 80% without metrics, a behavior's unset rules. */
