@@ -200,6 +200,39 @@ describe('horizontalpodautoscaling without metrics-server, on a virtual clock', 
     );
   });
 
+  it('two HPAs over the same pods: AmbiguousSelector on both, until one goes', async () => {
+    deployment('shared', 2);
+    await sim.cluster.api.create(sim.cluster.kind('', 'v1', 'pods'), ns, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'shared-pod', labels: { app: 'shared' } },
+      spec: { containers: [{ name: 'c', image: 'nginx' }] },
+    });
+    for (const name of ['shared-a', 'shared-b'])
+      await sim.cluster.api.create(kinds().hpas, ns, {
+        apiVersion: 'autoscaling/v2',
+        kind: 'HorizontalPodAutoscaler',
+        metadata: { name },
+        spec: { scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'shared' }, maxReplicas: 5 },
+      });
+    await advance(SYNC_MS);
+    await advance(SYNC_MS);
+    const message = 'pods by selector app=shared are controlled by multiple HPAs: [default/shared-a default/shared-b]';
+    for (const name of ['shared-a', 'shared-b']) {
+      const active = condition(name, 'ScalingActive');
+      assert.deepEqual([active?.status, active?.reason, active?.message], ['False', 'AmbiguousSelector', message]);
+      const warnings = events(name).filter((e) => e.message === message);
+      assert.deepEqual(warnings.map((e) => e.reason).sort(), ['AmbiguousSelector', 'FailedComputeMetricsReplicas']);
+    }
+    assert.equal(replicas('shared'), 2);
+
+    // Without metrics-server, the one HPA left then fails on its metrics instead.
+    await sim.cluster.api.delete(kinds().hpas, ns, 'shared-b');
+    await advance(SYNC_MS);
+    assert.equal(condition('shared-a', 'ScalingActive')?.reason, 'FailedGetResourceMetric');
+    await sim.cluster.api.delete(kinds().hpas, ns, 'shared-a');
+  });
+
   it("defaults a behavior's unset rules as kube-apiserver does, leaving scale-down's window to the controller", async () => {
     const created = await sim.cluster.api.create(kinds().hpas, ns, {
       apiVersion: 'autoscaling/v2',

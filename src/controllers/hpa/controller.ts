@@ -1,5 +1,5 @@
 import { ApiError } from '../../api/errors.js';
-import { goLabelSelectorString, parseLabelSelector } from '../../api/selectors.js';
+import { goLabelSelectorString, LabelSelector, parseLabelSelector } from '../../api/selectors.js';
 import { deepCopy, deepEqual, isPlainObject, type KubeObject } from '../../api/types.js';
 import { rfc3339 } from '../../clock/clock.js';
 import type { Gvr } from '../../client/client.js';
@@ -217,13 +217,41 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
     pods: async (namespace, selector) => (await ctx.client.list(PODS, namespace, { labelSelector: selector })).items,
   };
   const keyOf = (hpa: KubeObject): string => `${hpa.metadata.namespace}/${hpa.metadata.name}`;
+  /**
+   * horizontal.go's hpaSelectors: each known HPA's target selector by namespace, registered as selecting nothing
+   * until its first sync parses the target's, so that pods selected by two HPAs are found (AmbiguousSelector).
+   */
+  const hpaSelectors = new Map<string, Map<string, LabelSelector>>();
+  const register = (hpa: KubeObject): void => {
+    const namespace = hpa.metadata.namespace!;
+    let inNamespace = hpaSelectors.get(namespace);
+    if (!inNamespace) hpaSelectors.set(namespace, (inNamespace = new Map()));
+    if (!inNamespace.has(hpa.metadata.name!)) inNamespace.set(hpa.metadata.name!, LabelSelector.nothing());
+  };
 
   // enqueueHPA: AddRateLimited on a rate limiter that always answers the sync period, so a new or changed HPA is
   // looked at within one period, never sooner (an earlier pending look wins).
   hpas.addEventHandler({
-    add: (hpa) => loop.queue.addAfter(keyOf(hpa), syncPeriodMs),
-    update: (_old, hpa) => loop.queue.addAfter(keyOf(hpa), syncPeriodMs),
+    add: (hpa) => {
+      loop.queue.addAfter(keyOf(hpa), syncPeriodMs);
+      register(hpa);
+    },
+    update: (_old, hpa) => {
+      loop.queue.addAfter(keyOf(hpa), syncPeriodMs);
+      register(hpa);
+    },
+    delete: (hpa) => {
+      hpaSelectors.get(hpa.metadata.namespace!)?.delete(hpa.metadata.name!);
+    },
   });
+
+  /** hpasControllingPodsUnderSelector: the keys of every HPA whose target selects one of these pods, sorted. */
+  function hpasControlling(namespace: string, pods: readonly KubeObject[]): string[] {
+    const selecting = new Set<string>();
+    for (const [name, selector] of hpaSelectors.get(namespace) ?? [])
+      if (pods.some((pod) => selector.matches(pod.metadata.labels))) selecting.add(`${namespace}/${name}`);
+    return [...selecting].sort();
+  }
 
   async function reconcile(key: string): Promise<ReconcileResult | void> {
     const slash = key.indexOf('/');
@@ -452,12 +480,22 @@ export function hpaController(ctx: ControllerContext, syncPeriodMs = DEFAULT_SYN
       );
       return { replicas: -1, metric: '', error: 'selector is required' };
     }
+    let parsed: LabelSelector;
     try {
-      parseLabelSelector(selector);
+      parsed = parseLabelSelector(selector);
     } catch (err) {
       const message = `couldn't convert selector into a corresponding internal selector object: ${messageOf(err)}`;
       recorder.event(hpa, 'Warning', 'InvalidSelector', message);
       setCondition(status, 'ScalingActive', 'False', 'InvalidSelector', message, now);
+      return { replicas: -1, metric: '', error: message };
+    }
+    const known = hpaSelectors.get(namespace);
+    if (known?.has(hpa.metadata.name!)) known.set(hpa.metadata.name!, parsed);
+    const selecting = hpasControlling(namespace, await reads.pods(namespace, selector));
+    if (selecting.length > 1) {
+      const message = `pods by selector ${selector} are controlled by multiple HPAs: [${selecting.join(' ')}]`;
+      recorder.event(hpa, 'Warning', 'AmbiguousSelector', message);
+      setCondition(status, 'ScalingActive', 'False', 'AmbiguousSelector', message, now);
       return { replicas: -1, metric: '', error: message };
     }
     const specReplicas = num(obj(scale.spec).replicas);
