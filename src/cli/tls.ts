@@ -74,14 +74,15 @@ const RECORD_HEADER_BYTES = 5;
  * bytes are looked at before TLS sees them: a TLS handshake (first byte 0x16, every real client) goes straight on
  * to the server's own TLS listener with the bytes put back; so do other non-HTTP starts, which then fail TLS as
  * before. A connection that sends nothing for `idleMs` (Node's TLS handshake timeout) is dropped by one shared
- * sweep rather than a timer per connection. `destroyPending` drops the ones still being looked at (a closing server
- * waits for every open connection).
+ * sweep rather than a timer per connection. `destroyPending` drops the ones still being looked at, and any accepted
+ * after it while the listener closes (a closing server waits for every open connection).
  */
 export function answerPlainHttp(server: TlsServer, idleMs = 120_000): { destroyPending(): void } {
   const tlsListeners = server.listeners('connection') as Array<(this: TlsServer, socket: Socket) => void>;
   server.removeAllListeners('connection');
   // Connections not yet handed to TLS (or answered and not yet closed), with when they arrived.
   const pending = new Map<Socket, number>();
+  let closing = false;
   let sweeping = false;
   const sweep = (): void => {
     const cutoff = wallClock.now() - idleMs;
@@ -95,6 +96,7 @@ export function answerPlainHttp(server: TlsServer, idleMs = 120_000): { destroyP
   // Kept to the least per connection: paused-mode reads ('readable', then one read()) and no listeners left behind
   // on a TLS connection cost measurably less than a 'data' listener and pause().
   server.on('connection', (socket: Socket) => {
+    if (closing) return void socket.destroy();
     pending.set(socket, wallClock.now());
     if (!sweeping) {
       sweeping = true;
@@ -126,6 +128,7 @@ export function answerPlainHttp(server: TlsServer, idleMs = 120_000): { destroyP
   });
   return {
     destroyPending: () => {
+      closing = true;
       for (const socket of pending.keys()) socket.destroy();
     },
   };
