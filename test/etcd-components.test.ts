@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { etcdMissing, startEtcdCluster, type EtcdCluster } from './helpers/etcd.js';
+import {
+  etcdMissing,
+  startComponents,
+  startEtcdCluster,
+  type ComponentsProcess,
+  type EtcdCluster,
+} from './helpers/etcd.js';
 import { Api, type Obj } from './helpers/http.js';
 import { kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
-import { track } from './helpers/processes.js';
-import { ROOT, startServer, type SimServer } from './helpers/server.js';
-import { runSim, SIM_BIN } from './helpers/sim.js';
+import { startServer, type SimServer } from './helpers/server.js';
+import { runSim } from './helpers/sim.js';
 
 /**
  * `sim serve --components` over etcd: two processes running the API server and the controllers (one leads the
@@ -16,43 +20,10 @@ import { runSim, SIM_BIN } from './helpers/sim.js';
 const missing = etcdMissing() ?? kubectlMissing();
 const LEASES = '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases';
 
-/** A `sim serve` without the API server: resolves once it says its components are running. */
-function startComponents(args: string[]): Promise<{ stop(): Promise<void>; stderr(): string }> {
-  const child = track(
-    spawn(process.execPath, [SIM_BIN, 'serve', '--log-level', 'warn', ...args], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
-  );
-  let err = '';
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
-  const exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`no "components running" line in 20 s:\n${err}`)), 20_000);
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-      if (!out.includes('kube-sim components running:')) return;
-      clearTimeout(timer);
-      resolve({
-        stderr: () => err,
-        stop: async () => {
-          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-          await exit;
-        },
-      });
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`sim serve exited (${code}) before running its components:\n${err}`));
-    });
-  });
-}
-
 describe('sim serve --components over etcd: leader election and fail-over', { skip: missing }, () => {
   let etcd: EtcdCluster;
   const servers: SimServer[] = [];
-  let nodes: { stop(): Promise<void>; stderr(): string };
+  let nodes: ComponentsProcess;
   const logs = (): string =>
     `${servers.map((s, i) => `\n--- apiserver,controllers ${i} ---\n${s.stderr()}`).join('')}\n--- scheduler,kubelets ---\n${nodes?.stderr()}`;
 

@@ -20,12 +20,37 @@ export interface KubeletConnector {
    * the dial's error (`dial tcp 10.244.0.5:81: connect: connection refused`) when nothing listens there.
    */
   dial(pod: KubeObject, port: number): Promise<Duplex>;
+  /** Whether the node's kubelet runs in this process (else, with etcd, maybe in another: kubeletEndpointOf). */
+  runs(node: string): boolean;
   /** The nodes whose kubelets run here, each with whether it is failed (for GET /sim/v1/nodes). */
   kubelets(): Array<{ node: string; failed: boolean }>;
   /** Stops a node's kubelet (no heartbeats, its pods stop progressing); false when there is no such node. */
   failNode(name: string): boolean;
   /** Restarts a stopped kubelet; false when there is no such node. */
   recoverNode(name: string): boolean;
+}
+
+/**
+ * Where a node's kubelet serves its API when it runs in another process (sim serve over etcd): the host is this
+ * annotation, which the kubelet sets to its process's address (a simulated node's InternalIP is no address of this
+ * machine), and the port is status.daemonEndpoints.kubeletEndpoint.Port, as kube-apiserver reads it.
+ */
+export const KUBELET_ADDRESS_ANNOTATION = 'kube-sim.dev/kubelet-address';
+
+export interface KubeletEndpoint {
+  host: string;
+  port: number;
+  /** HTTPS (the serving certificate signed by the cluster CA) rather than HTTP. */
+  tls?: boolean;
+}
+
+/** The endpoint a Node's kubelet publishes for API servers in other processes, if it publishes one. */
+export function kubeletEndpointOf(node: KubeObject | undefined): KubeletEndpoint | undefined {
+  const host = node?.metadata.annotations?.[KUBELET_ADDRESS_ANNOTATION];
+  const status = node?.status as { daemonEndpoints?: { kubeletEndpoint?: { Port?: unknown } } } | undefined;
+  const port = status?.daemonEndpoints?.kubeletEndpoint?.Port;
+  if (!host || typeof port !== 'number' || !Number.isInteger(port) || port <= 0 || port > 65535) return undefined;
+  return { host, port };
 }
 
 export interface LogLine {

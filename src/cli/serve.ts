@@ -290,6 +290,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       ca: tls ? { cert: tls.caCert, key: tls.caKey } : undefined,
       caDir: options.data !== undefined ? tlsDir(options.data) : undefined,
       serviceMappings: (options.mapService ?? []).map(parseServiceMapping),
+      kubeletAddress: options.host,
     });
   } catch (err) {
     log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);

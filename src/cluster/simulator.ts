@@ -8,11 +8,15 @@ import { ControllerManager, selectControllers, type LogFn } from '../runtime/man
 import type { FastifyInstance } from 'fastify';
 import type { KubeClient } from '../client/client.js';
 import { buildServer, type ServerOptions } from '../server/server.js';
+import { buildKubeletServer } from '../server/kubelet-server.js';
+import type { KubeletEndpoint } from '../api/kubelet-connector.js';
+import type { AddressInfo } from 'node:net';
 import { Cluster, type ClusterOptions } from './cluster.js';
 import { controllerHost } from './controller-host.js';
 import { InProcessClient } from './in-process-client.js';
 import { LeaderElector } from '../runtime/leader-election.js';
 import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
 
 export interface SimulatorOptions extends ClusterOptions {
   /** Controllers to run, kube-controller-manager style ('*', 'name', '-name'); default '*'. */
@@ -30,6 +34,11 @@ export interface SimulatorOptions extends ClusterOptions {
    * processes may run them and one at a time leads.
    */
   components?: ReadonlySet<Component>;
+  /**
+   * Over etcd, the address this process serves its kubelets' API on (an ephemeral port), for API servers in other
+   * processes: `sim serve --host`; default 127.0.0.1.
+   */
+  kubeletAddress?: string;
 }
 
 export const COMPONENTS = ['apiserver', 'controllers', 'scheduler', 'kubelets'] as const;
@@ -49,6 +58,26 @@ export interface Simulator {
 }
 
 /**
+ * Over etcd, this process's kubelets' own API on an ephemeral port of `address`, which API servers in other
+ * processes reach for pods/log and exec; resolves with where it listens (as its nodes publish it).
+ */
+async function serveKubelets(
+  cluster: Cluster,
+  kubelet: KubeletFleet,
+  address: string,
+  log: LogFn,
+): Promise<KubeletEndpoint> {
+  const app = buildKubeletServer(cluster, kubelet, { logger: (line) => log('error', line) });
+  await app.listen({ host: address, port: 0 });
+  cluster.onClose(() => app.close());
+  const { port } = app.server.address() as AddressInfo;
+  // A wildcard address is reached on loopback from this machine.
+  const host = address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address;
+  log('info', `kubelets: API on ${host}:${port} for the API servers of other processes`);
+  return { host, port };
+}
+
+/**
  * Everything `sim serve` runs, minus the HTTP listener: the cluster and the components attached to it.
  * `sim serve` and `sim replay` both start here, so a component added once runs in both. Keep it short:
  * each component is one or two lines that attach to the cluster and register their shutdown on it.
@@ -56,6 +85,10 @@ export interface Simulator {
  */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const log: LogFn = options.log ?? (() => undefined);
+  // Who this process is to the others (Lease holders): from the OS's random source, not the seeded RNG, since two
+  // processes started with the same --seed must still be told apart.
+  const processId = randomUUID();
+  const identity = `${hostname()}_${processId}`;
   const selected = selectControllers(options.controllers ?? '*', CONTROLLER_NAMES);
   const cluster = await Cluster.start(options);
   const host = controllerHost(cluster);
@@ -76,7 +109,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     }
     const elector = new LeaderElector({
       name: lease,
-      identity: `${hostname()}_${cluster.random.uuid()}`,
+      identity,
       client: new InProcessClient(cluster),
       clock: cluster.clock,
       log,
@@ -105,6 +138,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   }
   if (runs('kubelets') && simulatedNodes > 0) {
     const kubelets = new ControllerManager(host, log);
+    let endpoint: KubeletEndpoint | undefined;
     const fleet = new KubeletFleet(kubelets.context, {
       nodes: options.nodes ?? 0,
       restoredNodes,
@@ -114,8 +148,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       clusterCidr: options.kubelet?.clusterCidr ?? '10.244.0.0/16',
       images: options.kubelet?.images ?? defaultImageCatalog(),
       missingImages: options.kubelet?.missingImages ?? [],
+      // Over etcd other processes may run kubelets too: each node runs in one of them (node-ownership.ts).
+      shared: options.etcd && { identity, leaseName: `kubelets-${processId}`, endpoint: () => endpoint },
     });
     cluster.onClose(() => kubelets.stop());
+    // Closers run last first: the node Leases are given up before the kubelets' informers stop.
+    cluster.onClose(() => fleet.release());
+    if (options.etcd) endpoint = await serveKubelets(cluster, fleet, options.kubeletAddress ?? '127.0.0.1', log);
     await kubelets.start(new Map([['kubelet', () => fleet]]), new Set(['kubelet']));
     serverOptions.kubelet = fleet;
   }

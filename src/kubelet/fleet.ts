@@ -7,6 +7,7 @@ import type {
   AttachTarget,
   ExecTarget,
   KubeletConnector,
+  KubeletEndpoint,
   LogSource,
   PortForwardTarget,
 } from '../api/kubelet-connector.js';
@@ -15,7 +16,8 @@ import { HttpApps } from './http-app.js';
 import { Images, type ImageCatalog } from './images.js';
 import { KubeletApi } from './kubelet-api.js';
 import { LogStore } from './logs.js';
-import { NodeAgents } from './node-agent.js';
+import { NodeAgents, type NodeAgentOwnership } from './node-agent.js';
+import { NodeOwnership } from './node-ownership.js';
 import type { NodeProfile } from './node.js';
 import type { EnvSources } from './pod-env.js';
 import { PodWorker } from './pod-worker.js';
@@ -39,6 +41,11 @@ export interface KubeletOptions {
    * are (no labels added), and one that was not Ready starts failed, so that it stays NotReady.
    */
   restoredNodes?: ReadonlyMap<string, { ready: boolean }>;
+  /**
+   * Several processes run kubelets over one etcd (node-ownership.ts): this process's identity, its Lease in
+   * kube-system, and where it serves its kubelets' API to API servers in other processes.
+   */
+  shared?: { identity: string; leaseName: string; endpoint: () => KubeletEndpoint | undefined };
 }
 
 /**
@@ -60,6 +67,8 @@ export class KubeletFleet implements Controller, KubeletConnector {
   private readonly agents: NodeAgents;
   private readonly pods: PodWorker;
   private readonly api: KubeletApi;
+  /** Which nodes this process runs, when it shares them with other processes. */
+  private readonly ownership: NodeOwnership | undefined;
 
   constructor(ctx: ControllerContext, options: KubeletOptions) {
     this.nodes = ctx.informers.for(Resources.nodes);
@@ -88,10 +97,27 @@ export class KubeletFleet implements Controller, KubeletConnector {
       logs,
       disks,
     });
-    this.agents = new NodeAgents(ctx, this.nodes, options, {
-      adopted: (a) => this.pods.nodeAdopted(a),
-      ready: (node) => this.pods.nodeReady(node),
-    });
+    const shared = options.shared;
+    const ownership = shared && new NodeOwnership(ctx, shared.identity, shared.leaseName);
+    this.ownership = ownership;
+    const owned: NodeAgentOwnership | undefined = ownership && {
+      identity: ownership.identity,
+      sync: (node) => ownership.sync(node),
+      lost: (node) => this.agents.drop(node),
+      settled: () => ownership.settled(),
+      endpoint: shared.endpoint,
+    };
+    this.agents = new NodeAgents(
+      ctx,
+      this.nodes,
+      { ...options, ownership: owned },
+      {
+        adopted: (a) => this.pods.nodeAdopted(a),
+        ready: (node) => this.pods.nodeReady(node),
+        released: (node) => this.pods.nodeReleased(node),
+      },
+    );
+    ownership?.attach(this.nodes, this.agents);
     this.api = new KubeletApi({
       agent,
       logs,
@@ -104,9 +130,10 @@ export class KubeletFleet implements Controller, KubeletConnector {
   }
 
   async start(): Promise<void> {
-    await Promise.all(
-      [this.nodes, this.pods.informer, this.configmaps, this.secrets, this.services].map((i) => i.waitForSync()),
-    );
+    const informers = [this.nodes, this.pods.informer, this.configmaps, this.secrets, this.services];
+    if (this.ownership) informers.push(this.ownership.informer);
+    await Promise.all(informers.map((i) => i.waitForSync()));
+    await this.ownership?.start();
     await this.agents.start();
     this.pods.loop.start();
   }
@@ -114,6 +141,15 @@ export class KubeletFleet implements Controller, KubeletConnector {
   stop(): void {
     this.pods.loop.stop();
     this.agents.stop();
+  }
+
+  /** A clean stop when nodes are shared: their Leases given up, so that other processes take them over at once. */
+  async release(): Promise<void> {
+    await this.ownership?.stop();
+  }
+
+  runs(node: string): boolean {
+    return this.agents.runs(node);
   }
 
   logs(pod: KubeObject, container: string, previous: boolean): LogSource {

@@ -7,6 +7,8 @@ import type { ControllerContext } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';
 import { nodeIP, nodeLabels, nodeManifest, nodeStatus, type NodeProfile } from './node.js';
 import { PodCidrs, PodIps } from './pod-ips.js';
+import { nodeLease } from './node-ownership.js';
+import { KUBELET_ADDRESS_ANNOTATION, type KubeletEndpoint } from '../api/kubelet-connector.js';
 
 /**
  * The node side of every simulated kubelet (kwok's node and node-lease controllers): registers node-1 … node-N and
@@ -42,20 +44,6 @@ function spreadOf(name: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193);
   return (hash >>> 0) / 2 ** 32;
-}
-
-/** The Lease a kubelet creates for its Node (owned by it, so that it goes with the Node). */
-function leaseManifest(name: string, node: KubeObject, renewTime: string): KubeObject {
-  return {
-    apiVersion: 'coordination.k8s.io/v1',
-    kind: 'Lease',
-    metadata: {
-      name,
-      namespace: NODE_LEASE_NAMESPACE,
-      ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid! }],
-    },
-    spec: { holderIdentity: name, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime },
-  };
 }
 
 /** The last Lease seen, renewed now (kubelet's lease controller: a copy of its latest Lease with a new renewTime). */
@@ -120,6 +108,25 @@ export interface NodeAgentHooks {
   adopted(agent: NodeAgent): void;
   /** A kubelet registered, or recovered: its pods are looked at again. */
   ready(node: string): void;
+  /** A kubelet stopped for good here (its Node went, or another process runs it now): its pods are forgotten. */
+  released(node: string): void;
+}
+
+/**
+ * When several processes run kubelets (node-ownership.ts): whose the node Leases are, which nodes to run, and
+ * where this process serves its kubelets' API.
+ */
+export interface NodeAgentOwnership {
+  /** holderIdentity of the node Leases this process renews (a single process's kubelets hold them as the node). */
+  identity: string;
+  /** A Node came or changed: start or stop its kubelet as ownership says. */
+  sync(node: string): void;
+  /** A heartbeat found the node's Lease held by another process: the kubelet stops. */
+  lost(node: string): void;
+  /** Resolves once the nodes being taken now are taken. */
+  settled(): Promise<void>;
+  /** Where API servers reach this process's kubelets (the node's address for the API, and its kubelet port). */
+  endpoint(): KubeletEndpoint | undefined;
 }
 
 export interface NodeAgentOptions {
@@ -130,6 +137,8 @@ export interface NodeAgentOptions {
   clusterCidr: string;
   /** Nodes of a snapshot: adopted as they are, and failed at once when they were not Ready (fleet.ts). */
   restoredNodes?: ReadonlyMap<string, { ready: boolean }>;
+  /** Several kubelets processes share the nodes; unset, this process runs every node. */
+  ownership?: NodeAgentOwnership;
 }
 
 /** Every simulated node's kubelet, node side (as kwok simulates a cluster's nodes from one process). */
@@ -148,10 +157,46 @@ export class NodeAgents {
     this.cidrs = new PodCidrs(options.clusterCidr);
     this.nextIndex = options.nodes;
     nodes.addEventHandler({
-      add: (node) => this.adopt(node),
+      add: (node) => this.nodeAdded(node),
       update: (_old, node) => this.nodeUpdated(node),
       delete: (node) => this.release(node),
     });
+  }
+
+  private get holder(): string | undefined {
+    return this.options.ownership?.identity;
+  }
+
+  /** Every Node's pod CIDR is taken, whoever runs it; its kubelet starts here unless another process runs it. */
+  private nodeAdded(node: KubeObject): void {
+    const cidr = (node.spec as Obj | undefined)?.podCIDR;
+    if (typeof cidr === 'string') this.cidrs.reserve(cidr);
+    if (this.options.ownership) this.options.ownership.sync(node.metadata.name!);
+    else this.adopt(node);
+  }
+
+  /** Whether this process runs the node's kubelet. */
+  runs(name: string): boolean {
+    return this.agents.has(name);
+  }
+
+  names(): Iterable<string> {
+    return this.agents.keys();
+  }
+
+  /** Starts the kubelet of a node this process took (its Lease now held here). */
+  take(node: KubeObject, lease: KubeObject): void {
+    this.adopt(node, lease);
+  }
+
+  /** Stops a node's kubelet here: another process runs it now (or this one may no longer). */
+  drop(name: string): void {
+    const agent = this.agents.get(name);
+    if (!agent) return;
+    agent.stopped = true;
+    agent.timer?.cancel();
+    this.agents.delete(name);
+    this.hooks.released(name);
   }
 
   /** The node's kubelet, if the node has one. */
@@ -182,8 +227,10 @@ export class NodeAgents {
           node = await this.ctx.client.get(Resources.nodes, undefined, name);
         }
       }
-      this.adopt(node);
+      if (this.options.ownership) this.options.ownership.sync(name);
+      else this.adopt(node);
     }
+    await this.options.ownership?.settled();
     await Promise.all(
       early.map(async (a) => {
         await a.registered;
@@ -236,7 +283,7 @@ export class NodeAgents {
   }
 
   /** A kubelet takes charge of a Node: default labels, a pod CIDR, then its first heartbeat. */
-  private adopt(node: KubeObject): void {
+  private adopt(node: KubeObject, lease?: KubeObject): void {
     const name = node.metadata.name!;
     if (this.agents.has(name) || node.metadata.deletionTimestamp) return;
     const index = this.indexOf(name);
@@ -252,8 +299,16 @@ export class NodeAgents {
     const labels = restored ? {} : nodeLabels(name, index, this.options.profile);
     const missing = Object.fromEntries(Object.entries(labels).filter(([k]) => node.metadata.labels?.[k] === undefined));
     if (Object.keys(missing).length > 0) patch.metadata = { labels: missing };
+    // Where API servers reach this node's kubelet: this process's address (the node's InternalIP is simulated).
+    const endpoint = this.options.ownership?.endpoint();
+    const address = node.metadata.annotations?.[KUBELET_ADDRESS_ANNOTATION];
+    if ((endpoint?.host ?? undefined) !== address)
+      patch.metadata = {
+        ...(patch.metadata as Obj | undefined),
+        annotations: { [KUBELET_ADDRESS_ANNOTATION]: endpoint?.host ?? null },
+      };
     if (!cidr) {
-      cidr = this.cidrs.allocate();
+      cidr = this.cidrs.allocate(/^node-\d+$/.test(name) ? index : undefined);
       if (cidr) patch.spec = { podCIDR: cidr, podCIDRs: [cidr] };
       else
         this.ctx.log(
@@ -271,6 +326,7 @@ export class NodeAgents {
     );
     // A node that was not Ready in the snapshot has a kubelet that does not answer, as `sim node fail` leaves it.
     if (restored && !restored.ready) agent.failed = true;
+    agent.lease = lease;
     this.agents.set(name, agent);
     this.hooks.adopted(agent);
     const running = this.running;
@@ -301,13 +357,13 @@ export class NodeAgents {
   }
 
   private release(node: KubeObject): void {
+    const cidr = (node.spec as Obj | undefined)?.podCIDR;
+    if (typeof cidr === 'string') this.cidrs.release(cidr);
     const agent = this.agents.get(node.metadata.name!);
     if (!agent) return;
     agent.stopped = true;
     agent.timer?.cancel();
     this.agents.delete(agent.name);
-    const cidr = (node.spec as Obj | undefined)?.podCIDR;
-    if (typeof cidr === 'string') this.cidrs.release(cidr);
   }
 
   /** Renews the Lease, posts the node status when it changed (or every 5 min), and schedules the next beat. */
@@ -316,6 +372,8 @@ export class NodeAgents {
     if (!agent.up) return;
     try {
       await this.renewLease(agent);
+      // The kubelet stopped meanwhile (another process took the node): no status from here any more.
+      if (!agent.up) return;
       // Most beats only renew: the status check is made here, without a call that awaits.
       if (this.statusDue(agent)) await this.postStatus(agent);
     } catch (err) {
@@ -332,6 +390,7 @@ export class NodeAgents {
     const node = this.nodes.get(undefined, agent.name);
     if (!node) return;
     const renewTime = rfc3339Micro(this.ctx.clock.now());
+    const holder = this.holder ?? agent.name;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         if (!agent.lease) {
@@ -342,12 +401,19 @@ export class NodeAgents {
             agent.lease = await this.ctx.client.create(
               Resources.leases,
               NODE_LEASE_NAMESPACE,
-              leaseManifest(agent.name, node, renewTime),
+              nodeLease(node, holder, renewTime, LEASE_DURATION_SECONDS),
             );
             return;
           }
+          // Another process took the node (node-ownership.ts): this kubelet stops, never renewing a Lease not its own.
+          const current = (agent.lease.spec as Obj | undefined)?.holderIdentity;
+          if (this.holder !== undefined && current !== this.holder) {
+            agent.lease = undefined;
+            this.options.ownership?.lost(agent.name);
+            return;
+          }
         }
-        agent.lease = await this.ctx.client.update(Resources.leases, renewed(agent.lease, agent.name, renewTime));
+        agent.lease = await this.ctx.client.update(Resources.leases, renewed(agent.lease, holder, renewTime));
         return;
       } catch (err) {
         agent.lease = undefined;
@@ -368,11 +434,13 @@ export class NodeAgents {
     return checked.node !== this.nodes.get(undefined, agent.name);
   }
 
-  private async postStatus(agent: Agent): Promise<void> {
-    const node = this.nodes.get(undefined, agent.name);
+  /** Posts the node status; a write that lost to another (the cache behind) is made again on the Node read afresh. */
+  private async postStatus(agent: Agent, fresh?: KubeObject): Promise<void> {
+    const node = fresh ?? this.nodes.get(undefined, agent.name);
     if (!node) return;
     const now = this.ctx.clock.now();
-    const status = nodeStatus(node, agent.ip, this.options.profile, now, this.ctx.random);
+    const port = this.options.ownership?.endpoint()?.port;
+    const status = nodeStatus(node, agent.ip, this.options.profile, now, this.ctx.random, port);
     const strip = (s: unknown): unknown => {
       if (!isPlainObject(s)) return s;
       const conditions = Array.isArray(s.conditions)
@@ -388,7 +456,13 @@ export class NodeAgents {
     const wasReady = (
       Array.isArray((node.status as Obj | undefined)?.conditions) ? ((node.status as Obj).conditions as Obj[]) : []
     ).some((c) => c.type === 'Ready' && c.status === 'True');
-    const written = await this.ctx.client.updateStatus(Resources.nodes, { ...node, status });
+    let written: KubeObject;
+    try {
+      written = await this.ctx.client.updateStatus(Resources.nodes, { ...node, status });
+    } catch (err) {
+      if (fresh || !agent.up || !(err instanceof ApiError && err.code === 409)) throw err;
+      return this.postStatus(agent, await this.ctx.client.get(Resources.nodes, undefined, agent.name));
+    }
     agent.lastReport = now;
     // The Node as written is this status: the informer delivers this same object, so the next beats need not
     // compute the status again to find it unchanged.

@@ -151,7 +151,14 @@ export const HEALTHY_CONDITIONS: NodeConditionSpec[] = [
  * The node status the kubelet posts: conditions (heartbeat now; a transition time kept unless the status
  * changed), addresses, capacity, nodeInfo. Capacity already on the Node (from a manifest) is kept.
  */
-export function nodeStatus(node: KubeObject, ip: string, profile: NodeProfile, now: number, random: SeededRandom): Obj {
+export function nodeStatus(
+  node: KubeObject,
+  ip: string,
+  profile: NodeProfile,
+  now: number,
+  random: SeededRandom,
+  kubeletPort = 10250,
+): Obj {
   const current = isPlainObject(node.status) ? node.status : {};
   const at = rfc3339(now);
   const previous = new Map(
@@ -190,7 +197,7 @@ export function nodeStatus(node: KubeObject, ip: string, profile: NodeProfile, n
     allocatable: kept(allocatable, current.allocatable),
     capacity: kept(capacity, current.capacity),
     conditions,
-    daemonEndpoints: kept({ kubeletEndpoint: { Port: 10250 } }, current.daemonEndpoints),
+    daemonEndpoints: kept({ kubeletEndpoint: { Port: kubeletPort } }, current.daemonEndpoints),
     nodeInfo: kept(
       {
         architecture: 'amd64',

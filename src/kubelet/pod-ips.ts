@@ -28,8 +28,15 @@ export class PodCidrs {
     if (n >= 0 && n % 256 === 0 && n / 256 < this.blocks) this.used.add(n / 256);
   }
 
-  /** The next free /24, or undefined when the cluster CIDR is used up. */
-  allocate(): string | undefined {
+  /**
+   * The `preferred`th /24 when it is free (node-N's is the Nth, so processes that each register nodes give them the
+   * same ranges), else the next free one; undefined when the cluster CIDR is used up.
+   */
+  allocate(preferred?: number): string | undefined {
+    if (preferred !== undefined && preferred >= 0 && preferred < this.blocks && !this.used.has(preferred)) {
+      this.used.add(preferred);
+      return `${ipOf(this.base + preferred * 256)}/24`;
+    }
     for (let i = 0; i < this.blocks; i++) {
       if (this.used.has(i)) continue;
       this.used.add(i);

@@ -178,6 +178,20 @@ export class PodWorker {
     }
   }
 
+  /**
+   * A node's kubelet stopped here for good (another process runs it now): what it remembered of the node's pods
+   * (their commands, logs, files) goes; the next kubelet starts from the pods as they are.
+   */
+  nodeReleased(node: string): void {
+    for (const pod of this.pods.byIndex('kubelet-node', node)) {
+      const key = cacheKey(pod);
+      this.records.get(key)?.endCommands();
+      this.records.delete(key);
+      this.sources.logs.remove(pod.metadata.uid ?? '');
+      this.sources.disks.remove(pod.metadata.uid ?? '');
+    }
+  }
+
   /** A node's kubelet registered or recovered: its pods are looked at again. */
   nodeReady(node: string): void {
     for (const pod of this.pods.byIndex('kubelet-node', node)) this.loop.queue.add(cacheKey(pod));

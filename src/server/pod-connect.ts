@@ -27,6 +27,8 @@ import { guardWebSocket } from './connections.js';
 import type { ServedCluster } from './served-cluster.js';
 import { requesterOf } from '../auth/api-auth.js';
 import { SpdyConnection, type StreamHandler } from './spdy.js';
+import type { KubeletEndpoint } from '../api/kubelet-connector.js';
+import { kubeletPath, proxyLog, proxyUpgrade, remoteKubelet } from './kubelet-proxy.js';
 
 /**
  * The connect subresources of pods: pods/log (plain text, streamed with follow=true), and pods/exec, pods/attach and
@@ -114,6 +116,8 @@ export function podLog(
   name: string,
   query: Query,
   reply: FastifyReply,
+  /** Pass the request on to a kubelet in another process (false: this is that kubelet's own endpoint). */
+  forward = true,
 ): void {
   const pod = cluster.api.get(info, namespace, name);
   const container = resolveContainer(pod, one(query, 'container'));
@@ -125,6 +129,11 @@ export function podLog(
   const send = (text: string): void => void reply.code(200).header('content-type', 'text/plain').send(text);
   // A pod that has no node yet has no logs anywhere: kube-apiserver answers with an empty body.
   if (nodeName(pod) === '') return send('');
+  const remote = forward ? remoteKubelet(cluster, kubelet, pod) : undefined;
+  if (remote) {
+    const search = new URL(reply.request.raw.url ?? '/', 'http://localhost').search;
+    return proxyLog(remote, kubeletPath('log', pod, container), search, reply);
+  }
   if (!kubelet) throw kubeletUnreachable(pod, `containerLogs/${namespace}/${name}/${container}`);
   const source = kubelet.logs(pod, container, flag(query, 'previous'));
 
@@ -225,7 +234,9 @@ function connectOptions(subresource: ConnectSubresource, params: URLSearchParams
 /** What the kubelet was asked for: a session with a process in a container, or port-forwarding into the pod. */
 type Connect =
   | { kind: 'command'; options: StreamOptions; process: ContainerProcess }
-  | { kind: 'portforward'; target: PortForwardTarget };
+  | { kind: 'portforward'; target: PortForwardTarget }
+  | { kind: 'remote'; endpoint: KubeletEndpoint; path: string };
+type LocalConnect = Exclude<Connect, { kind: 'remote' }>;
 
 type Reject = (err: ApiError, contentType?: string) => void;
 
@@ -256,6 +267,8 @@ export class PodConnect {
   constructor(
     private readonly cluster: ServedCluster,
     private readonly kubelet: KubeletConnector | undefined,
+    /** Pass requests on to kubelets in other processes (false: this serves a kubelet's own endpoint). */
+    private readonly forward = true,
   ) {}
 
   /** Handles one upgrade request for pods/NAME/{exec,attach,portforward}; `reject` writes an HTTP error answer. */
@@ -278,20 +291,7 @@ export class PodConnect {
       connectOptions(subresource, url.searchParams),
       requesterOf(req),
     );
-    const proceed = (): void => {
-      const pod = this.cluster.api.get(info, namespace, name);
-      let connect: Connect;
-      try {
-        connect = this.connect(subresource, pod, url.searchParams);
-      } catch (err) {
-        // The kubelet's own refusals come back as plain text, which kubectl shows as "unable to upgrade connection: …".
-        if (err instanceof ApiError && err.code === 500) return reject(err, 'text/plain');
-        throw err;
-      }
-      const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
-      if (upgrade === 'websocket') return this.webSocket(connect, subresource, url, req, socket, head, reject);
-      this.spdyUpgrade(connect, req, socket, head, reject);
-    };
+    const proceed = (): void => this.serve(subresource, info, namespace, name, url, req, socket, head, reject);
     if (!(admitted instanceof Promise)) return proceed();
     // A webhook looks at the connection first: the socket waits, and a refusal is the answer to the upgrade.
     admitted.then(proceed).catch((err: unknown) => {
@@ -300,12 +300,42 @@ export class PodConnect {
     });
   }
 
+  /** An admitted upgrade: the checks, then the kubelet's streaming server, here or in the process that runs it. */
+  serve(
+    subresource: ConnectSubresource,
+    info: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    url: URL,
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    reject: Reject,
+  ): void {
+    const pod = this.cluster.api.get(info, namespace, name);
+    let connect: Connect;
+    try {
+      connect = this.connect(subresource, pod, url.searchParams);
+    } catch (err) {
+      // The kubelet's own refusals come back as plain text, which kubectl shows as "unable to upgrade connection: …".
+      if (err instanceof ApiError && err.code === 500) return reject(err, 'text/plain');
+      throw err;
+    }
+    if (connect.kind === 'remote')
+      return proxyUpgrade(connect.endpoint, connect.path, url.search, req, socket, head, reject);
+    const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
+    if (upgrade === 'websocket') return this.webSocket(connect, subresource, url, req, socket, head, reject);
+    this.spdyUpgrade(connect, req, socket, head, reject);
+  }
+
   /** The API server's checks, then the kubelet's: what to connect the client to. */
   private connect(subresource: ConnectSubresource, pod: KubeObject, params: URLSearchParams): Connect {
     const name = pod.metadata.name ?? '';
     const namespace = pod.metadata.namespace ?? '';
+    const remote = this.forward ? remoteKubelet(this.cluster, this.kubelet, pod) : undefined;
     if (subresource === 'portforward') {
       if (nodeName(pod) === '') throw Errors.badRequest(`pod ${name} does not have a host assigned`);
+      if (remote) return { kind: 'remote', endpoint: remote, path: kubeletPath('portforward', pod, '') };
       if (!this.kubelet) throw kubeletUnreachable(pod, `portForward/${namespace}/${name}`);
       return { kind: 'portforward', target: this.kubelet.portForward(pod) };
     }
@@ -322,6 +352,7 @@ export class PodConnect {
     };
     if (!options.stdin && !options.stdout && !options.stderr)
       throw Errors.badRequest('you must specify at least one of stdin, stdout, stderr');
+    if (remote) return { kind: 'remote', endpoint: remote, path: kubeletPath(subresource, pod, container) };
     if (!this.kubelet) throw kubeletUnreachable(pod, `${subresource}/${namespace}/${name}/${container}`);
     if (subresource === 'attach') {
       const target = this.kubelet.attach(pod, container);
@@ -352,7 +383,7 @@ export class PodConnect {
   }
 
   private webSocket(
-    connect: Connect,
+    connect: LocalConnect,
     subresource: ConnectSubresource,
     url: URL,
     req: IncomingMessage,
@@ -398,7 +429,7 @@ export class PodConnect {
   }
 
   /** kubelet's streaming server over SPDY: httpstream.Handshake, then spdy's UpgradeResponse. */
-  private spdyUpgrade(connect: Connect, req: IncomingMessage, socket: Duplex, head: Buffer, reject: Reject): void {
+  private spdyUpgrade(connect: LocalConnect, req: IncomingMessage, socket: Duplex, head: Buffer, reject: Reject): void {
     const supported = connect.kind === 'portforward' ? [PORT_FORWARD_PROTOCOL] : SPDY_PROTOCOLS;
     const offered = (req.headersDistinct['x-stream-protocol-version'] ?? [])
       .flatMap((h) => h.split(','))

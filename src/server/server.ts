@@ -59,7 +59,7 @@ function httpsOptions(https: NonNullable<ServerOptions['https']>): Record<string
 }
 
 /** Writes a Status as the body, with its code. */
-function sendError(reply: FastifyReply, err: ApiError): void {
+export function sendError(reply: FastifyReply, err: ApiError): void {
   reply.raw.statusMessage = statusText(err.code);
   const text = wantsPretty(reply.request) ? JSON.stringify(err.toStatus(), null, 2) : statusJson(err);
   void reply.code(err.code).header('content-type', 'application/json').send(text);
