@@ -21,6 +21,7 @@ import http from 'node:http';
 import { resolveFenceposts } from '../src/controllers/deployment/fenceposts.js';
 import { onLines } from '../src/client/watch-lines.js';
 import { procCpuMs, spawnServer, type SpawnedServer } from './server-process.js';
+import { reportToBench, type RolloutReport } from './report.js';
 
 interface Options {
   replicas: number;
@@ -226,6 +227,8 @@ async function endpointsSettled(url: string, replicas: number): Promise<string> 
   }
 }
 
+const report: RolloutReport = { runs: [] };
+
 async function run(o: Options): Promise<string> {
   const { surge, unavailable } = resolveFenceposts(o.surge, o.unavailable, o.replicas);
   const server = await startServer(o);
@@ -297,6 +300,13 @@ async function run(o: Options): Promise<string> {
     const endpoints = o.service ? await endpointsSettled(url, o.replicas) : '–';
     // With the watch: until the old pods are gone; without: until rolled out (no watch to say when they are gone).
     const cpu = serverCpuSeconds(child.pid!);
+    report.runs.push({
+      replicas: o.replicas,
+      nodes: o.nodes,
+      podWatch: o.podWatch,
+      availableMs,
+      rolledOutMs: rolledMs,
+    });
     return `| ${o.replicas} | ${o.nodes} | ${o.surge} / ${o.unavailable} (${surge} / ${unavailable}) | ${(availableMs / 1000).toFixed(1)} s | ${(rolledMs / 1000).toFixed(1)} s | ${drained} | ${tracker?.events ?? '–'} | ${watched} | ${cpuCreate.toFixed(1)} + ${(cpu - cpuCreate).toFixed(1)} s | ${peakRssMiB(child.pid!)} MiB | ${endpoints} |`;
   } finally {
     // Waits for the server to exit: a CPU profile is written on a clean exit.
@@ -314,3 +324,4 @@ console.log(
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (let i = 0; i < options.runs; i++) console.log(await run(options));
+reportToBench(report);

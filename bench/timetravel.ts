@@ -14,6 +14,7 @@ import { DEFAULT_VIRTUAL_START } from '../src/cluster/cluster.js';
 import { Resources } from '../src/client/client.js';
 import { InProcessClient } from '../src/cluster/in-process-client.js';
 import type { KubeObject } from '../src/api/types.js';
+import { reportToBench } from './report.js';
 
 interface Options {
   days: number;
@@ -117,6 +118,14 @@ async function run(o: Options): Promise<void> {
   console.log('\n| writes per virtual day | count |\n|---|---:|');
   for (const [what, n] of [...writes].sort((a, b) => b[1] - a[1]))
     console.log(`| ${what} | ${Math.round(n / o.days)} |`);
+  reportToBench({
+    days: o.days,
+    cronjobs: o.cronjobs,
+    nodes: o.nodes,
+    wallMs,
+    perDayMedianMs: sorted[sorted.length >> 1]!,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+  });
   if (jobs !== expectedJobs) process.exitCode = 1;
   await sim.close();
 }
