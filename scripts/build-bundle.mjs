@@ -1,8 +1,8 @@
 // Bundles the compiled CLI (dist/src/cli/main.js and everything it imports, npm packages included) into
 // dist/src/bundle/, which bin/sim.js starts when it is newer than the last `tsc` build. Node's module loader
 // spends most of start-up linking and compiling ~300 separate files; a bundle is a few. The lazily loaded parts
-// (serve, replay, the exec shell, CEL…) stay separate chunks, loaded when used. Run by `npm run build`,
-// `npm install` (prepare) and `npm test`, after tsc.
+// (serve, replay, the exec shell, CEL…) stay separate chunks, loaded when used. Also writes the shipped YAML files'
+// JSON twins (src/kubelet/shipped-yaml.ts). Run by `npm run build`, `npm install` (prepare) and `npm test`, after tsc.
 import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -30,3 +30,6 @@ await build({
     js: "import { createRequire as __simCreateRequire } from 'node:module';\nconst require = __simCreateRequire(import.meta.url);",
   },
 });
+
+const { writeShippedTwins } = await import(`${root}dist/src/kubelet/shipped-yaml.js`);
+await writeShippedTwins();

@@ -1,4 +1,4 @@
-import { parse as parseYaml } from 'yaml';
+import { yaml } from './yaml.js';
 import { isPlainObject, type KubeObject } from './types.js';
 
 /**
@@ -195,7 +195,7 @@ export function yamlDocuments(text: string, origin: string): unknown[] {
       }
     }
     try {
-      docs.push(parseYaml(piece, { maxAliasCount: 100 }));
+      docs.push(yaml().parse(piece, { maxAliasCount: 100 }));
     } catch (err) {
       throw new SnapshotError(`${origin}: document ${index}: ${err instanceof Error ? err.message : String(err)}`);
     }

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { stringify as toYaml } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { parseDuration, wallClock, type TimerHandle } from '../clock/clock.js';
 import type { KubeObject } from '../api/types.js';
 import { connectionFetch, fetchTransport, HttpClient } from '../client/http.js';
@@ -244,7 +244,7 @@ export async function record(flags: RecordFlags): Promise<void> {
   });
   writeFileSync(
     flags.out,
-    `# yaml-language-server: $schema=https://kube-sim.dev/schemas/scenario.schema.json\n# Recorded by sim record: replay it with sim replay ${basename(flags.out)}\n${toYaml(trace, { lineWidth: 0 })}`,
+    `# yaml-language-server: $schema=https://kube-sim.dev/schemas/scenario.schema.json\n# Recorded by sim record: replay it with sim replay ${basename(flags.out)}\n${yaml().stringify(trace, { lineWidth: 0 })}`,
   );
   log(
     `sim record: ${changes.length} changes seen, ${trace.recorded.userChanges} by users; wrote ${flags.out} (and ${snapshotFile})`,

@@ -1,4 +1,4 @@
-import { stringify as toYaml } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { wallClock, rfc3339 } from '../clock/clock.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import {
@@ -219,8 +219,9 @@ async function listAll(
  * line per object (still a YAML stream, and far faster to read back: BENCHMARKS.md).
  */
 export function* snapshotText(snapshot: Snapshot, output: 'yaml' | 'json'): Generator<string> {
-  yield toYaml(snapshot.header);
-  for (const obj of snapshot.objects) yield output === 'json' ? `---\n${JSON.stringify(obj)}\n` : `---\n${toYaml(obj)}`;
+  yield yaml().stringify(snapshot.header);
+  for (const obj of snapshot.objects)
+    yield output === 'json' ? `---\n${JSON.stringify(obj)}\n` : `---\n${yaml().stringify(obj)}`;
 }
 
 /** Writes pieces of text to a stream, waiting while it is full (a snapshot of a big cluster is hundreds of MB). */

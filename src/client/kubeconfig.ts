@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { makeDirectories } from '../api/directories.js';
 import { isPlainObject } from '../api/types.js';
 
@@ -102,7 +102,7 @@ export function mergeKubeconfig(
   if (existsSync(file)) {
     let parsed: unknown;
     try {
-      parsed = parseYaml(readFileSync(file, 'utf8'));
+      parsed = yaml().parse(readFileSync(file, 'utf8'));
     } catch (err) {
       throw new Error(`kubeconfig ${file}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -110,7 +110,7 @@ export function mergeKubeconfig(
       throw new Error(`kubeconfig ${file}: not a kubeconfig`);
     config = (parsed as Obj | null) ?? {};
   }
-  const ours = parseYaml(kubeconfigYaml(connection, name)) as Obj;
+  const ours = yaml().parse(kubeconfigYaml(connection, name)) as Obj;
   const out: Obj = { apiVersion: 'v1', kind: 'Config', ...config };
   for (const list of ['clusters', 'users', 'contexts']) {
     const kept = (Array.isArray(config[list]) ? (config[list] as unknown[]) : []).filter(
@@ -122,7 +122,7 @@ export function mergeKubeconfig(
   if (switchContext || before === undefined) out['current-context'] = name;
   makeDirectories(dirname(resolve(file)));
   const temporary = `${file}.kube-sim-${process.pid}.tmp`;
-  writeFileSync(temporary, stringifyYaml(out), { mode: 0o600 });
+  writeFileSync(temporary, yaml().stringify(out), { mode: 0o600 });
   renameSync(temporary, file);
   const result: MergeResult = { file, context: name, switched: out['current-context'] === name && before !== name };
   if (before !== undefined && before !== name) result.previous = before;
@@ -166,7 +166,7 @@ export function readKubeconfigFiles(
     if (!required && !existsSync(file)) continue;
     let config: unknown;
     try {
-      config = parseYaml(readFileSync(file, 'utf8'));
+      config = yaml().parse(readFileSync(file, 'utf8'));
     } catch (err) {
       throw new Error(`kubeconfig ${file}: ${err instanceof Error ? err.message : String(err)}`);
     }

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { isPlainObject } from '../api/types.js';
 import { parseDuration } from '../clock/clock.js';
 import { normalizeImage, repositoryOf } from './image-ref.js';
+import { shippedDocuments } from './shipped-yaml.js';
 
 /**
  * The image catalog (fixtures/images.yaml): what kube-sim knows of images, as data. Which references no registry
@@ -186,10 +187,15 @@ function imageHttp(value: unknown, where: string): ImageHttp {
 export function parseImageCatalog(text: string, source = 'images'): ImageCatalog {
   let doc: unknown;
   try {
-    doc = parse(text);
+    doc = yaml().parse(text);
   } catch (err) {
     fail(source, (err as Error).message);
   }
+  return imageCatalogOf(doc, source);
+}
+
+/** An image catalog's document, parsed. */
+function imageCatalogOf(doc: unknown, source: string): ImageCatalog {
   if (!isPlainObject(doc) || doc.kind !== 'ImageCatalog') fail(source, 'kind must be ImageCatalog');
   const images = (
     Array.isArray(doc.images) ? doc.images : doc.images === undefined ? [] : fail(source, 'images must be a list')
@@ -221,6 +227,8 @@ export const DEFAULT_IMAGES_PATH = fileURLToPath(new URL('../../../fixtures/imag
 
 let defaults: ImageCatalog | undefined;
 export function defaultImageCatalog(): ImageCatalog {
-  defaults ??= loadImageCatalog(DEFAULT_IMAGES_PATH);
+  if (defaults) return defaults;
+  const shipped = shippedDocuments(DEFAULT_IMAGES_PATH);
+  defaults = shipped ? imageCatalogOf(shipped[0], DEFAULT_IMAGES_PATH) : loadImageCatalog(DEFAULT_IMAGES_PATH);
   return defaults;
 }

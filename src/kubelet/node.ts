@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { rfc3339 } from '../clock/clock.js';
 import type { SeededRandom } from '../clock/random.js';
 import { deepEqual, isPlainObject, type KubeObject } from '../api/types.js';
@@ -53,7 +53,7 @@ export function parseCapacity(text: string): Record<string, string> {
 
 /** A profile file: a partial Node manifest (metadata.labels/annotations, spec.taints, status.capacity/allocatable). */
 export function loadNodeProfile(path: string, base: NodeProfile = defaultProfile()): NodeProfile {
-  const doc: unknown = parseYaml(readFileSync(path, 'utf8'));
+  const doc: unknown = yaml().parse(readFileSync(path, 'utf8'));
   if (!isPlainObject(doc)) throw new Error(`${path}: a node profile is a (partial) Node manifest`);
   const meta = isPlainObject(doc.metadata) ? doc.metadata : {};
   const spec = isPlainObject(doc.spec) ? doc.spec : {};

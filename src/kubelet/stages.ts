@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { parseDuration } from '../clock/clock.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { ACTION_NAMES, crashLoopDelayMs, type ActionName } from './actions.js';
+import { shippedDocuments } from './shipped-yaml.js';
 
 /**
  * Pod lifecycle as data, after kwok's Stage resources: each stage is a selector over the pod's current state,
@@ -463,12 +464,21 @@ function parseStage(doc: unknown, where: string): Stage {
 
 /** Parses a stage file: YAML documents of kind Stage (or one StageList with items). */
 export function parseStages(text: string, source = 'stages'): Stage[] {
-  const stages: Stage[] = [];
-  const docs = parseAllDocuments(text);
+  const docs = yaml().parseAllDocuments(text);
   const list = Array.isArray(docs) ? docs : [docs];
-  list.forEach((doc, i) => {
-    if (doc.errors.length > 0) fail(`${source}: document ${i + 1}`, doc.errors[0]!.message);
-    const value: unknown = doc.toJS();
+  return stagesOf(
+    list.map((doc, i) => {
+      if (doc.errors.length > 0) fail(`${source}: document ${i + 1}`, doc.errors[0]!.message);
+      return doc.toJS() as unknown;
+    }),
+    source,
+  );
+}
+
+/** The stages of a stage file's documents, parsed. */
+function stagesOf(values: readonly unknown[], source: string): Stage[] {
+  const stages: Stage[] = [];
+  values.forEach((value, i) => {
     if (value === null || value === undefined) return;
     if (isPlainObject(value) && value.kind === 'StageList') {
       (Array.isArray(value.items) ? value.items : []).forEach((item, j) =>
@@ -494,6 +504,8 @@ export const DEFAULT_STAGES_PATH = fileURLToPath(new URL('../../../fixtures/stag
 
 let defaults: Stage[] | undefined;
 export function defaultStages(): Stage[] {
-  defaults ??= loadStageFile(DEFAULT_STAGES_PATH);
+  if (defaults) return defaults;
+  const shipped = shippedDocuments(DEFAULT_STAGES_PATH);
+  defaults = shipped ? stagesOf(shipped, DEFAULT_STAGES_PATH) : loadStageFile(DEFAULT_STAGES_PATH);
   return defaults;
 }

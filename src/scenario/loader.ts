@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import { validateScenario } from './schema.js';
 import { parseSnapshot, SnapshotError, type Snapshot } from '../api/snapshot.js';
@@ -44,7 +44,7 @@ function shownPath(file: string): string {
 }
 
 export function parseScenario(text: string, file: string, baseDir: string): LoadedScenario {
-  const docs = parseAllDocuments(text, { prettyErrors: true });
+  const docs = yaml().parseAllDocuments(text, { prettyErrors: true });
   if (!Array.isArray(docs)) throw new ScenarioError(`${file}: empty file`);
   if (docs.length !== 1)
     throw new ScenarioError(`${file}: a scenario file holds one YAML document, found ${docs.length}`);
@@ -117,7 +117,7 @@ function manifestFileProblems(scenario: Scenario, baseDir: string): string[] {
 /** Parses a multi-document manifest text into objects (empty documents and `List`s are unpacked). */
 export function parseManifests(text: string, origin: string): KubeObject[] {
   const out: KubeObject[] = [];
-  for (const doc of parseAllDocuments(text)) {
+  for (const doc of yaml().parseAllDocuments(text)) {
     if (doc.errors.length > 0)
       throw new ScenarioError(`${origin}: invalid YAML: ${doc.errors.map((e) => e.message).join('; ')}`);
     const value: unknown = doc.toJS({ maxAliasCount: 100 });

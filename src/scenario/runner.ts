@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { ApiError } from '../api/errors.js';
 import type { PatchType } from '../api/patch.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
@@ -624,7 +624,7 @@ class StepRunner {
     const p = step.patch!;
     const { resource, namespace } = refFor(this.context(0), p);
     const type: PatchType = p.type ?? 'strategic';
-    const body = typeof p.patch === 'string' ? (parseYaml(p.patch) as unknown) : p.patch;
+    const body = typeof p.patch === 'string' ? (yaml().parse(p.patch) as unknown) : p.patch;
     if (type === 'json' ? !Array.isArray(body) : !isPlainObject(body)) {
       throw new StepFailure(`a ${type} patch must be ${type === 'json' ? 'a list of operations' : 'an object'}`);
     }

@@ -1,4 +1,4 @@
-import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { Errors } from '../api/errors.js';
 import { PATCH_CONTENT_TYPES, type PatchType } from '../api/patch.js';
 import { goJsonSyntaxError, interpretKind, summarizeBody } from '../api/go-json.js';
@@ -81,11 +81,11 @@ function parseYamlBody(source: string, wording: SyntaxWording = (e) => e): unkno
     }
   }
   checkYamlFlowDepth(source);
-  const docs = parseAllDocuments(source);
+  const docs = yaml().parseAllDocuments(source);
   if (Array.isArray(docs) && docs.length > 1)
     throw Errors.badRequest('the request body must contain a single YAML document');
   try {
-    const value: unknown = parseYaml(source, { maxAliasCount: 100, uniqueKeys: false });
+    const value: unknown = yaml().parse(source, { maxAliasCount: 100, uniqueKeys: false });
     checkDepth(JSON.stringify(value) ?? '');
     return value;
   } catch (err) {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type protobufjs from 'protobufjs';
-import { stringify as yamlStringify } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import { isPlainObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 import { KUBERNETES_VERSION } from '../api/version.js';
@@ -166,7 +166,7 @@ message SchemaItem { oneof oneof { Schema schema = 1; } }
 `;
 
 /** A value gnostic keeps as YAML text (extensions, defaults, enum members). */
-const anyOf = (value: unknown): Json => ({ yaml: yamlStringify(value) });
+const anyOf = (value: unknown): Json => ({ yaml: yaml().stringify(value) });
 
 function extensions(obj: Json): Json[] {
   return Object.entries(obj)

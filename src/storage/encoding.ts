@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { stringify as toYaml } from 'yaml';
+import { yaml } from '../api/yaml.js';
 import type { KubeObject } from '../api/types.js';
 import { flattenString, isInterned } from './compact.js';
 
@@ -307,6 +307,6 @@ class PieceWriter {
 export type OutputFormat = 'json' | 'yaml';
 
 export function render(value: unknown, format: OutputFormat): string {
-  if (format === 'yaml') return toYaml(value, { lineWidth: 0 });
+  if (format === 'yaml') return yaml().stringify(value, { lineWidth: 0 });
   return typeof value === 'object' && value !== null ? jsonOf(value) : JSON.stringify(value);
 }
