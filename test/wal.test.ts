@@ -230,3 +230,43 @@ test('scanWal: clean, torn tail, hole in the last commit, corruption before a la
   );
   assert.deepEqual(repaired.discarded, { offset, why: 'checksum mismatch', repaired: true });
 });
+
+test('the log writes each record as encodeRecord spells it, multi-byte text, deletions and batches past the buffer included', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kube-sim-wal-bytes-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'wal.log');
+  const wal = await WriteAheadLog.open(file, {
+    compactBytes: Number.MAX_SAFE_INTEGER,
+    snapshot: () => Promise.resolve(0),
+    onDurable: () => undefined,
+    now: () => 1_700_000_000_000,
+  });
+  const object = (name: string, rv: number, text: string) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: 'default', resourceVersion: String(rv) },
+    data: { text },
+  });
+  const events: Array<{ resource: string; event: StoreEvent }> = [
+    { resource: '/configmaps', event: { type: 'ADDED', revision: 1, object: object('a', 1, 'grüße, 日本, 🚀') } },
+    { resource: '/configmaps', event: { type: 'MODIFIED', revision: 2, object: object('a', 2, 'x'.repeat(100_000)) } },
+    { resource: '/configmaps', event: { type: 'DELETED', revision: 3, object: object('a', 3, '') } },
+  ] as unknown as Array<{ resource: string; event: StoreEvent }>;
+  for (const { resource, event } of events) wal.append(resource, event);
+  await wal.whenDurable(3);
+  const written = readFileSync(file, 'utf8');
+  await wal.close();
+  const expected =
+    encodeRecord({ t: 'B', r: 0, c: 1_700_000_000_000 }) +
+    encodeRecord({ r: 1, k: '/configmaps', t: 'A', o: object('a', 1, 'grüße, 日本, 🚀') }) +
+    encodeRecord({ r: 2, k: '/configmaps', t: 'M', o: object('a', 2, 'x'.repeat(100_000)) }) +
+    encodeRecord({ r: 3, k: '/configmaps', t: 'D', n: 'default', m: 'a' });
+  let differs = 0;
+  while (differs < expected.length && written[differs] === expected[differs]) differs++;
+  assert.ok(written === expected, `the log differs from encodeRecord's text from character ${differs} on`);
+  writeFileSync(file, written);
+  assert.deepEqual(
+    scanWal(file, false).records.map((r) => r.r),
+    [1, 2, 3],
+  );
+});

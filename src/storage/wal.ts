@@ -69,6 +69,73 @@ export function encodeRecord(record: WalRecord | WalMarker): string {
   return `${crc32(Buffer.from(json)).toString(16).padStart(8, '0')} ${json}\n`;
 }
 
+/**
+ * The records queued for the next commit, encoded as they are appended straight into one growing buffer: each
+ * object's cached JSON is written as UTF-8 once, its checksum taken over those bytes, and the buffer is what the
+ * commit writes (encodeRecord's text built, encoded for the checksum and encoded again with the batch took ~a
+ * third of the log's CPU per write). The bytes are encodeRecord's.
+ */
+const BATCH_BYTES = 64 * 1024;
+
+class RecordBuffer {
+  private buf = Buffer.allocUnsafe(BATCH_BYTES);
+  private used = 0;
+
+  get length(): number {
+    return this.used;
+  }
+
+  push(record: WalRecord): void {
+    const object = record.o ? jsonOf(record.o) : undefined;
+    const head =
+      object === undefined
+        ? JSON.stringify(record)
+        : `${JSON.stringify({ ...record, o: undefined }).slice(0, -1)},"o":`;
+    // A UTF-16 code unit takes at most 3 bytes of UTF-8; 8 hex digits, a space, '}' and the newline around it.
+    this.reserve(11 + (head.length + (object?.length ?? 0)) * 3);
+    const start = this.used;
+    let at = start + 9;
+    at += this.buf.write(head, at, 'utf8');
+    if (object !== undefined) {
+      at += this.buf.write(object, at, 'utf8');
+      this.buf[at++] = 0x7d; // }
+    }
+    const crc = crc32(this.buf.subarray(start + 9, at));
+    this.buf.write(crc.toString(16).padStart(8, '0'), start, 'latin1');
+    this.buf[start + 8] = 0x20;
+    this.buf[at++] = 0x0a;
+    this.used = at;
+  }
+
+  /** The bytes queued so far; the buffer starts empty again. */
+  take(): Buffer {
+    const out = this.buf.subarray(0, this.used);
+    this.buf = Buffer.allocUnsafe(Math.max(BATCH_BYTES, this.buf.length >> 1));
+    this.used = 0;
+    return out;
+  }
+
+  private reserve(bytes: number): void {
+    if (this.used + bytes <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.used + bytes));
+    this.buf.copy(bigger, 0, 0, this.used);
+    this.buf = bigger;
+  }
+}
+
+/** What is left of `buffers` once their first `bytes` were written. */
+function unwritten(buffers: Buffer[], bytes: number): Buffer[] {
+  const rest: Buffer[] = [];
+  for (const b of buffers) {
+    if (bytes >= b.length) bytes -= b.length;
+    else {
+      rest.push(bytes > 0 ? b.subarray(bytes) : b);
+      bytes = 0;
+    }
+  }
+  return rest;
+}
+
 export function recordOf(resource: string, event: StoreEvent): WalRecord {
   if (event.type === 'DELETED')
     return {
@@ -241,7 +308,7 @@ export interface WalOptions {
 
 /** The appending side: group commit, durability promises and compaction. */
 export class WriteAheadLog {
-  private pending: string[] = [];
+  private readonly pending = new RecordBuffer();
   private pendingRevision = 0;
   private next: Batch | undefined;
   private inFlight: { batch: Batch; revision: number } | undefined;
@@ -292,7 +359,7 @@ export class WriteAheadLog {
 
   /** Queues one change (called synchronously by the store, in revision order). */
   append(resource: string, event: StoreEvent): void {
-    this.pending.push(encodeRecord(recordOf(resource, event)));
+    this.pending.push(recordOf(resource, event));
     this.pendingRevision = event.revision;
     this.kick();
   }
@@ -346,17 +413,21 @@ export class WriteAheadLog {
   }
 
   private async commit(): Promise<void> {
-    const text = encodeRecord({ t: 'B', r: this.durableRevision, c: this.options.now?.() }) + this.pending.join('');
+    const marker = Buffer.from(encodeRecord({ t: 'B', r: this.durableRevision, c: this.options.now?.() }));
+    const records = this.pending.take();
     const revision = this.pendingRevision;
     const batch = this.next ?? newBatch();
-    this.pending = [];
     this.next = undefined;
     this.inFlight = { batch, revision };
-    const data = Buffer.from(text);
-    let written = 0;
-    while (written < data.length) written += (await this.fh.write(data, written, data.length - written)).bytesWritten;
+    const total = marker.length + records.length;
+    let rest = [marker, records];
+    for (let left = total; left > 0; ) {
+      const { bytesWritten } = await this.fh.writev(rest);
+      left -= bytesWritten;
+      rest = unwritten(rest, bytesWritten);
+    }
     await this.fh.datasync();
-    this.size += data.length;
+    this.size += total;
     this.durableRevision = revision;
     this.inFlight = undefined;
     this.options.onDurable(revision);
