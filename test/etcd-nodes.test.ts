@@ -210,6 +210,39 @@ describe('sim serve over etcd: kubelets processes share the nodes and take over 
     assert.match(bad.stderr, /container nope is not valid for pod/);
     const exit = await k.run(['exec', pods[1]!, '--', 'sh', '-c', 'exit 3']);
     assert.equal(exit.code, 3, exit.stderr);
+    // The pods and services proxy reach a pod's server in the network of the process that runs its node.
+    await k.ok(['run', 'nginx', '--image=nginx', '--port=80']);
+    await k.ok(['expose', 'pod', 'nginx', '--port=80']);
+    await k.ok(['wait', '--for=condition=Ready', 'pod/nginx', '--timeout=60s'], undefined, 70_000);
+    for (const server of [a, b]) {
+      const via = kubectlAgainst(server, logs);
+      assert.match(await via.ok(['get', '--raw', '/api/v1/namespaces/default/pods/nginx/proxy/']), /Welcome to nginx/);
+      const body = await waitFor(
+        'the service proxy to answer',
+        async () => {
+          const r = await via.run(['get', '--raw', '/api/v1/namespaces/default/services/nginx:80/proxy/']);
+          return r.code === 0 ? r.stdout : undefined;
+        },
+        20_000,
+        logs,
+      );
+      assert.match(body, /Welcome to nginx/);
+    }
+    // A node fault through an API server without kubelets reaches the process that runs the node.
+    const node = nodesOf[0]!;
+    const failed = await new Api(a.url).request(`/sim/v1/nodes/${node}/fail`, { method: 'POST' });
+    assert.equal(failed.status, 200, failed.text);
+    assert.deepEqual(failed.body, { node, kubelet: 'stopped' });
+    const down = await k.run(['exec', pods[0]!, '--', 'echo', 'hi']);
+    assert.notEqual(down.code, 0);
+    assert.match(down.stderr, /dial tcp [\d.]+:10250: connect: connection refused/);
+    const recovered = await new Api(b.url).request(`/sim/v1/nodes/${node}/recover`, { method: 'POST' });
+    assert.deepEqual(recovered.body, { node, kubelet: 'running' });
+    assert.equal(await k.ok(['exec', pods[0]!, '--', 'echo', 'hi']), 'hi\n');
+    const unknown = await new Api(a.url).request('/sim/v1/nodes/node-99/fail', { method: 'POST' });
+    assert.equal(unknown.status, 400, 'no kubelet runs in A, and node-99 has none elsewhere');
+    const refused = await k.run(['get', '--raw', '/api/v1/namespaces/default/pods/nginx:81/proxy/']);
+    assert.match(refused.stderr, /error trying to reach service: dial tcp [\d.]+:81: connect: connection refused/);
   });
 
   it('hands a killed kubelets process’s nodes to the live one once its Lease expired, one kubelet per node', async () => {
@@ -290,6 +323,11 @@ describe('sim serve over etcd: kubelets processes share the nodes and take over 
     const k = kubectlAgainst(b, logs);
     await k.ok(['scale', 'deployment/web', '--replicas=9']);
     await k.ok(['rollout', 'status', 'deployment/web', '--timeout=60s'], undefined, 70_000);
+    // A clean stop gives the nodes up at once: the remaining process has them well before a Lease could expire.
+    const stoppedAt = Date.now();
+    await kubelets[2]!.stop();
+    await assignedOver([second], 10_000);
+    assert.ok(Date.now() - stoppedAt < 10_000);
   });
 
   it('loses no acknowledged write and leaves no watch with a gap when an API server is killed -9 under writes', async (t) => {
@@ -360,5 +398,24 @@ describe('sim serve over etcd: kubelets processes share the nodes and take over 
   it('logged no internal error in any process', () => {
     for (const log of [a.stderr(), b.stderr(), ...kubelets.map((k) => k.stderr())])
       assert.doesNotMatch(log, /\n\s+at |internal error|unhandled/i, log.slice(-3000));
+  });
+
+  it('stops a process’s kubelets within the renew deadline when it cannot renew its Lease (etcd without quorum)', async () => {
+    const live = kubelets[1]!;
+    await etcd.members[0]!.kill();
+    const lostAt = Date.now();
+    await etcd.members[1]!.kill();
+    // A renewal now hangs (etcd answers no write without quorum): the deadline timer stops the kubelets all the same,
+    // before the 15 s after which another process could take the nodes.
+    await waitFor(
+      'the kubelets to stop for want of a renewal',
+      async () => (live.stderr().includes('Lease not renewed for 10 s: stopping') ? true : undefined),
+      20_000,
+      logs,
+    );
+    assert.ok(Date.now() - lostAt < 15_000, `stopped ${Date.now() - lostAt} ms after quorum was lost`);
+    // Without etcd, a clean stop could only wait on it: end the processes as a crash would.
+    for (const k of kubelets) await k.kill();
+    await a.kill();
   });
 });

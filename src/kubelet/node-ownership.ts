@@ -92,6 +92,7 @@ export class NodeOwnership {
   private healthy = false;
   private members: string[] = [];
   private timer: TimerHandle | undefined;
+  private deadline: TimerHandle | undefined;
   private stopped = false;
   /** Nodes whose Lease this process is writing to take them: one claim at a time each. */
   private readonly claiming = new Set<string>();
@@ -254,16 +255,25 @@ export class NodeOwnership {
       }
       this.lastRenewal = now;
       this.healthy = true;
+      // The renew deadline runs on a timer of its own: a renewal that hangs (etcd without quorum answers in 20 s)
+      // must not keep the kubelets running past it, as others may take the nodes 15 s after the last renewal.
+      this.deadline?.cancel();
+      this.deadline = this.ctx.clock.setTimer(RENEW_DEADLINE_MS, () => this.expire());
     } catch (err) {
       // Our own Lease changed under us (or went): read it afresh next time.
       if (err instanceof ApiError && (err.code === 409 || err.code === 404)) {
         this.own = err.code === 409 ? this.leases.get(PROCESS_LEASE_NAMESPACE, this.leaseName) : undefined;
       } else this.ctx.log('warn', `kubelets ${this.identity}: cannot renew Lease ${this.leaseName}: ${String(err)}`);
-      if (this.healthy && this.ctx.clock.now() - this.lastRenewal >= RENEW_DEADLINE_MS) {
-        this.healthy = false;
-        this.ctx.log('warn', `kubelets ${this.identity}: Lease not renewed for 10 s: stopping this process's kubelets`);
-      }
+      if (this.ctx.clock.now() - this.lastRenewal >= RENEW_DEADLINE_MS) this.expire();
     }
+  }
+
+  /** The renew deadline passed without a renewal: every kubelet here stops, before another process may take its node. */
+  private expire(): void {
+    if (!this.healthy || this.stopped) return;
+    this.healthy = false;
+    this.ctx.log('warn', `kubelets ${this.identity}: Lease not renewed for 10 s: stopping this process's kubelets`);
+    this.recompute();
   }
 
   /** The live members from the Leases seen; when they changed, every node is looked at again. */
@@ -367,6 +377,7 @@ export class NodeOwnership {
   async stop(): Promise<void> {
     this.stopped = true;
     this.timer?.cancel();
+    this.deadline?.cancel();
     const held = [...this.kubelets.names()];
     for (const name of held) this.kubelets.drop(name);
     await Promise.all(

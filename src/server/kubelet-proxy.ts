@@ -22,7 +22,15 @@ export function remoteKubelet(
   kubelet: KubeletConnector | undefined,
   pod: KubeObject,
 ): KubeletEndpoint | undefined {
-  const node = podNodeName(pod);
+  return remoteNodeKubelet(cluster, kubelet, podNodeName(pod));
+}
+
+/** The endpoint of a node's kubelet when it runs in another process. */
+export function remoteNodeKubelet(
+  cluster: ServedCluster,
+  kubelet: KubeletConnector | undefined,
+  node: string,
+): KubeletEndpoint | undefined {
   if (node === '' || kubelet?.runs(node)) return undefined;
   const nodes = cluster.registry.lookup('', 'v1', 'nodes');
   if (!nodes) return undefined;
@@ -46,12 +54,21 @@ function dialError(endpoint: KubeletEndpoint, path: string, err: unknown): ApiEr
   return new ApiError(500, '', `Get "http://${at}/${path}": dial tcp ${at}: ${why}`);
 }
 
-/** GET the kubelet's /containerLogs/NS/POD/CONTAINER and stream its answer (status, type, body) to the client. */
-export function proxyLog(endpoint: KubeletEndpoint, path: string, search: string, reply: FastifyReply): void {
+/**
+ * Sends a request to the kubelet endpoint (GET /containerLogs/NS/POD/CONTAINER, POST /sim/v1/nodes/NAME/fail) and
+ * streams its answer (status, type, body) to the client.
+ */
+export function proxyToKubelet(
+  endpoint: KubeletEndpoint,
+  path: string,
+  search: string,
+  reply: FastifyReply,
+  method = 'GET',
+): void {
   reply.hijack();
   const res = reply.raw;
   const upstream = httpRequest(
-    { host: endpoint.host, port: endpoint.port, method: 'GET', path: `/${path}${search}` },
+    { host: endpoint.host, port: endpoint.port, method, path: `/${path}${search}` },
     (answer: IncomingMessage) => {
       const headers: Record<string, string> = {
         'content-type': String(answer.headers['content-type'] ?? 'text/plain'),
@@ -127,4 +144,40 @@ export function kubeletPath(
     default:
       return `${subresource}/${where}/${container}`;
   }
+}
+
+/**
+ * A TCP connection to `port` of a pod whose node's kubelet runs in another process, for the API server's pods and
+ * services proxy: the simulated pod network lives in that process, which connects it over an upgrade of its
+ * kubelet endpoint (kube-sim's /podNetwork path). Rejects with the dial's error, as a direct dial would.
+ */
+export function dialThrough(endpoint: KubeletEndpoint, pod: KubeObject, port: number): Promise<Duplex> {
+  const path = `/podNetwork/${pod.metadata.namespace}/${pod.metadata.name}/${port}`;
+  return new Promise((resolve, reject) => {
+    const socket = netConnect({ host: endpoint.host, port: endpoint.port });
+    let answer = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      answer = Buffer.concat([answer, chunk]);
+      const end = answer.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      socket.off('data', onData);
+      const head = answer.subarray(0, end).toString('latin1');
+      const rest = answer.subarray(end + 4);
+      if (/^HTTP\/1\.1 101 /.test(head)) {
+        if (rest.length > 0) socket.unshift(rest);
+        return resolve(socket);
+      }
+      // The refusal's body is the dial error; it ends with the connection.
+      let body = rest.toString('utf8');
+      socket.on('data', (more: Buffer) => (body += more.toString('utf8')));
+      socket.once('close', () => reject(new Error(body.trim() || head.split('\r\n')[0])));
+    };
+    socket.on('data', onData);
+    socket.once('connect', () =>
+      socket.write(
+        `GET ${path} HTTP/1.1\r\nHost: ${endpoint.host}:${endpoint.port}\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n`,
+      ),
+    );
+    socket.once('error', (err) => reject(dialError(endpoint, path.slice(1), err)));
+  });
 }

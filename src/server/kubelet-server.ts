@@ -3,10 +3,11 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Errors } from '../api/errors.js';
 import type { KubeletConnector } from '../api/kubelet-connector.js';
+import type { KubeObject } from '../api/types.js';
 import { onUpgrade, rejectUpgrade } from './connections.js';
 import { PodConnect, podLog, type ConnectSubresource } from './pod-connect.js';
 import type { ServedCluster } from './served-cluster.js';
-import { sendError, statusJson, toApiError } from './server.js';
+import { registerNodeFaults, sendError, statusJson, toApiError } from './server.js';
 
 /**
  * A kubelets process's own API (kubelet's port 10250), which API servers in other processes reach for pods/log,
@@ -37,6 +38,7 @@ export function buildKubeletServer(
       podLog(cluster, kubelet, pods, namespace, pod, query, reply, false);
     },
   );
+  registerNodeFaults(app, cluster, kubelet, false);
   const connect = new PodConnect(cluster, kubelet, false);
   onUpgrade(
     app.server,
@@ -54,6 +56,8 @@ export function buildKubeletServer(
           .split('/')
           .filter((s) => s !== '')
           .map(decodeURIComponent);
+        if (kind === 'podNetwork' && namespace && name && container)
+          return dial(namespace, name, container, socket, head);
         const subresource = kind === undefined ? undefined : UPGRADES[kind];
         if (!subresource || !namespace || !name) return reject(Errors.pathNotFound());
         if (container !== undefined) url.searchParams.set('container', container);
@@ -64,6 +68,33 @@ export function buildKubeletServer(
     },
     options.logger,
   );
+  /** kube-sim's /podNetwork/NS/POD/PORT: a connection into this process's simulated pod network (kubelet-proxy.ts). */
+  const dial = (namespace: string, name: string, port: string, socket: Duplex, head: Buffer): void => {
+    const refuse = (message: string): void => rejectUpgrade(socket, 502, 'text/plain', message);
+    let pod: KubeObject;
+    try {
+      pod = cluster.api.get(pods, namespace, name);
+    } catch (err) {
+      return refuse(toApiError(err).message);
+    }
+    kubelet.dial(pod, Number(port)).then(
+      (connection) => {
+        socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n');
+        if (head.length > 0) connection.write(head);
+        connection.pipe(socket);
+        socket.pipe(connection);
+        const end = (): void => {
+          connection.destroy();
+          socket.destroy();
+        };
+        connection.once('close', end);
+        socket.once('close', end);
+        connection.on('error', end);
+        socket.on('error', end);
+      },
+      (err: unknown) => refuse(err instanceof Error ? err.message : String(err)),
+    );
+  };
   app.addHook('preClose', (done) => {
     connect.close();
     done();

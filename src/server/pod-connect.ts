@@ -28,7 +28,7 @@ import type { ServedCluster } from './served-cluster.js';
 import { requesterOf } from '../auth/api-auth.js';
 import { SpdyConnection, type StreamHandler } from './spdy.js';
 import type { KubeletEndpoint } from '../api/kubelet-connector.js';
-import { kubeletPath, proxyLog, proxyUpgrade, remoteKubelet } from './kubelet-proxy.js';
+import { kubeletPath, proxyToKubelet, proxyUpgrade, remoteKubelet } from './kubelet-proxy.js';
 
 /**
  * The connect subresources of pods: pods/log (plain text, streamed with follow=true), and pods/exec, pods/attach and
@@ -132,7 +132,7 @@ export function podLog(
   const remote = forward ? remoteKubelet(cluster, kubelet, pod) : undefined;
   if (remote) {
     const search = new URL(reply.request.raw.url ?? '/', 'http://localhost').search;
-    return proxyLog(remote, kubeletPath('log', pod, container), search, reply);
+    return proxyToKubelet(remote, kubeletPath('log', pod, container), search, reply);
   }
   if (!kubelet) throw kubeletUnreachable(pod, `containerLogs/${namespace}/${name}/${container}`);
   const source = kubelet.logs(pod, container, flag(query, 'previous'));

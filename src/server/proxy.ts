@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, Errors } from '../api/errors.js';
 import type { KubeletConnector } from '../api/kubelet-connector.js';
+import { dialThrough, remoteKubelet } from './kubelet-proxy.js';
 import { isPlainObject, type KubeObject } from '../api/types.js';
 import type { ServedCluster } from './served-cluster.js';
 
@@ -91,8 +92,10 @@ export class ApiProxy {
     }
     let socket: Duplex;
     try {
-      if (!this.kubelet) throw new Error(`dial tcp ${location.address}: connect: connection refused`);
-      socket = await this.kubelet.dial(location.pod, location.port);
+      const remote = remoteKubelet(this.cluster, this.kubelet, location.pod);
+      if (remote) socket = await dialThrough(remote, location.pod, location.port);
+      else if (!this.kubelet) throw new Error(`dial tcp ${location.address}: connect: connection refused`);
+      else socket = await this.kubelet.dial(location.pod, location.port);
     } catch (err) {
       throw serviceUnavailable(`error trying to reach service: ${err instanceof Error ? err.message : String(err)}`);
     }

@@ -25,6 +25,7 @@ import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPTED, OpenApiV2 } from './
 import type { KubeletConnector } from '../api/kubelet-connector.js';
 import type { ApiAuth } from '../auth/api-auth.js';
 import { PodConnect } from './pod-connect.js';
+import { proxyToKubelet, remoteNodeKubelet } from './kubelet-proxy.js';
 import { ApiProxy } from './proxy.js';
 import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources.js';
 import { isUiRequest, registerUiRoutes } from './ui.js';
@@ -370,13 +371,22 @@ function advanceTarget(body: Record<string, unknown>): AdvanceTarget {
 const MAX_RUN_RATE = 86_400;
 
 /**
- * Simulator controls under /sim/v1 (not a Kubernetes group): the clock (read, advance, run and pause a virtual
- * one) and node faults.
+ * POST /sim/v1/nodes/NAME/{fail,recover}: stops or restarts a node's kubelet, here or (over etcd, `forward`) in the
+ * process that runs it, through its kubelet endpoint.
  */
-function registerSimRoutes(app: FastifyInstance, cluster: ServedCluster, kubelet: KubeletConnector | undefined): void {
+export function registerNodeFaults(
+  app: FastifyInstance,
+  cluster: ServedCluster,
+  kubelet: KubeletConnector | undefined,
+  forward = true,
+): void {
   for (const action of ['fail', 'recover'] as const) {
     app.post(`/sim/v1/nodes/:name/${action}`, async (request, reply) => {
       const name = (request.params as { name: string }).name;
+      // A node whose kubelet runs in another process (over etcd): that process fails or recovers it.
+      const remote = forward ? remoteNodeKubelet(cluster, kubelet, name) : undefined;
+      if (remote)
+        return proxyToKubelet(remote, `sim/v1/nodes/${encodeURIComponent(name)}/${action}`, '', reply, 'POST');
       if (!kubelet) throw Errors.badRequest('no simulated kubelets run in this server');
       const found = action === 'fail' ? kubelet.failNode(name) : kubelet.recoverNode(name);
       if (!found) throw Errors.notFound({ group: '', resource: 'nodes' }, name);
@@ -386,6 +396,14 @@ function registerSimRoutes(app: FastifyInstance, cluster: ServedCluster, kubelet
         .send(JSON.stringify({ node: name, kubelet: action === 'fail' ? 'stopped' : 'running' }));
     });
   }
+}
+
+/**
+ * Simulator controls under /sim/v1 (not a Kubernetes group): the clock (read, advance, run and pause a virtual
+ * one) and node faults.
+ */
+function registerSimRoutes(app: FastifyInstance, cluster: ServedCluster, kubelet: KubeletConnector | undefined): void {
+  registerNodeFaults(app, cluster, kubelet);
   // What only the simulator knows of a node: whether its kubelet is failed (the Node's conditions follow later).
   app.get('/sim/v1/nodes', (_req, reply) => {
     const items = (kubelet?.kubelets() ?? [])
