@@ -1,16 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  etcdMissing,
-  startComponents,
-  startEtcdCluster,
-  type ComponentsProcess,
-  type EtcdCluster,
-} from './helpers/etcd.js';
+import { etcdMissing, startEtcdCluster, type EtcdCluster } from './helpers/etcd.js';
 import { Api, type Obj } from './helpers/http.js';
 import { kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
 import { startServer, type SimServer } from './helpers/server.js';
 import { runSim } from './helpers/sim.js';
+import { startComponents } from './helpers/components.js';
 
 /**
  * `sim serve --components` over etcd: two processes running the API server and the controllers (one leads the
@@ -23,7 +18,7 @@ const LEASES = '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases';
 describe('sim serve --components over etcd: leader election and fail-over', { skip: missing }, () => {
   let etcd: EtcdCluster;
   const servers: SimServer[] = [];
-  let nodes: ComponentsProcess;
+  let nodes: { stop(): Promise<void>; stderr(): string };
   const logs = (): string =>
     `${servers.map((s, i) => `\n--- apiserver,controllers ${i} ---\n${s.stderr()}`).join('')}\n--- scheduler,kubelets ---\n${nodes?.stderr()}`;
 

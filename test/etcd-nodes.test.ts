@@ -1,13 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { rendezvousOwner } from '../src/kubelet/node-ownership.js';
-import {
-  etcdMissing,
-  startComponents,
-  startEtcdCluster,
-  type ComponentsProcess,
-  type EtcdCluster,
-} from './helpers/etcd.js';
+import { etcdMissing, startEtcdCluster, type EtcdCluster } from './helpers/etcd.js';
+import { startComponents, type ComponentsProcess } from './helpers/components.js';
 import { Api, cmPath, configMap, type Obj } from './helpers/http.js';
 import { kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
 import { startServer, type SimServer } from './helpers/server.js';

@@ -4,8 +4,6 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { track } from './processes.js';
-import { ROOT } from './server.js';
-import { SIM_BIN } from './sim.js';
 
 export const ETCD = process.env.KUBE_SIM_ETCD ?? '/usr/bin/etcd';
 export const ETCDCTL = process.env.KUBE_SIM_ETCDCTL ?? '/usr/bin/etcdctl';
@@ -142,52 +140,4 @@ export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
     }
   }
   return cluster;
-}
-
-export interface ComponentsProcess {
-  pid: number;
-  /** SIGTERM (a clean stop); resolves once the process is gone. */
-  stop(): Promise<void>;
-  /** SIGKILL, as a crash; resolves once the process is gone. */
-  kill(): Promise<void>;
-  stderr(): string;
-}
-
-/** A `sim serve` without the API server (`--components …`): resolves once it says its components are running. */
-export function startComponents(args: string[]): Promise<ComponentsProcess> {
-  const child = track(
-    spawn(process.execPath, [SIM_BIN, 'serve', '--log-level', 'warn', ...args], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
-  );
-  let err = '';
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
-  const exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`no "components running" line in 20 s:\n${err}`)), 20_000);
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-      if (!out.includes('kube-sim components running:')) return;
-      clearTimeout(timer);
-      resolve({
-        pid: child.pid!,
-        stderr: () => err,
-        stop: async () => {
-          if (alive()) child.kill('SIGTERM');
-          await exit;
-        },
-        kill: async () => {
-          if (alive()) child.kill('SIGKILL');
-          await exit;
-        },
-      });
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`sim serve exited (${code}) before running its components:\n${err}`));
-    });
-  });
 }
