@@ -4,7 +4,8 @@ import { rendezvousOwner } from '../src/kubelet/node-ownership.js';
 import { etcdMissing, startEtcdCluster, type EtcdCluster } from './helpers/etcd.js';
 import { startComponents, type ComponentsProcess } from './helpers/components.js';
 import { Api, cmPath, configMap, type Obj } from './helpers/http.js';
-import { kubectlAgainst, kubectlMissing } from './helpers/kubectl.js';
+import { existsSync } from 'node:fs';
+import { kubectl, kubectlAgainst, kubectlMissing, spawnKubectl, type KubectlProcess } from './helpers/kubectl.js';
 import { startServer, type SimServer } from './helpers/server.js';
 import { httpWatch, type WatchClient, type WatchEvent } from './helpers/watch.js';
 
@@ -20,6 +21,8 @@ const NODE_LEASES = '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/lea
 const PROCESS_LEASES =
   '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=kube-sim.dev%2Fidentity%3Dkubelets';
 const NODES = 12;
+/** A kubectl from before 1.30 streams exec over SPDY, which the API server passes through to the kubelet as well. */
+const KUBECTL_SPDY = '/usr/lib/google-cloud-sdk/bin/kubectl.1.29';
 const NODE_NAMES = Array.from({ length: NODES }, (_, i) => `node-${i + 1}`);
 
 type Lease = Obj & { spec: { holderIdentity?: string; renewTime?: string; acquireTime?: string } };
@@ -49,6 +52,7 @@ describe('sim serve over etcd: kubelets processes share the nodes and take over 
   let apiA: Api;
   const kubelets: ComponentsProcess[] = [];
   const watches: WatchClient[] = [];
+  const forwards: KubectlProcess[] = [];
   const identities: string[] = [];
   let leaseWatch: WatchClient;
   const logs = (): string =>
@@ -67,6 +71,7 @@ describe('sim serve over etcd: kubelets processes share the nodes and take over 
 
   after(async () => {
     for (const w of watches) w.close();
+    for (const f of forwards) await f.stop();
     for (const k of kubelets) await k.stop();
     await a?.stop();
     await b?.stop();
@@ -171,7 +176,7 @@ describe('sim serve over etcd: kubelets processes share the nodes and take over 
     watches.push(leaseWatch);
   });
 
-  it('serves kubectl logs and exec through an API server whose process runs no kubelet', async () => {
+  it('serves kubectl logs, exec, port-forward, the proxy and node faults through an API server whose process runs no kubelet', async () => {
     const k = kubectlAgainst(b, logs);
     await k.ok([
       'create',
@@ -236,6 +241,19 @@ describe('sim serve over etcd: kubelets processes share the nodes and take over 
     assert.equal(await k.ok(['exec', pods[0]!, '--', 'echo', 'hi']), 'hi\n');
     const unknown = await new Api(a.url).request('/sim/v1/nodes/node-99/fail', { method: 'POST' });
     assert.equal(unknown.status, 400, 'no kubelet runs in A, and node-99 has none elsewhere');
+    // kubectl port-forward (WebSocket tunnel), and exec with kubectl 1.29 (SPDY), through either API server.
+    for (const server of [a, b]) {
+      const forward = spawnKubectl(server.url, ['port-forward', 'pod/nginx', ':80']);
+      forwards.push(forward);
+      await forward.until((out) => /Forwarding from 127\.0\.0\.1:\d+ -> 80\n/.test(out), 'port-forward', 20_000);
+      const port = Number(/Forwarding from 127\.0\.0\.1:(\d+)/.exec(forward.stdout)![1]);
+      assert.match(await (await fetch(`http://127.0.0.1:${port}/`)).text(), /Welcome to nginx/);
+      await forward.stop();
+    }
+    if (existsSync(KUBECTL_SPDY)) {
+      const spdy = await kubectl(b.url, ['exec', pods[2]!, '--', 'echo', 'over spdy'], { binary: KUBECTL_SPDY });
+      assert.equal(spdy.stdout, 'over spdy\n', spdy.stderr);
+    }
     const refused = await k.run(['get', '--raw', '/api/v1/namespaces/default/pods/nginx:81/proxy/']);
     assert.match(refused.stderr, /error trying to reach service: dial tcp [\d.]+:81: connect: connection refused/);
   });
