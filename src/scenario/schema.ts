@@ -1,4 +1,6 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import type { Ajv, ErrorObject, Options as AjvOptions, ValidateFunction } from 'ajv';
 import { closestWord } from '../api/closest.js';
 import { ACTIONS, type Scenario } from './types.js';
 
@@ -361,13 +363,46 @@ export const scenarioSchema = {
   },
 } as const;
 
-let validator: ReturnType<Ajv['compile']> | undefined;
+/** The options the scenario validator is compiled with (here, and ahead of time by scripts/build-bundle.mjs). */
+export const SCENARIO_AJV_OPTIONS: AjvOptions = {
+  allErrors: true,
+  strict: false,
+  validateFormats: false,
+  verbose: true,
+};
+
+/**
+ * Where the build writes the validator compiled ahead of time (ajv's standalone code), beside this module's compiled
+ * file; the bundle's chunks sit at the same depth, so the path resolves alike from them.
+ */
+export const PRECOMPILED_VALIDATOR = new URL('../scenario/scenario-validator.cjs', import.meta.url);
+
+const requireCjs = createRequire(import.meta.url);
+let validator: ValidateFunction | undefined;
+
+/**
+ * The scenario validator: the build's precompiled one when it was made from this very schema (compiling the schema
+ * takes ~0.2 s of every replay's start), else compiled now.
+ */
+export function scenarioValidator(): ValidateFunction {
+  if (validator) return validator;
+  try {
+    const precompiled = requireCjs(fileURLToPath(PRECOMPILED_VALIDATOR)) as ValidateFunction & { schemaJson?: string };
+    if (precompiled.schemaJson === JSON.stringify(scenarioSchema)) return (validator = precompiled);
+  } catch {
+    // Not built (a tsc-only build): compile it.
+  }
+  return (validator = compileScenarioValidator());
+}
+
+export function compileScenarioValidator(options: AjvOptions = {}): ValidateFunction {
+  const { Ajv: AjvClass } = requireCjs('ajv') as { Ajv: typeof Ajv };
+  return new AjvClass({ ...SCENARIO_AJV_OPTIONS, ...options }).compile(scenarioSchema);
+}
 
 /** Validates a parsed scenario; returns readable problems ("steps[2].waitFor: ...") or an empty list. */
 export function validateScenario(value: unknown): string[] {
-  validator ??= new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true }).compile(
-    scenarioSchema,
-  );
+  const validator = scenarioValidator();
   if (validator(value)) {
     const problems: string[] = [];
     const start = (value as Scenario).startTime;
