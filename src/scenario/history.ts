@@ -37,7 +37,6 @@ export class History {
   readonly initial = new Map<string, { resource: ApiResource; object: KubeObject }>();
   step = 0;
   private readonly watches = new Map<string, WatchHandle>();
-  private readonly normalized = new Map<string, string>();
   private readonly latest = new Map<string, { resource: ApiResource; object: KubeObject }>();
   private readonly byUid = new Map<string, { resource: ApiResource; object: KubeObject }>();
   private readonly terminating = new Set<string>();
@@ -109,7 +108,6 @@ export class History {
   private remember(key: string, resource: ApiResource, obj: KubeObject): void {
     this.latest.set(key, { resource, object: obj });
     if (obj.metadata.uid) this.byUid.set(obj.metadata.uid, { resource, object: obj });
-    this.normalized.set(key, normalize(obj));
   }
 
   private record(resource: ApiResource, type: ChangeType, obj: KubeObject): void {
@@ -128,11 +126,10 @@ export class History {
     }
     if (type === 'DELETED') {
       this.latest.delete(key);
-      this.normalized.delete(key);
       if (obj.metadata.uid) this.byUid.set(obj.metadata.uid, { resource, object: obj });
     } else {
-      const norm = normalize(obj);
-      const unchanged = type === 'MODIFIED' && this.normalized.get(key) === norm;
+      const previous = this.latest.get(key)?.object;
+      const unchanged = type === 'MODIFIED' && previous !== undefined && sameButHeartbeats(previous, obj);
       this.remember(key, resource, obj);
       if (unchanged) return;
     }
@@ -187,11 +184,52 @@ export class History {
   }
 }
 
-/** An object without the fields that change on every heartbeat, to tell real changes from noise. */
-function normalize(obj: KubeObject): string {
-  return JSON.stringify(obj, (key, value: unknown) => {
-    if (key === 'resourceVersion' || key === 'managedFields' || key === 'lastHeartbeatTime' || key === 'renewTime')
-      return undefined;
-    return value;
-  });
+/** Fields that change on every heartbeat (or every write), at any depth: a change of these alone is noise. */
+const HEARTBEAT_FIELDS = new Set(['resourceVersion', 'managedFields', 'lastHeartbeatTime', 'renewTime']);
+
+/**
+ * Whether two versions of an object have the same JSON once the heartbeat fields are left out, at any depth (as
+ * `JSON.stringify` with a replacer dropping them would compare, key order included), without building either text.
+ * The parts a write did not touch are usually the same objects in both versions, which ends those branches at once.
+ */
+export function sameButHeartbeats(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return jsonEqualScalars(a, b);
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const other = b as unknown[];
+    if (a.length !== other.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameButHeartbeats(a[i], other[i])) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const yKeys = Object.keys(y);
+  let j = 0;
+  // JSON.stringify leaves out undefined, function and symbol values; the heartbeat fields are left out here too.
+  const kept = (o: Record<string, unknown>, k: string): boolean => !HEARTBEAT_FIELDS.has(k) && jsonValue(o[k]);
+  for (const k of Object.keys(x)) {
+    if (!kept(x, k)) continue;
+    while (j < yKeys.length && !kept(y, yKeys[j]!)) j++;
+    if (j === yKeys.length || yKeys[j] !== k || !sameButHeartbeats(x[k], y[k])) return false;
+    j++;
+  }
+  while (j < yKeys.length && !kept(y, yKeys[j]!)) j++;
+  return j === yKeys.length;
+}
+
+function jsonValue(v: unknown): boolean {
+  return v !== undefined && typeof v !== 'function' && typeof v !== 'symbol';
+}
+
+/** Scalars (and an array's holes) as JSON writes them: undefined, functions and non-finite numbers in arrays are null. */
+function jsonEqualScalars(a: unknown, b: unknown): boolean {
+  const scalar = (v: unknown): unknown =>
+    v === undefined ||
+    typeof v === 'function' ||
+    typeof v === 'symbol' ||
+    (typeof v === 'number' && !Number.isFinite(v))
+      ? null
+      : v;
+  return scalar(a) === scalar(b);
 }
