@@ -17,7 +17,7 @@ import { existsSync } from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Client, Pool } from 'undici';
-import { spawnServer, type ServerUsage } from './server-process.js';
+import { spawnServer, type EventLoopStall, type ServerUsage } from './server-process.js';
 import { fmt, mib, summarize, table, type Summary } from './stats.js';
 import { onLines } from '../src/client/watch-lines.js';
 
@@ -53,6 +53,17 @@ export interface DensityFigures {
   kubectlTableWalk: { pages: number; rows: number; ms: Summary; pageMs: Summary };
   kubectlGetPodsMs?: number;
   labelList: { selector: string; items: number; ms: Summary };
+  /**
+   * The server's longest event-loop delay from the moment it listens to the end of the lists (its own idle
+   * compaction included, the benchmark's full collections for the RSS figures left out; 0: none over 100 ms), and
+   * the longest in each phase.
+   */
+  longestEventLoopDelayMs: number;
+  /** The most main-thread CPU within one of those delays (on a loaded machine, the server's own part of it). */
+  longestEventLoopBusyMs: number;
+  eventLoopDelayByPhase: Record<'startup' | 'nodesOnly' | 'creating' | 'settling' | 'lists', number>;
+  /** Delays over 100 ms, with the phase they ended in, ms from the server's spawn. */
+  eventLoopStalls: Array<EventLoopStall & { phase: string; atS: number }>;
   /** Lease renew periods over the whole run, and split by phase: while pods are created and run, and during the lists. */
   leases: LeasePeriods & {
     renewals: number;
@@ -222,6 +233,7 @@ function runKubectl(kubectl: string, url: string): Promise<number> {
 export async function measureDensity(o: DensityOptions): Promise<DensityFigures> {
   // A /8 gives every node a /24; kubelets then hand out pod IPs from their node's range.
   const t0 = performance.now();
+  const spawnedAt = Date.now();
   const capacity = `pods=${Math.max(110, Math.ceil((o.pods / o.nodes) * 2))}`;
   const server = await spawnServer([
     '--nodes',
@@ -297,6 +309,7 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
     const createMs = performance.now() - c0;
     process.stderr.write(`  ${o.pods} pods created in ${fmt(createMs / 1000, 1)} s; waiting for the kubelets…\n`);
     const quietFrom = await waitIdle(() => server.usage(false), idleCpu, 600_000);
+    const settlingTo = Date.now();
     const settled = quietFrom !== undefined;
     const settledMs = (quietFrom ?? performance.now()) - c0;
     const serverCpuSeconds = ((await server.usage(false)).cpuMs - cpu0) / 1000;
@@ -359,6 +372,25 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
       if (g.text) labelItems = (JSON.parse(g.text) as { items: unknown[] }).items.length;
     }
     const memoryAfterLists = await server.usage(true);
+    const listsTo = Date.now();
+    // Before it listens (registering the nodes) the server serves no one: that phase is shown apart.
+    const listeningAt = spawnedAt + nodesRegisteredMs;
+    const phaseOf = (at: number): keyof DensityFigures['eventLoopDelayByPhase'] =>
+      at <= listeningAt
+        ? 'startup'
+        : at < creatingFrom
+          ? 'nodesOnly'
+          : at < settlingTo
+            ? at < creatingFrom + createMs
+              ? 'creating'
+              : 'settling'
+            : 'lists';
+    const byPhase = { startup: 0, nodesOnly: 0, creating: 0, settling: 0, lists: 0 };
+    const stalls = memoryAfterLists.stalls
+      .filter((st) => st.endedAt <= listsTo)
+      .map((st) => ({ ...st, phase: phaseOf(st.endedAt), atS: (st.endedAt - spawnedAt) / 1000 }));
+    for (const st of stalls) byPhase[st.phase] = Math.max(byPhase[st.phase], st.ms);
+    const serving = stalls.filter((st) => st.phase !== 'startup');
     // A short run (--quick) is over before any Lease renews twice, which would leave no renew period to report.
     const leaseWatchMs = performance.now() - leasesFrom;
     if (leaseWatchMs < MIN_LEASE_WATCH_MS) await sleep(MIN_LEASE_WATCH_MS - leaseWatchMs);
@@ -383,6 +415,10 @@ export async function measureDensity(o: DensityOptions): Promise<DensityFigures>
       kubectlTableWalk: { pages, rows, ms: summarize(walks), pageMs: summarize(pageMs) },
       labelList: { selector, items: labelItems, ms: summarize(label) },
       leases: leaseFigures,
+      longestEventLoopDelayMs: Math.max(0, ...serving.map((st) => st.ms)),
+      longestEventLoopBusyMs: Math.max(0, ...serving.map((st) => st.cpuMs)),
+      eventLoopDelayByPhase: byPhase,
+      eventLoopStalls: stalls,
     };
     if (firstError !== undefined) figures.firstCreateError = firstError;
     if (kubectlGetPodsMs !== undefined) figures.kubectlGetPodsMs = kubectlGetPodsMs;
@@ -443,6 +479,15 @@ export function printDensity(d: DensityFigures): void {
         `Lease renew period, ${phase}${phase === 'all' ? ` (${d.leases.leases} leases, ${d.leases.renewals} renewals in ${fmt(d.leases.windowS, 0)} s)` : ''}`,
         `min ${fmt(p.periodS.min, 2)} s, p50 ${fmt(p.periodS.p50, 2)} s, p99 ${fmt(p.periodS.p99, 2)} s, max ${fmt(p.periodS.max, 2)} s; ${p.over11s} of ${p.periodS.n} periods > 11 s`,
       ]),
+      [
+        'longest event-loop delay once listening (target ≤ 500 ms); by phase: nodes only / creating / settling / lists; before listening',
+        `${d.longestEventLoopDelayMs === 0 ? 'none over 100 ms' : `${fmt(d.longestEventLoopDelayMs, 0)} ms (main thread busy ${fmt(d.longestEventLoopBusyMs, 0)} ms in a delay at most)`}; ${(['nodesOnly', 'creating', 'settling', 'lists', 'startup'] as const).map((k) => fmt(d.eventLoopDelayByPhase[k], 0)).join(' / ')} ms`,
+      ],
     ]),
   );
+  const worst = [...d.eventLoopStalls].sort((a, b) => b.ms - a.ms).slice(0, 8);
+  if (worst.length > 0)
+    console.log(
+      `event-loop delays over 100 ms: ${d.eventLoopStalls.length}; the longest: ${worst.map((st) => `${fmt(st.ms, 0)} ms at ${fmt(st.atS, 0)} s (${st.phase}, main thread CPU ${fmt(st.cpuMs, 0)} ms)`).join(', ')}`,
+    );
 }

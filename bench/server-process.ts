@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
 export interface ServerUsage {
@@ -14,19 +15,61 @@ export interface ServerUsage {
   arrayBuffers: number;
   /** User + system CPU time of the process so far, ms. */
   cpuMs: number;
+  /** The longest event-loop delay since the server started, ms, the benchmark's own full collections left out. */
+  longestEventLoopDelayMs: number;
+  /** The most main-thread CPU time within one delayed tick: the server's own part of its longest delay. */
+  longestEventLoopBusyMs: number;
+  /** Every delay over STALL_MS since the start: when it ended (epoch ms), how long, and the process's CPU meanwhile. */
+  stalls: EventLoopStall[];
 }
+
+export interface EventLoopStall {
+  endedAt: number;
+  ms: number;
+  /**
+   * CPU time of the main thread during the delay (10 ms resolution): about `ms` when the server itself was busy,
+   * far less when the machine's other work kept it off the cores.
+   */
+  cpuMs: number;
+}
+
+/** The event loop's delay is sampled this often (a timer that measures how late it fires). */
+const LAG_TICK_MS = 10;
+/** Delays above this are listed one by one. */
+const STALL_MS = 100;
 
 type Request = { op: 'usage'; gc: boolean; id: number };
 
 const isChild = process.argv[1] === fileURLToPath(import.meta.url) && typeof process.send === 'function';
 
 if (isChild) {
+  // How late a 10 ms timer fires is the event loop's delay; the benchmark's own full GCs (below) are taken out.
+  let lastTick = performance.now();
+  let lastCpu = mainThreadCpuMs();
+  let excludedMs = 0;
+  let longest = 0;
+  let longestBusy = 0;
+  const stalls: EventLoopStall[] = [];
+  setInterval(() => {
+    const now = performance.now();
+    const delay = now - lastTick - LAG_TICK_MS - excludedMs;
+    const cpu = mainThreadCpuMs();
+    const busy = cpu - lastCpu - excludedMs;
+    lastTick = now;
+    lastCpu = cpu;
+    excludedMs = 0;
+    longest = Math.max(longest, delay);
+    longestBusy = Math.max(longestBusy, Math.min(busy, delay + LAG_TICK_MS));
+    if (delay > STALL_MS) stalls.push({ endedAt: Date.now(), ms: delay, cpuMs: busy });
+  }, LAG_TICK_MS).unref();
   process.on('message', (m: Request) => {
     if (m.op !== 'usage') return;
     const gc = (globalThis as { gc?: () => void }).gc;
     if (m.gc && gc) {
+      const g0 = performance.now();
       gc();
       gc();
+      excludedMs += performance.now() - g0;
     }
     const mem = process.memoryUsage();
     const cpu = process.cpuUsage();
@@ -36,12 +79,20 @@ if (isChild) {
       external: mem.external,
       arrayBuffers: mem.arrayBuffers,
       cpuMs: (cpu.user + cpu.system) / 1000,
+      longestEventLoopDelayMs: longest,
+      longestEventLoopBusyMs: longestBusy,
+      stalls,
     };
     process.send!({ id: m.id, usage });
   });
   // The IPC channel must not keep a server that was told to stop alive.
   process.channel?.unref();
   await import('../src/cli/main.js');
+}
+
+/** CPU time (user + system, ms) of this process's main thread, from /proc (10 ms resolution; 0 off Linux). */
+function mainThreadCpuMs(): number {
+  return procCpuMs(process.pid, `/proc/self/task/${process.pid}/stat`) ?? 0;
 }
 
 export interface SpawnedServer {
@@ -58,10 +109,10 @@ process.on('exit', () => {
 });
 
 /** CPU time (user + system, ms) of a live process from /proc, or undefined once it is gone (or off Linux). */
-export function procCpuMs(pid: number): number | undefined {
+export function procCpuMs(pid: number, file = `/proc/${pid}/stat`): number | undefined {
   try {
     // Fields after the command name (which may hold spaces, hence the last ')'): utime and stime are 14 and 15.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(file, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ is 100
   } catch {
