@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { reportToBench } from './report.js';
 import { fmt, median, table } from './stats.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -89,4 +90,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const runs = i >= 0 ? Number(argv[i + 1]) : argv.includes('--quick') ? 1 : 3;
   const figures = await measureReplay(runs);
   printReplay(figures);
+  reportToBench(figures);
 }

@@ -15,7 +15,8 @@
  * 6. Snapshots (bench/snapshot.ts): a 5,000-node cluster (--nodes; --quick: 100) exported (YAML,
  *    JSON), booted with sim serve --snapshot, and a what-if replayed on it (5,000 pods; --quick: 100 nodes, 200 pods).
  * 7. The benchmarks that are scripts of their own (bench/targets.ts's SCRIPT_SECTIONS: the rolling update, time
- *    travel, durable writes next to etcd), each run as a child process that hands its figures back.
+ *    travel, durable writes next to etcd, sim replay (bench/replay.ts), time travel at scale
+ *    (bench/timetravel-scale.ts)), each run as a child process that hands its figures back.
  *
  * At the end, every figure issue 23 sets a target for (bench/targets.ts) with its target and whether it is met,
  * also written as bench-results.md (a Markdown table for BENCHMARKS.md) beside the JSON.
@@ -73,8 +74,6 @@ const SECTIONS: readonly Section[] = [
   'startup',
   'snapshot',
   ...SCRIPT_SECTIONS.map((s) => s.section),
-  'replay',
-  'timetravel-scale',
 ];
 const KUBECTL = process.env.KUBE_SIM_KUBECTL ?? '/usr/bin/kubectl';
 

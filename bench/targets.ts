@@ -11,6 +11,8 @@ import type { DensityFigures } from './density.js';
 import type { FanoutCase, FanoutFigures } from './fanout.js';
 import type { StartupFigures } from './startup.js';
 import type { DurableReport, RolloutReport, TimetravelReport } from './report.js';
+import type { ReplayFigures } from './replay.js';
+import type { TimetravelScaleFigures } from './timetravel-scale.js';
 
 /** What each section's results look like, as the declarations below read them. */
 export interface SectionResults {
@@ -23,9 +25,8 @@ export interface SectionResults {
   rollout: RolloutReport;
   timetravel: TimetravelReport;
   durable: DurableReport;
-  /** Measured by no bench yet (issue 23): their rows say "not measured" until a script section reports them. */
-  replay: unknown;
-  'timetravel-scale': unknown;
+  replay: ReplayFigures;
+  'timetravel-scale': TimetravelScaleFigures;
 }
 
 export type SectionName = keyof SectionResults;
@@ -57,6 +58,21 @@ export const SCRIPT_SECTIONS: readonly ScriptSection[] = [
     script: 'etcd.js',
     args: (quick) => (quick ? ['--rounds', '1', '--seconds', '2'] : []),
     title: () => 'durable writes next to etcd (bench:etcd)…',
+  },
+  {
+    section: 'replay',
+    script: 'replay.js',
+    args: (quick) => (quick ? ['--quick'] : []),
+    title: () => 'sim replay of bench/scenarios/timetravel.yaml and trivial.yaml, command to result…',
+  },
+  {
+    section: 'timetravel-scale',
+    script: 'timetravel-scale.js',
+    args: (quick) => (quick ? ['--nodes', '100', '--pods', '3000', '--hours', '2'] : []),
+    title: (quick) =>
+      quick
+        ? 'time travel at scale, 100 nodes, 3,000 pods, 2 virtual hours…'
+        : 'time travel at scale, 1,000 nodes, 30,000 pods, one virtual day…',
   },
 ];
 
@@ -146,14 +162,21 @@ export const FIGURES: readonly Figure[] = [
     section: 'replay',
     unit: 's',
     target: most(1.5),
-    read: () => undefined,
+    read: (r) => ({
+      value: r.wallMs.timetravel / 1000,
+      note: `CPU ${(r.cpuMs.timetravel / 1000).toFixed(2)} s; a trivial scenario ${(r.wallMs.trivial / 1000).toFixed(2)} s (CPU ${(r.cpuMs.trivial / 1000).toFixed(2)} s)`,
+    }),
   }),
   figure({
     name: 'time travel at scale: 1,000 nodes, 30,000 pods, one virtual day',
     section: 'timetravel-scale',
     unit: 's',
     target: most(60),
-    read: () => undefined,
+    read: (t) => ({
+      value: t.wallMs / 1000,
+      note: `${t.nodes.toLocaleString('en-US')} nodes, ${t.podsRunning.toLocaleString('en-US')} pods, ${t.hours} h; CPU ${(t.cpuMs / 1000).toFixed(1)} s`,
+      atTargetSize: t.nodes >= 1000 && t.podsRunning >= 30_000 && t.hours >= 24,
+    }),
   }),
   figure({
     name: 'rolling update, 10,000 replicas on 100 nodes, with the watch of every pod',
@@ -208,9 +231,15 @@ export const FIGURES: readonly Figure[] = [
     unit: 'ms',
     target: most(500),
     read: (d) => {
-      // The density bench is to measure this (issue 23); until it does, the row says "not measured".
-      const ms = (d as { longestEventLoopDelayMs?: number }).longestEventLoopDelayMs;
-      return ms === undefined ? undefined : { value: ms, ...densitySize(d) };
+      // Results written before the density bench measured it have no such field: "not measured".
+      const ms = d.longestEventLoopDelayMs as number | undefined;
+      if (ms === undefined) return undefined;
+      const size = densitySize(d);
+      return {
+        value: ms,
+        ...size,
+        note: `${size.note}; main thread busy ${d.longestEventLoopBusyMs.toFixed(0)} ms of it`,
+      };
     },
   }),
   figure({

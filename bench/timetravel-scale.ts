@@ -23,6 +23,9 @@ import { DEFAULT_VIRTUAL_START } from '../src/cluster/cluster.js';
 import { Resources } from '../src/client/client.js';
 import { InProcessClient } from '../src/cluster/in-process-client.js';
 import type { KubeObject } from '../src/api/types.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { reportToBench } from './report.js';
 import { fmt, mib, table } from './stats.js';
 
 export interface TimetravelScaleOptions {
@@ -73,7 +76,14 @@ function deployment(name: string, replicas: number): KubeObject {
   } as KubeObject;
 }
 
-const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+/** V8's full GC: the global `gc` with --expose-gc, else the one a new context gets once the flag is set. */
+function fullGc(): () => void {
+  const exposed = (globalThis as { gc?: () => void }).gc;
+  if (exposed) return exposed;
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+const gc = fullGc();
 
 /** In this process: the measurement itself. */
 export async function runTimetravelScale(o: TimetravelScaleOptions): Promise<TimetravelScaleFigures> {
@@ -203,4 +213,5 @@ function parseArgs(argv: string[]): TimetravelScaleOptions {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const figures = await runTimetravelScale(parseArgs(process.argv.slice(2)));
   printTimetravelScale(figures);
+  reportToBench(figures);
 }
