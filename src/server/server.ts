@@ -31,6 +31,7 @@ import { ResourceHandler, resolveTarget, type ResourceTarget } from './resources
 import { isUiRequest, registerUiRoutes } from './ui.js';
 import { RequestInstrumentation } from './request-metrics.js';
 import { EXPOSITION_CONTENT_TYPE } from '../metrics/metrics.js';
+import { LAZY_SCHEMA_COMPILERS } from './schema-compilers.js';
 import { processSeconds } from '../clock/clock.js';
 
 export interface ServerOptions {
@@ -138,6 +139,7 @@ export function buildServer(cluster: ServedCluster, options: ServerOptions = {})
     logger: false,
     bodyLimit: MAX_BODY_BYTES,
     routerOptions: { maxParamLength: 1000 },
+    schemaController: { compilersFactory: LAZY_SCHEMA_COMPILERS },
     return503OnClosing: false,
     forceCloseConnections: true,
     // Errors fastify raises before routing (a malformed %-escape in the URL) get a Status like every other error.
