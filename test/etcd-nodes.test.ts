@@ -134,6 +134,13 @@ describe('sim serve over etcd: kubelets processes share the nodes and take over 
 
   it('spreads the nodes over the kubelets processes by rendezvous hashing, each node’s Lease held by its process', async () => {
     const first = await startKubelets();
+    // Alone, the process has registered and taken every node by the time it says it runs.
+    const alone = await holders();
+    assert.deepEqual([...alone.keys()].sort(), [...NODE_NAMES].sort());
+    assert.ok(
+      [...alone.values()].every((h) => h === first),
+      JSON.stringify([...alone]),
+    );
     const second = await startKubelets();
     const held = await assignedOver([first, second], 30_000);
     const counts = [first, second].map((id) => [...held.values()].filter((h) => h === id).length);

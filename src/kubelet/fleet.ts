@@ -102,7 +102,7 @@ export class KubeletFleet implements Controller, KubeletConnector {
     this.ownership = ownership;
     const owned: NodeAgentOwnership | undefined = ownership && {
       identity: ownership.identity,
-      sync: (node) => ownership.sync(node),
+      sync: (node, known) => ownership.sync(node, known),
       lost: (node) => this.agents.drop(node),
       settled: () => ownership.settled(),
       endpoint: shared.endpoint,

@@ -119,8 +119,8 @@ export interface NodeAgentHooks {
 export interface NodeAgentOwnership {
   /** holderIdentity of the node Leases this process renews (a single process's kubelets hold them as the node). */
   identity: string;
-  /** A Node came or changed: start or stop its kubelet as ownership says. */
-  sync(node: string): void;
+  /** A Node came or changed (`known`: as just written here): start or stop its kubelet as ownership says. */
+  sync(node: string, known?: KubeObject): void;
   /** A heartbeat found the node's Lease held by another process: the kubelet stops. */
   lost(node: string): void;
   /** Resolves once the nodes being taken now are taken. */
@@ -227,7 +227,7 @@ export class NodeAgents {
           node = await this.ctx.client.get(Resources.nodes, undefined, name);
         }
       }
-      if (this.options.ownership) this.options.ownership.sync(name);
+      if (this.options.ownership) this.options.ownership.sync(name, node);
       else this.adopt(node);
     }
     await this.options.ownership?.settled();

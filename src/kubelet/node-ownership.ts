@@ -292,9 +292,10 @@ export class NodeOwnership {
 
   /**
    * Looks at one node: a kubelet here that another process took, or that belongs elsewhere now, stops (handing the
-   * Lease over); a node that is ours and free (no Lease, released, or its holder gone) is taken.
+   * Lease over); a node that is ours and free (no Lease, released, or its holder gone) is taken. `known`: the Node,
+   * when the caller has it before the informer does.
    */
-  sync(name: string): void {
+  sync(name: string, known?: KubeObject): void {
     if (this.stopped || !this.nodes) return;
     const lease = this.leases.get(NODE_LEASE_NAMESPACE, name);
     const holder = holderOf(lease);
@@ -311,7 +312,8 @@ export class NodeOwnership {
     }
     // Still ours on paper after the kubelet stopped here (a release that lost to a beat in flight): give it up.
     if (!ours && lease && holder === this.identity) return void this.release(lease);
-    const node = this.nodes.get(undefined, name);
+    // A Node just created here may not have reached the informer yet.
+    const node = this.nodes.get(undefined, name) ?? known;
     if (!ours || !node || node.metadata.deletionTimestamp || this.claiming.has(name)) return;
     if (holder !== '' && holder !== this.identity && !this.holderGone(holder, lease!)) return;
     this.claiming.add(name);
