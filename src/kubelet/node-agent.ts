@@ -184,6 +184,10 @@ export class NodeAgents {
     return this.agents.keys();
   }
 
+  leaseOf(name: string): KubeObject | undefined {
+    return this.agents.get(name)?.lease;
+  }
+
   /** Starts the kubelet of a node this process took (its Lease now held here). */
   take(node: KubeObject, lease: KubeObject): void {
     this.adopt(node, lease);

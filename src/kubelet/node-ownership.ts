@@ -62,6 +62,13 @@ function spec(lease: KubeObject | undefined): Obj {
   return (lease?.spec ?? {}) as Obj;
 }
 
+/** Whether `lease` is an older version than `written` (resourceVersions are etcd revisions here). */
+function olderThan(lease: KubeObject, written: KubeObject | undefined): boolean {
+  const seen = Number(lease.metadata.resourceVersion);
+  const ours = Number(written?.metadata.resourceVersion);
+  return Number.isFinite(seen) && Number.isFinite(ours) && seen < ours;
+}
+
 function holderOf(lease: KubeObject | undefined): string {
   const holder = spec(lease).holderIdentity;
   return typeof holder === 'string' ? holder : '';
@@ -70,6 +77,8 @@ function holderOf(lease: KubeObject | undefined): string {
 /** What the ownership needs of the kubelets: which nodes run here, and to start or stop one. */
 export interface OwnedNodes {
   runs(node: string): boolean;
+  /** The node's Lease as its kubelet here last wrote it. */
+  leaseOf(node: string): KubeObject | undefined;
   /** Starts the node's kubelet, its Lease being `lease` (held by this process now). */
   take(node: KubeObject, lease: KubeObject): void;
   /** Stops the node's kubelet (another process runs it, or this one may no longer). */
@@ -301,6 +310,8 @@ export class NodeOwnership {
     const holder = holderOf(lease);
     const ours = this.owns(name);
     if (this.kubelets.runs(name)) {
+      // The cache still has the Lease from before this process took or renewed it: its event comes next.
+      if (lease && olderThan(lease, this.kubelets.leaseOf(name))) return;
       if (holder !== '' && holder !== this.identity) {
         this.ctx.log('info', `kubelet ${name}: Lease taken by ${holder}: stopping here`);
         this.kubelets.drop(name);
