@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/rollout.js [--replicas 1000] [--nodes 20] [--surge 25%] [--unavailable 25%] [--runs 1] [--watch-history N] [--stop-delay D] [--cpu-prof DIR] [--no-pod-watch] [--service]`
+ * `node dist/bench/rollout.js [--replicas 1000] [--nodes 20] [--surge 25%] [--unavailable 25%] [--runs 1] [--watch-history N] [--stop-delay D] [--cpu-prof DIR] [--no-pod-watch] [--service] [--informers shared|separate]`
  *
  * A Deployment of `replicas` pods on `nodes` simulated nodes (`sim serve --nodes`, real clock, the default
  * kubelet stages): how long until it is Available, then how long a full rolling update (a new image) takes —
@@ -14,7 +14,8 @@
  * then not checked, nor when the old pods are gone): serving it took 3-5 of the server's ~25 CPU seconds in a
  * 10,000-pod update, which a rollout followed only by `kubectl rollout status` does not pay. `--service` puts a
  * Service (a named target port) in front of the pods, so the endpoints and EndpointSlice controllers follow the
- * rollout too; the last column then says whether the Endpoints and slices ended as the new pods.
+ * rollout too; the last column then says whether the Endpoints and slices ended as the new pods. `--informers` is
+ * passed to the server (`separate`: the controllers, scheduler and kubelets each list and watch for themselves).
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -34,6 +35,7 @@ interface Options {
   cpuProfDir?: string;
   podWatch: boolean;
   service: boolean;
+  informers?: string;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -53,6 +55,7 @@ function parseArgs(argv: string[]): Options {
     cpuProfDir: argv.includes('--cpu-prof') ? value('--cpu-prof', '') : undefined,
     podWatch: !argv.includes('--no-pod-watch'),
     service: argv.includes('--service'),
+    informers: argv.includes('--informers') ? value('--informers', '') : undefined,
   };
 }
 
@@ -69,6 +72,7 @@ function startServer(o: Options): Promise<SpawnedServer> {
     String(o.nodes),
     ...(o.watchHistory ? ['--watch-history', o.watchHistory] : []),
     ...(o.stopDelay ? ['--stop-delay', o.stopDelay] : []),
+    ...(o.informers ? ['--informers', o.informers] : []),
   ];
   return spawnServer(args, o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []);
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../src/api/types.js';
 import { Resources } from '../src/client/client.js';
-import { Informer } from '../src/client/informer.js';
+import { SharedInformer } from '../src/client/informer.js';
 import { Cluster } from '../src/cluster/cluster.js';
 import { InProcessClient } from '../src/cluster/in-process-client.js';
 
@@ -15,7 +15,7 @@ test('a cache index is told of every cache change, with the versions before and 
   const client = new InProcessClient(cluster);
   await client.create(Resources.configmaps, 'default', { metadata: { name: 'before' }, data: { a: '1' } });
 
-  const informer = new Informer(client, Resources.configmaps, cluster.clock);
+  const informer = new SharedInformer(client, Resources.configmaps, cluster.clock);
   const told: string[] = [];
   informer.addCacheIndex({
     changed: (key, old, next) => told.push(`${key} ${rv(old)} -> ${rv(next)}`),

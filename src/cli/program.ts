@@ -102,6 +102,14 @@ export function buildProgram(): Command {
       'what this process runs, of apiserver,controllers,scheduler,kubelets (with --etcd-servers, several processes share the work: controllers and scheduler elect a leader on their Lease)',
       'apiserver,controllers,scheduler,kubelets',
     )
+    .addOption(
+      new Option(
+        '--informers <mode>',
+        "shared: this process's controllers, scheduler and kubelets read one informer cache (each kind listed and watched once); separate: each component has its own client, watches and cache, as out-of-process components would",
+      )
+        .choices(['shared', 'separate'])
+        .default('shared'),
+    )
     .option('--controllers <list>', "controllers to run, kube-controller-manager style ('*', '-name')", '*')
     .option(
       '--no-metrics-server',

@@ -57,6 +57,8 @@ export interface ServeOptions {
   etcdCompactionInterval?: string;
   /** --components: a comma-separated subset of apiserver,controllers,scheduler,kubelets. */
   components?: string;
+  /** --informers: one informer cache for the process's components, or one each. */
+  informers?: 'shared' | 'separate';
   /** Unset: real, or virtual with --snapshot. */
   clock?: 'real' | 'virtual';
   /** Boot from this snapshot file (sim snapshot export). */
@@ -273,6 +275,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     sim = await startSimulator({
       etcd,
       components,
+      informers: options.informers,
       clock: options.clock ?? (snapshot ? 'virtual' : 'real'),
       startTime,
       snapshot,

@@ -33,15 +33,42 @@ export function cacheKey(obj: KubeObject): string {
 }
 
 /**
+ * What a component reads and hears of one resource: the cache, its indexes and its events. Objects are shared with
+ * every other reader of the cache (and the store): never change them.
+ */
+export interface Informer {
+  readonly gvr: Gvr;
+  addEventHandler(handlers: EventHandlers): void;
+  addIndex(name: string, fn: IndexFunc): void;
+  addCacheIndex(index: CacheIndex): void;
+  byIndex(name: string, value: string): KubeObject[];
+  get(namespace: string | undefined, name: string): KubeObject | undefined;
+  list(): KubeObject[];
+  listNamespace(namespace: string): KubeObject[];
+  readonly hasSynced: boolean;
+  waitForSync(): Promise<void>;
+  start(): Promise<void>;
+  stop(): void;
+}
+
+/** Where a component gets its informers: `for` makes or finds the resource's; start lists and syncs them. */
+export interface InformerFactory {
+  for(gvr: Gvr): Informer;
+  start(): Promise<void>;
+  stop(): void;
+}
+
+/**
  * List + watch with a local cache, like client-go's shared informer: lists, then watches from the list's
  * resourceVersion, re-watches from the last seen version when a watch ends, relists on 410 Expired, and
  * replays the cache to handlers on each resync. Objects in the cache are shared: never change them.
  */
-export class Informer {
+export class SharedInformer implements Informer {
   private readonly cache = new Map<string, KubeObject>();
-  private readonly handlers: EventHandlers[] = [];
+  /** Replaced, never changed in place: a delivery goes on over the list it began with when a handler comes or goes. */
+  private handlers: readonly EventHandlers[] = [];
   private readonly indexers = new Map<string, { fn: IndexFunc; index: Map<string, Set<string>> }>();
-  private readonly cacheIndexes: CacheIndex[] = [];
+  private cacheIndexes: readonly CacheIndex[] = [];
   private lastResourceVersion = '0';
   private stopped = true;
   private synced = false;
@@ -58,14 +85,20 @@ export class Informer {
       labelSelector?: string;
       fieldSelector?: string;
       resyncMs?: number;
+      /** Told of an error an event handler threw (the others are told of the event all the same); unset: thrown. */
+      onHandlerError?: (error: unknown) => void;
     } = {},
   ) {
     this.addIndex(NAMESPACE_INDEX, (obj) => [obj.metadata.namespace ?? '']);
   }
 
   addEventHandler(handlers: EventHandlers): void {
-    this.handlers.push(handlers);
+    this.handlers = [...this.handlers, handlers];
     if (this.synced) for (const obj of this.cache.values()) handlers.add?.(obj);
+  }
+
+  removeEventHandler(handlers: EventHandlers): void {
+    this.handlers = this.handlers.filter((h) => h !== handlers);
   }
 
   /** Adds a secondary index (e.g. pods by owner uid, by node name). */
@@ -77,8 +110,12 @@ export class Informer {
 
   /** Keeps `index` current with the cache from now on (it is first told of every object cached already). */
   addCacheIndex(index: CacheIndex): void {
-    this.cacheIndexes.push(index);
+    this.cacheIndexes = [...this.cacheIndexes, index];
     for (const [key, obj] of this.cache) index.changed(key, undefined, obj);
+  }
+
+  removeCacheIndex(index: CacheIndex): void {
+    this.cacheIndexes = this.cacheIndexes.filter((i) => i !== index);
   }
 
   byIndex(name: string, value: string): KubeObject[] {
@@ -187,16 +224,33 @@ export class Informer {
       if (!old) return;
       this.cache.delete(key);
       this.reindex(key, old, undefined);
-      for (const h of this.handlers) h.delete?.(obj);
+      this.deliver(undefined, obj);
       return;
     }
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
     this.cache.set(key, obj);
     this.reindex(key, old, obj);
+    this.deliver(old, obj, true);
+  }
+
+  /**
+   * Tells every handler, each whatever another threw (the handlers of several components share the informer): an
+   * error goes to onHandlerError, or without one the first is thrown once all have heard. `present` false: `obj`
+   * was deleted.
+   */
+  private deliver(old: KubeObject | undefined, obj: KubeObject, present = false): void {
+    let failure: { error: unknown } | undefined;
     for (const h of this.handlers) {
-      if (old) h.update?.(old, obj);
-      else h.add?.(obj);
+      try {
+        if (!present) h.delete?.(obj);
+        else if (old) h.update?.(old, obj);
+        else h.add?.(obj);
+      } catch (error) {
+        if (this.options.onHandlerError) this.options.onHandlerError(error);
+        else failure ??= { error };
+      }
     }
+    if (failure) throw failure.error;
   }
 
   private reindex(key: string, old: KubeObject | undefined, next: KubeObject | undefined): void {
@@ -233,27 +287,178 @@ function removeFrom(index: Map<string, Set<string>>, value: string, key: string)
   if (set.size === 0) index.delete(value);
 }
 
-/** One informer per resource shared by every controller, so each kind is listed and watched once. */
+/**
+ * One informer per resource, shared by every component given it (client-go's SharedInformerFactory): each kind is
+ * listed, watched and cached once however many components read it. Components do not use it directly but through
+ * `component()`, so that one stopping takes its handlers away and lets go of its informers without stopping anyone
+ * else's: an informer runs while some component holds it.
+ */
 export class SharedInformers {
-  private readonly informers = new Map<string, Informer>();
+  private readonly informers = new Map<string, { informer: SharedInformer; holders: number }>();
 
+  /** `onHandlerError`: where an error an event handler throws is told (unset: thrown where the watch delivers). */
   constructor(
     private readonly client: KubeClient,
     private readonly clock: Clock,
+    private readonly onHandlerError?: (gvr: Gvr, error: unknown) => void,
   ) {}
 
-  for(gvr: Gvr): Informer {
-    const key = `${gvr.group}/${gvr.version}/${gvr.resource}`;
-    let informer = this.informers.get(key);
-    if (!informer) this.informers.set(key, (informer = new Informer(this.client, gvr, this.clock)));
-    return informer;
+  /** The resource's informer (made on first use, not started). */
+  informer(gvr: Gvr): SharedInformer {
+    return this.entry(gvr).informer;
   }
 
-  async start(): Promise<void> {
-    await Promise.all([...this.informers.values()].map((i) => i.start()));
+  private entry(gvr: Gvr): { informer: SharedInformer; holders: number } {
+    const key = `${gvr.group}/${gvr.version}/${gvr.resource}`;
+    let entry = this.informers.get(key);
+    if (!entry) {
+      const onHandlerError = this.onHandlerError && ((error: unknown) => this.onHandlerError!(gvr, error));
+      const informer = new SharedInformer(this.client, gvr, this.clock, { onHandlerError });
+      this.informers.set(key, (entry = { informer, holders: 0 }));
+    }
+    return entry;
+  }
+
+  /** A component's share: the informers it asks for, which it holds from its start to its stop. */
+  component(): InformerFactory {
+    return new ComponentInformers(this);
+  }
+
+  /** Starts (or keeps running) the resource's informer for one more holder. */
+  hold(gvr: Gvr): Promise<void> {
+    const entry = this.entry(gvr);
+    entry.holders++;
+    return entry.informer.start();
+  }
+
+  /** One holder fewer: the last one's leaving stops the informer (its cache stays, to be relisted on a new start). */
+  release(gvr: Gvr): void {
+    const entry = this.entry(gvr);
+    if (entry.holders > 0 && --entry.holders === 0) entry.informer.stop();
+  }
+
+  /** How many components hold each running informer, by group/version/resource. */
+  holders(): Map<string, number> {
+    return new Map([...this.informers].filter(([, e]) => e.holders > 0).map(([k, e]) => [k, e.holders]));
   }
 
   stop(): void {
-    for (const i of this.informers.values()) i.stop();
+    for (const entry of this.informers.values()) {
+      entry.holders = 0;
+      entry.informer.stop();
+    }
+  }
+}
+
+/** What one component registered on the shared informers, to take back when it stops. */
+class ComponentInformers implements InformerFactory {
+  private readonly views = new Map<string, ComponentInformer>();
+
+  constructor(private readonly shared: SharedInformers) {}
+
+  for(gvr: Gvr): Informer {
+    const key = `${gvr.group}/${gvr.version}/${gvr.resource}`;
+    let view = this.views.get(key);
+    if (!view) this.views.set(key, (view = new ComponentInformer(this.shared, gvr)));
+    return view;
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([...this.views.values()].map((v) => v.start()));
+  }
+
+  stop(): void {
+    for (const view of this.views.values()) view.detach();
+  }
+}
+
+/**
+ * A component's view of a shared informer: reads go to the shared cache; its handlers and cache indexes are
+ * attached when the component starts (not while it is being built: a synced informer tells a new handler of every
+ * object at once, as it would tell a component's own informer on its start) and taken away when it stops.
+ */
+class ComponentInformer implements Informer {
+  private readonly informer: SharedInformer;
+  private readonly handlers: EventHandlers[] = [];
+  private readonly cacheIndexes: CacheIndex[] = [];
+  private attached = false;
+  private held = false;
+
+  constructor(
+    private readonly shared: SharedInformers,
+    readonly gvr: Gvr,
+  ) {
+    this.informer = shared.informer(gvr);
+  }
+
+  addEventHandler(handlers: EventHandlers): void {
+    this.handlers.push(handlers);
+    if (this.attached) this.informer.addEventHandler(handlers);
+  }
+
+  addIndex(name: string, fn: IndexFunc): void {
+    this.informer.addIndex(name, fn);
+  }
+
+  addCacheIndex(index: CacheIndex): void {
+    this.cacheIndexes.push(index);
+    if (this.attached) this.informer.addCacheIndex(index);
+  }
+
+  byIndex(name: string, value: string): KubeObject[] {
+    return this.informer.byIndex(name, value);
+  }
+
+  get(namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.informer.get(namespace, name);
+  }
+
+  list(): KubeObject[] {
+    return this.informer.list();
+  }
+
+  listNamespace(namespace: string): KubeObject[] {
+    return this.informer.listNamespace(namespace);
+  }
+
+  get hasSynced(): boolean {
+    return this.informer.hasSynced;
+  }
+
+  waitForSync(): Promise<void> {
+    return this.informer.waitForSync();
+  }
+
+  /** Attaches what the component added, holds the informer (once) and resolves when its cache is synced. */
+  async start(): Promise<void> {
+    if (!this.attached) {
+      this.attached = true;
+      for (const index of this.cacheIndexes) this.informer.addCacheIndex(index);
+      for (const h of this.handlers) this.informer.addEventHandler(h);
+    }
+    if (!this.held) {
+      this.held = true;
+      await this.shared.hold(this.gvr);
+    }
+    await this.informer.waitForSync();
+  }
+
+  /** Lets go of the informer; handlers stay, to hear of the kind again should it start again (garbage collector). */
+  stop(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.shared.release(this.gvr);
+  }
+
+  /** The component stopped: its handlers and cache indexes go, and its hold. */
+  detach(): void {
+    if (this.attached) {
+      for (const h of this.handlers) this.informer.removeEventHandler(h);
+      for (const i of this.cacheIndexes) this.informer.removeCacheIndex(i);
+    }
+    this.handlers.length = 0;
+    this.cacheIndexes.length = 0;
+    this.attached = false;
+    this.stop();
   }
 }

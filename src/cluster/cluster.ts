@@ -133,7 +133,7 @@ export class Cluster {
     this.log = options.log ?? (() => undefined);
     this.certificates = new ClusterCertificateAuthority({ pem: options.ca, dir: options.caDir });
     this.registry = new Registry(store);
-    registerObjectMetrics(this.metrics, store);
+    registerObjectMetrics(this.metrics, store, this.registry);
     const ips = new ClusterIPAllocator(random);
     const nodePorts = new NodePortAllocator(random);
     const crdKey = resourceKey(customResourceDefinitions);

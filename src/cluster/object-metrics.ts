@@ -1,5 +1,7 @@
 import type { KubeObject } from '../api/types.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { Registry } from '../registry/registry.js';
+import { resourceKey } from '../registry/types.js';
 import type { MemoryStore } from '../storage/memory-store.js';
 
 const PODS = '/pods';
@@ -18,7 +20,7 @@ function phaseOf(pod: KubeObject | undefined): string | undefined {
  * series per pod and phase; at 150,000 pods that is a scrape of 750,000 lines, so kube-sim keeps the aggregate
  * kube_sim_pods{phase} instead, counted as pods change (a pod's write costs a comparison of two strings).
  */
-export function registerObjectMetrics(metrics: Metrics, store: MemoryStore): void {
+export function registerObjectMetrics(metrics: Metrics, store: MemoryStore, registry: Registry): void {
   metrics.gauge(
     'apiserver_storage_objects',
     'Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.',
@@ -29,6 +31,21 @@ export function registerObjectMetrics(metrics: Metrics, store: MemoryStore): voi
         const group = key.slice(0, slash);
         const resource = key.slice(slash + 1);
         set({ resource: group === '' ? resource : `${resource}.${group}` }, store.count(key));
+      }
+    },
+  );
+  // Every watch of a resource, HTTP or in-process (a component's informers), under the kind it is stored as.
+  metrics.gauge(
+    'apiserver_registered_watchers',
+    'Number of currently registered watchers for a given resources',
+    ['group', 'kind', 'version'],
+    (set) => {
+      const seen = new Set<string>();
+      for (const info of registry.kinds()) {
+        const key = resourceKey(info);
+        if (info.storage || seen.has(key) || !store.spec(key)) continue;
+        seen.add(key);
+        set({ group: info.group, kind: info.kind, version: info.version }, store.watcherCount(key));
       }
     },
   );

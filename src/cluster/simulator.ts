@@ -39,6 +39,12 @@ export interface SimulatorOptions extends ClusterOptions {
    * processes: `sim serve --host`; default 127.0.0.1.
    */
   kubeletAddress?: string;
+  /**
+   * 'shared' (the default): the controllers, the scheduler and the kubelets of this process read one informer cache,
+   * so each kind is listed, watched and cached once (kube-controller-manager's SharedInformerFactory, across the
+   * components); 'separate': each has its own client, watches and cache, as out-of-process components would.
+   */
+  informers?: 'shared' | 'separate';
 }
 
 export const COMPONENTS = ['apiserver', 'controllers', 'scheduler', 'kubelets'] as const;
@@ -91,7 +97,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const identity = `${hostname()}_${processId}`;
   const selected = selectControllers(options.controllers ?? '*', CONTROLLER_NAMES);
   const cluster = await Cluster.start(options);
-  const host = controllerHost(cluster);
+  const host = controllerHost(cluster, { informers: options.informers ?? 'shared' });
   const runs = (component: Component): boolean => options.components?.has(component) ?? true;
   /**
    * Starts a component's manager, or, with etcd (where other processes may run it too), once this process leads its
@@ -127,7 +133,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     ? await startElected('kube-controller-manager', (m) => m.start(controllerFactories, selected))
     : new ControllerManager(host, log);
   const serverOptions: Partial<ServerOptions> = {};
-  // The scheduler and the kubelets are components of their own (own client and informers), as in a cluster.
+  // The scheduler and the kubelets are components of their own (own client; informers shared unless 'separate').
   // A snapshot's Nodes get kubelets (and pods a scheduler) as node-1 … node-N do.
   const restoredNodes = cluster.restoredNodes;
   const simulatedNodes = (options.nodes ?? 0) + restoredNodes.size;

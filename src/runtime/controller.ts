@@ -2,7 +2,7 @@ import { ApiError } from '../api/errors.js';
 import type { Clock } from '../clock/clock.js';
 import type { SeededRandom } from '../clock/random.js';
 import type { Gvr, KubeClient } from '../client/client.js';
-import type { SharedInformers } from '../client/informer.js';
+import type { InformerFactory } from '../client/informer.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { EventRecorder } from './events.js';
 import { WorkQueue, type WorkQueueOptions } from './work-queue.js';
@@ -57,7 +57,8 @@ export interface ControllerContext {
   /** Absent for a manager given no CA (then the controllers that need one do nothing). */
   certificates?: CertificateAuthority;
   client: KubeClient;
-  informers: SharedInformers;
+  /** The component's informers (shared with the process's other components unless they run apart). */
+  informers: InformerFactory;
   clock: Clock;
   random: SeededRandom;
   recorder(component: string): EventRecorder;

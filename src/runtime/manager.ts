@@ -1,7 +1,7 @@
 import type { Clock } from '../clock/clock.js';
 import type { SeededRandom } from '../clock/random.js';
 import type { KubeClient } from '../client/client.js';
-import { SharedInformers } from '../client/informer.js';
+import { SharedInformers, type InformerFactory } from '../client/informer.js';
 import type { ApiResources, CertificateAuthority, Controller, ControllerContext } from './controller.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { EventRecorder } from './events.js';
@@ -36,6 +36,11 @@ export function selectControllers(spec: string, known: readonly string[]): Set<s
  */
 export interface ControllerHost {
   client(): KubeClient;
+  /**
+   * The process's informers, which every manager on this host shares (one list, watch and cache per resource);
+   * absent, each manager lists and watches through its own client, as a component in a process of its own does.
+   */
+  readonly informers?: SharedInformers;
   readonly resources: ApiResources;
   readonly clock: Clock;
   readonly random: SeededRandom;
@@ -43,16 +48,19 @@ export interface ControllerHost {
   readonly metrics?: Metrics;
 }
 
-/** Starts the selected controllers against a cluster through a client of their own and shared informers. */
+/**
+ * Starts the selected controllers against a cluster through a client of their own and informers shared among them
+ * (and with the host's other managers when it shares its informers).
+ */
 export class ControllerManager {
   readonly client: KubeClient;
-  readonly informers: SharedInformers;
+  readonly informers: InformerFactory;
   readonly context: ControllerContext;
   private readonly controllers: Controller[] = [];
 
   constructor(host: ControllerHost, log: LogFn) {
     this.client = host.client();
-    this.informers = new SharedInformers(this.client, host.clock);
+    this.informers = (host.informers ?? new SharedInformers(this.client, host.clock)).component();
     const recorders = new Map<string, EventRecorder>();
     this.context = {
       resources: host.resources,

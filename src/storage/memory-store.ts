@@ -257,6 +257,11 @@ export class MemoryStore implements StoreWrites {
     return this.table(resource).objects.get(objectKey(namespace, name));
   }
 
+  /** Watches open on the resource now (HTTP and in-process alike). */
+  watcherCount(resource: string): number {
+    return this.table(resource).hub.count;
+  }
+
   count(resource: string, namespace?: string): number {
     const table = this.table(resource);
     return namespace === undefined ? table.objects.size : (table.namespaceCounts.get(namespace) ?? 0);

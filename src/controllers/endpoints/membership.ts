@@ -1,6 +1,6 @@
 import { deepEqual, type KubeObject } from '../../api/types.js';
 import { Resources } from '../../client/client.js';
-import { cacheKey, type CacheIndex, type Informer, type SharedInformers } from '../../client/informer.js';
+import { cacheKey, type CacheIndex, type Informer, type InformerFactory } from '../../client/informer.js';
 import { podEndpointsChanged, serviceSelector } from './pods.js';
 
 /**
@@ -136,10 +136,10 @@ function matches(selector: Record<string, string>, labels: Readonly<Record<strin
   return true;
 }
 
-const shared = new WeakMap<SharedInformers, ServiceMembership>();
+const shared = new WeakMap<InformerFactory, ServiceMembership>();
 
 /** The membership of a controller manager's informers, one for every controller that asks (made on first use). */
-export function serviceMembership(informers: SharedInformers): ServiceMembership {
+export function serviceMembership(informers: InformerFactory): ServiceMembership {
   let membership = shared.get(informers);
   if (!membership) {
     membership = new ServiceMembership(informers.for(Resources.pods), informers.for(Resources.services));
