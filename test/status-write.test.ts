@@ -9,8 +9,7 @@ import { startSimulator } from '../src/cluster/simulator.js';
 import type { StoreEvent, WatchEventType } from '../src/storage/watch.js';
 
 // The /status write path checks only what a status write can change (kube-apiserver's ValidatePodStatusUpdate:
-// ObjectMeta update rules and status), copies only the parts of an in-process body the store does not hold
-// already, and moves only the index entries whose values changed. What clients see must not change.
+// ObjectMeta update rules and status), takes an in-process body's own parts over without a copy, and moves only the index entries whose values changed. What clients see must not change.
 test('a /status write: metadata errors as before, private copies of what it keeps, indexes and watches follow', async () => {
   const sim = await startSimulator({ clock: 'virtual', seed: 5, nodes: 0, controllers: '-*' });
   const { cluster } = sim;
@@ -63,20 +62,28 @@ test('a /status write: metadata errors as before, private copies of what it keep
     assert.deepEqual(bad.details?.causes, createError?.details?.causes, 'the same causes as a create with that label');
     assert.equal(cluster.api.get(pods, 'default', 'web').metadata.resourceVersion, pod.metadata.resourceVersion);
 
-    // The in-process caller's objects stay its own: changing them after the write changes nothing stored.
+    // The in-process caller hands its body over (WriteOptions.handOver): what it made is kept, not copied, and frozen
+    // with the stored object under KUBE_SIM_FREEZE_OBJECTS=1, so that a writer that changed it later fails in tests.
     const current = await client.get(Resources.pods, 'default', 'web');
-    const status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
+    const status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', message: 'handed over' }] };
     const labels = { app: 'web', track: 'b' };
     const written = await client.updateStatus(Resources.pods, {
       ...current,
       metadata: { ...current.metadata, labels },
       status,
     });
-    status.conditions[0]!.status = 'False';
-    labels.track = 'c';
     const stored = cluster.api.get(pods, 'default', 'web');
-    assert.deepEqual(stored.status, { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] });
+    assert.deepEqual(stored.status, {
+      phase: 'Running',
+      conditions: [{ type: 'Ready', status: 'True', message: 'handed over' }],
+    });
     assert.deepEqual(stored.metadata.labels, { app: 'web', track: 'b' });
+    const storedConditions = (stored.status as { conditions: unknown[] }).conditions;
+    assert.equal(storedConditions[0], status.conditions[0], 'the condition the writer made is the stored one');
+    if (process.env.KUBE_SIM_FREEZE_OBJECTS === '1')
+      assert.throws(() => {
+        status.conditions[0]!.status = 'False';
+      }, TypeError);
     assert.equal(written.spec, current.spec, 'the spec is the stored one, not a copy');
     // Parts of the body that are the stored object's own stay the stored ones: only what is new is copied.
     const before = cluster.api.get(pods, 'default', 'web');

@@ -15,6 +15,9 @@ import {
   type WatchOptions,
 } from '../client/client.js';
 
+/** In-process writers hand their bodies over: they do not change an object once they have written it. */
+const HAND_OVER = { handOver: true } as const;
+
 /** Who the in-process controllers are to an authorizer: kube-controller-manager's user. */
 const CONTROLLERS = { username: 'system:kube-controller-manager', groups: ['system:authenticated'] };
 
@@ -59,8 +62,9 @@ export class InProcessClient implements KubeClient {
     return this.cluster.api.create(info, namespace, obj);
   }
 
+  /** The body is handed over (WriteOptions.handOver): the caller does not change it once written. */
   async update(gvr: Gvr, obj: KubeObject): Promise<KubeObject> {
-    return this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj);
+    return this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj, HAND_OVER);
   }
 
   async updateStatus(gvr: Gvr, obj: KubeObject): Promise<KubeObject> {
@@ -75,10 +79,13 @@ export class InProcessClient implements KubeClient {
     return this.updateThrough(Resources.certificatesigningrequests, obj, 'approval');
   }
 
-  /** A PUT through one of the kind's subresources (status, a namespace's finalize, a CSR's approval). */
+  /** A PUT through one of the kind's subresources (status, a namespace's finalize, a CSR's approval), handed over. */
   private updateThrough(gvr: Gvr, obj: KubeObject, subresource: string): Promise<KubeObject> {
     return Promise.resolve(
-      this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj, { subresource }),
+      this.cluster.api.update(this.kind(gvr), obj.metadata.namespace, obj.metadata.name!, obj, {
+        subresource,
+        handOver: true,
+      }),
     );
   }
 

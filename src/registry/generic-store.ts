@@ -79,6 +79,14 @@ export interface WriteOptions {
   };
   /** The body was decoded for this request alone (HTTP): the store keeps it as the new object instead of a copy. */
   takeBody?: boolean;
+  /**
+   * An in-process writer hands its update's body over (the in-process client's writes): the parts it made are kept,
+   * not copied, since it changes them no more; its root and metadata, which the store stamps, are copied. Taken
+   * as it is only where nothing changes it in place after decoding (a /status write's status; an update of a kind
+   * without defaults, preparation or conversion); elsewhere copied as any body is. Stored objects are frozen with
+   * KUBE_SIM_FREEZE_OBJECTS=1, handed-over parts with them: a writer that changed one later would throw in tests.
+   */
+  handOver?: boolean;
   /** Who sent the request, with --auth (access reviews answer for them). */
   requester?: Requester;
   /**
@@ -338,8 +346,10 @@ export class GenericStore {
     body: unknown,
     options: WriteOptions = {},
   ): MaybePromise<KubeObject> {
-    // An in-process /status write: what the store keeps of it, copied but for the parts it holds already.
-    const ownPart = options.subresource === 'status' && !options.takeBody && options.fieldValidation === undefined;
+    // An in-process /status write: what the store keeps of it, copied but for the parts it holds already (and, handed
+    // over, for the writer's own).
+    const inProcess = !options.takeBody && options.fieldValidation === undefined;
+    const ownPart = options.subresource === 'status' && inProcess;
     const incoming = ownPart
       ? this.decodeBody(
           info,
@@ -348,10 +358,13 @@ export class GenericStore {
             body,
             this.store.get(resourceKey(info), scoped(info, namespace), name),
             info.strategy?.statusMetadata ?? [],
+            options.handOver === true,
           ),
           true,
         )
-      : this.decodeBody(info, namespace, body, options.takeBody);
+      : inProcess && options.handOver && !options.subresource && takesOver(info)
+        ? this.decodeBody(info, namespace, ownRootAndMetadata(body), true)
+        : this.decodeBody(info, namespace, body, options.takeBody);
     this.checkFields(info, incoming, options);
     if (incoming.metadata.name !== name) {
       throw Errors.badRequest(
@@ -1152,17 +1165,41 @@ function statusPart(
   body: unknown,
   stored: KubeObject | undefined,
   kept: NonNullable<Strategy['statusMetadata']>,
+  handedOver: boolean,
 ): unknown {
   if (!isPlainObject(body)) return body;
   let metadata = body.metadata;
   if (isPlainObject(metadata)) {
     const own: Record<string, unknown> = { ...metadata };
-    for (const f of kept) if (own[f] !== undefined) own[f] = deepCopy(own[f], stored?.metadata[f]);
+    if (!handedOver) for (const f of kept) if (own[f] !== undefined) own[f] = deepCopy(own[f], stored?.metadata[f]);
     metadata = own;
   }
   const part: Record<string, unknown> = { apiVersion: body.apiVersion, kind: body.kind, metadata };
-  if (body.status !== undefined) part.status = deepCopy(body.status, stored?.status);
+  if (body.status !== undefined) part.status = handedOver ? body.status : deepCopy(body.status, stored?.status);
   return part;
+}
+
+/**
+ * Whether an update's body can be kept as it is below its root and metadata: the kind changes nothing in place
+ * between decoding and storing it (no defaults, no preparation, no conversion or schema defaults; a Lease).
+ */
+function takesOver(info: KindInfo): boolean {
+  const strategy = info.strategy;
+  return (
+    strategy?.defaults === undefined &&
+    strategy?.prepareForUpdate === undefined &&
+    info.storage === undefined &&
+    info.conversion === undefined &&
+    info.schema === undefined
+  );
+}
+
+/** A handed-over body with a root and metadata of its own (which decoding and the update change in place). */
+function ownRootAndMetadata(body: unknown): unknown {
+  if (!isPlainObject(body)) return body;
+  const root: Record<string, unknown> = { ...body };
+  if (isPlainObject(body.metadata)) root.metadata = { ...body.metadata };
+  return root;
 }
 
 /** An object of a kind served from another's storage, as the client sees it (and back). */
