@@ -124,11 +124,11 @@ function RolloutBar({ deployment, newRs }: { deployment: KubeObject; newRs: Kube
         <span class="fence desired" style={{ left: pct(bounds.replicas) }} />
       </div>
       <div class="legend" aria-hidden="true">
-        <span class="key new-ready">updated, ready</span>
-        <span class="key new-starting">updated, not ready</span>
+        <span class="key new-ready">new, ready</span>
+        <span class="key new-starting">new, starting</span>
         <span class="key old">old</span>
         <span class="key available">available</span>
-        <span class="key min">least available</span>
+        <span class="key min">min available</span>
         <span class="key desired">desired</span>
       </div>
       <div class="rollout-text">
