@@ -260,6 +260,11 @@ async function run(browser: Browser, name: string, dir: string): Promise<string[
   try {
     const page = await context.newPage();
     await page.addInitScript(PAGE_PROBE);
+    page.on('pageerror', (err) => process.stderr.write(`page error: ${err.stack ?? err.message}\n`));
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning')
+        process.stderr.write(`page console ${m.type()}: ${m.text()}\n`);
+    });
     if (dir)
       await page.route(
         (url) => url.pathname.startsWith('/sim/ui/'),
