@@ -156,7 +156,12 @@ test('--tls: HTTPS with a generated CA in the kubeconfig; kubectl get/create/wat
   idle.on('error', () => undefined);
   await new Promise((resolve) => idle.once('connect', resolve));
   // A restart on the same --data keeps the CA: the kubeconfig written before still works.
-  assert.equal((await server.stop()).forced, false, 'SIGTERM ended the server with a silent connection open');
+  const shutdown = await server.stop();
+  assert.equal(
+    shutdown.forced,
+    false,
+    `SIGTERM did not end the server with a silent connection open:\n${shutdown.hang}`,
+  );
   idle.destroy();
   stopped = true;
   await serverFor(t, ['--tls', '--data', data, '--nodes', '0', '--port', String(server.port)]);

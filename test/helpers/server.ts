@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
 import { track } from './processes.js';
@@ -26,6 +29,8 @@ export interface StopResult {
   signal: NodeJS.Signals | null;
   /** It ignored SIGTERM for STOP_TIMEOUT_MS and had to be killed. */
   forced: boolean;
+  /** When forced: what kept it alive, from a Node diagnostic report taken before the SIGKILL (open handles, JS stack). */
+  hang?: string;
 }
 
 const START_TIMEOUT_MS = 10_000;
@@ -35,21 +40,66 @@ function exited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null;
 }
 
+/** Asks a hung server for a Node diagnostic report and sums up what keeps it alive: ref'd handles and the JS stack. */
+async function diagnose(child: ChildProcess, dir: string): Promise<string> {
+  child.kill('SIGUSR2');
+  for (let waited = 0; waited < 3_000; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const file = readdirSync(dir).find((f) => f.endsWith('.json'));
+    if (!file) continue;
+    try {
+      const report = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+        javascriptStack?: { message?: string; stack?: string[] };
+        libuv?: Array<{ type: string; is_active?: boolean; is_referenced?: boolean; [k: string]: unknown }>;
+      };
+      const handles = (report.libuv ?? []).filter((h) => h.is_active && h.is_referenced).map((h) => JSON.stringify(h));
+      return [`ref'd handles:`, ...handles, 'JS stack:', ...(report.javascriptStack?.stack ?? [])].join('\n');
+    } catch {
+      // Still being written.
+    }
+  }
+  return 'no diagnostic report within 3 s';
+}
+
 /** Starts `sim serve --port 0 ...args` as a child process and resolves with the URL it prints. */
 export function startServer(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<SimServer> {
+  // A server that hangs in shutdown is asked for a diagnostic report (SIGUSR2) before it is killed.
+  const reports = mkdtempSync(join(tmpdir(), 'kube-sim-report-'));
   const child = track(
-    spawn(process.execPath, [SIM, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
+    spawn(
+      process.execPath,
+      [
+        '--report-on-signal',
+        '--report-signal=SIGUSR2',
+        '--report-compact',
+        `--report-directory=${reports}`,
+        SIM,
+        'serve',
+        '--port',
+        '0',
+        '--log-level',
+        'warn',
+        ...args,
+      ],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    ),
   );
   let out = '';
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  const exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exit = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      rmSync(reports, { recursive: true, force: true });
+      resolve();
+    }),
+  );
   let forced = false;
-  const result = (): StopResult => ({ code: child.exitCode, signal: child.signalCode, forced });
+  let hang: string | undefined;
+  const result = (): StopResult => ({ code: child.exitCode, signal: child.signalCode, forced, hang });
 
   const stop = async (): Promise<StopResult> => {
     if (exited(child)) return result();
@@ -58,6 +108,7 @@ export function startServer(args: string[] = [], env: NodeJS.ProcessEnv = {}): P
     const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), STOP_TIMEOUT_MS)));
     if ((await Promise.race([exit, hung])) === 'hung' && !exited(child)) {
       forced = true;
+      hang = await diagnose(child, reports);
       child.kill('SIGKILL');
       await exit;
     }
