@@ -101,6 +101,6 @@ describe('sim serve --components', () => {
     );
     const alone = await runSim(['serve', '--port', '0', '--components', 'controllers']);
     assert.equal(alone.code, 1);
-    assert.match(alone.stderr, /--components without apiserver needs --etcd-servers/);
+    assert.match(alone.stderr, /--components without apiserver needs --kubeconfig FILE .* or --etcd-servers/);
   });
 });

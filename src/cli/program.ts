@@ -99,7 +99,7 @@ export function buildProgram(): Command {
     )
     .option(
       '--components <list>',
-      'what this process runs, of apiserver,controllers,scheduler,kubelets (with --etcd-servers, several processes share the work: controllers and scheduler elect a leader on their Lease)',
+      "what this process runs, of apiserver,controllers,scheduler,kubelets (with --etcd-servers, several processes share the work: controllers and scheduler elect a leader on their Lease; without apiserver and with --kubeconfig, they attach to that API server, any cluster's, as KWOK does)",
       'apiserver,controllers,scheduler,kubelets',
     )
     .addOption(
@@ -160,7 +160,7 @@ export function buildProgram(): Command {
     .option('--tls', 'serve HTTPS with a generated CA (kept under --data) and write a kubeconfig that trusts it')
     .option(
       '--kubeconfig <file>',
-      'write a kubeconfig for this server here (with --tls: default DATA/tls/kubeconfig, or a temporary directory)',
+      "with the apiserver component: write a kubeconfig for this server here (with --tls: default DATA/tls/kubeconfig, or a temporary directory); with --components lacking apiserver: read it, and attach the components to its current context's API server, as kube-controller-manager, kube-scheduler and kubelet read theirs",
     )
     .option(
       '--token-auth-file <file>',

@@ -28,8 +28,10 @@ import {
   kubeconfigFiles,
   kubeconfigYaml,
   mergeKubeconfig,
+  readKubeconfig,
   readKubeconfigFiles,
 } from '../client/kubeconfig.js';
+import { attachComponents } from '../cluster/attached.js';
 import { mergeMessage } from './kubeconfig-merge.js';
 import { Logger, type LogLevel } from './logger.js';
 import { answerPlainHttp, servingTls, tlsDir, type ServingTls } from './tls.js';
@@ -241,9 +243,14 @@ function componentsOf(options: ServeOptions): Set<Component> {
       throw new Error(`--components: unknown component "${name}" (known: ${COMPONENTS.join(', ')})`);
   if (names.length === 0) throw new Error(`--components: none given (known: ${COMPONENTS.join(', ')})`);
   const components = new Set(names as Component[]);
-  if (!components.has('apiserver') && options.etcdServers === undefined)
+  if (components.has('apiserver')) return components;
+  if (options.etcdServers === undefined && options.kubeconfig === undefined)
     throw new Error(
-      '--components without apiserver needs --etcd-servers: the components work on the cluster that etcd keeps, which another sim serve serves',
+      '--components without apiserver needs --kubeconfig FILE (the API server to attach to, as kube-controller-manager reads it) or --etcd-servers (the cluster etcd keeps, which another sim serve serves)',
+    );
+  if (options.etcdServers !== undefined && options.kubeconfig !== undefined)
+    throw new Error(
+      '--components without apiserver takes --kubeconfig FILE (attach to an API server) or --etcd-servers, not both',
     );
   return components;
 }
@@ -263,8 +270,10 @@ export async function serve(options: ServeOptions): Promise<void> {
   let sim: Simulator;
   let components: Set<Component>;
   try {
-    const etcd = etcdOptions(options);
     components = componentsOf(options);
+    if (!components.has('apiserver') && options.kubeconfig !== undefined)
+      return await serveAttached(options, [...components], log);
+    const etcd = etcdOptions(options);
     const snapshot = options.snapshot !== undefined ? readSnapshotFile(options.snapshot) : undefined;
     let startTime: number | undefined;
     if (options.startTime !== undefined) {
@@ -443,5 +452,57 @@ function runComponentsOnly(sim: Simulator, components: Component[], options: Ser
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.stdout.write(
     `kube-sim components running: ${components.join(', ')} (no API server; the cluster is in etcd ${options.etcdServers})\n`,
+  );
+}
+
+/** What a process that attaches to an API server (--kubeconfig, no apiserver) cannot do, said before it starts. */
+const NOT_WHEN_ATTACHED: Array<[keyof ServeOptions, string]> = [
+  ['data', '--data'],
+  ['snapshot', '--snapshot'],
+  ['tls', '--tls'],
+  ['auth', '--auth'],
+  ['tokenAuthFile', '--token-auth-file'],
+  ['name', '--name'],
+];
+
+/**
+ * `--components controllers,scheduler,kubelets --kubeconfig FILE`: the components attach to the API server of the
+ * kubeconfig's current context over HTTP(S), as kube-controller-manager, kube-scheduler and kubelets read their
+ * --kubeconfig (here it is read, not written). One line on stdout says so once they run; a signal stops them.
+ */
+async function serveAttached(options: ServeOptions, components: Component[], log: Logger): Promise<void> {
+  for (const [key, flag] of NOT_WHEN_ATTACHED)
+    if (options[key] !== undefined && options[key] !== false)
+      throw new Error(
+        `${flag} belongs to the API server; with --components ${components.join(',')} --kubeconfig this process attaches to one`,
+      );
+  if (options.clock === 'virtual')
+    throw new Error('--clock virtual: components attached to an API server run on real time, as the server does');
+  const file = resolvePath(options.kubeconfig!);
+  const connection = readKubeconfig(file);
+  const attached = await attachComponents(connection, {
+    components: new Set(components),
+    seed: options.seed,
+    controllers: options.controllers,
+    log: (level, message) => log.log(level, message),
+    nodes: options.nodes,
+    kubelet: kubeletOptions(options, log),
+    scheduler: options.scheduler,
+  });
+  // The clock's timers do not hold the process; while the API server is away nothing else does (no socket open).
+  const alive = setInterval(() => undefined, 1 << 30);
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: shutting down`);
+    clearInterval(alive);
+    await attached.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.stdout.write(
+    `kube-sim components running: ${components.join(', ')} (attached to ${connection.server}, from the kubeconfig ${file})\n`,
   );
 }

@@ -290,7 +290,12 @@ export class HttpClient implements KubeClient {
         }
       }
       finish();
-    })().catch((err: unknown) => finish(abort.signal.aborted ? undefined : (err as Error)));
+    })().catch((err: unknown) => {
+      // A connection that failed (the server went away) or a handler that threw: the stream is given up either way.
+      const stopped = abort.signal.aborted;
+      abort.abort();
+      finish(stopped ? undefined : (err as Error));
+    });
     return {
       stop: () => {
         closed = true;

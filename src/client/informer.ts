@@ -75,6 +75,9 @@ export class SharedInformer implements Informer {
   private watchHandle?: { stop(): void };
   private resyncTimer?: TimerHandle;
   private readonly syncWaiters: Array<() => void> = [];
+  /** How long the next list after a failure waits: doubled while the server stays away (client-go's backoff). */
+  private retryMs = RETRY_FIRST_MS;
+  private retryTimer?: TimerHandle;
 
   constructor(
     private readonly client: KubeClient,
@@ -155,7 +158,15 @@ export class SharedInformer implements Informer {
   async start(): Promise<void> {
     if (!this.stopped) return;
     this.stopped = false;
-    await this.relist();
+    try {
+      await this.relist();
+    } catch (err) {
+      // The server is not answering yet (over HTTP): started means synced, however long the server takes. A
+      // request the server refuses (403, 404) fails the start as before.
+      if (err instanceof ApiError && err.code < 500 && err.code !== 429) throw err;
+      this.relistLater();
+      await this.waitForSync();
+    }
     if (this.options.resyncMs) this.scheduleResync(this.options.resyncMs);
   }
 
@@ -163,6 +174,7 @@ export class SharedInformer implements Informer {
     this.stopped = true;
     this.watchHandle?.stop();
     this.resyncTimer?.cancel();
+    this.retryTimer?.cancel();
   }
 
   private scheduleResync(ms: number): void {
@@ -210,11 +222,27 @@ export class SharedInformer implements Informer {
       },
       (error) => {
         if (this.stopped) return;
-        if (error instanceof ApiError && error.code === 410) void this.relist();
-        else if (error) this.clock.setTimer(1000, () => void this.relist().catch(() => undefined));
+        if (error instanceof ApiError && error.code === 410) void this.relist().catch(() => this.relistLater());
+        else if (error) this.relistLater();
         else this.watch();
       },
     );
+  }
+
+  /**
+   * After a failed watch or list (the API server away, over HTTP): lists again after a wait, doubled per failure up
+   * to 30 s, so that an informer outlives a restart of its server rather than giving up after one try.
+   */
+  private relistLater(): void {
+    const wait = this.retryMs;
+    this.retryMs = Math.min(wait * 2, RETRY_MAX_MS);
+    this.retryTimer = this.clock.setTimer(wait, () => {
+      if (this.stopped) return;
+      this.relist().then(
+        () => (this.retryMs = RETRY_FIRST_MS),
+        () => this.relistLater(),
+      );
+    });
   }
 
   private apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject): void {
@@ -267,6 +295,8 @@ export class SharedInformer implements Informer {
 }
 
 const NO_VALUES: readonly string[] = [];
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
 
 function sameValues(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;

@@ -4,7 +4,7 @@ import { defaultProfile } from '../kubelet/node.js';
 import { defaultImageCatalog } from '../kubelet/images.js';
 import { defaultStages } from '../kubelet/stages.js';
 import { Scheduler } from '../scheduler/scheduler.js';
-import { ControllerManager, selectControllers, type LogFn } from '../runtime/manager.js';
+import { ControllerManager, selectControllers, type ControllerHost, type LogFn } from '../runtime/manager.js';
 import type { FastifyInstance } from 'fastify';
 import type { KubeClient } from '../client/client.js';
 import { buildServer, type ServerOptions } from '../server/server.js';
@@ -17,6 +17,7 @@ import { InProcessClient } from './in-process-client.js';
 import { LeaderElector } from '../runtime/leader-election.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
+import type { RestoredNodes } from './snapshot-restore.js';
 
 export interface SimulatorOptions extends ClusterOptions {
   /** Controllers to run, kube-controller-manager style ('*', 'name', '-name'); default '*'. */
@@ -94,30 +95,81 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   // Who this process is to the others (Lease holders): from the OS's random source, not the seeded RNG, since two
   // processes started with the same --seed must still be told apart.
   const processId = randomUUID();
-  const identity = `${hostname()}_${processId}`;
   const selected = selectControllers(options.controllers ?? '*', CONTROLLER_NAMES);
   const cluster = await Cluster.start(options);
-  const host = controllerHost(cluster, { informers: options.informers ?? 'shared' });
+  const { controllers, serverOptions } = await startComponents(
+    {
+      host: controllerHost(cluster, { informers: options.informers ?? 'shared' }),
+      identity: `${hostname()}_${processId}`,
+      // With etcd other processes may run the same components: they lead on Leases, through this process's store.
+      electionClient: options.etcd ? new InProcessClient(cluster) : undefined,
+      onClose: (fn) => cluster.onClose(fn),
+      restoredNodes: cluster.restoredNodes,
+      // Over etcd other processes may run kubelets too: each node runs in one of them (node-ownership.ts), and
+      // this process serves its kubelets' API for the API servers of the others.
+      sharedKubelets: options.etcd && {
+        leaseName: `kubelets-${processId}`,
+        serve: (fleet) => serveKubelets(cluster, fleet, options.kubeletAddress ?? '127.0.0.1', log),
+      },
+    },
+    options,
+    selected,
+  );
+  return {
+    cluster,
+    controllers,
+    serverOptions,
+    buildServer: (extra = {}) => buildServer(cluster, { ...serverOptions, ...extra }),
+    client: () => new InProcessClient(cluster),
+    close: () => cluster.close(),
+  };
+}
+
+/** Where components run: the host they work through, and how they lead when other processes may run them too. */
+export interface ComponentSite {
+  host: ControllerHost;
+  /** This process as a Lease holder: `<hostname>_<uuid>`. */
+  identity: string;
+  /** The client the controllers' and the scheduler's leader electors use; undefined: this process alone runs them. */
+  electionClient?: KubeClient;
+  onClose(fn: () => Promise<void> | void): void;
+  restoredNodes: RestoredNodes;
+  /** Other processes run kubelets too: the nodes are shared out on Leases, and this one serves its kubelets' API. */
+  sharedKubelets?: { leaseName: string; serve(fleet: KubeletFleet): Promise<KubeletEndpoint> };
+}
+
+/**
+ * The controllers, the scheduler and the kubelets that `options.components` names, started on a site: a Cluster of
+ * this process (startSimulator) or an API server reached over HTTP (attached.ts), the same code either way.
+ */
+export async function startComponents(
+  site: ComponentSite,
+  options: SimulatorOptions,
+  selected: ReadonlySet<string>,
+): Promise<{ controllers: ControllerManager; serverOptions: Partial<ServerOptions> }> {
+  const log: LogFn = options.log ?? (() => undefined);
+  const { host, identity } = site;
   const runs = (component: Component): boolean => options.components?.has(component) ?? true;
   /**
-   * Starts a component's manager, or, with etcd (where other processes may run it too), once this process leads its
-   * Lease; a leader that loses the Lease stops, and a fresh manager starts should it lead again.
+   * Starts a component's manager, or, where other processes may run it too (over etcd, or attached to an API
+   * server), once this process leads its Lease; a leader that loses the Lease stops, and a fresh manager starts
+   * should it lead again.
    */
   const startElected = async (
     lease: string,
     start: (manager: ControllerManager) => Promise<void>,
   ): Promise<ControllerManager> => {
     let manager = new ControllerManager(host, log);
-    cluster.onClose(() => manager.stop());
-    if (!options.etcd) {
+    site.onClose(() => manager.stop());
+    if (!site.electionClient) {
       await start(manager);
       return manager;
     }
     const elector = new LeaderElector({
       name: lease,
       identity,
-      client: new InProcessClient(cluster),
-      clock: cluster.clock,
+      client: site.electionClient,
+      clock: host.clock,
       log,
       onStartedLeading: () => start(manager),
       onStoppedLeading: () => {
@@ -125,7 +177,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         manager = new ControllerManager(host, log);
       },
     });
-    cluster.onClose(() => elector.stop());
+    site.onClose(() => elector.stop());
     elector.start();
     return manager;
   };
@@ -135,7 +187,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const serverOptions: Partial<ServerOptions> = {};
   // The scheduler and the kubelets are components of their own (own client; informers shared unless 'separate').
   // A snapshot's Nodes get kubelets (and pods a scheduler) as node-1 … node-N do.
-  const restoredNodes = cluster.restoredNodes;
+  const restoredNodes = site.restoredNodes;
   const simulatedNodes = (options.nodes ?? 0) + restoredNodes.size;
   if (runs('scheduler') && (options.scheduler ?? simulatedNodes > 0)) {
     await startElected('kube-scheduler', (m) =>
@@ -145,6 +197,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   if (runs('kubelets') && simulatedNodes > 0) {
     const kubelets = new ControllerManager(host, log);
     let endpoint: KubeletEndpoint | undefined;
+    const shared = site.sharedKubelets;
     const fleet = new KubeletFleet(kubelets.context, {
       nodes: options.nodes ?? 0,
       restoredNodes,
@@ -154,22 +207,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       clusterCidr: options.kubelet?.clusterCidr ?? '10.244.0.0/16',
       images: options.kubelet?.images ?? defaultImageCatalog(),
       missingImages: options.kubelet?.missingImages ?? [],
-      // Over etcd other processes may run kubelets too: each node runs in one of them (node-ownership.ts).
-      shared: options.etcd && { identity, leaseName: `kubelets-${processId}`, endpoint: () => endpoint },
+      manages: options.kubelet?.manages,
+      shared: shared && { identity, leaseName: shared.leaseName, endpoint: () => endpoint },
     });
-    cluster.onClose(() => kubelets.stop());
+    site.onClose(() => kubelets.stop());
     // Closers run last first: the node Leases are given up before the kubelets' informers stop.
-    cluster.onClose(() => fleet.release());
-    if (options.etcd) endpoint = await serveKubelets(cluster, fleet, options.kubeletAddress ?? '127.0.0.1', log);
+    site.onClose(() => fleet.release());
+    if (shared) endpoint = await shared.serve(fleet);
     await kubelets.start(new Map([['kubelet', () => fleet]]), new Set(['kubelet']));
     serverOptions.kubelet = fleet;
   }
-  return {
-    cluster,
-    controllers,
-    serverOptions,
-    buildServer: (extra = {}) => buildServer(cluster, { ...serverOptions, ...extra }),
-    client: () => new InProcessClient(cluster),
-    close: () => cluster.close(),
-  };
+  return { controllers, serverOptions };
 }

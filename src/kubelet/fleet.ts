@@ -36,6 +36,8 @@ export interface KubeletOptions {
   images: ImageCatalog;
   /** References no registry has besides the catalog's (`sim serve --missing-images`). */
   missingImages: readonly string[];
+  /** Which Nodes get a kubelet here (unset: every Node; node-agent.ts). */
+  manages?: (node: KubeObject) => boolean;
   /**
    * The Nodes of a snapshot the cluster booted from, with whether each was Ready: their kubelets adopt them as they
    * are (no labels added), and one that was not Ready starts failed, so that it stays NotReady.

@@ -135,6 +135,11 @@ export interface NodeAgentOptions {
   profile: NodeProfile;
   /** Pod CIDRs per node are /24s of this range. */
   clusterCidr: string;
+  /**
+   * Which Nodes get a kubelet here (unset: every Node). Attached to a cluster of real nodes, only simulated ones do,
+   * as KWOK manages only the Nodes its annotation selector picks.
+   */
+  manages?: (node: KubeObject) => boolean;
   /** Nodes of a snapshot: adopted as they are, and failed at once when they were not Ready (fleet.ts). */
   restoredNodes?: ReadonlyMap<string, { ready: boolean }>;
   /** Several kubelets processes share the nodes; unset, this process runs every node. */
@@ -231,6 +236,10 @@ export class NodeAgents {
           node = await this.ctx.client.get(Resources.nodes, undefined, name);
         }
       }
+      if (this.options.manages && !this.options.manages(node)) {
+        this.ctx.log('warn', `kubelet ${name}: a Node of that name is there and is not a simulated one: left alone`);
+        continue;
+      }
       if (this.options.ownership) this.options.ownership.sync(name, node);
       else this.adopt(node);
     }
@@ -290,6 +299,7 @@ export class NodeAgents {
   private adopt(node: KubeObject, lease?: KubeObject): void {
     const name = node.metadata.name!;
     if (this.agents.has(name) || node.metadata.deletionTimestamp) return;
+    if (this.options.manages && !this.options.manages(node)) return;
     const index = this.indexOf(name);
     const status = isPlainObject(node.status) ? node.status : {};
     const addresses = Array.isArray(status.addresses) ? (status.addresses as Obj[]) : [];

@@ -37,8 +37,9 @@ export interface CertificateAuthority {
    * A certificate for a request's subject, key and names with these usages, signed by the CA, PEM (authority.Sign
    * with the signers' PermissiveSigningPolicy): valid from five minutes ago for `ttlMs` (less the five minutes when
    * that is 8 hours or more), and never past the CA's own end. Validity is wall-clock time, which clients check.
+   * Absent where only the certificate is known (kube-controller-manager with --root-ca-file and no signing key).
    */
-  sign(request: SigningRequest): Promise<string>;
+  sign?(request: SigningRequest): Promise<string>;
 }
 
 export interface SigningRequest {
