@@ -8,7 +8,9 @@
  * concurrent keep-alive clients (64) for S seconds after a 1 s warm-up; every write is a new key. Prints writes/s,
  * latency percentiles, CPU per write (server and load generator) and writes per fsync, per round, then the
  * medians and their ratios. Then kube-sim over that etcd (`--etcd-servers`, a prefix of its own): one API server
- * taking the creates, and two taking alternate ones (each watching all of them into its cache). Skips (exit 0) when etcd is not installed:
+ * taking the creates, and two taking alternate ones (each watching all of them into its cache). Last, watch fan-out
+ * on each kube-sim (in memory, --data, etcd×1, etcd×2): 100 HTTP watchers of one namespace (spread over both servers
+ * for etcd×2) and 200 creates/s (`--fanout-rate`), the delay from each create's answer to each watcher's event. Skips (exit 0) when etcd is not installed:
  * `apt-get install -y etcd-server`.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -23,6 +25,7 @@ import { procCpuMs, spawnServer } from './server-process.js';
 import { post } from './http-post.js';
 import { median, summarize } from './stats.js';
 import { reportToBench } from './report.js';
+import { fanoutAcross } from './fanout.js';
 
 function option(flag: string, fallback: number): number {
   const i = process.argv.indexOf(flag);
@@ -36,6 +39,8 @@ const ROUNDS = option('--rounds', 3);
 const CLIENTS = option('--clients', 64);
 const VALUE_BYTES = 2048;
 const WARMUP_MS = 1000;
+const FANOUT_WATCHERS = 100;
+const FANOUT_RATE = option('--fanout-rate', 200);
 
 function etcdBinary(): string | undefined {
   const found = spawnSync('sh', ['-c', 'command -v etcd'], { encoding: 'utf8' });
@@ -353,6 +358,38 @@ try {
     memoryPerSecond: memoryRate,
     overEtcdPerSecond: overEtcdRates,
   });
+  // Watch fan-out: 100 watchers of one namespace, 200 creates/s, each watcher seeing every write; over etcd×2 the
+  // watchers and the writes are spread over both API servers.
+  console.log(
+    `watch fan-out: ${FANOUT_WATCHERS} HTTP watchers, ${FANOUT_RATE} creates/s for ${SECONDS} s (load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')})`,
+  );
+  console.log(
+    'target            writes/s   ack→event p50 ms   p99 ms   max ms   delivered   lost   server CPU µs/write',
+  );
+  const fanoutTargets: Array<{ name: string; servers: Array<{ url: string; child: ChildProcess }> }> = [
+    { name: 'kube-sim memory', servers: [memory] },
+    { name: 'kube-sim --data', servers: [sim] },
+    { name: 'kube-sim etcd×1', servers: [onEtcd] },
+    { name: 'kube-sim etcd×2', servers: [onEtcd, onEtcd2] },
+  ];
+  for (const target of fanoutTargets) {
+    const f = await fanoutAcross(
+      target.servers.map((s) => s.url),
+      () => target.servers.reduce((sum, s) => sum + (procCpuMs(s.child.pid!) ?? 0), 0),
+      {
+        watchers: FANOUT_WATCHERS,
+        rate: FANOUT_RATE,
+        durationMs: SECONDS * 1000,
+        namespace: `fanout-${target.servers.length}-${fanoutTargets.indexOf(target)}`,
+      },
+    );
+    console.log(
+      `${target.name.padEnd(16)} ${f.achievedWritesPerSec.toFixed(0).padStart(9)}  ${f.ackToEventMs.p50.toFixed(2).padStart(17)}  ${f.ackToEventMs.p99.toFixed(2).padStart(7)}  ${f.ackToEventMs.max.toFixed(1).padStart(7)}  ${`${f.delivered}/${f.expectedDeliveries}`.padStart(10)}  ${String(f.lost).padStart(5)}  ${f.serverCpuMicrosPerWrite.toFixed(0).padStart(20)}`,
+    );
+  }
   console.log(
     `load average at end ${os
       .loadavg()

@@ -142,7 +142,7 @@ async function createNamespaces(pool: Pool, names: string[]): Promise<void> {
  * most 256 in flight), each described by `plan(i)`.
  */
 async function writeAtRate(
-  pool: Pool,
+  pool: Pool | readonly Pool[],
   rate: number,
   durationMs: number,
   plan: (i: number) => { path: string; body: string; target: number },
@@ -163,7 +163,7 @@ async function writeAtRate(
       inFlight++;
       const sent = now();
       pending.push(
-        call(pool, 'POST', path, body).then((r) => {
+        call(Array.isArray(pool) ? pool[(i - 1) % pool.length]! : (pool as Pool), 'POST', path, body).then((r) => {
           inFlight--;
           const acked = now();
           if (r.status !== 201) throw new Error(`POST ${path}: ${r.status} ${r.text.slice(0, 300)}`);
@@ -362,6 +362,58 @@ async function caseB(
     arrivals,
     cpuMs,
   );
+}
+
+/**
+ * Case (a)'s shape across API servers (bench:etcd): `watchers` HTTP watches of one namespace's ConfigMaps spread
+ * round-robin over the servers, `rate` creates/s sent round-robin to them too, every watcher matching every write.
+ * Over etcd the servers share resourceVersions, so a watcher on one server is matched with a write through another.
+ */
+export async function fanoutAcross(
+  urls: readonly string[],
+  serverCpuMs: () => number,
+  o: { watchers: number; rate: number; durationMs: number; namespace: string },
+): Promise<FanoutCase> {
+  const pools = urls.map((url) => new Pool(url, { connections: 16, pipelining: 1, keepAliveTimeout: 60_000 }));
+  const clients = new WatchClients();
+  try {
+    await createNamespaces(pools[0]!, [o.namespace]);
+    const path = `/api/v1/namespaces/${o.namespace}/configmaps`;
+    const rv = await currentRevision(pools[0]!, path);
+    await clients.call(
+      {
+        op: 'open',
+        transport: 'http',
+        mode: 'rv',
+        urls: Array.from(
+          { length: o.watchers },
+          (_, i) => `${urls[i % urls.length]}${path}?watch=true&resourceVersion=${rv}`,
+        ),
+      },
+      'opened',
+    );
+    const cpu0 = serverCpuMs();
+    const writes = await writeAtRate(pools, o.rate, o.durationMs, (i) => ({
+      path,
+      body: configMap(`f-${i}`, {}),
+      target: -1,
+    }));
+    const cpuMs = serverCpuMs() - cpu0;
+    await sleep(2000);
+    const { watchers: arrivals } = await clients.call({ op: 'collect' }, 'collected');
+    await clients.call({ op: 'close' }, 'closed');
+    return analyse(
+      `${o.watchers} watchers on ${urls.length} server(s), ${o.rate} writes/s`,
+      'http',
+      o.rate,
+      writes,
+      arrivals,
+      cpuMs,
+    );
+  } finally {
+    await clients.close();
+    for (const pool of pools) await pool.close();
+  }
 }
 
 export async function measureFanout(o: FanoutOptions): Promise<FanoutFigures> {

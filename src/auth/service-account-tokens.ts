@@ -76,6 +76,18 @@ export class ServiceAccountTokens {
     return this.keys;
   }
 
+  /** Signs with this key (PKCS #8 PEM), which every API server of the cluster is given (over etcd: cluster.ts). */
+  useKey(pem: string): void {
+    this.keys = withKid(createPrivateKey(pem));
+  }
+
+  /** A new signing key, PKCS #8 PEM. */
+  static generateKey(): string {
+    return generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
+  }
+
   /**
    * Signs with the key kept in `file` (PEM, made with mode 0600 when missing), as kube-apiserver's
    * --service-account-key-file: with --data, tokens issued before a restart stay valid after it.

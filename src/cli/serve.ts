@@ -182,6 +182,7 @@ interface ServeSecurity {
 /**
  * --auth: static tokens from --token-auth-file plus a fresh admin token (system:masters), printed at start.
  * The admin token comes from the OS's secure random source, not the seeded RNG: --seed must not make it guessable.
+ * Over etcd it is the one etcd keeps, made by the first API server, so that every server takes it.
  */
 function serveSecurity(cluster: Cluster, options: ServeOptions, log: Logger): ServeSecurity {
   if (!options.auth) throw new Error('--token-auth-file needs --auth');
@@ -191,7 +192,7 @@ function serveSecurity(cluster: Cluster, options: ServeOptions, log: Logger): Se
     for (const warning of file.warnings) log.warn(warning);
     for (const [token, user] of file.users) tokens.set(token, user);
   }
-  const adminToken = randomBytes(32).toString('base64url');
+  const adminToken = cluster.sharedAdminToken ?? randomBytes(32).toString('base64url');
   tokens.set(adminToken, { username: ADMIN_USER, groups: ['system:masters'] });
   // With --data the ServiceAccount signing key is kept beside the CA, so issued tokens outlive a restart.
   const backend = authBackend(cluster);
@@ -258,10 +259,11 @@ function componentsOf(options: ServeOptions): Set<Component> {
 /** `sim serve`: start a cluster, serve it, and shut down cleanly on SIGINT/SIGTERM. */
 export async function serve(options: ServeOptions): Promise<void> {
   const log = new Logger(options.logLevel);
-  // The serving CA is the cluster CA (kube-root-ca.crt, the CSR signers), so it is known before the cluster starts.
+  // The serving CA is the cluster CA (kube-root-ca.crt, the CSR signers), so it is known before the cluster starts;
+  // over etcd it is the one etcd keeps for every API server, known once the cluster has started.
   let tls: ServingTls | undefined;
   try {
-    tls = options.tls ? servingTls(options.host, options.data) : undefined;
+    tls = options.tls && options.etcdServers === undefined ? servingTls(options.host, options.data) : undefined;
   } catch (err) {
     log.error(`cannot start: --tls: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;
@@ -304,6 +306,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       serviceMappings: (options.mapService ?? []).map(parseServiceMapping),
       kubeletAddress: options.host,
     });
+    if (options.tls && !tls) tls = servingTls(options.host, undefined, sim.cluster.certificates.load().pem);
   } catch (err) {
     log.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;

@@ -3,7 +3,7 @@ import { isIP, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
 import { wallClock } from '../clock/clock.js';
-import { ClusterCertificateAuthority } from '../cluster/certificate-authority.js';
+import { ClusterCertificateAuthority, type CaPem } from '../cluster/certificate-authority.js';
 import { issueServingCertificate, type Issuer } from '../api/x509.js';
 
 /** PEM texts for `sim serve --tls`: the CA clients trust, and the server's certificate (signed by it) and key. */
@@ -47,11 +47,12 @@ export function tlsDir(dataPath: string): string {
  * The CA and a fresh serving certificate for `sim serve --tls`. With --data the CA is kept (ca.crt, ca.key with
  * mode 0600) so that kubeconfigs written earlier stay valid across restarts, and it is the cluster CA a plain
  * `sim serve --data` made before, if it made one; without --data the CA is new every start. The serving certificate
- * is made anew each start, so a changed --host is always in it.
+ * is made anew each start, so a changed --host is always in it. `given`: the CA to sign it with (etcd's, shared by
+ * every API server of the cluster).
  */
-export function servingTls(host: string, dataPath?: string): ServingTls {
+export function servingTls(host: string, dataPath?: string, given?: CaPem): ServingTls {
   const caDir = dataPath !== undefined ? tlsDir(dataPath) : undefined;
-  const ca = new ClusterCertificateAuthority(caDir !== undefined ? { dir: caDir } : {}).load();
+  const ca = new ClusterCertificateAuthority(given ? { pem: given } : caDir !== undefined ? { dir: caDir } : {}).load();
   const notAfter = Date.parse(ca.cert.validTo);
   if (caDir !== undefined && notAfter < wallClock.now() + DAY_MS)
     throw new Error(

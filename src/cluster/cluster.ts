@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { RealClock, VirtualClock, type Clock } from '../clock/clock.js';
 import { SeededRandom } from '../clock/random.js';
 import type { KubeObject } from '../api/types.js';
@@ -19,9 +20,12 @@ import { raceTolerant } from '../api/errors.js';
 import { allOf, sync, then, type MaybePromise } from '../api/maybe-async.js';
 import { SnapshotFile } from '../storage/snapshot.js';
 import { dataPaths, scanWal, truncateWal, WriteAheadLog } from '../storage/wal.js';
-import { ClusterCertificateAuthority, type CaPem } from './certificate-authority.js';
+import { ClusterCertificateAuthority, generateCa, type CaPem } from './certificate-authority.js';
+import { ServiceAccountTokens } from '../auth/service-account-tokens.js';
+import { serviceAccountTokens } from '../registry/serviceaccount-token.js';
 import { DEFAULT_EVENT_TTL_MS, EventExpiry } from './event-ttl.js';
 import { ClusterIPAllocator } from './ip-allocator.js';
+import { ServiceRangeWrites, type RangeSwap } from './service-ranges.js';
 import { WebhookClients, type ServiceMapping } from '../registry/webhook-client.js';
 
 export { parseServiceMapping, type ServiceMapping } from '../registry/webhook-client.js';
@@ -120,6 +124,8 @@ export class Cluster {
   /** With --etcd-servers: etcd, which every write goes to, feeding `store` as its watch cache. */
   private etcd: EtcdStore | undefined;
   readonly log: NonNullable<ClusterOptions['log']>;
+  /** Over etcd: the admin token every API server of the cluster accepts (`sim serve --auth`), kept in etcd. */
+  sharedAdminToken: string | undefined;
   /** What `/metrics` reports: the API server's, the components' and the objects' series. */
   readonly metrics = new Metrics();
 
@@ -129,6 +135,7 @@ export class Cluster {
     readonly store: MemoryStore,
     options: ClusterOptions,
     writes: StoreWrites = store,
+    ranges?: RangeSwap,
   ) {
     this.log = options.log ?? (() => undefined);
     this.certificates = new ClusterCertificateAuthority({ pem: options.ca, dir: options.caDir });
@@ -136,6 +143,9 @@ export class Cluster {
     registerObjectMetrics(this.metrics, store, this.registry);
     const ips = new ClusterIPAllocator(random);
     const nodePorts = new NodePortAllocator(random);
+    // Over etcd, ClusterIPs and NodePorts are taken cluster-wide in kube-apiserver's bitmaps before a Service is written.
+    if (ranges)
+      writes = this.serviceRanges = new ServiceRangeWrites(writes, ranges, store, ips, nodePorts, random, clock);
     const crdKey = resourceKey(customResourceDefinitions);
     const ctx: StrategyContext & CrdNamesLookup = {
       clock,
@@ -186,6 +196,7 @@ export class Cluster {
   }
 
   private readonly ipAllocator: ClusterIPAllocator;
+  private readonly serviceRanges: ServiceRangeWrites | undefined;
   private readonly nodePorts: NodePortAllocator;
   private readonly apiServices: LocalApiServices;
   private readonly flowControl: FlowControlConfig;
@@ -304,7 +315,21 @@ export class Cluster {
     const clock = clockFor(options);
     const store = new MemoryStore(options.watchHistory, snapshot.revision, () => clock.now());
     const etcd = attach(store);
-    const cluster = new Cluster(clock, random, store, options, etcd);
+    // Every API server over this etcd trusts one CA and verifies each other's ServiceAccount tokens, as
+    // kube-apiservers given the same key files do: the first to start makes them, the others read them.
+    // So is the admin token `sim serve --auth` prints: a kubeconfig written by one API server works with any.
+    const shared = JSON.parse(
+      await etcd.createOnce('cluster-keys', () =>
+        JSON.stringify({
+          ca: generateCa(),
+          serviceAccountKey: ServiceAccountTokens.generateKey(),
+          adminToken: randomBytes(32).toString('base64url'),
+        }),
+      ),
+    ) as { ca: CaPem; serviceAccountKey: string; adminToken: string };
+    const cluster = new Cluster(clock, random, store, { ...options, ca: options.ca ?? shared.ca }, etcd, etcd);
+    serviceAccountTokens(cluster.api).useKey(shared.serviceAccountKey);
+    cluster.sharedAdminToken = shared.adminToken;
     cluster.etcd = etcd;
     cluster.closers.push(() => etcd.close());
     const crds = resourceKey(customResourceDefinitions);
@@ -314,7 +339,7 @@ export class Cluster {
       for (const kv of snapshot.kvs) {
         const where = etcd.parseKey(kv.key);
         if (!where) {
-          if (!crdsFirst) unserved.add(kv.key.toString());
+          if (!crdsFirst && !etcd.isRangeKey(kv.key)) unserved.add(kv.key.toString());
           continue;
         }
         if ((where.resource === crds) !== crdsFirst) continue;
@@ -331,6 +356,12 @@ export class Cluster {
       cluster.nodePorts.changed(undefined, svc);
     }
     etcd.start();
+    const ranges = cluster.serviceRanges;
+    if (ranges) {
+      await ranges.markStored();
+      ranges.startRepair();
+      cluster.closers.push(() => ranges.stopRepair());
+    }
     await cluster.bootstrap();
     return cluster;
   }

@@ -1,4 +1,5 @@
 import { Errors } from '../api/errors.js';
+import { remember } from './ip-allocator.js';
 import type { SeededRandom } from '../clock/random.js';
 import type { KubeObject } from '../api/types.js';
 
@@ -11,6 +12,12 @@ export const NODE_PORT_RANGE: readonly [number, number] = [30000, 32767];
  */
 export class NodePortAllocator {
   private readonly used = new Set<number>();
+  /**
+   * Over etcd (clusterWide, service-ranges.ts): the ports drawn for writes not yet made, which may be drawn again
+   * there; and etcd's bitmap, not this process's view (which may lag a deletion elsewhere), decides what is held.
+   */
+  readonly drawn = new Set<number>();
+  clusterWide = false;
 
   constructor(
     private readonly random: SeededRandom,
@@ -18,7 +25,7 @@ export class NodePortAllocator {
   ) {}
 
   isAllocated(port: number): boolean {
-    return this.used.has(port);
+    return !this.clusterWide && this.used.has(port);
   }
 
   /** A free port in the range that is not one of `taken` (ports the same request already chose). */
@@ -28,7 +35,10 @@ export class NodePortAllocator {
     const start = this.random.int(size);
     for (let i = 0; i < size; i++) {
       const port = low + ((start + i) % size);
-      if (!this.used.has(port) && !taken.has(port)) return port;
+      if (!this.used.has(port) && !taken.has(port)) {
+        if (this.clusterWide) remember(this.drawn, port);
+        return port;
+      }
     }
     // kube-apiserver's answer (an internal error, as it is no fault of the request's fields).
     throw Errors.internal('failed to allocate a nodePort: range is full');

@@ -165,6 +165,123 @@ export class EtcdStore implements StoreWrites {
     return { revision, kvs };
   }
 
+  /**
+   * A value kept beside the cluster, just outside the prefix (`/registry.kube-sim/NAME`, so no resource's watch sees
+   * it), made once: the first process to ask stores what `make` returns, in one create-if-absent transaction, and
+   * every process, then and later, gets that value.
+   */
+  async createOnce(name: string, make: () => string): Promise<string> {
+    const key = Buffer.from(`${this.prefixText.slice(0, -1)}.kube-sim/${name}`);
+    const existing = await this.rpc('range', (o) => this.client.kv.range({ key }, o));
+    if (existing.kvs[0]) return existing.kvs[0].value.toString('utf8');
+    const value = Buffer.from(make());
+    const result = await this.rpc('txn', (o) =>
+      this.client.kv.txn(
+        {
+          compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+          success: [{ request_put: { key, value } }],
+          failure: [{ request_range: { key } }],
+        },
+        o,
+      ),
+    );
+    const stored = result.succeeded ? value : result.responses[0]?.response_range?.kvs[0]?.value;
+    if (!stored) throw Errors.internal(`etcd: ${key.toString()} was neither created nor found`);
+    return stored.toString('utf8');
+  }
+
+  /** Whether a key is one of kube-apiserver's allocator bitmaps (`<prefix>/ranges/…`), which hold no resource. */
+  isRangeKey(key: Buffer): boolean {
+    return key.toString('utf8').startsWith(`${this.prefixText}ranges/`);
+  }
+
+  /** What the last swap saw of each key it went over: the value and its mod_revision (0: absent). */
+  private readonly swapped = new Map<string, { value: Buffer | undefined; revision: string }>();
+  private swaps: Promise<unknown> = Promise.resolve();
+
+  /**
+   * A compare-and-swap of keys under the prefix that hold no resource (kube-apiserver's `ranges/serviceips` …):
+   * `update` gets their values (undefined: absent) and returns new ones (or none, to leave them), and the transaction
+   * commits only if etcd still holds what it was given; else it runs again on etcd's newer values, as
+   * GuaranteedUpdate does. Resolves with update's result; what update throws is thrown.
+   */
+  swap<T>(
+    names: readonly string[],
+    update: (values: Array<Buffer | undefined>) => { values?: Buffer[]; result: T },
+  ): Promise<T> {
+    // One at a time in this process (kube-apiserver's allocator holds a lock around its update): concurrent swaps of
+    // one process would otherwise only lose the race to each other, one round trip each.
+    const next = this.swaps.then(() => this.swapNow(names, update));
+    this.swaps = next.catch(() => undefined);
+    return next;
+  }
+
+  private async swapNow<T>(
+    names: readonly string[],
+    update: (values: Array<Buffer | undefined>) => { values?: Buffer[]; result: T },
+  ): Promise<T> {
+    const keys = names.map((n) => Buffer.from(`${this.prefixText}${n}`));
+    const read = (which: readonly string[]): Promise<void[]> =>
+      Promise.all(
+        which.map(async (name) => {
+          const page = await this.rpc('range', (o) =>
+            this.client.kv.range({ key: Buffer.from(`${this.prefixText}${name}`) }, o),
+          );
+          const kv = page.kvs[0];
+          this.swapped.set(name, { value: kv?.value, revision: kv ? String(kv.mod_revision) : '0' });
+        }),
+      );
+    const unknown = names.filter((n) => !this.swapped.has(n));
+    if (unknown.length > 0) await read(unknown);
+    // What the last swap saw may be behind another process's since: a decision taken without a transaction (an
+    // error, or nothing to change) is taken again on values read now.
+    let fresh = unknown.length === names.length;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const seen = names.map((n) => this.swapped.get(n)!);
+      let decided: { values?: Buffer[]; result: T };
+      try {
+        decided = update(seen.map((s) => s.value));
+      } catch (err) {
+        if (fresh) throw err;
+        await read(names);
+        fresh = true;
+        continue;
+      }
+      const { values, result } = decided;
+      if (!values) {
+        if (fresh) return result;
+        await read(names);
+        fresh = true;
+        continue;
+      }
+      const outcome = await this.rpc('txn', (o) =>
+        this.client.kv.txn(
+          {
+            compare: keys.map((key, i) =>
+              seen[i]!.revision === '0'
+                ? { key, target: 'Create' as const, result: 'Equal' as const, create_revision: 0 }
+                : { key, target: 'Mod' as const, result: 'Equal' as const, mod_revision: seen[i]!.revision },
+            ),
+            success: keys.map((key, i) => ({ request_put: { key, value: values[i]! } })),
+            failure: keys.map((key) => ({ request_range: { key } })),
+          },
+          o,
+        ),
+      );
+      if (outcome.succeeded) {
+        const revision = String(outcome.header.revision);
+        names.forEach((n, i) => this.swapped.set(n, { value: values[i], revision }));
+        return result;
+      }
+      names.forEach((n, i) => {
+        const kv = outcome.responses[i]?.response_range?.kvs[0];
+        this.swapped.set(n, { value: kv?.value, revision: kv ? String(kv.mod_revision) : '0' });
+      });
+      fresh = true;
+    }
+    throw Errors.internal(`etcd: ${names.join(', ')}: too many concurrent writers`);
+  }
+
   /** The resource, namespace and name a key stands for, or undefined for keys of resources not served here. */
   parseKey(key: Buffer | string): { resource: string; namespace: string | undefined; name: string } | undefined {
     const text = typeof key === 'string' ? key : key.toString('utf8');
