@@ -110,11 +110,19 @@ describe('sim serve --etcd-servers: what two API servers share', { skip: missing
   });
 
   it('refuses a node port another server holds with 422, and frees it when its Service goes', async () => {
+    // A port none of the Services above drew.
+    const held = new Set(
+      ((await clients[0]!.list(Resources.services, NS)).items as Svc[]).flatMap((s) =>
+        s.spec.ports.map((p) => p.nodePort),
+      ),
+    );
+    let pinned = 31555;
+    while (held.has(pinned)) pinned++;
     const withPort = (name: string): KubeObject => ({
       apiVersion: 'v1',
       kind: 'Service',
       metadata: { name },
-      spec: { type: 'NodePort', ports: [{ port: 80, nodePort: 31555 }] },
+      spec: { type: 'NodePort', ports: [{ port: 80, nodePort: pinned }] },
     });
     const results = await Promise.allSettled([
       clients[0]!.create(Resources.services, NS, withPort('pinned-a')),
@@ -122,15 +130,18 @@ describe('sim serve --etcd-servers: what two API servers share', { skip: missing
     ]);
     const won = results.filter((r) => r.status === 'fulfilled');
     const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-    assert.equal(won.length, 1, `exactly one of two concurrent creates of nodePort 31555 succeeds${logs()}`);
+    assert.equal(won.length, 1, `exactly one of two concurrent creates of nodePort ${pinned} succeeds${logs()}`);
     const error = lost[0]!.reason as ApiError;
     assert.ok(error instanceof ApiError);
     assert.equal(error.code, 422);
-    assert.match(error.message, /spec\.ports\[0\]\.nodePort: Invalid value: 31555: provided port is already allocated/);
+    assert.match(
+      error.message,
+      new RegExp(`spec\\.ports\\[0\\]\\.nodePort: Invalid value: ${pinned}: provided port is already allocated`),
+    );
     const winner = results[0]!.status === 'fulfilled' ? 'pinned-a' : 'pinned-b';
     await clients[0]!.delete(Resources.services, NS, winner);
     const again = (await clients[1]!.create(Resources.services, NS, withPort('pinned-c'))) as Svc;
-    assert.equal(again.spec.ports[0]!.nodePort, 31555);
+    assert.equal(again.spec.ports[0]!.nodePort, pinned);
   });
 
   it('trusts one CA and one admin token: either kubeconfig works against either server', async () => {
