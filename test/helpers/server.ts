@@ -99,7 +99,12 @@ export function startServer(args: string[] = [], env: NodeJS.ProcessEnv = {}): P
   );
   let forced = false;
   let hang: string | undefined;
-  const result = (): StopResult => ({ code: child.exitCode, signal: child.signalCode, forced, hang });
+  const result = (): StopResult => ({
+    code: child.exitCode,
+    signal: child.signalCode,
+    forced,
+    ...(hang === undefined ? {} : { hang }),
+  });
 
   const stop = async (): Promise<StopResult> => {
     if (exited(child)) return result();
